@@ -1,0 +1,340 @@
+"""Stored activations per layer (spec §6.1–§6.6): the slot table, the selective-recompute rules, full
+recompute, and the combination with the parallel degrees [A-LAYER].
+
+A slot's bytes are per token (per routed token for EXP classes, per vocabulary entry for V). Class sums
+depend only on the model, widths and flags (scalars); ``combine`` brings in the degrees, which may be numpy
+arrays, so the search prices with the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .arr import Num
+from .resolve import Dims, Flags, Par, Widths
+
+# Division classes (§6.1). GSP: a norm output that is saved all-gathered (REP) when the gather switch is
+# kept under SP, else sequence-sharded (SP). EXPT: per routed token and ÷ etp.
+CLASSES = ("sp", "gsp", "tp", "rep", "v", "exp", "expt")
+
+
+@dataclass(frozen=True)
+class SlotDef:
+    id: str
+    bytes: float
+    cls: str
+    switches: frozenset[str] = frozenset()  # the slot is recomputed when any of these switches is 0
+    matmul_out: int = 0  # torchtitan_op: 1-based index of the matmul whose output this slot is (0: none)
+    op_only: bool = False  # a matmul output that only the torchtitan_op policy saves (otherwise freed)
+
+
+@dataclass(frozen=True)
+class ClassSums:
+    sp: float = 0.0
+    tp: float = 0.0
+    rep: float = 0.0
+    v: float = 0.0
+    exp: float = 0.0
+    expt: float = 0.0
+    cast: bool = False  # weight casts kept (D7)
+
+    def __add__(self, o: ClassSums) -> ClassSums:
+        return ClassSums(self.sp + o.sp, self.tp + o.tp, self.rep + o.rep, self.v + o.v, self.exp + o.exp,
+                         self.expt + o.expt, self.cast or o.cast)
+
+    def __sub__(self, o: ClassSums) -> ClassSums:
+        return ClassSums(self.sp - o.sp, self.tp - o.tp, self.rep - o.rep, self.v - o.v, self.exp - o.exp,
+                         self.expt - o.expt, self.cast and not o.cast)
+
+
+ZERO = ClassSums()
+
+
+def _s(switch: str | tuple[str, ...] | None) -> frozenset[str]:
+    if switch is None:
+        return frozenset()
+    return frozenset((switch,) if isinstance(switch, str) else switch)
+
+
+# ------------------------------------------------------------------------------------------ slot table
+def attention_slots(d: Dims, w: Widths, f: Flags, s: float, linear: bool) -> list[SlotDef]:
+    """Attention half of a body layer (§6.2). ``s`` is the key length (the full sequence)."""
+    h, bc = d.h, w.c
+    out = [SlotDef("a.norm_in", w.r * h, "sp"), SlotDef("a.norm_out", bc * h, "gsp", _s("norm_out"))]
+    if linear:
+        state = bc * (4 * d.lin_k + 4 * d.lin_v + 2 * d.n_lv) + 4 * d.n_lv * d.lin_d_k * d.lin_d_v / 64
+        out.append(SlotDef("lin.state", state, "tp", _s("qk_v")))
+        out.append(SlotDef("a.out", bc * d.lin_v, "tp"))
+        if f.norm_stats:
+            out.append(SlotDef("nstat.attn", 4 * d.c_stat, "sp", _s("norm_out")))
+        return out
+    up = "mla_up" if d.mla else "qk_v"
+    k_w = d.a * d.dqk if f.kv_repeat else d.k_w
+    v_w = d.a * d.dv if f.kv_repeat else d.v_w
+    if d.mla:
+        # torchtitan_op numbering (forward matmul order): [wq_a,] wq_b | wq, wkv_a, wkv_b, wo
+        mm_q, mm_kv_b = (2, 4) if d.dc_q > 0 else (1, 3)
+        out.append(SlotDef("a.q", bc * d.q_w, "tp", _s(up), mm_q))
+        out.append(SlotDef("a.k", bc * k_w, "tp", _s(up), mm_kv_b))
+        out.append(SlotDef("a.v", bc * v_w, "tp", _s(up), mm_kv_b))
+    else:
+        out.append(SlotDef("a.q", bc * d.q_w, "tp", _s(up), 1))
+        out.append(SlotDef("a.k", bc * k_w, "tp", _s(up), 2))
+        out.append(SlotDef("a.v", bc * v_w, "tp", _s(up), 3))
+    if d.qk_norm:
+        out.append(SlotDef("a.qknorm", w.n * (d.a + d.n_kv) * d.dh, "tp", _s("norm_out")))
+    if f.flash_attention:
+        out.append(SlotDef("a.fa_stats", 4 * d.a, "tp", _s("core")))
+    else:
+        dropout = d.attn_dropout
+        out.append(SlotDef("a.scores", w.sm * d.a * s, "tp", _s("core")))
+        if w.sm != bc and not dropout:
+            out.append(SlotDef("a.scores_cast", bc * d.a * s, "tp", _s(("core", "head_cast"))))
+        if dropout:
+            out.append(SlotDef("a.scores_drop", (w.dm + bc) * d.a * s, "tp", _s(("core", "dropout"))))
+    out.append(SlotDef("a.out", bc * d.o_w, "tp"))
+    if d.output_gate:
+        out.append(SlotDef("a.gate", bc * d.o_w, "tp"))
+    if d.hidden_dropout:
+        out.append(SlotDef("a.drop", w.dm * h, "sp", _s("dropout")))
+    if d.mla:
+        lat = d.dc_q + d.dc_kv
+        out.append(SlotDef("mla.lat", w.n * lat + bc * lat, "sp"))
+        out.append(SlotDef("mla.rope", bc * d.dhr, "rep"))
+        # outputs of the latent down-projections (wq_a, wkv_a), saved only by the torchtitan_op policy
+        if d.dc_q > 0:
+            out.append(SlotDef("a.q_a", bc * d.dc_q, "rep", frozenset(), 1, op_only=True))
+        out.append(SlotDef("a.kv_a", bc * (d.dc_kv + d.dhr), "rep", frozenset(), 3 if d.dc_q > 0 else 2,
+                           op_only=True))
+    out.append(SlotDef("a.o_out", bc * h, "rep", frozenset(), 5 if d.mla and d.dc_q > 0 else 4, op_only=True))
+    if f.norm_stats:
+        latents = ((1 if d.dc_q > 0 else 0) + 1) if d.mla else 0
+        stats = 4 * d.c_stat * (1 + latents)
+        out.append(SlotDef("nstat.attn", stats, "sp", _s("norm_out")))
+        if d.qk_norm:
+            out.append(SlotDef("nstat.qk", 4 * d.c_stat * (d.a + d.n_kv), "tp", _s("norm_out")))
+    return out
+
+
+def ffn_slots(d: Dims, w: Widths, f: Flags, moe: bool, mm_base: int) -> list[SlotDef]:
+    """FFN half (§6.2): dense FFN, or router + shared experts + routed experts."""
+    h, bc = d.h, w.c
+    out = [SlotDef("m.norm_in", w.r * h, "sp"), SlotDef("m.norm_out", bc * h, "gsp", _s("norm_out"))]
+    if not moe:
+        # torchtitan order: w1 (gate), w3 (up), w2 (down); act_in holds both branch outputs
+        out.append(SlotDef("m.act_in.gate", bc * d.hff, "tp", frozenset(), mm_base + 1))
+        if d.g > 1:
+            out.append(SlotDef("m.act_in.up", bc * (d.g - 1) * d.hff, "tp", frozenset(), mm_base + 2))
+        out.append(SlotDef("m.fc2_in", bc * d.hff, "tp", _s("act")))
+        if d.g > 1 and not f.fused_act:
+            out.append(SlotDef("m.act_out", bc * d.hff, "tp", _s("act")))
+        out.append(SlotDef("m.ffn_out", bc * h, "rep", frozenset(), mm_base + d.g + 1, op_only=True))
+    else:
+        out.append(SlotDef("r.router", d.router_bytes * 2 * d.n_exp + 8 * d.n_chosen, "sp", frozenset(),
+                           mm_base + 1))
+        if d.hff_sh:
+            out.append(SlotDef("s.act_in.gate", bc * d.hff_sh, "tp", frozenset(), mm_base + 2))
+            if d.g > 1:
+                out.append(SlotDef("s.act_in.up", bc * (d.g - 1) * d.hff_sh, "tp", frozenset(), mm_base + 3))
+            out.append(SlotDef("s.fc2_in", bc * d.hff_sh, "tp", _s("act")))
+            if d.g > 1 and not f.fused_act:
+                out.append(SlotDef("s.act_out", bc * d.hff_sh, "tp", _s("act")))
+            out.append(SlotDef("s.out", bc * h, "rep", frozenset(), mm_base + d.g + 2, op_only=True))
+        out.append(SlotDef("e.in", bc * h, "exp"))
+        out.append(SlotDef("e.out", bc * h, "exp"))
+        out.append(SlotDef("e.act_in", bc * d.g * d.hff_exp, "expt"))
+        out.append(SlotDef("e.fc2_in", bc * d.hff_exp, "expt", _s("moe_act")))
+        if d.g > 1 and not f.fused_act_experts:
+            out.append(SlotDef("e.act_out", bc * d.hff_exp, "expt", _s("moe_act")))
+    if d.hidden_dropout:
+        out.append(SlotDef("m.drop", w.dm * h, "sp", _s("dropout")))
+    if f.norm_stats:
+        out.append(SlotDef("nstat.ffn", 4 * d.c_stat, "sp", _s("norm_out")))
+    return out
+
+
+def block_slots(d: Dims, w: Widths, f: Flags, s: float, kind: str) -> tuple[SlotDef, ...]:
+    if kind == "noop":
+        return ()
+    linear = kind.startswith("lin_")
+    attn = attention_slots(d, w, f, s, linear)
+    n_attn_mm = 0 if linear else (5 if d.mla and d.dc_q > 0 else 4)
+    return (*attn, *ffn_slots(d, w, f, kind.endswith("moe"), n_attn_mm))
+
+
+def head_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
+    """Output: final-norm input, head input (REP with DTensor SP: the column-parallel head gathers it),
+    and the loss' saved softmax (per vocabulary entry, class V)."""
+    out = [SlotDef("o.norm_in", w.r * d.h, "sp"),
+           SlotDef("o.head_in", w.c * d.h, "rep" if f.dtensor_sp else "sp"),
+           SlotDef("o.loss", w.l, "v")]
+    if f.norm_stats:
+        out.append(SlotDef("nstat.o", 4 * d.c_stat, "sp"))
+    return tuple(out)
+
+
+def embedding_slots(d: Dims, w: Widths) -> tuple[SlotDef, ...]:
+    out = [SlotDef("emb.ids", 8.0, "rep")]
+    if d.emb_dropout:
+        out.append(SlotDef("emb.drop", w.dm * d.h, "sp"))
+    return tuple(out)
+
+
+def mtp_extra_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
+    """mtp.in: hnorm, enorm and eh_proj inputs; with statistics for the two extra norms."""
+    out = [SlotDef("mtp.in", w.r * d.h + 3 * w.c * d.h, "sp")]
+    if f.norm_stats:
+        out.append(SlotDef("nstat.mtp", 2 * 4 * d.c_stat, "sp"))
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------------- recompute rules
+MEGATRON_MODULES = {"core_attn": "core", "layernorm": "norm_out", "mla_up_proj": "mla_up", "moe_act": "moe_act",
+                    "act": "act"}
+
+
+def selective_switches(rule: str, flags: Flags, explicit: tuple[str, ...] | None) -> frozenset[str]:
+    """Switches a selective layer recomputes (§6.3)."""
+    if explicit is not None:
+        return frozenset(MEGATRON_MODULES.get(x, x) for x in explicit)
+    if rule == "hyperparallel":
+        return frozenset({"core", "head_cast", "dropout", "norm_out", "gather", "act"})
+    if rule == "mindformers":
+        out = {"act"}
+        if not flags.flash_attention:
+            out |= {"core", "head_cast", "qk_v"}
+        return frozenset(out)
+    if rule == "megatron":
+        return frozenset({"core"})
+    return frozenset()  # torchtitan_op is not switch based
+
+
+def option_switches(option: str, sel: frozenset[str]) -> frozenset[str]:
+    if option == "selective":
+        return sel
+    if option == "comm":
+        return frozenset({"gather"})
+    if option == "both":
+        return sel | {"gather"}
+    return frozenset()
+
+
+def sum_slots(slots: tuple[SlotDef, ...], off: frozenset[str], gathered: bool,
+              keep: frozenset[str] | None = None) -> ClassSums:
+    """Class sums of the slots kept when the switches in ``off`` are recomputed.
+    ``gathered``: GSP slots count as REP (all-gathered norm outputs saved), else as SP.
+    ``keep``: when given, only these slot ids count (torchtitan_op, §10 V15)."""
+    acc = dict.fromkeys(("sp", "tp", "rep", "v", "exp", "expt"), 0.0)
+    for slot in slots:
+        if keep is not None:
+            if slot.id not in keep:
+                continue
+        elif slot.op_only or slot.switches & off:
+            continue
+        cls = slot.cls
+        if cls == "gsp":
+            cls = "rep" if gathered else "sp"
+        acc[cls] += slot.bytes
+    return ClassSums(**acc)
+
+
+def torchtitan_op_keep(slots: tuple[SlotDef, ...]) -> frozenset[str]:
+    """DECISION D43: keep the layer input, the attention kernel outputs, and the outputs of the 1st, 3rd,
+    5th … matmul in forward order; recompute the rest. Row-parallel outputs (wo, w2) are REP partial sums."""
+    keep = {"a.norm_in", "a.out", "a.fa_stats", "e.in", "e.out"}
+    for slot in slots:
+        if slot.matmul_out and slot.matmul_out % 2 == 1:
+            keep.add(slot.id)
+    return frozenset(keep)
+
+
+# --------------------------------------------------------------------------------------- layer table
+@dataclass(frozen=True)
+class LayerActivation:
+    """Per block kind: the slot table and the kept class sums per recompute option."""
+
+    kind: str
+    slots: tuple[SlotDef, ...]
+    sums: dict[str, ClassSums] = field(hash=False, compare=False)
+
+
+class ActivationTable:
+    """Slot tables and class sums for every kind present, built once per estimate (scalars)."""
+
+    def __init__(self, d: Dims, w: Widths, f: Flags, s: float, explicit_switches: tuple[str, ...] | None,
+                 sp_on: bool) -> None:
+        self.d, self.w, self.f, self.s = d, w, f, s
+        self.sel = selective_switches(f.rule, f, explicit_switches)
+        self.sp_on = sp_on
+        self._cache: dict[tuple[str, str], ClassSums] = {}
+        self._slots: dict[str, tuple[SlotDef, ...]] = {}
+
+    def slots(self, kind: str) -> tuple[SlotDef, ...]:
+        got = self._slots.get(kind)
+        if got is None:
+            if kind == "embedding":
+                got = embedding_slots(self.d, self.w)
+            elif kind == "output":
+                got = head_slots(self.d, self.w, self.f)
+            elif kind.startswith("mtp:"):
+                block = kind[4:]
+                got = (*block_slots(self.d, self.w, self.f, self.s, block), *mtp_extra_slots(self.d, self.w, self.f),
+                       *head_slots(self.d, self.w, self.f))
+            else:
+                got = block_slots(self.d, self.w, self.f, self.s, kind)
+            self._slots[kind] = got
+        return got
+
+    def gathered(self, option: str) -> bool:
+        """The SP norm outputs are saved all-gathered unless the gather switch is recomputed."""
+        return self.f.saves_gathered and "gather" not in option_switches(option, self.sel)
+
+    def sums(self, kind: str, option: str) -> ClassSums:
+        """Kept class sums of one layer of ``kind`` under ``option`` (full: the kept input only)."""
+        key = (kind, option)
+        got = self._cache.get(key)
+        if got is not None:
+            return got
+        if kind in ("noop", "vision_frozen"):
+            got = ZERO
+        elif option == "full":
+            # [A-FULL] the layer input β_r·h·T/d_in, d_in = t when sliced (SP, slice flag, family)
+            if self.f.slice_full_input:
+                got = ClassSums(tp=self.w.r * self.d.h)
+            else:
+                got = ClassSums(sp=self.w.r * self.d.h)
+        else:
+            slots = self.slots(kind)
+            gathered = self.gathered(option)
+            if option in ("selective", "both") and self.f.rule == "torchtitan_op" and \
+                    kind not in ("embedding", "output"):
+                got = sum_slots(slots, frozenset(), gathered, torchtitan_op_keep(slots))
+            else:
+                off = option_switches(option, self.sel) if kind not in ("embedding", "output") else frozenset()
+                got = sum_slots(slots, off, gathered)
+            got = ClassSums(got.sp, got.tp, got.rep, got.v, got.exp, got.expt,
+                            cast=self.f.keep_casts and kind not in ("embedding", "output"))
+        self._cache[key] = got
+        return got
+
+    def subset(self, kind: str, ids: frozenset[str], exclude: bool, option: str = "none") -> ClassSums:
+        """Class sums over a subset of the kept slots (FSDP2 instants, §12.3)."""
+        slots = self.slots(kind)
+        chosen = tuple(s for s in slots if (s.id in ids) != exclude)
+        return sum_slots(chosen, option_switches(option, self.sel), self.gathered(option))
+
+    @cached_property
+    def has_norm_out_recompute(self) -> bool:
+        return "norm_out" in self.sel
+
+
+def combine(sums: ClassSums, T: Num, R: Num, par: Par, vpad: Num, t_v: Num, cast_elements: Num = 0.0,
+            bc: float = 2.0) -> Num:
+    """[A-LAYER] A = T·(Σ_SP/sp_div + Σ_TP/t + Σ_REP + Σ_V·v_pad/t_V) + R·(Σ_EXP + Σ_EXPT/etp) + casts."""
+    out = T * (sums.sp / par.sp_div + sums.tp / par.t + sums.rep + sums.v * vpad / t_v)
+    if sums.exp or sums.expt:
+        out = out + R * (sums.exp + sums.expt / par.etp)
+    if sums.cast:
+        out = out + bc * cast_elements
+    return out

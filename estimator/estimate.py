@@ -1,0 +1,322 @@
+"""``estimate``: per-stage, per-layer, per-category memory of one plan (spec §5, §6, §12).
+
+Flow: resolve the inputs (§3) → validate the strategy (§8.4 rules, all violations at once) → build the
+layout (§4) → take the schedule's in-flight profile (§6.7) → price every stage at its peak replay point
+(§6.8–§6.11), or instant by instant under PyTorch FSDP2 (§12) → the verdict against the budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import fsdp
+from .errors import StrategyError
+from .explain import Quantity, max_node, sum_node
+from .hardware import Hardware
+from .layout import EMBEDDING, MTP, OUTPUT, VISION, Layout, LayoutInputs, build_layout
+from .model import ModelSpec
+from .options import RunOptions
+from .params import parameter_counts
+from .resolve import Resolved, dense_domain, resolve
+from .result import CATEGORIES, LayerRow, Result, StageResult
+from .schedules import StageProfile, inflight_profile
+from .stage import Row, StagePricer
+from .strategy import Strategy
+from .validate import RuleContext, violations
+
+
+def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions | None = None,
+             *, explain: bool | None = None) -> Result:
+    """Price one plan. Raises StrategyError (every violated rule), LayoutError or ModelSpecError."""
+    options = options or RunOptions()
+    r = resolve(model, strategy, hardware, options)
+    layout = build_layout(layout_inputs(r))
+    problems = violations(rule_context(r, layout))
+    if problems:
+        raise StrategyError(problems)
+    par = r.par
+    profile = inflight_profile(r.flags.schedule, par.p, par.vp, par.m, vpp_group=strategy.vpp_group,
+                               n_s=par.n_s, overlap_moe_ep_comm=strategy.overlap_moe_ep_comm,
+                               variant=options.vpp_variant)
+    pricer = StagePricer(r, layout)
+    want_explain = options.explain if explain is None else explain
+    stages = tuple(price_stage(pricer, i, profile[i], want_explain) for i in range(par.p))
+    return assemble(r, layout, stages)
+
+
+# ------------------------------------------------------------------------------------------ inputs
+def layout_inputs(r: Resolved) -> LayoutInputs:
+    st, model = r.strategy, r.model
+    vision = model.vision
+    return LayoutInputs(
+        body_kinds=model.body_kinds(), mtp_kinds=model.mtp_kinds(), p=st.pp, vp=st.vpp, schedule=r.flags.schedule,
+        offset=st.offset, partition=st.partition, offset_rule=st.offset_rule, mtp_in_offset=st.mtp_in_offset,
+        emb_out_in_offset=st.emb_out_in_offset, noop_layers=st.noop_layers, recompute=st.recompute,
+        strict=r.options.strict, vision_layers=vision.num_layers if vision else 0,
+        vision_partition=st.vision_partition)
+
+
+def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
+    d, par, st = r.dims, r.par, r.strategy
+    kinds = set(r.model.body_kinds()) | set(r.model.mtp_kinds())
+    l_eff = d.n_lay + len(st.noop_layers) + (d.n_mtp if st.mtp_in_offset else 0) + \
+        (2 if st.emb_out_in_offset else 0)
+    return RuleContext(
+        framework=r.fw.name, a=d.a, n_kv=d.n_kv, hff=d.hff if kinds & {"dense", "lin_dense"} else 0,
+        hff_sh=d.hff_sh, hff_exp=d.hff_exp if d.moe else 0, n_exp=d.n_exp, moe=d.moe, l_eff=l_eff,
+        has_layer_list=st.partition is not None or st.offset is not None, schedule=r.flags.schedule,
+        cp_algo=r.flags.cp_algo, d=par.d, t=par.t, p=par.p, vp=par.vp, cp=par.cp, ep=par.ep, etp=par.etp, b=par.b,
+        m=par.m, s=par.s, sp=par.sp, u=par.u, os=par.os, os_e=par.os_e, domain=dense_domain(r.flags, par),
+        domain_e=par.edp, vpp_group=st.vpp_group or par.p, allow_underfilled=r.options.allow_underfilled_pipeline)
+
+
+# ------------------------------------------------------------------------------------------ stages
+def stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
+    """The priced rows of a stage in model order, with the copies of §5.3 (tied head, MTP embedding)."""
+    layout, d = pricer.layout, pricer.r.dims
+    slots = layout.stage_slots(stage)
+    kinds = {it.kind for s in slots for it in s.items}
+    has_e, has_o, has_mtp = EMBEDDING in kinds, OUTPUT in kinds, MTP in kinds
+    rows: list[Row] = []
+    for slot in slots:
+        # A tied table whose E sits elsewhere makes O carry a full copy of the head (D56).
+        rows.extend(pricer.rows(slot, with_head=not (d.tie and has_e)))
+    if has_mtp and not has_e and not (d.tie and has_o):
+        mtp_chunk = next(s.chunk for s in slots if any(it.kind == MTP for it in s.items))
+        rows.append(pricer.copy_row(mtp_chunk))
+    if VISION in kinds and stage == next(i for i in range(layout.p) if any(
+            it.kind == VISION for s in layout.stage_slots(i) for it in s.items)):
+        rows.insert(0, pricer.vision_extras_row(0))
+    return rows
+
+
+def working_for_chunk(pricer: StagePricer, rows: list[Row], chunk: int) -> tuple[float, str]:
+    """[W-BWD] walk the chunk's backward in reverse model order: need(ℓ) = Rc(ℓ) + Gw(ℓ) − Σ A1(ℓ')."""
+    best, where = 0.0, ""
+    processed = 0.0
+    chunk_rows = [row for row in rows if row.chunk == chunk]
+    group_none = 0.0
+    for row in reversed(chunk_rows):
+        item = row.item
+        if item.option == "full" and item.group > 1:
+            # a uniform group is recomputed as a unit, from its first layer to ℓ
+            members = [x for x in chunk_rows if x.item.option == "full" and x.item.group == item.group
+                       and 0 <= x.item.index <= item.index and x.item.index > item.index - item.group]
+            group_none = sum(x.act_none for x in members)
+        need = pricer.rc(item, group_none) + row.gw - processed
+        if need > best:
+            best, where = need, _row_label(row)
+        processed += row.act
+    return best, where
+
+
+def forward_working(rows: list[Row], chunk: int) -> float:
+    return max((row.gf for row in rows if row.chunk == chunk), default=0.0)
+
+
+def _row_label(row: Row) -> str:
+    item = row.item
+    if item.index is not None and item.index >= 0:
+        return f"{item.kind} layer {item.index} ({item.option})"
+    return item.kind
+
+
+def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, explain: bool) -> StageResult:
+    r = pricer.r
+    if r.flags.fsdp2:
+        return fsdp.price_stage(pricer, stage, prof, stage_rows(pricer, stage), explain)
+    rows = stage_rows(pricer, stage)
+    f, par, _w = r.flags, r.par, r.widths
+    vp = par.vp
+    act_chunk = [sum(row.act for row in rows if row.chunk == j) for j in range(vp)]
+    work_chunk = [working_for_chunk(pricer, rows, j) for j in range(vp)]
+    if f.schedule in ("zbv", "dualpipev"):
+        ff = [forward_working(rows, j) for j in range(vp)]
+        options = [work_chunk[1], (ff[0] + work_chunk[1][0], "chunk 0 forward + chunk 1 backward"),
+                   (ff[1] + work_chunk[0][0], "chunk 1 forward + chunk 0 backward")]
+        v_work = max(options, key=lambda x: x[0])
+        work_chunk = [v_work, v_work]
+    vision_fwd = pricer.vision_forward_working() if (pricer.vision_frozen and any(
+        row.item.kind == VISION for row in rows)) else 0.0
+
+    # transient buffers: one stage maximum (D14), or upstream's per-layer sum
+    if f.comm_buffer_mode == "upstream_sum":
+        transient = sum(max(row.parts[0], row.parts[1], row.parts[3]) + row.parts[2] for row in rows)
+        transient_note = "upstream per-layer sum"
+    else:
+        top = max(rows, key=lambda row: row.transient)
+        transient, transient_note = top.transient, f"largest: {_row_label(top)}"
+    resident = sum(row.resident for row in rows)
+
+    # the peak replay point (D49): max over points of Σ_j n_j·A_chunk(j) + working(r)
+    best_value, best_point = None, None
+    for point in prof.points:
+        value = sum(n * a for n, a in zip(point.counts, act_chunk, strict=True)) + \
+            work_chunk[point.backward_chunk][0]
+        if best_value is None or value > best_value:
+            best_value, best_point = value, point
+    assert best_point is not None
+    counts = best_point.counts
+    working = work_chunk[best_point.backward_chunk][0] + vision_fwd
+    working_note = work_chunk[best_point.backward_chunk][1]
+
+    gamma = pricer.gamma
+    swap = f.swap_optimizer
+    layer_rows: list[LayerRow] = []
+    cat = dict.fromkeys(CATEGORIES, 0.0)
+    for row in rows:
+        n = counts[row.chunk]
+        st = row.static
+        values = (st.parameters, gamma * st.gradients, 0.0 if swap else st.optimizer_states, n * row.act,
+                  row.resident, 0.0, 0.0)
+        for key, v in zip(CATEGORIES, values, strict=True):
+            cat[key] += v
+        item = row.item
+        layer_rows.append(LayerRow(kind=item.kind, bytes=values, index=item.index if item.index >= 0 else None,
+                                   chunk=row.chunk, option=item.option, inflight=n))
+    cat["communication_buffers"] += transient
+    cat["working_overhead"] += working
+    reserve, groups = reserve_bytes(r, cat["activations"] + working, stage)
+    cat["reserve"] = reserve
+    layer_rows.append(LayerRow("working", (0, 0, 0, 0, 0, working, 0), note=working_note))
+    layer_rows.append(LayerRow("buffers", (0, 0, 0, 0, transient, 0, 0), note=transient_note))
+    layer_rows.append(LayerRow("reserve", (0, 0, 0, 0, 0, 0, reserve), note=f"{groups} process groups"))
+    total = sum(cat.values())
+    opt_peak = optimizer_step_peak(r, rows, resident, groups)
+    point_text = f"before backward of chunk {best_point.backward_chunk}, in flight {counts}"
+    tree = stage_explain(r, stage, cat, layer_rows, point_text, rows) if explain else None
+    return StageResult(index=stage, layers=tuple(layer_rows), bytes_by_category=cat, total=total,
+                       peak_vector=tuple(counts), peak_instant=point_text, optimizer_step_peak=opt_peak,
+                       layer_counts=pricer.layout.chunk_counts()[stage], explain=tree)
+
+
+def process_groups(r: Resolved, stage: int) -> int:
+    """Distinct groups of size > 1 a rank belongs to (D6)."""
+    par, f, d = r.par, r.flags, r.dims
+    sizes = [par.t, par.cp, dense_domain(f, par), par.p]
+    if d.moe:
+        sizes += [par.ep, par.etp, par.edp]
+    if f.sharding_mode == "hsdp":
+        sizes.append(par.d_rep)
+    groups = sum(1 for x in sizes if x > 1)
+    if d.tie and par.p > 1 and stage in (0, par.p - 1):
+        groups += 1  # the embedding group of a tied table on two stages
+    return groups
+
+
+def reserve_bytes(r: Resolved, dynamic: float, stage: int) -> tuple[float, int]:
+    """[RESERVE] reserve_fixed + frag_fraction·(activations + working) + comm_lib_per_group·groups (D6)."""
+    opts = r.options
+    groups = process_groups(r, stage)
+    return opts.reserve + opts.frag_fraction * dynamic + opts.comm_lib_per_group * groups, groups
+
+
+def optimizer_step_peak(r: Resolved, rows: list[Row], resident: float, groups: int) -> float:
+    """[S-OPT] parameters + gradients (γ = 1) + states (÷ swap_times) + temporaries + resident gathered
+    weights + the fixed and comm-library parts of the reserve (§5.5, D25, D48)."""
+    f = r.flags
+    params = sum(row.static.parameters for row in rows)
+    grads = sum(row.static.gradients for row in rows)
+    states = sum(row.static.optimizer_states for row in rows)
+    if f.swap_optimizer:
+        states /= f.swap_times
+    if f.optimizer_impl == "foreach":
+        temps = sum(row.static.opt_temporaries for row in rows)
+    elif f.optimizer_impl == "forloop":
+        divisor = r.par.os if f.sharding_mode not in ("none",) else 1
+        temps = max((2 * 4 * row.local.largest / divisor for row in rows if not row.local.frozen), default=0.0)
+    else:
+        temps = 0.0
+    return params + grads + states + temps + resident + r.options.reserve + r.options.comm_lib_per_group * groups
+
+
+# ------------------------------------------------------------------------------------------ explain
+def stage_explain(r: Resolved, stage: int, cat: dict[str, float], layer_rows: list[LayerRow], point: str,
+                  rows: list[Row]) -> Quantity:
+    """The stage total as a sum of categories, each a sum over its rows (§2.7)."""
+    w, par = r.widths, r.par
+    children = []
+    for k, name in enumerate(CATEGORIES):
+        leaves = []
+        for lr, row in zip(layer_rows, [*rows, None, None, None], strict=False):
+            value = lr.bytes[k]
+            if not value:
+                continue
+            label = f"{lr.kind}" + (f" {lr.index}" if lr.index is not None else "") + \
+                (f" chunk {lr.chunk}" if par.vp > 1 else "")
+            leaves.append(_leaf(r, name, label, value, row, lr))
+        children.append(sum_node(name, leaves))
+    total = sum_node(f"stage {stage} total", children, "M-STAGE", note=point)
+    total.inputs = {k: v for k, v in cat.items()}
+    del w
+    return total
+
+
+def _leaf(r: Resolved, category: str, label: str, value: float, row: Row | None, lr: LayerRow) -> Quantity:
+    w, par, f = r.widths, r.par, r.flags
+    if row is None:
+        fid = {"working_overhead": "W-BWD", "communication_buffers": "C-BUF", "reserve": "RESERVE"}[category]
+        return Quantity(label, value, fid, note=lr.note)
+    loc = row.local
+    sh = None
+    if category == "parameters":
+        from .resolve import shard_divisors
+        sh = shard_divisors(f, par, r.options.params_divided_by_cp)
+        return Quantity(label, value, "S-LAYER.params",
+                        {"β_p": w.p, "E_d": loc.dense, "E_e": loc.expert, "sh_p": sh[0], "sh_pe": sh[3]})
+    if category == "gradients":
+        from .resolve import shard_divisors
+        sh = shard_divisors(f, par, r.options.params_divided_by_cp)
+        return Quantity(label, value, "S-LAYER.grads",
+                        {"γ": 1, "β_g": w.g, "E_d": loc.dense, "E_e": loc.expert, "sh_g": sh[1], "sh_ge": sh[4]})
+    if category == "optimizer_states":
+        from .resolve import shard_divisors
+        sh = shard_divisors(f, par, r.options.params_divided_by_cp)
+        return Quantity(label, value, "S-LAYER.opt",
+                        {"n_os": w.n_os, "β_os": w.os, "β_m": w.m, "E_d": loc.dense, "E_e": loc.expert,
+                         "sh_o": sh[2], "sh_oe": sh[5]})
+    if category == "activations":
+        fid = "A-FULL" if lr.option == "full" else "A-LAYER"
+        return Quantity(label, value, fid, {"n_j": lr.inflight, "T": par.T, "β_r": w.r, "h": r.dims.h,
+                                            "sp_div": par.sp_div, "t": par.t, "etp": par.etp},
+                        note=f"option {lr.option}")
+    return Quantity(label, value, "C-BUF", note="resident gathered weights")
+
+
+# ------------------------------------------------------------------------------------------ verdict
+def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...]) -> Result:
+    peak_stage = max(range(len(stages)), key=lambda i: (stages[i].total, -i))
+    peak = stages[peak_stage].total
+    opt_peak = max(s.optimizer_step_peak for s in stages)
+    limit = "optimizer_step" if opt_peak > peak else "peak"
+    decisive = max(peak, opt_peak)
+    counts = parameter_counts(r.model, r.dims)
+    warnings = list(r.warnings) + list(layout.warnings)
+    return Result(
+        stages=stages, peak_stage=peak_stage, peak_bytes=peak, budget=r.budget, capacity=r.capacity,
+        fits=decisive <= r.budget, headroom=r.budget - decisive, limit=limit,
+        world_size=int(r.par.world), global_batch_size=int(r.strategy.global_batch_size),
+        parameters_total=counts.total, parameters_mtp=counts.mtp, parameters_active=counts.active,
+        warnings=tuple(dict.fromkeys(warnings)), assumptions=r.assumptions, echo=_echo(r, counts))
+
+
+def _echo(r: Resolved, counts: Any) -> dict[str, Any]:
+    model = {k: v for k, v in r.model.to_dict().items() if v not in (None, (), [], False) or k == "tie_embeddings"}
+    model.pop("layers", None)
+    model["family"] = r.profile.name
+    model["parameters_total"] = counts.total
+    model["parameters_active"] = counts.active
+    model["parameters_mtp"] = counts.mtp
+    strategy = r.strategy.to_dict()
+    strategy["schedule"] = r.flags.schedule
+    strategy["etp"] = r.par.etp
+    strategy["global_batch_size"] = r.strategy.global_batch_size
+    strategy["world_size"] = r.strategy.world_size
+    hardware = {"device": r.hardware.id or r.hardware.name, "name": r.hardware.name, "capacity": r.capacity}
+    options = r.options.to_dict()
+    options["grad_persistence"] = r.flags.persistence
+    options["optimizer_impl"] = r.flags.optimizer_impl
+    return {"model": model, "strategy": strategy, "hardware": hardware, "options": options}
+
+
+__all__ = ["estimate", "layout_inputs", "max_node", "rule_context"]

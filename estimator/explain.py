@@ -1,0 +1,124 @@
+"""Explain trace (spec §2.7): every reported number can print its formula, the values substituted, and
+its children. Traces are built only in scalar mode with ``explain=True``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .units import fmt_bytes
+
+# formula_id -> template. Symbols are those of spec §1.2; inputs use the same names.
+FORMULAS: dict[str, str] = {
+    "M-STAGE": "parameters + gradients + optimizer_states + activations + communication_buffers + "
+               "working_overhead + reserve",
+    "S-LAYER.params": "β_p·(E_d/sh_p + E_e/sh_pe)",
+    "S-LAYER.grads": "γ·β_g·(E_d/sh_g + E_e/sh_ge)",
+    "S-LAYER.opt": "(n_os·β_os + β_m)·(E_d/sh_o + E_e/sh_oe)",
+    "P-LOCAL": "E_d = tp/t + rep; E_e = exp/(ep·etp)",
+    "P-EMB": "v_pad·h / t (÷ 1 with vocab_emb_dp)",
+    "P-HEAD": "c_norm·h + v_pad·h/t",
+    "A-LAYER": "n_j·(T·(Σ_SP/sp_div + Σ_TP/t + Σ_REP + Σ_V·v_pad/t_V) + R·(Σ_EXP + Σ_EXPT/etp) + β_c·casts)",
+    "A-FULL": "n_j·β_r·h·T/d_in",
+    "A-STAGE": "max over replay points r of Σ_j n_j(r)·A_chunk(j) + working(r) + buffers",
+    "W-BWD": "max(0, max_ℓ Rc(ℓ) + Gw(ℓ) − Σ A1(ℓ' already back-propagated))",
+    "C-BUF": "resident gathered weights + max over layers of transient buffers C(ℓ)",
+    "C-BUF.layer": "2·β_c·h·T·[sp] + CP + 2·β_c·h·R·[ep>1] + 2·β_c·E·[zero3] + 2·β_c·h·T/sp_div·[p>1]",
+    "RESERVE": "reserve_fixed + frag_fraction·(activations + working) + comm_lib_per_group·groups",
+    "S-OPT": "parameters + gradients + optimizer_states/swap_times + temporaries + resident gathered + "
+             "reserve_fixed + comm-library reserve",
+    "F-INST": "max over FSDP2 instants of gradients + activations + communication_buffers + working_overhead",
+    "F-UNIT": "β_c·E_u gathered per unit",
+    "BUDGET": "(budget_override | framework limit | capacity) − margin",
+}
+
+
+@dataclass
+class Quantity:
+    """One explained number. ``op``: sum | max | product | formula; a sum equals the sum of its children,
+    a max equals the largest child and its ``note`` names the argmax."""
+
+    label: str
+    value: float
+    formula_id: str = ""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    children: list[Quantity] = field(default_factory=list)
+    note: str = ""
+    op: str = "formula"
+    unit: str = "B"
+
+    @property
+    def template(self) -> str:
+        return FORMULAS.get(self.formula_id, "")
+
+    def substituted(self) -> str:
+        """The template with the input values written in place of their symbols."""
+        text = self.template
+        if not text:
+            return ""
+        for name in sorted(self.inputs, key=len, reverse=True):
+            value = self.inputs[name]
+            shown = _fmt_value(value.value if isinstance(value, Quantity) else value)
+            text = re.sub(rf"(?<![\w·]){re.escape(name)}(?![\w])", shown, text)
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label, "value": self.value, "unit": self.unit, "formula_id": self.formula_id,
+            "template": self.template, "substituted": self.substituted(),
+            "inputs": {k: (v.value if isinstance(v, Quantity) else v) for k, v in self.inputs.items()},
+            "op": self.op, "note": self.note, "children": [c.to_dict() for c in self.children],
+        }
+
+    def render(self, depth: int = 0, max_depth: int = 4) -> str:
+        """Indented text: label = value, the formula and its substitution, then the children."""
+        pad = "  " * depth
+        value = fmt_bytes(self.value) if self.unit == "B" else f"{self.value:g} {self.unit}"
+        lines = [f"{pad}{self.label} = {value}" + (f"  [{self.formula_id}]" if self.formula_id else "")
+                 + (f"  ({self.note})" if self.note else "")]
+        if self.template and self.op == "formula":
+            lines.append(f"{pad}    = {self.template}")
+            sub = self.substituted()
+            if sub and sub != self.template:
+                lines.append(f"{pad}    = {sub}")
+        if depth < max_depth:
+            lines.extend(c.render(depth + 1, max_depth) for c in self.children)
+        return "\n".join(lines)
+
+    def check(self, rel: float = 1e-9) -> list[str]:
+        """Inconsistencies between sum/max nodes and their children (for tests)."""
+        problems = []
+        if self.children and self.op == "sum":
+            total = sum(c.value for c in self.children)
+            if abs(total - self.value) > rel * max(1.0, abs(self.value)):
+                problems.append(f"{self.label}: sum of children {total} != {self.value}")
+        if self.children and self.op == "max":
+            top = max(c.value for c in self.children)
+            if abs(top - self.value) > rel * max(1.0, abs(self.value)):
+                problems.append(f"{self.label}: max of children {top} != {self.value}")
+        for child in self.children:
+            problems.extend(child.check(rel))
+        return problems
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.6g}"
+    return str(value)
+
+
+def sum_node(label: str, children: list[Quantity], formula_id: str = "", note: str = "") -> Quantity:
+    return Quantity(label, float(sum(c.value for c in children)), formula_id, children=children, op="sum",
+                    note=note)
+
+
+def max_node(label: str, children: list[Quantity], formula_id: str = "") -> Quantity:
+    if not children:
+        return Quantity(label, 0.0, formula_id, op="max")
+    best = max(children, key=lambda c: c.value)
+    return Quantity(label, best.value, formula_id, children=children, op="max", note=f"argmax: {best.label}")

@@ -1,0 +1,266 @@
+"""Canonical field names (plan files, ``--set``, the JSON echo) and their typed coercion.
+
+``model.*`` are ModelSpec fields; ``strategy.*`` are Strategy fields with RecomputePlan and ShardingSpec
+written flat (``recompute``, ``sharding``, ``shard_size`` …); ``hardware.*`` are ``device`` and
+``capacity`` plus the Hardware rates; ``options.*`` are RunOptions fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+from .hardware import Hardware
+from .model import ModelSpec
+from .options import RunOptions
+from .strategy import RecomputePlan, RecomputeRange, ShardingSpec, Strategy
+from .units import parse_size
+
+SECTIONS = ("model", "strategy", "hardware", "options")
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    section: str
+    name: str            # canonical flat name
+    record: type         # the dataclass holding it
+    attr: str            # attribute name on that record
+    path: tuple[str, ...]  # attribute path from the section record (("recompute", "default_mode"))
+    kind: Any            # the annotation
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.section}.{self.name}"
+
+
+SIZE_FIELDS = {"hardware.capacity", "options.reserve", "options.margin", "options.budget_override",
+               "options.max_device_memory", "options.comm_lib_per_group"}
+
+# flat strategy aliases for nested records
+_STRATEGY_FLAT = {
+    "recompute": ("recompute", "default_mode"),
+    "full_counts": ("recompute", "full_counts"),
+    "sel_counts": ("recompute", "sel_counts"),
+    "comm_counts": ("recompute", "comm_counts"),
+    "recompute_ranges": ("recompute", "ranges"),
+    "allow_overlap": ("recompute", "allow_overlap"),
+    "uniform_group": ("recompute", "uniform_group"),
+    "recompute_switches": ("recompute", "switches"),
+    "selective_rule": ("recompute", "rule"),
+    "sharding": ("sharding", "mode"),
+    "shard_size": ("sharding", "os"),
+    "expert_shard_size": ("sharding", "os_e"),
+    "span_cp": ("sharding", "span_cp"),
+    "grad_shard": ("sharding", "grad_shard"),
+    "keep_gathered_weights": ("sharding", "keep_gathered_weights"),
+    "fp32_grad_partition": ("sharding", "fp32_grad_partition"),
+    "fsdp_layout": ("sharding", "fsdp_layout"),
+    "reshard_after_forward": ("sharding", "reshard_after_forward"),
+    "reshard_head_unit": ("sharding", "reshard_head_unit"),
+}
+ALIASES = {
+    "strategy.os": "strategy.shard_size", "strategy.os_e": "strategy.expert_shard_size",
+    "strategy.ranges": "strategy.recompute_ranges", "strategy.switches": "strategy.recompute_switches",
+    "strategy.rule": "strategy.selective_rule", "options.reserve_fixed": "options.reserve",
+    "model.n_layers": "model.num_layers", "strategy.mbs": "strategy.micro_batch_size",
+    "strategy.m": "strategy.micro_batches", "strategy.seq_len": "strategy.seq_length",
+}
+HARDWARE_FIELDS = ("device", "capacity", "eff_matmul", "hbm_bandwidth", "eff_hbm", "host_link_bandwidth")
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _build_registry() -> dict[str, FieldInfo]:
+    reg: dict[str, FieldInfo] = {}
+    model_hints = _hints(ModelSpec)
+    for f in dataclasses.fields(ModelSpec):
+        reg[f"model.{f.name}"] = FieldInfo("model", f.name, ModelSpec, f.name, (f.name,), model_hints[f.name])
+    strat_hints = _hints(Strategy)
+    for f in dataclasses.fields(Strategy):
+        if f.name in ("recompute", "sharding"):
+            continue
+        reg[f"strategy.{f.name}"] = FieldInfo("strategy", f.name, Strategy, f.name, (f.name,), strat_hints[f.name])
+    nested = {"recompute": RecomputePlan, "sharding": ShardingSpec}
+    for flat, (sub, attr) in _STRATEGY_FLAT.items():
+        cls = nested[sub]
+        reg[f"strategy.{flat}"] = FieldInfo("strategy", flat, cls, attr, (sub, attr), _hints(cls)[attr])
+    hw_hints = _hints(Hardware)
+    for name in HARDWARE_FIELDS:
+        kind = str if name == "device" else hw_hints[name]
+        reg[f"hardware.{name}"] = FieldInfo("hardware", name, Hardware, name, (name,), kind)
+    opt_hints = _hints(RunOptions)
+    for f in dataclasses.fields(RunOptions):
+        reg[f"options.{f.name}"] = FieldInfo("options", f.name, RunOptions, f.name, (f.name,), opt_hints[f.name])
+    return reg
+
+
+REGISTRY = _build_registry()
+
+
+def lookup(qualified: str, where: str | None = None) -> FieldInfo:
+    """The field for ``section.name``; unknown names get the nearest valid one in the message."""
+    key = ALIASES.get(qualified, qualified)
+    info = REGISTRY.get(key)
+    if info is not None:
+        return info
+    section = qualified.split(".", 1)[0]
+    if section not in SECTIONS:
+        raise ConfigError(f"unknown section {section!r}; use one of {', '.join(SECTIONS)} (e.g. strategy.tp)",
+                          path=where, key=qualified)
+    candidates = [k for k in REGISTRY if k.startswith(section + ".")] + list(ALIASES)
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.5)
+    hint = f"; did you mean '{close[0]}'?" if close else f"; see the {section} fields in docs/plan-files.md"
+    raise ConfigError(f"unknown field '{qualified}'{hint}", path=where, key=qualified)
+
+
+# ---------------------------------------------------------------------------------------- coercion
+def _bool(value: Any, key: str, where: str | None) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
+        return value.strip().lower() in ("true", "yes", "on", "1")
+    raise ConfigError(f"expected true or false, got {value!r}", path=where, key=key)
+
+
+def _int(value: Any, key: str, where: str | None) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(f"expected an integer, got {value!r}", path=where, key=key)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise ConfigError(f"expected an integer, got {value!r}", path=where, key=key)
+
+
+def _float(value: Any, key: str, where: str | None) -> float:
+    if isinstance(value, bool):
+        raise ConfigError(f"expected a number, got {value!r}", path=where, key=key)
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"expected a number, got {value!r}", path=where, key=key) from None
+
+
+def _counts(value: Any, key: str, where: str | None) -> Any:
+    """Recompute counts / offsets: bool, int, list[int] or list[list[int]]."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (list, tuple)):
+        out = []
+        for v in value:
+            if isinstance(v, (list, tuple)):
+                out.append(tuple(_int(x, key, where) for x in v))
+            elif isinstance(v, bool):
+                out.append(v)
+            else:
+                out.append(_int(v, key, where))
+        return tuple(out)
+    return _int(value, key, where)
+
+
+def coerce(info: FieldInfo, value: Any, where: str | None = None) -> Any:
+    """Convert a YAML/JSON/CLI value to the field's type, or raise ConfigError naming the key."""
+    key = info.qualified
+    if info.qualified in SIZE_FIELDS:
+        if value is None:
+            return None
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            raise ConfigError(str(exc), path=where, key=key) from None
+    if info.name == "recompute" and info.section == "strategy":
+        return value  # handled by apply_field: a mode or per-stage counts
+    kind = info.kind
+    origin = typing.get_origin(kind)
+    args = typing.get_args(kind)
+    optional = (origin in (typing.Union, types.UnionType)) and type(None) in args
+    if value is None:
+        if optional or info.path[-1] in ("offset", "partition") or kind is typing.Any:
+            return None
+        raise ConfigError("a value is required (got null)", path=where, key=key)
+    if optional:
+        rest = [a for a in args if a is not type(None)]
+        kind = rest[0] if len(rest) == 1 else kind
+        origin = typing.get_origin(kind)
+    if info.attr in ("offset", "partition", "full_counts", "sel_counts", "comm_counts"):
+        return _counts(value, key, where)
+    if info.attr == "ranges":
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError("expected a list of {first, count, option} ranges", path=where, key=key)
+        try:
+            return tuple(RecomputeRange.from_dict(dict(v)) if not isinstance(v, RecomputeRange) else v
+                         for v in value)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"bad recompute range: {exc}", path=where, key=key) from None
+    if kind is bool:
+        return _bool(value, key, where)
+    if kind is int:
+        return _int(value, key, where)
+    if kind is float:
+        return _float(value, key, where)
+    if kind is str:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ConfigError(f"expected a string, got {value!r}", path=where, key=key)
+        return str(value)
+    if origin is tuple:
+        if isinstance(value, str):
+            value = [x.strip() for x in value.split(",") if x.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"expected a list, got {value!r}", path=where, key=key)
+        inner = args[0] if args else typing.Any
+        if inner is int:
+            return tuple(_int(v, key, where) for v in value)
+        if inner is str:
+            return tuple(str(v) for v in value)
+        return tuple(value)
+    return value
+
+
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
+def recompute_value(value: Any, where: str | None) -> tuple[str, Any]:
+    """``strategy.recompute`` takes a mode (none|selective|full) or per-stage full-recompute counts."""
+    if isinstance(value, str):
+        mode = value.strip().lower()
+        if mode in RECOMPUTE_MODES:
+            return "default_mode", mode
+        raise ConfigError(f"recompute must be none, selective, full or per-stage counts; got {value!r}",
+                          path=where, key="strategy.recompute")
+    if value is None or value is False:
+        return "default_mode", "none"
+    if value is True:
+        return "default_mode", "full"
+    return "full_counts", _counts(value, "strategy.recompute", where)
+
+
+def canonical_values(model: ModelSpec, strategy: Strategy, options: RunOptions) -> dict[str, Any]:
+    """Flat ``section.name -> value`` of everything a plan can state (for echo and diffs)."""
+    out: dict[str, Any] = {}
+    for key, info in REGISTRY.items():
+        if info.section == "model":
+            out[key] = getattr(model, info.attr)
+        elif info.section == "strategy":
+            obj: Any = strategy
+            for part in info.path:
+                obj = getattr(obj, part)
+            out[key] = obj
+        elif info.section == "options":
+            out[key] = getattr(options, info.attr)
+    return out

@@ -1,0 +1,141 @@
+"""Reading config files into a ParsedConfig (spec §2.8 ``parse``, §11).
+
+Each file is classified by content (not only by extension) as a model source, a strategy source or both;
+several files make one plan and the model file's dimensions win. Format readers register in ``READERS``:
+a reader takes (text, path, data, devices) and returns a ``Reading``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..fields import REGISTRY, coerce
+from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
+from ..warnings import EstimateWarning
+from .common import load_json, load_toml, load_yaml, read_text
+from .hf import looks_like_hf, read_hf
+from .plan import looks_like_plan, read_plan
+
+
+@dataclass
+class Reading:
+    """What one file contributed."""
+
+    format: str
+    role: str  # model | strategy | both
+    values: dict[str, Any]
+    provenance: dict[str, Provenance]
+    warnings: list[EstimateWarning] = field(default_factory=list)
+    text: str = ""
+    path: str = ""
+
+
+Reader = Callable[[str, str, Any, "int | None"], Reading]
+# framework-format readers register here: format name -> (detector(data, path) -> bool, reader)
+READERS: dict[str, tuple[Callable[[Any, str], bool], Reader]] = {}
+
+FORMAT_FRAMEWORK = {"mindformers": "mindformers", "mindspeed_script": "mindspeed", "mindspeed_model": "mindspeed",
+                    "torchtitan": "torchtitan", "hyperparallel": "hyperparallel"}
+
+
+def _load(text: str, path: str) -> Any:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json":
+        return load_json(text, path)
+    if suffix == ".toml":
+        return load_toml(text, path)
+    if suffix in (".yaml", ".yml"):
+        return load_yaml(text, path)
+    if suffix == ".sh":
+        return None
+    # unknown extension: try JSON, then TOML, then YAML
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        return load_json(text, path)
+    try:
+        return load_toml(text, path)
+    except ConfigError:
+        return load_yaml(text, path)
+
+
+def read_file(path: str, devices: int | None = None, framework: str | None = None) -> Reading:
+    text = read_text(path)
+    data = _load(text, path)
+    if framework:
+        wanted = [fmt for fmt, fw in FORMAT_FRAMEWORK.items() if fw == framework.lower()]
+        for fmt in wanted:
+            if fmt in READERS and READERS[fmt][0](data, path):
+                return _tag(READERS[fmt][1](text, path, data, devices), text, path)
+    if looks_like_plan(data):
+        values, prov = read_plan(text, path)
+        role = "both" if any(k.startswith("model.") for k in values) else "strategy"
+        return Reading("plan", role, values, prov, text=text, path=path)
+    if looks_like_hf(data):
+        values, prov, _notes = read_hf(data, path)
+        return Reading("hf_config", "model", values, prov, text=text, path=path)
+    for detect, reader in READERS.values():
+        if detect(data, path):
+            return _tag(reader(text, path, data, devices), text, path)
+    known = "a plan file (model:/strategy:/hardware:/options:), a Hugging Face config.json"
+    if READERS:
+        known += ", " + ", ".join(sorted(READERS))
+    raise ConfigError(f"cannot tell what kind of config this is; expected {known}"
+                      + ("" if framework else " (use --framework to say which)"), path=path)
+
+
+def _tag(reading: Reading, text: str, path: str) -> Reading:
+    reading.text = reading.text or text
+    reading.path = reading.path or path
+    return reading
+
+
+def parse(paths: Sequence[str | Path], framework: str | None = None, devices: int | None = None,
+          model: str | Path | None = None, preset_dirs: tuple = ()) -> ParsedConfig:
+    """One plan from one or several files (spec §2.8). ``model`` names a file whose dimensions win."""
+    all_paths = [str(p) for p in paths] + ([str(model)] if model else [])
+    if not all_paths:
+        raise ConfigError("no config file given")
+    readings = [read_file(p, devices, framework) for p in all_paths]
+    strategy_sources = [r for r in readings if r.role in ("strategy", "both")]
+    if not strategy_sources:
+        raise ConfigError("no strategy source among the files: add a training config (MindFormers YAML, "
+                          "launch script, TOML, HyperParallel YAML) or a plan file",
+                          path=all_paths[0])
+    values: dict[str, Any] = {}
+    provenance: dict[str, Provenance] = {}
+    warnings: list[EstimateWarning] = []
+    for reading in strategy_sources:
+        values.update(reading.values)
+        provenance.update(reading.provenance)
+        warnings.extend(reading.warnings)
+    model_sources = [r for r in readings if r.role == "model"]
+    if model is not None:
+        model_sources = [r for r in readings if r.path == str(model)] or model_sources
+    for reading in model_sources:  # the model file's dimensions win
+        for key in [k for k in values if k.startswith("model.")]:
+            if key in reading.values and values[key] != reading.values[key] and key != "model.name":
+                warnings.append(EstimateWarning(
+                    "W-MODEL-DIFF", f"{key}: {reading.path} says {reading.values[key]!r}, "
+                                    f"{provenance.get(key, Provenance('default')).path} says {values[key]!r}; "
+                                    "the model file wins"))
+        values.update({k: v for k, v in reading.values.items() if k.startswith("model.")})
+        provenance.update({k: v for k, v in reading.provenance.items() if k.startswith("model.")})
+        warnings.extend(reading.warnings)
+    for key in list(values):  # readers hand over raw values: give every field its type (idempotent)
+        info = REGISTRY.get(key)
+        if info is not None:
+            prov = provenance.get(key)
+            values[key] = coerce(info, values[key], prov.path if prov else None)
+    if framework:
+        values["options.framework"] = framework.lower()
+        provenance["options.framework"] = Provenance("edit", key="--framework")
+    sources = tuple(SourceFile(r.path, r.format, r.role, r.text) for r in readings)
+    return build_plan(values, provenance, where=strategy_sources[0].path, warnings=tuple(warnings),
+                      sources=sources, preset_dirs=preset_dirs)
+
+
+__all__ = ["READERS", "Reading", "parse", "read_file"]

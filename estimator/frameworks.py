@@ -1,0 +1,119 @@
+"""Per-framework semantics and defaults (spec §3.4, §6.2 flags, §6.9 loss, §11 "Defaults:" lines).
+
+``options.framework`` selects one of these; every field the plan leaves unset is taken from here and
+reported as an assumption. Conditional defaults (they depend on the strategy) are methods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .options import FRAMEWORKS
+
+
+@dataclass(frozen=True)
+class FrameworkDefaults:
+    name: str
+    title: str
+    default_device: str
+    param_bytes: float
+    compute_bytes: float
+    grad_bytes: float | None  # None: same as param_bytes
+    master_bytes: float
+    softmax_bytes: float
+    reduce_bytes: float | None  # None: same as grad_bytes
+    optimizer_impl: str
+    fused_gated_act: bool
+    fused_gated_act_experts: bool
+    kv_repeat_with_fa: bool
+    kv_repeat_without_fa: bool
+    selective_rule: str
+    saves_gathered_input: bool  # SP norm outputs saved all-gathered (MindSpore, DTensor) vs sharded (Megatron)
+    megatron_vocab_padding: bool
+    loss_working: str  # which D45 loss working set applies: megatron | pytorch | mindformers
+    o_tp: float
+    fsdp_native: bool  # PyTorch FSDP2 (priced by instants, spec §12)
+
+    def grad_persistence(self, sharding_mode: str) -> str:
+        if self.name == "mindformers":
+            return "upstream_rule"
+        if self.fsdp_native and sharding_mode in ("fsdp", "hsdp"):
+            return "progressive"
+        return "persistent"
+
+    def kv_repeat(self, flash_attention: bool) -> bool:
+        return self.kv_repeat_with_fa if flash_attention else self.kv_repeat_without_fa
+
+    def vocab_parallel_loss(self, tp: int) -> bool:
+        if self.name in ("megatron", "mindspeed", "mindformers"):
+            return True
+        return tp > 1
+
+    def default_etp(self, tp: int, ep: int, dp: int, cp: int) -> int:
+        if self.name in ("megatron", "mindspeed"):
+            return tp
+        if self.name == "mindformers":
+            return tp if ep <= dp * cp else 1
+        return 1
+
+    def loss_widths(self, compute_bytes: float, loss_bytes: float) -> tuple[float, float]:
+        """(w_b, w_f): bytes per logit of the loss working set (DECISION D45)."""
+        if self.loss_working == "megatron":
+            return compute_bytes, compute_bytes
+        if self.loss_working == "pytorch":
+            return 2 * loss_bytes, compute_bytes + loss_bytes
+        return loss_bytes + compute_bytes, compute_bytes
+
+    def keep_weight_casts(self, param_bytes: float, compute_bytes: float, sharding_mode: str) -> bool:
+        return self.name == "mindformers" and param_bytes > compute_bytes and sharding_mode != "mf_op"
+
+
+_TABLE = {
+    "mindformers": FrameworkDefaults(
+        name="mindformers", title="MindFormers", default_device="A2",
+        param_bytes=4, compute_bytes=2, grad_bytes=None, master_bytes=0, softmax_bytes=4, reduce_bytes=None,
+        optimizer_impl="fused", fused_gated_act=False, fused_gated_act_experts=True,
+        kv_repeat_with_fa=False, kv_repeat_without_fa=True, selective_rule="mindformers",
+        saves_gathered_input=True, megatron_vocab_padding=False, loss_working="mindformers", o_tp=0.5,
+        fsdp_native=False),
+    "mindspeed": FrameworkDefaults(
+        name="mindspeed", title="MindSpeed-LLM", default_device="A2",
+        param_bytes=2, compute_bytes=2, grad_bytes=4, master_bytes=4, softmax_bytes=2, reduce_bytes=None,
+        optimizer_impl="fused", fused_gated_act=True, fused_gated_act_experts=True,
+        kv_repeat_with_fa=False, kv_repeat_without_fa=True, selective_rule="megatron",
+        saves_gathered_input=False, megatron_vocab_padding=True, loss_working="megatron", o_tp=0.0,
+        fsdp_native=False),
+    "megatron": FrameworkDefaults(
+        name="megatron", title="Megatron-LM", default_device="H100-80G",
+        param_bytes=2, compute_bytes=2, grad_bytes=4, master_bytes=4, softmax_bytes=2, reduce_bytes=None,
+        optimizer_impl="fused", fused_gated_act=True, fused_gated_act_experts=True,
+        kv_repeat_with_fa=False, kv_repeat_without_fa=True, selective_rule="megatron",
+        saves_gathered_input=False, megatron_vocab_padding=True, loss_working="megatron", o_tp=0.0,
+        fsdp_native=False),
+    "torchtitan": FrameworkDefaults(
+        name="torchtitan", title="torchtitan", default_device="H100-80G",
+        param_bytes=4, compute_bytes=2, grad_bytes=4, master_bytes=0, softmax_bytes=4, reduce_bytes=4,
+        optimizer_impl="fused", fused_gated_act=False, fused_gated_act_experts=False,
+        kv_repeat_with_fa=False, kv_repeat_without_fa=False, selective_rule="torchtitan_op",
+        saves_gathered_input=True, megatron_vocab_padding=False, loss_working="pytorch", o_tp=0.0,
+        fsdp_native=True),
+    "hyperparallel": FrameworkDefaults(
+        name="hyperparallel", title="HyperParallel", default_device="A2",
+        param_bytes=4, compute_bytes=2, grad_bytes=None, master_bytes=0, softmax_bytes=4, reduce_bytes=None,
+        optimizer_impl="foreach", fused_gated_act=False, fused_gated_act_experts=False,
+        kv_repeat_with_fa=True, kv_repeat_without_fa=True, selective_rule="hyperparallel",
+        saves_gathered_input=True, megatron_vocab_padding=False, loss_working="pytorch", o_tp=0.0,
+        fsdp_native=True),
+}
+
+assert set(_TABLE) == set(FRAMEWORKS)
+
+
+def framework_defaults(name: str) -> FrameworkDefaults:
+    from .errors import ConfigError
+
+    key = (name or "").strip().lower()
+    if key not in _TABLE:
+        raise ConfigError(f"unknown framework {name!r}; options.framework must be one of: "
+                          f"{', '.join(FRAMEWORKS)}", key="options.framework")
+    return _TABLE[key]

@@ -1,0 +1,445 @@
+"""Layer partition generator (spec §4): which layers each (stage, chunk) slot holds, where the embedding,
+output head and MTP modules sit, and which recompute option every layer gets.
+
+Slots are indexed in model order q (§4.1); ``Layout.slot(stage, chunk)`` maps back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .errors import LayoutError
+from .strategy import V_SCHEDULES, RecomputePlan
+from .warnings import EstimateWarning
+
+EMBEDDING, OUTPUT, MTP, NOOP, VISION = "embedding", "output", "mtp", "noop", "vision"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One position of a slot. ``block`` is the body kind that prices it (an MTP module's block kind)."""
+
+    kind: str            # embedding | output | mtp | noop | vision | dense | moe | lin_dense | lin_moe
+    block: str           # pricing kind of the transformer block ('' for embedding/output)
+    index: int = -1      # model-order index over body + MTP layers (E, O, noop: -1)
+    option: str = "none"  # none | selective | comm | both | full
+    group: int = 1       # uniform recompute group size this layer belongs to (1: no group)
+    keeps_input: bool = True  # full recompute: whether this layer stores its input (first of a group)
+
+
+@dataclass(frozen=True)
+class Slot:
+    q: int
+    stage: int
+    chunk: int
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True)
+class Layout:
+    p: int
+    vp: int
+    schedule: str
+    slots: tuple[Slot, ...]            # by q
+    counts: tuple[int, ...]            # c_q by q (positions from the partition)
+    warnings: tuple[EstimateWarning, ...] = field(default=())
+
+    def slot(self, stage: int, chunk: int) -> Slot:
+        return self.slots[slot_index(self.schedule, self.p, self.vp, stage, chunk)]
+
+    def stage_slots(self, stage: int) -> tuple[Slot, ...]:
+        return tuple(self.slot(stage, j) for j in range(self.vp))
+
+    def chunk_counts(self) -> tuple[tuple[int, ...], ...]:
+        """[stage][chunk] -> number of body/MTP/noop positions (what users call 'layers per chunk')."""
+        return tuple(tuple(self.counts[slot_index(self.schedule, self.p, self.vp, i, j)]
+                           for j in range(self.vp)) for i in range(self.p))
+
+
+def slot_index(schedule: str, p: int, vp: int, stage: int, chunk: int) -> int:
+    """Model-order slot q of (chunk, stage) (§4.1): V schedules run down the stages and back up."""
+    if schedule in V_SCHEDULES:
+        return stage if chunk == 0 else 2 * p - 1 - stage
+    return chunk * p + stage
+
+
+def slot_position(schedule: str, p: int, vp: int, q: int) -> tuple[int, int]:
+    """(stage, chunk) of model-order slot q."""
+    if schedule in V_SCHEDULES:
+        return (q, 0) if q < p else (2 * p - 1 - q, 1)
+    return q % p, q // p
+
+
+# --------------------------------------------------------------------------------------------- counts
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _d27_counts(l_eff: int, n_slots: int) -> list[int]:
+    """No offset (DECISION D27): one extra layer to the first ``rem`` slots in the order
+    n-2 down to 1, then n-1, then 0 (later slots hold fewer micro-batches; the last carries the head)."""
+    base, rem = divmod(l_eff, n_slots)
+    counts = [base] * n_slots
+    order = [*range(n_slots - 2, 0, -1), n_slots - 1, 0] if n_slots > 1 else [0]
+    for q in order[:rem]:
+        counts[q] += 1
+    return counts
+
+
+def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, rule: str,
+                   warnings: list[EstimateWarning]) -> list[int]:
+    n = p * vp
+    base = l_eff // n
+    rem = l_eff - base * n
+    or_vp = f", or {vp} lists of {p}" if vp > 1 else ""
+    grid: list[list[int]]  # [chunk][stage]
+    if _is_int(offset):
+        o = int(offset)  # type: ignore[arg-type]
+        if o != rem:
+            raise LayoutError("E-OFF-SCALAR", f"scalar offset {o} must equal the remainder {rem}; "
+                                              f"it is added to all {n} slots")
+        grid = [[o] * p for _ in range(vp)]
+    elif isinstance(offset, Sequence) and not isinstance(offset, str) and offset and all(
+            isinstance(x, Sequence) and not isinstance(x, str) for x in offset):
+        rows = [list(r) for r in offset]  # type: ignore[union-attr]
+        if len(rows) != vp or any(len(r) != p for r in rows) or not all(_is_int(x) for r in rows for x in r):
+            if not all(_is_int(x) for r in rows for x in r):
+                raise LayoutError("E-OFF-TYPE", f"offset must be an integer, a list of {p} integers, or "
+                                                f"{vp} lists of {p} integers; got {offset!r}")
+            raise LayoutError("E-OFF-LEN", f"offset has {len(rows)}×{[len(r) for r in rows]} entries; "
+                                           f"expected {p} (one per stage){or_vp}")
+        total = sum(sum(r) for r in rows)
+        if total != rem:
+            raise LayoutError("E-OFF-SUM", f"offsets sum to {total}; they must sum to {rem} = {l_eff} layers "
+                                           f"− {p}×{vp}×{base}")
+        grid = rows
+    elif isinstance(offset, Sequence) and not isinstance(offset, str):
+        values = list(offset)  # type: ignore[arg-type]
+        if not all(_is_int(x) for x in values):
+            raise LayoutError("E-OFF-TYPE", f"offset must be an integer, a list of {p} integers, or "
+                                            f"{vp} lists of {p} integers; got {offset!r}")
+        if len(values) != p:
+            raise LayoutError("E-OFF-LEN", f"offset has {len(values)} entries; expected {p} (one per stage)"
+                                           f"{or_vp}")
+        total = sum(values)
+        if total != rem:
+            raise LayoutError("E-OFF-SUM", f"offsets sum to {total}; they must sum to {rem} = {l_eff} layers "
+                                           f"− {p}×{vp}×{base}")
+        if vp > 1 and rule == "split":
+            grid = [[0] * p for _ in range(vp)]
+            for i, o in enumerate(values):
+                share = int(o / vp)  # trunc toward zero, as upstream
+                for j in range(vp):
+                    grid[j][i] = share
+                grid[vp - 1][i] += o - vp * share
+        else:
+            grid = [list(values) for _ in range(vp)]
+    else:
+        raise LayoutError("E-OFF-TYPE", f"offset must be an integer, a list of {p} integers, or {vp} lists "
+                                        f"of {p} integers; got {offset!r}")
+
+    wanted = [0] * n
+    for j in range(vp):
+        for i in range(p):
+            wanted[slot_index(schedule, p, vp, i, j)] = base + grid[j][i]
+    broadcast_sum = sum(wanted) - base * n
+    if broadcast_sum != rem:
+        warnings.append(EstimateWarning(
+            "W-OFF-BROADCAST", f"offset {offset!r} broadcast over {vp} chunks sums to {broadcast_sum}, "
+                               f"not {rem}; slots filled in model order"))
+    counts = []
+    remaining = l_eff
+    for q in range(n):
+        c = max(0, min(remaining, wanted[q]))
+        counts.append(c)
+        remaining -= c
+    if remaining > 0:  # a broadcast that sums short: the rest stays on the last slot, as filled in order
+        counts[-1] += remaining
+    for q, c in enumerate(counts):
+        if c < 1:
+            i, j = slot_position(schedule, p, vp, q)
+            raise LayoutError("E-OFF-MIN", f"stage {i} chunk {j} would get {c} layers (base {base} + offset "
+                                           f"{grid[j][i]}); every chunk needs at least 1")
+    return counts
+
+
+def _partition_counts(partition: object, l_eff: int, p: int, vp: int, schedule: str,
+                      describe: str) -> list[int]:
+    if isinstance(partition, Sequence) and partition and all(isinstance(x, Sequence) for x in partition):
+        rows = [list(r) for r in partition]  # type: ignore[union-attr]
+        if len(rows) != vp or any(len(r) != p for r in rows):
+            raise LayoutError("E-OFF-LEN", f"layer list has {len(rows)} rows; expected {vp} lists of {p}")
+    elif isinstance(partition, Sequence):
+        values = list(partition)  # type: ignore[arg-type]
+        if len(values) != p * vp and len(values) != p:
+            raise LayoutError("E-OFF-LEN", f"layer list has {len(values)} entries; expected {p} (one per "
+                                           f"stage)" + (f" or {p * vp}" if vp > 1 else ""))
+        if vp > 1 and len(values) == p:
+            raise LayoutError("E-OFF-LEN", f"layer list has {p} entries but vpp = {vp}; give {vp} lists "
+                                           f"of {p}")
+        rows = [values[j * p:(j + 1) * p] for j in range(vp)]
+    else:
+        raise LayoutError("E-OFF-TYPE", f"layer list must be a list of {p} integers; got {partition!r}")
+    if not all(_is_int(x) and x >= 0 for r in rows for x in r):
+        raise LayoutError("E-OFF-TYPE", f"layer list entries must be non-negative integers; got {partition!r}")
+    total = sum(sum(r) for r in rows)
+    if total != l_eff:
+        raise LayoutError("E-PART-SUM", f"layer list sums to {total}; the layout needs {l_eff} (= {describe})")
+    counts = [0] * (p * vp)
+    for j in range(vp):
+        for i in range(p):
+            counts[slot_index(schedule, p, vp, i, j)] = rows[j][i]
+    for q, c in enumerate(counts):
+        if c < 1:
+            i, j = slot_position(schedule, p, vp, q)
+            raise LayoutError("E-OFF-MIN", f"stage {i} chunk {j} would get {c} layers from the layer list; "
+                                           "every chunk needs at least 1")
+    return counts
+
+
+# ------------------------------------------------------------------------------------- recompute
+@dataclass
+class _SlotRecompute:
+    full: int = 0
+    sel: int = 0
+    comm: int = 0
+
+
+def _counts_grid(name: str, counts: object, slot_layers: list[list[int]], p: int, vp: int, strict: bool,
+                 warnings: list[EstimateWarning]) -> list[list[int]] | None:
+    """Per [chunk][stage] recompute counts from a bool, int, list[p] or list[vp][p] (§4.4)."""
+    if counts is None or counts is False:
+        return None
+    if counts is True:
+        return [[slot_layers[j][i] for i in range(p)] for j in range(vp)]
+    grid = [[0] * p for _ in range(vp)]
+
+    def clip(i: int, j: int, r: int) -> int:
+        c = slot_layers[j][i]
+        if r > c:
+            if strict:
+                raise LayoutError("E-REC-RANGE", f"stage {i} chunk {j}: recompute count {r} exceeds its {c} "
+                                                 "layers")
+            warnings.append(EstimateWarning("W-REC-CLIP", f"{name}: stage {i} chunk {j} asks for {r} "
+                                                          f"recomputed layers but holds {c}; clipped"))
+            return c
+        return r
+
+    if _is_int(counts):
+        for j in range(vp):
+            for i in range(p):
+                grid[j][i] = min(int(counts), slot_layers[j][i])  # type: ignore[call-overload]
+        return grid
+    if not isinstance(counts, Sequence) or isinstance(counts, str):
+        raise LayoutError("E-REC-LEN", f"{name} must be true/false, an integer or a list; got {counts!r}")
+    values = list(counts)
+    nested = bool(values) and all(isinstance(v, Sequence) and not isinstance(v, str) for v in values)
+    if nested:
+        if len(values) != vp or any(len(v) != p for v in values):
+            raise LayoutError("E-REC-LEN", f"recompute list has {len(values)} entries; expected {p} or {vp}×{p}")
+        for j in range(vp):
+            for i in range(p):
+                grid[j][i] = clip(i, j, _as_count(values[j][i], name))
+        return grid
+    if len(values) != p:
+        raise LayoutError("E-REC-LEN", f"recompute list has {len(values)} entries; expected {p} or {vp}×{p}")
+    for i in range(p):
+        r = _as_count(values[i], name)
+        stage_total = sum(slot_layers[j][i] for j in range(vp))
+        if r > stage_total:
+            if strict:
+                raise LayoutError("E-REC-RANGE", f"stage {i}: recompute count {r} exceeds its {stage_total} "
+                                                 "layers")
+            warnings.append(EstimateWarning("W-REC-CLIP", f"{name}: stage {i} asks for {r} recomputed "
+                                                          f"layers but holds {stage_total}; clipped"))
+            r = stage_total
+        # DECISION D40: dealt one layer at a time round-robin over chunks, skipping full chunks.
+        j = 0
+        while r > 0:
+            if grid[j][i] < slot_layers[j][i]:
+                grid[j][i] += 1
+                r -= 1
+            j = (j + 1) % vp
+    return grid
+
+
+def _as_count(value: object, name: str) -> int:
+    if value is True:
+        return 10**9
+    if value is False or value is None:
+        return 0
+    if not _is_int(value) or int(value) < 0:  # type: ignore[call-overload]
+        raise LayoutError("E-REC-LEN", f"{name} entries must be non-negative integers; got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+# --------------------------------------------------------------------------------------- builder
+@dataclass(frozen=True)
+class LayoutInputs:
+    body_kinds: tuple[str, ...]
+    mtp_kinds: tuple[str, ...]
+    p: int
+    vp: int
+    schedule: str
+    offset: object = None
+    partition: object = None
+    offset_rule: str = "broadcast"
+    mtp_in_offset: bool = False
+    emb_out_in_offset: bool = False
+    noop_layers: tuple[int, ...] = ()
+    recompute: RecomputePlan = field(default_factory=RecomputePlan)
+    strict: bool = False
+    vision_layers: int = 0
+    vision_partition: tuple[int, ...] | None = None
+
+
+def build_layout(inp: LayoutInputs) -> Layout:
+    p, vp, schedule = inp.p, inp.vp, inp.schedule
+    warnings: list[EstimateWarning] = []
+    if schedule in V_SCHEDULES and vp != 2:
+        raise LayoutError("E-ZBV-VP", f"V schedules need exactly 2 chunks per stage; got vp = {vp}")
+    n_lay, n_mtp, n_noop = len(inp.body_kinds), len(inp.mtp_kinds), len(inp.noop_layers)
+    l_eff = n_lay + n_noop + (n_mtp if inp.mtp_in_offset else 0) + (2 if inp.emb_out_in_offset else 0)
+    n_slots = p * vp
+    if n_slots > l_eff:
+        raise LayoutError("E-VPP-LAYERS", f"{p}×{vp} chunks exceed the {l_eff} layer positions")
+    if inp.partition is not None:
+        describe = f"{n_lay} layers" + (f" + {n_mtp} MTP" if inp.mtp_in_offset and n_mtp else "") + \
+            (f" + {n_noop} noop" if n_noop else "") + (" + embedding/output" if inp.emb_out_in_offset else "")
+        counts = _partition_counts(inp.partition, l_eff, p, vp, schedule, describe)
+    elif inp.offset is not None:
+        counts = _offset_counts(inp.offset, l_eff, p, vp, schedule, inp.offset_rule, warnings)
+        base = l_eff // n_slots
+        per_stage = [sum(counts[slot_index(schedule, p, vp, i, j)] for j in range(vp)) for i in range(p)]
+        for i in range(p - 1):
+            if per_stage[i] < base * vp and any(per_stage[k] > base * vp for k in range(i + 1, p)):
+                warnings.append(EstimateWarning(
+                    "W-OFF-NEG-LAST", f"stage {i} holds {per_stage[i]} layers, fewer than the base {base * vp}, "
+                                      "while a later stage holds more (legal, usually unintended)"))
+                break
+    else:
+        counts = _d27_counts(l_eff, n_slots)
+
+    # positions in model order
+    noop = set(inp.noop_layers)
+    positions: list[tuple[str, str, int]] = []  # (kind, block, model index)
+    if inp.emb_out_in_offset:
+        positions.append((EMBEDDING, "", -1))
+    body_iter = iter(enumerate(inp.body_kinds))
+    for k in range(n_lay + n_noop):
+        if k in noop:
+            positions.append((NOOP, "", -1))
+        else:
+            idx, kind = next(body_iter)
+            positions.append((kind, kind, idx))
+    if inp.emb_out_in_offset:
+        positions.append((OUTPUT, "", -1))
+    if inp.mtp_in_offset:
+        positions.extend((MTP, kind, n_lay + k) for k, kind in enumerate(inp.mtp_kinds))
+
+    slot_items: list[list[tuple[str, str, int]]] = []
+    cursor = 0
+    for q in range(n_slots):
+        slot_items.append(positions[cursor:cursor + counts[q]])
+        cursor += counts[q]
+
+    if not inp.emb_out_in_offset:
+        first = next(q for q in range(n_slots) if slot_items[q])
+        if schedule in V_SCHEDULES:
+            first = 0
+        slot_items[first].insert(0, (EMBEDDING, "", -1))
+        last_body = max((q for q in range(n_slots) if any(it[2] >= 0 and it[0] != MTP for it in slot_items[q])),
+                        default=n_slots - 1)
+        if schedule in V_SCHEDULES:
+            last_body = n_slots - 1
+        pos = max((k for k, it in enumerate(slot_items[last_body]) if it[2] >= 0 and it[0] != MTP),
+                  default=len(slot_items[last_body]) - 1)
+        slot_items[last_body].insert(pos + 1, (OUTPUT, "", -1))
+        out_slot = last_body
+    else:
+        out_slot = next(q for q in range(n_slots) if any(it[0] == OUTPUT for it in slot_items[q]))
+    if not inp.mtp_in_offset and n_mtp:
+        slot_items[out_slot].extend((MTP, kind, n_lay + k) for k, kind in enumerate(inp.mtp_kinds))
+
+    # per [chunk][stage] count of recomputable (body + MTP) layers
+    rec_layers = [[0] * p for _ in range(vp)]
+    for q in range(n_slots):
+        i, j = slot_position(schedule, p, vp, q)
+        rec_layers[j][i] = sum(1 for it in slot_items[q] if it[2] >= 0)
+    options = _assign_recompute(inp, rec_layers, slot_items, warnings)
+
+    # vision tower positions (a separate module with its own partition, before the embedding)
+    if inp.vision_layers:
+        vis = list(inp.vision_partition) if inp.vision_partition is not None else [inp.vision_layers] + \
+            [0] * (p - 1)
+        if len(vis) != p or sum(vis) != inp.vision_layers:
+            raise LayoutError("E-PART-SUM", f"vision layer list {vis} must have {p} entries summing to "
+                                            f"{inp.vision_layers}")
+        for i, c in enumerate(vis):
+            q = slot_index(schedule, p, vp, i, 0)
+            slot_items[q][0:0] = [(VISION, VISION, -1)] * c
+
+    slots = []
+    for q in range(n_slots):
+        i, j = slot_position(schedule, p, vp, q)
+        items = []
+        for kind, block, idx in slot_items[q]:
+            if idx >= 0:
+                option, group, keeps = options[idx]
+                items.append(Item(kind, block, idx, option, group, keeps))
+            else:
+                items.append(Item(kind, block, idx))
+        slots.append(Slot(q, i, j, tuple(items)))
+    return Layout(p, vp, schedule, tuple(slots), tuple(counts), tuple(warnings))
+
+
+def _assign_recompute(inp: LayoutInputs, rec_layers: list[list[int]],
+                      slot_items: list[list[tuple[str, str, int]]],
+                      warnings: list[EstimateWarning]) -> dict[int, tuple[str, int, bool]]:
+    """Option per model index (§4.4): ranges > per-stage counts > default_mode."""
+    plan, p, vp, schedule = inp.recompute, inp.p, inp.vp, inp.schedule
+    full = _counts_grid("recompute", plan.full_counts, rec_layers, p, vp, inp.strict, warnings)
+    sel = _counts_grid("select_recompute", plan.sel_counts, rec_layers, p, vp, inp.strict, warnings)
+    comm = _counts_grid("select_comm_recompute", plan.comm_counts, rec_layers, p, vp, inp.strict, warnings)
+    out: dict[int, tuple[str, int, bool]] = {}
+    for q, items in enumerate(slot_items):
+        i, j = slot_position(schedule, p, vp, q)
+        k = 0
+        for _kind, _block, idx in items:
+            if idx < 0:
+                continue
+            if full is not None and k < full[j][i]:
+                option = "full"
+            else:
+                s = k < sel[j][i] if sel is not None else plan.default_mode == "selective"
+                c = k < comm[j][i] if comm is not None else False
+                if full is None and plan.default_mode == "full":
+                    option = "full"
+                else:
+                    option = "both" if s and c else "selective" if s else "comm" if c else "none"
+            out[idx] = (option, 1, True)
+            k += 1
+    n_total = len(inp.body_kinds) + len(inp.mtp_kinds)
+    covered: dict[int, int] = {}
+    for r, rng in enumerate(plan.ranges):
+        last = rng.first + rng.count - 1
+        if rng.first < 0 or rng.count < 1 or last >= n_total:
+            raise LayoutError("E-RANGE-OOB", f"recompute range {rng.first}..{last} is outside layers "
+                                             f"0..{n_total - 1}")
+        for idx in range(rng.first, last + 1):
+            if idx in covered and not plan.allow_overlap:
+                other = plan.ranges[covered[idx]]
+                raise LayoutError("E-RANGE-OVERLAP", f"recompute ranges {other.first}..{other.first + other.count - 1}"
+                                                     f" and {rng.first}..{last} overlap at layer {idx}")
+            covered[idx] = r
+            out[idx] = (rng.option, 1, True)
+    if plan.uniform_group > 1:
+        # Groups of N from each slot start, recomputed as units: the first keeps the group input.
+        for items in slot_items:
+            indices = [idx for _k, _b, idx in items if idx >= 0 and out[idx][0] == "full"]
+            for start in range(0, len(indices), plan.uniform_group):
+                group = indices[start:start + plan.uniform_group]
+                for n, idx in enumerate(group):
+                    out[idx] = ("full", len(group), n == 0)
+    return out

@@ -1,0 +1,193 @@
+"""ModelSpec: the shape of the network being trained (spec §2.1).
+
+Absent is not zero (DECISION D22): hidden size, layers, heads and vocabulary are required; every default
+the estimator fills in is reported as an assumption by ``resolve``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from .errors import ModelSpecError
+from .records import Record
+
+BODY_KINDS = ("dense", "moe", "lin_dense", "lin_moe", "noop", "vision")
+
+
+@dataclass(frozen=True)
+class LayerGroup(Record):
+    """``count`` consecutive layers of one kind; MTP modules come last with ``is_mtp``."""
+
+    kind: str
+    count: int
+    is_mtp: bool = False
+
+
+@dataclass(frozen=True)
+class VisionSpec(Record):
+    """A vision tower in front of the language model (Qwen2-VL style ViT + patch merger), spec §5.4."""
+
+    num_layers: int
+    hidden_size: int
+    ffn_hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    patch_size: int = 14
+    in_channels: int = 3
+    temporal_patch_size: int = 2
+    spatial_merge_size: int = 2
+    out_hidden_size: int | None = None
+    gated_ffn: bool = False
+    norm: str = "layer"
+    frozen: bool = True
+    projector_frozen: bool = True
+    seq_length: int | None = None
+    num_position_embeddings: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec(Record):
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    vocab_size: int
+    name: str = "model"
+    family: str | None = None
+    hf_architectures: tuple[str, ...] = ()
+    model_type: str | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    v_head_dim: int | None = None
+    ffn_hidden_size: int | None = None
+    tie_embeddings: bool = False
+    qk_norm: bool = False
+    output_gate: bool = False
+    qkv_bias: bool | None = None
+    out_bias: bool | None = None
+    mlp_bias: bool | None = None
+    router_bias: bool = False
+    shared_expert_gate: bool = False
+    norm: str | None = None
+    gated_ffn: bool | None = None
+    make_vocab_divisible_by: int | None = None
+    num_experts: int = 0
+    experts_per_token: int = 0
+    num_shared_experts: int = 0
+    moe_ffn_hidden_size: int | None = None
+    shared_ffn_hidden_size: int | None = None
+    first_k_dense: int = 0
+    moe_layer_freq: int = 1
+    capacity_factor: float | None = None
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    mtp_layers: int = 0
+    linear_num_key_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_num_value_heads: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 4
+    layer_types: tuple[str, ...] = ()
+    vision: VisionSpec | None = None
+    layers: tuple[LayerGroup, ...] = field(default=())
+
+    _nested: ClassVar = {"vision": VisionSpec, "layers": LayerGroup}
+
+    # -- shape predicates -------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def has_linear_attention(self) -> bool:
+        return any(g.kind.startswith("lin_") for g in self.layer_stack())
+
+    # -- layer stack ------------------------------------------------------------------------------
+    def layer_stack(self) -> tuple[LayerGroup, ...]:
+        """The ordered layer groups: explicit ``layers`` if given, else built from first_k_dense,
+        moe_layer_freq and HF ``layer_types``; MTP modules last."""
+        if self.layers:
+            return self.layers
+        kinds: list[str] = []
+        for index in range(self.num_layers):
+            moe = self.is_moe and index >= self.first_k_dense and (
+                self.moe_layer_freq <= 1 or (index - self.first_k_dense) % self.moe_layer_freq == 0)
+            linear = bool(self.layer_types) and index < len(self.layer_types) and \
+                self.layer_types[index].startswith("linear")
+            kind = ("lin_" if linear else "") + ("moe" if moe else "dense")
+            kinds.append(kind)
+        groups: list[LayerGroup] = []
+        for kind in kinds:
+            if groups and groups[-1].kind == kind:
+                groups[-1] = LayerGroup(kind, groups[-1].count + 1)
+            else:
+                groups.append(LayerGroup(kind, 1))
+        if self.mtp_layers:
+            mtp_kind = "moe" if self.is_moe else "dense"
+            groups.append(LayerGroup(mtp_kind, self.mtp_layers, is_mtp=True))
+        return tuple(groups)
+
+    def body_kinds(self) -> tuple[str, ...]:
+        """Kind of every body layer in model order (MTP excluded)."""
+        out: list[str] = []
+        for group in self.layer_stack():
+            if not group.is_mtp:
+                out.extend([group.kind] * group.count)
+        return tuple(out)
+
+    def mtp_kinds(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for group in self.layer_stack():
+            if group.is_mtp:
+                out.extend([group.kind] * group.count)
+        return tuple(out)
+
+    # -- checks -----------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise ModelSpecError for a shape that cannot be priced."""
+        problems: list[str] = []
+        for name in ("hidden_size", "num_layers", "num_attention_heads", "vocab_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                problems.append(f"model.{name} must be a positive integer; got {value!r}")
+        if problems:
+            raise ModelSpecError("; ".join(problems))
+        n_kv = self.num_kv_heads or self.num_attention_heads
+        if not self.is_mla and self.num_attention_heads % n_kv:
+            problems.append(f"num_attention_heads {self.num_attention_heads} must be a multiple of "
+                            f"num_kv_heads {n_kv}")
+        body = sum(g.count for g in self.layer_stack() if not g.is_mtp)
+        mtp = sum(g.count for g in self.layer_stack() if g.is_mtp)
+        if self.layers and body != self.num_layers:
+            problems.append(f"layer groups sum to {body}, model has {self.num_layers} layers")
+        if self.layers and mtp != self.mtp_layers:
+            problems.append(f"MTP layer groups sum to {mtp}, model has {self.mtp_layers} MTP layers")
+        for group in self.layer_stack():
+            if group.kind not in BODY_KINDS:
+                problems.append(f"unknown layer kind {group.kind!r} (one of {', '.join(BODY_KINDS)})")
+        kinds = {g.kind for g in self.layer_stack()}
+        if kinds & {"moe", "lin_moe"}:
+            if not self.num_experts or not self.experts_per_token:
+                problems.append("MoE layers need num_experts and experts_per_token")
+            if not self.moe_ffn_hidden_size:
+                problems.append("MoE layers need moe_ffn_hidden_size (the routed expert FFN width)")
+        if kinds & {"dense", "lin_dense"} and not self.ffn_hidden_size:
+            problems.append("dense layers need ffn_hidden_size")
+        if kinds & {"lin_dense", "lin_moe"} and not (
+                self.linear_num_key_heads and self.linear_key_head_dim and self.linear_num_value_heads
+                and self.linear_value_head_dim):
+            problems.append("linear-attention layers need linear_num_key_heads, linear_key_head_dim, "
+                            "linear_num_value_heads and linear_value_head_dim")
+        if self.is_mla and not self.qk_rope_head_dim:
+            problems.append("MLA (kv_lora_rank > 0) needs qk_rope_head_dim")
+        if self.experts_per_token > max(self.num_experts, 0):
+            problems.append(f"experts_per_token {self.experts_per_token} exceeds num_experts "
+                            f"{self.num_experts}")
+        if problems:
+            raise ModelSpecError("; ".join(problems))

@@ -1,0 +1,46 @@
+"""RunOptions: framework semantics and accounting switches (spec §2.4).
+
+``None`` means "the framework's default" (``frameworks.py``), resolved per estimate and reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .records import Record
+from .units import GiB
+
+FRAMEWORKS = ("mindformers", "mindspeed", "megatron", "torchtitan", "hyperparallel")
+GRAD_PERSISTENCE = ("persistent", "upstream_rule", "progressive")
+OPTIMIZER_IMPLS = ("fused", "foreach", "forloop")
+VPP_VARIANTS = ("megatron", "upstream_big", "upstream_less")
+COMM_BUFFER_MODES = ("transient_max", "upstream_sum")
+
+
+@dataclass(frozen=True)
+class RunOptions(Record):
+    framework: str = "megatron"
+    grad_persistence: str | None = None
+    reserve: float = float(GiB)  # reserve_fixed (D6)
+    frag_fraction: float = 0.0
+    comm_lib_per_group: float = 0.0
+    margin: float = 0.0
+    budget_override: float | None = None
+    max_device_memory: float | None = None  # framework memory limit, e.g. MindFormers context.max_device_memory
+    rho: float = 1.0
+    keep_weight_casts: bool | None = None
+    cp_keeps_kv: bool = False
+    vpp_variant: str = "megatron"
+    comm_buffer_mode: str = "transient_max"
+    params_divided_by_cp: bool = False
+    causal_factor: float | None = None
+    allow_underfilled_pipeline: bool = False
+    strict: bool = False
+    explain: bool = False
+    optimizer_impl: str | None = None
+    fused_gated_act: bool | None = None
+    fused_gated_act_experts: bool | None = None
+    kv_repeat: bool | None = None
+    norm_stats: bool | None = None
+    fsdp_sync_every_microbatch: bool | None = None
+    saves_gathered_input: bool | None = None  # gather switch kept: SP norm outputs saved full-length

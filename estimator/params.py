@@ -1,0 +1,171 @@
+"""Parameter elements per layer, by class (spec §5.1): ``tp`` (÷ t), ``rep`` (replicated across TP),
+``exp`` (routed experts, ÷ ep·etp). Also the matmul weights used per token (FLOPs, weight casts) and the
+largest single tensor of each class (the for-loop optimizer's temporaries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import ModelSpec, VisionSpec
+from .profiles import get_profile
+from .resolve import Dims
+
+
+@dataclass(frozen=True)
+class Elements:
+    tp: float = 0
+    rep: float = 0
+    exp: float = 0
+    tp_mm: float = 0       # matmul weight elements of class tp
+    rep_mm: float = 0      # matmul weight elements of class rep (computed redundantly on every TP rank)
+    largest_tp: float = 0  # largest tensor of each class (elements, before any division)
+    largest_rep: float = 0
+    largest_exp: float = 0  # one expert's largest matrix
+
+    def __add__(self, other: Elements) -> Elements:
+        return Elements(self.tp + other.tp, self.rep + other.rep, self.exp + other.exp,
+                        self.tp_mm + other.tp_mm, self.rep_mm + other.rep_mm,
+                        max(self.largest_tp, other.largest_tp), max(self.largest_rep, other.largest_rep),
+                        max(self.largest_exp, other.largest_exp))
+
+    @property
+    def total(self) -> float:
+        return self.tp + self.rep + self.exp
+
+
+def attention(d: Dims) -> Elements:
+    """[P-ATTN] MHA / GQA / MQA, or [P-MLA]."""
+    if d.mla:
+        return mla(d)
+    q_w, k_w, v_w, o_w, h = d.q_w, d.k_w, d.v_w, d.o_w, d.h
+    mm = h * (q_w + k_w + v_w) + o_w * h + (h * o_w if d.output_gate else 0)
+    tp = mm + (q_w + k_w + v_w if d.qkv_bias else 0)
+    rep = (h if d.out_bias else 0) + (2 * d.c_norm * d.dh if d.qk_norm else 0)
+    return Elements(tp=tp, rep=rep, tp_mm=mm, largest_tp=h * max(q_w * (2 if d.output_gate else 1), o_w),
+                    largest_rep=h if d.out_bias else 0)
+
+
+def mla(d: Dims) -> Elements:
+    """[P-MLA]: latent down-projections and their norms are replicated across TP (D10)."""
+    a, h, dqk = d.a, d.h, d.dqk
+    q_up = d.dc_q * a * dqk if d.dc_q > 0 else h * a * dqk
+    kv_up = d.dc_kv * a * (d.dh + d.dv)
+    out = a * d.dv * h
+    tp = q_up + kv_up + out
+    rep_mm = (h * d.dc_q if d.dc_q > 0 else 0) + h * (d.dc_kv + d.dhr)
+    rep = rep_mm + (d.c_norm * d.dc_q if d.dc_q > 0 else 0) + d.c_norm * d.dc_kv
+    return Elements(tp=tp, rep=rep, tp_mm=tp, rep_mm=rep_mm, largest_tp=max(q_up, kv_up, out),
+                    largest_rep=max(h * d.dc_q, h * (d.dc_kv + d.dhr)))
+
+
+def linear_attention(d: Dims) -> Elements:
+    """[P-LIN] gated-delta linear attention."""
+    h, k, v, n_lv = d.h, d.lin_k, d.lin_v, d.n_lv
+    mm = h * (2 * k + 3 * v) + 2 * h * n_lv
+    tp = mm + d.conv * (2 * k + v) + 2 * n_lv
+    return Elements(tp=tp, rep=d.lin_d_v, tp_mm=mm, largest_tp=h * (2 * k + 2 * v), largest_rep=d.lin_d_v)
+
+
+def dense_ffn(d: Dims) -> Elements:
+    """[P-FFN]: g input branches + the down projection."""
+    mm = (d.g + 1) * d.h * d.hff
+    tp = mm + (d.g * d.hff if d.mlp_bias else 0)
+    return Elements(tp=tp, rep=d.h if d.mlp_bias else 0, tp_mm=mm, largest_tp=d.h * d.hff,
+                    largest_rep=d.h if d.mlp_bias else 0)
+
+
+def moe_ffn(d: Dims) -> Elements:
+    """[P-MOE]: routed experts (class exp), shared experts dense (D9), router replicated (D10)."""
+    exp = d.n_exp * (d.g + 1) * d.h * d.hff_exp
+    shared = (d.g + 1) * d.h * d.hff_sh
+    router = d.h * d.n_exp
+    rep = router + (d.n_exp if d.router_bias else 0) + (d.h if d.shared_gate else 0)
+    return Elements(tp=shared, rep=rep, exp=exp, tp_mm=shared, rep_mm=router + (d.h if d.shared_gate else 0),
+                    largest_tp=d.h * d.hff_sh, largest_rep=router, largest_exp=d.h * d.hff_exp)
+
+
+def norms(d: Dims) -> Elements:
+    """[P-NORM]: two norms per body layer."""
+    return Elements(rep=2 * d.c_norm * d.h, largest_rep=d.h)
+
+
+def block(d: Dims, kind: str) -> Elements:
+    """One body layer of ``kind``."""
+    if kind == "noop":
+        return Elements()
+    mixer = linear_attention(d) if kind.startswith("lin_") else attention(d)
+    ffn = moe_ffn(d) if kind.endswith("moe") else dense_ffn(d)
+    return mixer + ffn + norms(d)
+
+
+def mtp_module(d: Dims, kind: str) -> Elements:
+    """[P-MTP]: a body layer plus the eh projection and three norms (embedding and head are shared)."""
+    extra = Elements(tp=2 * d.h * d.h, rep=3 * d.c_norm * d.h, tp_mm=2 * d.h * d.h, largest_tp=2 * d.h * d.h)
+    return block(d, kind) + extra
+
+
+def final_norm(d: Dims) -> float:
+    """[P-FNORM]."""
+    return d.c_norm * d.h
+
+
+def vision_layer(v: VisionSpec) -> Elements:
+    """[P-VIT] one vision layer: attention + FFN with the vision dims and `vit` biases, two norms."""
+    prof = get_profile("vit")
+    c_norm = 2 if v.norm == "layer" else 1
+    h = v.hidden_size
+    a = v.num_attention_heads
+    dh = v.head_dim or h // a
+    n_kv = v.num_kv_heads or a
+    q_w, k_w, v_w, o_w = a * dh, n_kv * dh, n_kv * dh, a * dh
+    attn_mm = h * (q_w + k_w + v_w) + o_w * h
+    g = 2 if v.gated_ffn else 1
+    ffn_mm = (g + 1) * h * v.ffn_hidden_size
+    tp = attn_mm + ffn_mm + (q_w + k_w + v_w if prof.qkv_bias else 0) + (g * v.ffn_hidden_size if prof.mlp_bias else 0)
+    rep = (h if prof.out_bias else 0) + (h if prof.mlp_bias else 0) + 2 * c_norm * h
+    return Elements(tp=tp, rep=rep, tp_mm=attn_mm + ffn_mm, largest_tp=h * max(q_w, v.ffn_hidden_size))
+
+
+def vision_extras(v: VisionSpec, lm_hidden: int) -> Elements:
+    """Patch embedding C·P²·T_p·h_v and the patch merger (LayerNorm + 2-layer MLP), replicated."""
+    h = v.hidden_size
+    patch = v.in_channels * v.patch_size ** 2 * v.temporal_patch_size * h
+    merged = h * v.spatial_merge_size ** 2
+    out = v.out_hidden_size or lm_hidden
+    c_norm = 2 if v.norm == "layer" else 1
+    merger = c_norm * h + merged * merged + merged + merged * out + out
+    return Elements(rep=patch + merger, rep_mm=patch + merged * merged + merged * out,
+                    largest_rep=max(patch, merged * merged, merged * out))
+
+
+@dataclass(frozen=True)
+class ParameterCounts:
+    total: int    # body + embedding + output (a tied table once); MTP excluded
+    mtp: int
+    active: int   # n_chosen routed + shared experts per MoE layer; embedding and output included
+    non_embedding: int
+
+
+def parameter_counts(model: ModelSpec, d: Dims) -> ParameterCounts:
+    """Parameter counts of the model (unpadded vocabulary), spec §2.6 and V7."""
+    emb = d.v * d.h
+    head = 0 if d.tie else d.v * d.h
+    body_total = 0.0
+    body_active = 0.0
+    for kind in model.body_kinds():
+        el = block(d, kind)
+        body_total += el.total
+        if kind.endswith("moe"):
+            body_active += el.total - el.exp + el.exp * d.n_chosen / max(1, d.n_exp)
+        else:
+            body_active += el.total
+    mtp = sum(mtp_module(d, k).total for k in model.mtp_kinds())
+    vision = 0.0
+    if model.vision is not None:
+        vision = model.vision.num_layers * vision_layer(model.vision).total + \
+            vision_extras(model.vision, d.h).total
+    fnorm = final_norm(d)
+    total = body_total + emb + head + fnorm + vision
+    active = body_active + emb + head + fnorm + vision
+    return ParameterCounts(total=round(total), mtp=round(mtp), active=round(active),
+                           non_embedding=round(body_total + fnorm + vision))

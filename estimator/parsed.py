@@ -1,0 +1,239 @@
+"""ParsedConfig: what the readers produce — the four records, where every value came from, and the source
+files (kept for writing a strategy back) — plus the edit rules shared by ``--set``, the GUI and export.
+
+Readers fill a flat ``{"section.field": value}`` mapping with a Provenance per key; ``build_plan`` turns it
+into records. Edits keep the device count N and the global batch G fixed (spec §2.8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+from .fields import REGISTRY, coerce, lookup, recompute_value
+from .frameworks import framework_defaults
+from .hardware import Hardware, find_preset, load_presets
+from .model import LayerGroup, ModelSpec, VisionSpec
+from .options import FRAMEWORKS, RunOptions
+from .strategy import RecomputePlan, ShardingSpec, Strategy
+from .warnings import Assumption, EstimateWarning
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a value came from: ``source`` is file | default | preset | edit | derived."""
+
+    source: str
+    path: str | None = None
+    key: str | None = None
+    raw: Any = None
+
+    def describe(self) -> str:
+        if self.source == "file":
+            return f"{self.path}: {self.key}" + (f" = {self.raw!r}" if self.raw is not None else "")
+        if self.source == "preset":
+            return f"device preset {self.raw}"
+        if self.source == "derived":
+            return f"derived: {self.key}"
+        return self.source + (f" ({self.key})" if self.key else "")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str
+    format: str   # plan | hf_config | mindformers | mindspeed_script | mindspeed_model | torchtitan | hyperparallel
+    role: str     # model | strategy | both
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedConfig:
+    model: ModelSpec
+    strategy: Strategy
+    hardware: Hardware
+    options: RunOptions
+    provenance: dict[str, Provenance] = field(default_factory=dict)
+    warnings: tuple[EstimateWarning, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
+    sources: tuple[SourceFile, ...] = ()
+    values: dict[str, Any] = field(default_factory=dict)  # the flat values the records were built from
+
+    @property
+    def framework(self) -> str:
+        return self.options.framework
+
+    def describe(self, qualified: str) -> str:
+        prov = self.provenance.get(qualified)
+        return prov.describe() if prov else "default"
+
+
+# --------------------------------------------------------------------------------------- building
+_NESTED_MODEL = {"vision": VisionSpec, "layers": LayerGroup}
+
+
+def _model_from(values: dict[str, Any], where: str | None) -> ModelSpec:
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if not key.startswith("model."):
+            continue
+        name = key.split(".", 1)[1]
+        if name == "vision" and isinstance(value, dict):
+            try:
+                value = VisionSpec.from_dict(value)
+            except (KeyError, TypeError) as exc:
+                raise ConfigError(f"bad vision tower description: {exc}", path=where, key=key) from None
+        elif name == "layers" and isinstance(value, (list, tuple)):
+            try:
+                value = tuple(LayerGroup.from_dict(v) if isinstance(v, dict) else v for v in value)
+            except (KeyError, TypeError) as exc:
+                raise ConfigError(f"bad layer group: {exc}", path=where, key=key) from None
+        kwargs[name] = value
+    missing = [n for n in ("hidden_size", "num_layers", "num_attention_heads", "vocab_size") if kwargs.get(n) is None]
+    if missing:
+        raise ConfigError("the model is missing " + ", ".join(f"model.{n}" for n in missing) +
+                          "; give them in the plan, with --set model.NAME=VALUE, or with --model config.json",
+                          path=where, key=f"model.{missing[0]}")
+    return ModelSpec(**kwargs)
+
+
+def _strategy_from(values: dict[str, Any], where: str | None) -> Strategy:
+    top: dict[str, Any] = {}
+    rec: dict[str, Any] = {}
+    shard: dict[str, Any] = {}
+    for key, value in values.items():
+        if not key.startswith("strategy."):
+            continue
+        info = REGISTRY[key]
+        if info.name == "recompute":
+            attr, converted = recompute_value(value, where)
+            rec[attr] = converted
+        elif info.path[0] == "recompute":
+            rec[info.attr] = value
+        elif info.path[0] == "sharding":
+            shard[info.attr] = value
+        else:
+            top[info.attr] = value
+    if top.get("seq_length") is None:
+        raise ConfigError("the strategy is missing strategy.seq_length (the training sequence length)",
+                          path=where, key="strategy.seq_length")
+    return Strategy(recompute=RecomputePlan(**rec), sharding=ShardingSpec(**shard), **top)
+
+
+def _options_from(values: dict[str, Any]) -> RunOptions:
+    kwargs = {key.split(".", 1)[1]: v for key, v in values.items() if key.startswith("options.")}
+    return RunOptions(**kwargs)
+
+
+def _hardware_from(values: dict[str, Any], framework: str, provenance: dict[str, Provenance],
+                   assumptions: list[Assumption], preset_dirs: tuple = ()) -> Hardware:
+    device = values.get("hardware.device")
+    presets = load_presets(preset_dirs)
+    if device is None:
+        device = framework_defaults(framework).default_device
+        assumptions.append(Assumption("hardware.device", device, f"{framework} usual device"))
+        provenance.setdefault("hardware.device", Provenance("default", key=f"{framework} usual device"))
+    hw = find_preset(str(device), presets)
+    changes = {k.split(".", 1)[1]: v for k, v in values.items()
+               if k.startswith("hardware.") and k != "hardware.device" and v is not None}
+    if "capacity" not in changes:
+        provenance.setdefault("hardware.capacity", Provenance("preset", raw=hw.id))
+    return hw.replace(**changes) if changes else hw
+
+
+def build_plan(values: dict[str, Any], provenance: dict[str, Provenance] | None = None, *,
+               where: str | None = None, warnings: tuple[EstimateWarning, ...] = (),
+               sources: tuple[SourceFile, ...] = (), preset_dirs: tuple = ()) -> ParsedConfig:
+    """Records from flat canonical values (already coerced)."""
+    provenance = dict(provenance or {})
+    framework = values.get("options.framework")
+    if not framework:
+        raise ConfigError(f"options.framework is required: one of {', '.join(FRAMEWORKS)}", path=where,
+                          key="options.framework")
+    framework_defaults(str(framework))  # validates the name
+    assumptions: list[Assumption] = []
+    try:
+        model = _model_from(values, where)
+        strategy = _strategy_from(values, where)
+        options = _options_from(values)
+    except TypeError as exc:  # a value of the wrong shape reached a record
+        raise ConfigError(f"invalid value: {exc}", path=where) from None
+    hardware = _hardware_from(values, str(framework), provenance, assumptions, preset_dirs)
+    return ParsedConfig(model=model, strategy=strategy, hardware=hardware, options=options, provenance=provenance,
+                        warnings=tuple(warnings), assumptions=tuple(assumptions), sources=tuple(sources),
+                        values=dict(values))
+
+
+def set_value(values: dict[str, Any], qualified: str, raw: Any, where: str | None = None) -> str:
+    """Coerce ``raw`` for ``qualified`` into ``values``; returns the canonical key."""
+    info = lookup(qualified, where)
+    values[info.qualified] = coerce(info, raw, where)
+    return info.qualified
+
+
+# ------------------------------------------------------------------------------------------- edits
+def apply_changes(parsed: ParsedConfig, changes: dict[str, Any], *, hold: str = "world") -> ParsedConfig:
+    """Apply ``{"section.field": value}`` edits keeping the device count N and global batch G fixed.
+
+    A new tp, pp or cp re-derives dp = N/(tp·pp·cp); a new dp or micro_batch_size re-derives
+    micro_batches = G/(dp·micro_batch_size·n_acc). With ``hold="dp"`` dp stays and N follows. A non-integer
+    result is an error naming both fields.
+    """
+    values = dict(parsed.values)
+    provenance = dict(parsed.provenance)
+    st = parsed.strategy
+    world, batch = st.world_size, st.global_batch_size
+    touched: list[str] = []
+    for qualified, raw in changes.items():
+        key = set_value(values, qualified, raw)
+        provenance[key] = Provenance("edit", raw=raw)
+        touched.append(key)
+    get = values.get
+    tp, pp, cp = (int(get(f"strategy.{k}") or 1) for k in ("tp", "pp", "cp"))
+    if any(k in touched for k in ("strategy.tp", "strategy.pp", "strategy.cp")) and \
+            "strategy.dp" not in touched and hold == "world":
+        if world % (tp * pp * cp):
+            changed = next(k for k in touched if k in ("strategy.tp", "strategy.pp", "strategy.cp"))
+            raise ConfigError(f"{changed} makes strategy.dp = {world}/(tp {tp} × pp {pp} × cp {cp}) = "
+                              f"{world / (tp * pp * cp):g}, not an integer; the device count {world} stays "
+                              "fixed — change strategy.dp too or pick degrees whose product divides it",
+                              key=changed)
+        values["strategy.dp"] = world // (tp * pp * cp)
+        provenance["strategy.dp"] = Provenance("derived", key=f"N/(tp·pp·cp) = {world}/{tp * pp * cp}")
+        _drop_hsdp_split(values)
+    dp = int(get("strategy.dp") or 1)
+    dp_changed = dp != int(parsed.values.get("strategy.dp") or 1)
+    batch_keys = ("strategy.micro_batch_size", "strategy.n_acc")
+    if "strategy.micro_batches" not in touched and (dp_changed or any(k in touched for k in batch_keys)):
+        mbs = int(get("strategy.micro_batch_size") or 1)
+        n_acc = int(get("strategy.n_acc") or 1)
+        if batch % (dp * mbs * n_acc):
+            cause = next((k for k in touched if k in ("strategy.dp", "strategy.micro_batch_size", "strategy.n_acc")),
+                         "strategy.dp")
+            raise ConfigError(f"{cause} makes strategy.micro_batches = {batch}/(dp {dp} × micro_batch_size {mbs}"
+                              f" × n_acc {n_acc}) = {batch / (dp * mbs * n_acc):g}, not an integer; the global "
+                              f"batch {batch} stays fixed — change strategy.micro_batches too", key=cause)
+        values["strategy.micro_batches"] = batch // (dp * mbs * n_acc)
+        provenance["strategy.micro_batches"] = Provenance("derived", key=f"G/(dp·mbs·n_acc) = {batch}/"
+                                                                        f"{dp * mbs * n_acc}")
+    rebuilt = build_plan(values, provenance, warnings=parsed.warnings, sources=parsed.sources)
+    return dataclasses.replace(rebuilt, hardware=_keep_hardware(parsed, rebuilt, touched))
+
+
+def _drop_hsdp_split(values: dict[str, Any]) -> None:
+    """A re-derived dp invalidates an explicit d_rep × d_sh split; keep d_rep when it still divides."""
+    dp = values.get("strategy.dp") or 1
+    d_rep = values.get("strategy.d_rep")
+    if d_rep and dp % d_rep == 0:
+        values["strategy.d_sh"] = dp // d_rep
+    else:
+        values.pop("strategy.d_rep", None)
+        values.pop("strategy.d_sh", None)
+
+
+def _keep_hardware(old: ParsedConfig, new: ParsedConfig, touched: list[str]) -> Hardware:
+    """Hardware edited outside ``values`` (e.g. a user preset object) survives unrelated edits."""
+    if any(k.startswith("hardware.") for k in touched):
+        return new.hardware
+    return old.hardware

@@ -1,0 +1,64 @@
+"""A small base for the frozen data records: ``to_dict`` / ``from_dict`` (JSON-safe) and ``replace``.
+
+Nested records are declared per class in ``_nested`` (field name -> record class); a nested value may be a
+single record or a tuple of records. Lists coming from JSON/YAML become tuples so records stay hashable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar, Self
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return value
+
+
+class Record:
+    """Mixin for frozen dataclasses."""
+
+    _nested: ClassVar[dict[str, type[Record]]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _thaw(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        names = set(cls.field_names())
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise KeyError(f"unknown field(s) for {cls.__name__}: {', '.join(unknown)}")
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            nested = cls._nested.get(key)
+            if nested is not None and value is not None:
+                if isinstance(value, (list, tuple)):
+                    value = tuple(v if isinstance(v, nested) else nested.from_dict(v) for v in value)
+                elif isinstance(value, dict):
+                    value = nested.from_dict(value)
+            elif value == "inf":
+                value = math.inf
+            kwargs[key] = _freeze(value)
+        return cls(**kwargs)
+
+    def replace(self, **changes: Any) -> Self:
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]

@@ -1,0 +1,441 @@
+"""Resolve (ModelSpec, Strategy, Hardware, RunOptions) into the numbers the formulas use (spec §3).
+
+Three layers, so the search can vectorise: ``Dims`` (model shape, always scalars), ``Widths`` and
+``Flags`` (byte widths and implementation switches, scalars), and ``Par`` (parallel degrees and
+everything derived from them: Python numbers in a single estimate, numpy arrays in the search).
+Every default that is filled in is recorded as an ``Assumption``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .arr import Num, ceil_div, where
+from .errors import ModelSpecError
+from .frameworks import FrameworkDefaults, framework_defaults
+from .hardware import Hardware
+from .model import ModelSpec
+from .options import RunOptions
+from .profiles import FamilyProfile, detect_family, get_profile
+from .strategy import FSDP_MODES, Strategy
+from .warnings import Assumption, EstimateWarning
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Model symbols of spec §1.2 (scalars)."""
+
+    h: int
+    a: int
+    n_kv: int
+    dh: int
+    dv: int
+    dqk: int
+    dhr: int
+    hff: int
+    hff_exp: int
+    hff_sh: int
+    v: int
+    vocab_multiple: int  # pad v to a multiple of this × t (Megatron family, D35); 1 = no padding
+    g: int
+    c_norm: int
+    c_stat: int
+    n_lay: int
+    n_mtp: int
+    n_exp: int
+    n_chosen: int
+    n_shared: int
+    dc_q: int
+    dc_kv: int
+    mla: bool
+    moe: bool
+    qk_norm: bool
+    output_gate: bool
+    qkv_bias: bool
+    out_bias: bool
+    mlp_bias: bool
+    router_bias: bool
+    shared_gate: bool
+    tie: bool
+    cap_fact: float  # <= 0: dropless
+    lin_k: int  # K_lin = lin_n_k · lin_d_k
+    lin_v: int  # V_lin
+    n_lv: int
+    lin_d_k: int
+    lin_d_v: int
+    conv: int
+    attn_dropout: bool
+    hidden_dropout: bool
+    emb_dropout: bool
+    router_bytes: float
+
+    @property
+    def q_w(self) -> int:
+        return self.a * self.dqk
+
+    @property
+    def k_w(self) -> int:
+        return self.n_kv * self.dqk
+
+    @property
+    def v_w(self) -> int:
+        return self.n_kv * self.dv
+
+    @property
+    def o_w(self) -> int:
+        return self.a * self.dv
+
+
+@dataclass(frozen=True)
+class Widths:
+    """Byte widths of spec §3.4."""
+
+    p: float   # β_p stored parameter
+    c: float   # β_c compute / activation
+    g: float   # β_g gradient buffer
+    m: float   # β_m master copy
+    os: float  # β_os per optimizer state
+    n_os: int
+    sm: float  # β_sm softmax output
+    dm: float  # β_dm dropout mask
+    n: float   # β_n saved norm input (fp32 statistics)
+    r: float   # β_r residual stream
+    l: float   # β_l loss softmax
+    rd: float  # β_rd FSDP2 reduce dtype
+
+
+@dataclass(frozen=True)
+class Flags:
+    framework: str
+    flash_attention: bool
+    fused_act: bool
+    fused_act_experts: bool
+    kv_repeat: bool
+    norm_stats: bool
+    rule: str
+    saves_gathered: bool
+    keep_casts: bool
+    persistence: str
+    optimizer_impl: str
+    w_b: float
+    w_f: float
+    vocab_parallel_loss: bool | None  # None: t_V = t (the default of every framework, see resolve)
+    vocab_emb_dp: bool
+    slice_full_input: bool  # full-recompute input TP-sliced (recompute_slice_activation / family)
+    cp_keeps_kv: bool
+    swap_optimizer: bool
+    swap_times: int
+    sharding_mode: str
+    span_cp: bool
+    grad_shard: bool
+    keep_gathered: bool
+    fp32_grad_partition: bool
+    fsdp2: bool  # PyTorch FSDP2, priced instant by instant (§12)
+    fsdp_layout: str
+    reshard_after_forward: bool
+    reshard_head_unit: bool
+    fsdp_sync: bool
+    schedule: str
+    cp_algo: str
+    comm_buffer_mode: str
+    dtensor_sp: bool  # torchtitan / HyperParallel SP: gathered input saved, no gather buffer (D44)
+    frozen: tuple[str, ...]
+    causal: bool
+
+
+@dataclass(frozen=True)
+class Par:
+    """Parallel degrees and derived quantities (Python numbers or numpy arrays)."""
+
+    d: Num
+    t: Num
+    p: Num
+    vp: Num
+    cp: Num
+    ep: Num
+    etp: Num
+    b: Num
+    m: Num
+    n_acc: Num
+    s: Num
+    sp: Num        # 1 on / 0 off
+    u: Num         # Ulysses degree inside cp
+    n_s: Num
+    d_rep: Num
+    os: Num
+    os_e: Num
+
+    @property
+    def sp_div(self) -> Num:
+        return 1 + self.sp * (self.t - 1)
+
+    @property
+    def world(self) -> Num:
+        return self.d * self.t * self.p * self.cp
+
+    @property
+    def edp(self) -> Num:
+        return self.d * self.t * self.cp / (self.ep * self.etp)
+
+    @property
+    def T(self) -> Num:
+        """Tokens per device per micro-batch (per slice for Seq1F1B)."""
+        return self.b * self.s / (self.cp * self.n_s)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    model: ModelSpec
+    strategy: Strategy
+    hardware: Hardware
+    options: RunOptions
+    profile: FamilyProfile
+    fw: FrameworkDefaults
+    dims: Dims
+    widths: Widths
+    flags: Flags
+    par: Par
+    capacity: float
+    budget: float
+    assumptions: tuple[Assumption, ...] = field(default=())
+    warnings: tuple[EstimateWarning, ...] = field(default=())
+
+
+# ------------------------------------------------------------------------------------------ derived
+def v_pad(dims: Dims, t: Num) -> Num:
+    """Padded vocabulary (DECISION D35): the Megatron family pads to a multiple of divisible_by·t."""
+    if dims.vocab_multiple <= 1:
+        return dims.v
+    unit = dims.vocab_multiple * t
+    return ceil_div(dims.v, unit) * unit
+
+
+def t_vocab(flags: Flags, t: Num) -> Num:
+    """t_V: the loss' vocabulary split (t with vocab-parallel loss, else 1)."""
+    if flags.vocab_parallel_loss is None or flags.vocab_parallel_loss:
+        return t
+    return 1
+
+
+def routed_tokens(dims: Dims, par: Par, rho: float) -> Num:
+    """R [A-MOE-TOK]: routed token copies per device per micro-batch (§6.6)."""
+    if not dims.moe:
+        return 0
+    phi = dims.cap_fact if dims.cap_fact > 0 else rho
+    return par.T * dims.n_chosen * phi * par.etp / par.t
+
+
+def dense_domain(flags: Flags, par: Par) -> Num:
+    return par.d * par.cp if flags.span_cp else par.d
+
+
+def shard_divisors(flags: Flags, par: Par, params_divided_by_cp: bool = False) -> tuple[Num, ...]:
+    """(sh_p, sh_g, sh_o, sh_pe, sh_ge, sh_oe) [X-SHARD], spec §3.3."""
+    mode = flags.sharding_mode
+    os, os_e = par.os, par.os_e
+    if mode == "none":
+        dense = (1, 1, 1)
+        expert = (1, 1, 1)
+    elif mode == "zero1":
+        dense, expert = (1, 1, os), (1, 1, os_e)
+    elif mode == "zero2":
+        dense, expert = (1, os, os), (1, os_e, os_e)
+    elif mode in ("zero3", "fsdp", "hsdp"):
+        dense, expert = (os, os, os), (os_e, os_e, os_e)
+    else:  # mf_op
+        dense = (os, os if flags.grad_shard else 1, os)
+        expert = (os_e, os_e if flags.grad_shard else 1, os_e)
+    if params_divided_by_cp:  # upstream compat: divided by cp even without sharding spanning it
+        factor = par.cp if (mode == "none" or not flags.span_cp) else 1
+        dense = tuple(x * factor for x in dense)
+    return (*dense, *expert)
+
+
+# ------------------------------------------------------------------------------------------ resolve
+class _Recorder:
+    def __init__(self) -> None:
+        self.assumptions: list[Assumption] = []
+
+    def take(self, field_name: str, given: object, default: object, source: str) -> object:
+        if given is not None:
+            return given
+        self.assumptions.append(Assumption(field_name, default, source))
+        return default
+
+
+def _pick(*values: object) -> object:
+    for value in values:
+        if value is not None:
+            return value
+    return None
+
+
+def resolve_dims(model: ModelSpec, profile: FamilyProfile, rec: _Recorder,
+                 fw: FrameworkDefaults) -> Dims:
+    model.check()
+    h, a = model.hidden_size, model.num_attention_heads
+    mla = model.is_mla
+    n_kv = a if mla else int(rec.take("model.num_kv_heads", model.num_kv_heads, a, "equal to heads (MHA)"))
+    if model.head_dim is not None:
+        dh = model.head_dim
+    elif h % a:
+        raise ModelSpecError(f"model.head_dim is not given and hidden_size {h} is not a multiple of "
+                             f"num_attention_heads {a}; set model.head_dim")
+    else:
+        dh = int(rec.take("model.head_dim", None, h // a, "hidden_size / heads (D1 fallback)"))
+    dv = model.v_head_dim if model.v_head_dim is not None else dh
+    dhr = model.qk_rope_head_dim if mla else 0
+    gated = model.gated_ffn if model.gated_ffn is not None else profile.ffn_gated
+    norm = model.norm or profile.norm
+    c_norm = 2 if norm == "layer" else 1
+    moe = model.is_moe
+    hff_exp = model.moe_ffn_hidden_size or 0
+    if moe and model.num_shared_experts and model.shared_ffn_hidden_size is None:
+        rec.assumptions.append(Assumption("model.shared_ffn_hidden_size",
+                                          model.num_shared_experts * hff_exp,
+                                          "num_shared_experts × moe_ffn_hidden_size"))
+    hff_sh = model.shared_ffn_hidden_size if model.shared_ffn_hidden_size is not None else \
+        model.num_shared_experts * hff_exp
+    if model.make_vocab_divisible_by is not None:
+        multiple = model.make_vocab_divisible_by
+    else:
+        multiple = 128 if fw.megatron_vocab_padding else 1
+    if moe and model.capacity_factor is None:
+        rec.assumptions.append(Assumption("model.capacity_factor", None, "dropless routing (ρ applies)"))
+    return Dims(
+        h=h, a=a, n_kv=n_kv, dh=dh, dv=dv, dqk=dh + dhr, dhr=dhr,
+        hff=model.ffn_hidden_size or 0, hff_exp=hff_exp, hff_sh=hff_sh, v=model.vocab_size,
+        vocab_multiple=multiple, g=2 if gated else 1, c_norm=c_norm, c_stat=2 if norm == "layer" else 1,
+        n_lay=model.num_layers, n_mtp=model.mtp_layers, n_exp=model.num_experts if moe else 0,
+        n_chosen=model.experts_per_token if moe else 0, n_shared=model.num_shared_experts, dc_q=model.q_lora_rank,
+        dc_kv=model.kv_lora_rank, mla=mla, moe=moe, qk_norm=model.qk_norm and not mla,
+        output_gate=model.output_gate,
+        qkv_bias=bool(_pick(model.qkv_bias, profile.qkv_bias)),
+        out_bias=bool(_pick(model.out_bias, profile.out_bias)),
+        mlp_bias=bool(_pick(model.mlp_bias, profile.mlp_bias)),
+        router_bias=model.router_bias, shared_gate=model.shared_expert_gate, tie=model.tie_embeddings,
+        cap_fact=model.capacity_factor if model.capacity_factor is not None else 0.0,
+        lin_k=model.linear_num_key_heads * model.linear_key_head_dim,
+        lin_v=model.linear_num_value_heads * model.linear_value_head_dim,
+        n_lv=model.linear_num_value_heads, lin_d_k=model.linear_key_head_dim,
+        lin_d_v=model.linear_value_head_dim, conv=model.linear_conv_kernel,
+        attn_dropout=profile.attn_dropout > 0, hidden_dropout=profile.hidden_dropout > 0,
+        emb_dropout=profile.emb_dropout > 0, router_bytes=profile.router_bytes,
+    )
+
+
+def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions) -> Resolved:
+    """Fill every default from the framework and the family profile, and derive the parallel numbers."""
+    rec = _Recorder()
+    fw = framework_defaults(options.framework)
+    family, family_source = detect_family(model.family, model.hf_architectures, model.model_type, model.name)
+    if not model.family:
+        rec.assumptions.append(Assumption("model.family", family, family_source))
+    profile = get_profile(family)
+    dims = resolve_dims(model, profile, rec, fw)
+    st = strategy
+    sh = st.sharding
+    mode = sh.mode
+
+    # byte widths (§3.4)
+    bp = float(rec.take("strategy.param_bytes", st.param_bytes, fw.param_bytes, f"{fw.title} default"))
+    bc = float(rec.take("strategy.compute_bytes", st.compute_bytes, fw.compute_bytes, f"{fw.title} default"))
+    bg = float(rec.take("strategy.grad_bytes", st.grad_bytes, fw.grad_bytes if fw.grad_bytes else bp,
+                        f"{fw.title} default" + ("" if fw.grad_bytes else " (= param_bytes)")))
+    if st.master_bytes is not None:
+        bm = float(st.master_bytes)
+    elif st.reuse_fp32_param and fw.master_bytes:
+        bm = max(0.0, 4.0 - bp)
+        rec.assumptions.append(Assumption("strategy.master_bytes", bm, "reuse_fp32_param: β_p + β_m = 4"))
+    else:
+        bm = float(rec.take("strategy.master_bytes", None, fw.master_bytes, f"{fw.title} default"))
+    bos = float(rec.take("strategy.optimizer_state_bytes", st.optimizer_state_bytes, 4.0, "AdamW fp32 states"))
+    nos = int(rec.take("strategy.n_optimizer_states", st.n_optimizer_states, 2, "AdamW (exp_avg, exp_avg_sq)"))
+    bsm = float(rec.take("strategy.softmax_bytes", st.softmax_bytes,
+                         profile.softmax_bytes if profile.softmax_bytes is not None else fw.softmax_bytes,
+                         f"{profile.name} profile" if profile.softmax_bytes is not None else f"{fw.title} default"))
+    bdm = float(st.dropout_mask_bytes if st.dropout_mask_bytes is not None else 1.0)
+    bn = float(st.norm_bytes if st.norm_bytes is not None else bc)
+    br = float(st.residual_bytes if st.residual_bytes is not None else bc)
+    bl = float(st.loss_bytes if st.loss_bytes is not None else 4.0)
+    brd = float(st.reduce_bytes if st.reduce_bytes is not None else (fw.reduce_bytes or bg))
+    widths = Widths(p=bp, c=bc, g=bg, m=bm, os=bos, n_os=nos, sm=bsm, dm=bdm, n=bn, r=br, l=bl, rd=brd)
+
+    # implementation flags (§6.2): strategy / options > profile > framework
+    fa = bool(rec.take("strategy.flash_attention", _pick(st.flash_attention, profile.flash_attention), True,
+                       "flash attention assumed"))
+    fused_act = bool(_pick(options.fused_gated_act, profile.fused_gated_act, fw.fused_gated_act))
+    fused_exp = bool(_pick(options.fused_gated_act_experts, options.fused_gated_act, profile.fused_gated_act,
+                           fw.fused_gated_act_experts))
+    kv_repeat = bool(_pick(options.kv_repeat, profile.kv_repeat, fw.kv_repeat(fa)))
+    norm_stats = bool(_pick(options.norm_stats, profile.norm_stats, True))
+    rule = str(_pick(st.recompute.rule, profile.selective_rule, fw.selective_rule))
+    persistence = str(_pick(options.grad_persistence, fw.grad_persistence(mode)))
+    opt_impl = str(_pick(options.optimizer_impl, fw.optimizer_impl))
+    keep_casts = bool(_pick(options.keep_weight_casts, fw.keep_weight_casts(bp, bc, mode)))
+    w_b, w_f = fw.loss_widths(bc, bl)
+    fsdp2 = fw.fsdp_native and mode in FSDP_MODES
+    p = st.pp
+    reshard = sh.reshard_after_forward if sh.reshard_after_forward is not None else p == 1
+    fsdp_sync = options.fsdp_sync_every_microbatch if options.fsdp_sync_every_microbatch is not None else p == 1
+    schedule = st.schedule_name
+    flags = Flags(
+        framework=fw.name, flash_attention=fa, fused_act=fused_act, fused_act_experts=fused_exp,
+        kv_repeat=kv_repeat, norm_stats=norm_stats, rule=rule,
+        saves_gathered=bool(_pick(options.saves_gathered_input, fw.saves_gathered_input)),
+        keep_casts=keep_casts, persistence=persistence, optimizer_impl=opt_impl, w_b=w_b, w_f=w_f,
+        vocab_parallel_loss=st.vocab_parallel_loss, vocab_emb_dp=st.vocab_emb_dp,
+        slice_full_input=st.recompute_slice_activation or profile.shards_activations,
+        cp_keeps_kv=options.cp_keeps_kv, swap_optimizer=st.swap_optimizer, swap_times=max(1, st.swap_times),
+        sharding_mode=mode, span_cp=sh.span_cp, grad_shard=sh.grad_shard,
+        keep_gathered=bool(_pick(sh.keep_gathered_weights, True)) if mode == "mf_op" else False,
+        fp32_grad_partition=sh.fp32_grad_partition, fsdp2=fsdp2, fsdp_layout=sh.fsdp_layout,
+        reshard_after_forward=bool(reshard), reshard_head_unit=sh.reshard_head_unit, fsdp_sync=bool(fsdp_sync),
+        schedule=schedule, cp_algo=st.cp_algo, comm_buffer_mode=options.comm_buffer_mode,
+        dtensor_sp=fw.fsdp_native, frozen=tuple(st.frozen_modules), causal=profile.causal,
+    )
+    if persistence != fw.grad_persistence(mode) or options.grad_persistence is None:
+        rec.assumptions.append(Assumption("options.grad_persistence", persistence,
+                                          "given" if options.grad_persistence else f"{fw.title} default"))
+
+    # degrees (§3.1–§3.3)
+    d = st.dp
+    d_rep = st.d_rep if st.d_rep is not None else (1 if mode != "hsdp" else d)
+    d_sh = st.d_sh if st.d_sh is not None else d // max(1, d_rep)
+    etp = st.etp if st.etp is not None else fw.default_etp(st.tp, st.ep, d, st.cp)
+    if dims.moe and st.etp is None:
+        rec.assumptions.append(Assumption("strategy.etp", etp, f"{fw.title} default"))
+    u = st.ulysses_degree if st.ulysses_degree is not None else (st.cp if st.cp_algo == "ulysses" else 1)
+    span = sh.span_cp
+    domain = d * st.cp if span else d
+    edp = d * st.tp * st.cp // max(1, st.ep * etp)
+    if mode == "hsdp":
+        os_default = d_sh * (st.cp if span else 1)
+        os_e_default = max(1, edp // max(1, d_rep))
+    elif mode == "none":
+        os_default, os_e_default = 1, 1
+    else:
+        os_default, os_e_default = domain, edp
+    os = sh.os if sh.os is not None else os_default
+    os_e = sh.os_e if sh.os_e is not None else os_e_default
+    if mode != "none" and sh.os is None:
+        rec.assumptions.append(Assumption("strategy.shard_size", os, "the whole sharding domain"))
+    n_s = st.n_s if schedule in ("seq1f1b", "seqsmartvpp") else 1
+    par = Par(d=d, t=st.tp, p=p, vp=st.vpp, cp=st.cp, ep=st.ep, etp=etp, b=st.micro_batch_size,
+              m=st.micro_batches, n_acc=st.n_acc, s=st.seq_length, sp=1 if (st.sequence_parallel and st.tp > 1) else 0,
+              u=u, n_s=n_s, d_rep=d_rep, os=os, os_e=os_e)
+
+    capacity = hardware.capacity
+    limit = options.budget_override if options.budget_override is not None else options.max_device_memory
+    budget = (limit if limit is not None else capacity) - options.margin
+    return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,
+                    dims=dims, widths=widths, flags=flags, par=par, capacity=capacity, budget=budget,
+                    assumptions=tuple(rec.assumptions))
+
+
+def world_and_batch(par: Par) -> tuple[Num, Num]:
+    return par.world, par.b * par.d * par.m * par.n_acc
+
+
+__all__ = ["Dims", "Flags", "Par", "Resolved", "Widths", "dense_domain", "resolve", "routed_tokens",
+           "shard_divisors", "t_vocab", "v_pad", "where"]

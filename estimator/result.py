@@ -1,0 +1,103 @@
+"""Result records (spec §2.6): per stage → per layer → the seven categories, and the plan-level verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .explain import Quantity
+from .units import round_half_up
+from .warnings import Assumption, EstimateWarning
+
+CATEGORIES = ("parameters", "gradients", "optimizer_states", "activations", "communication_buffers",
+              "working_overhead", "reserve")
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One row of a stage's per-layer table. ``bytes`` follows CATEGORIES order."""
+
+    kind: str                 # embedding | output | mtp | embedding_copy | noop | vision | dense | moe | ... |
+    #                           working | buffers | reserve (synthetic stage-level rows)
+    bytes: tuple[float, ...]
+    index: int | None = None  # model-order index over body + MTP layers
+    chunk: int = 0
+    option: str = "none"
+    inflight: int = 0         # micro-batches (slices) whose activations the row holds at the peak point
+    note: str = ""
+
+    @property
+    def total(self) -> float:
+        return sum(self.bytes)
+
+    def by_category(self) -> dict[str, float]:
+        return dict(zip(CATEGORIES, self.bytes, strict=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "index": self.index, "chunk": self.chunk, "option": self.option,
+                "inflight": self.inflight, "note": self.note,
+                "bytes_by_category": {k: round_half_up(v) for k, v in self.by_category().items()},
+                "total": round_half_up(self.total)}
+
+
+@dataclass(frozen=True)
+class StageResult:
+    index: int
+    layers: tuple[LayerRow, ...]
+    bytes_by_category: dict[str, float]
+    total: float
+    peak_vector: tuple[int, ...]
+    peak_instant: str
+    optimizer_step_peak: float
+    layer_counts: tuple[int, ...] = ()  # body/MTP/noop positions per chunk
+    explain: Quantity | None = None
+
+    def to_dict(self, with_layers: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "index": self.index, "total": round_half_up(self.total), "peak_instant": self.peak_instant,
+            "peak_vector": list(self.peak_vector), "optimizer_step_peak": round_half_up(self.optimizer_step_peak),
+            "layer_counts": list(self.layer_counts),
+            "bytes_by_category": {k: round_half_up(v) for k, v in self.bytes_by_category.items()},
+        }
+        if with_layers:
+            out["layers"] = [row.to_dict() for row in self.layers]
+        return out
+
+
+@dataclass(frozen=True)
+class Result:
+    stages: tuple[StageResult, ...]
+    peak_stage: int
+    peak_bytes: float
+    budget: float
+    capacity: float
+    fits: bool
+    headroom: float
+    limit: str                  # "peak" or "optimizer_step": which maximum decides the fit
+    world_size: int
+    global_batch_size: int
+    parameters_total: int
+    parameters_mtp: int
+    parameters_active: int
+    warnings: tuple[EstimateWarning, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
+    echo: dict[str, Any] = field(default_factory=dict)  # model / strategy / hardware / options as resolved
+
+    @property
+    def optimizer_step_peak(self) -> float:
+        return max(s.optimizer_step_peak for s in self.stages)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``sapp.estimate/1`` JSON object (integers in bytes)."""
+        out: dict[str, Any] = {"schema": "sapp.estimate/1"}
+        out.update(self.echo)
+        out.update({
+            "budget": round_half_up(self.budget), "capacity": round_half_up(self.capacity),
+            "peak_bytes": round_half_up(self.peak_bytes), "peak_stage": self.peak_stage, "fits": self.fits,
+            "headroom": round_half_up(self.headroom), "limit": self.limit,
+            "optimizer_step_peak": round_half_up(self.optimizer_step_peak),
+            "stages": [s.to_dict() for s in self.stages],
+            "warnings": [w.to_dict() for w in self.warnings],
+            "assumptions": [a.to_dict() for a in self.assumptions],
+        })
+        return out

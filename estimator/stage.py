@@ -1,0 +1,264 @@
+"""Per-stage pricing shared by the generic path (§6.8–§6.11) and the FSDP2 path (§12): the rows a stage
+holds, their static bytes, their stored activations, backward working sets and transient buffers.
+
+``StagePricer`` caches everything that depends only on (kind, option), so a stage costs a few dictionary
+look-ups per distinct layer kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import params as P
+from .activations import ActivationTable, ClassSums, combine
+from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout, Slot
+from .resolve import Resolved, routed_tokens, shard_divisors, t_vocab, v_pad
+from .static import (
+    Local,
+    StaticBytes,
+    embedding_local,
+    grad_factor,
+    local_elements,
+    output_local,
+    static_bytes,
+)
+
+EMBEDDING_COPY = "embedding_copy"
+
+
+@dataclass(frozen=True)
+class Row:
+    """A priced row of a stage: one layout item (or a synthetic copy of the embedding)."""
+
+    item: Item
+    chunk: int
+    local: Local
+    static: StaticBytes
+    act: float          # stored activations of one micro-batch (A1)
+    act_none: float     # activations with no recompute (A(ℓ, none)), for Rc and FSDP2 instants
+    gw: float           # backward working set Gw(ℓ)
+    gf: float           # forward working set (V schedules)
+    transient: float    # transient communication buffer C(ℓ)
+    resident: float     # resident gathered weights (mf_op keep_gathered)
+    parts: tuple[float, float, float, float, float] = (0, 0, 0, 0, 0)  # sp, cp, ep, dp, pp buffer terms
+
+
+class StagePricer:
+    def __init__(self, r: Resolved, layout: Layout) -> None:
+        self.r = r
+        self.layout = layout
+        d, w, f, par = r.dims, r.widths, r.flags, r.par
+        self.divisors = shard_divisors(f, par, r.options.params_divided_by_cp)
+        self.T = par.T
+        self.R = routed_tokens(d, par, r.options.rho)
+        self.vpad = v_pad(d, par.t)
+        self.t_v = t_vocab(f, par.t)
+        self.gamma = grad_factor(f, par)
+        self.acts = ActivationTable(d, w, f, float(par.s), r.strategy.recompute.switches, bool(par.sp))
+        self._local: dict[tuple[str, str, bool], Local] = {}
+        self._static: dict[tuple[str, str, bool], StaticBytes] = {}
+        self._rows: dict[tuple, Row] = {}
+        vision = r.model.vision
+        self.vision_frozen = bool(vision is not None and (vision.frozen or "vision" in f.frozen))
+
+    # ---------------------------------------------------------------------------------- locals
+    def local(self, kind: str, block: str, with_head: bool = True) -> Local:
+        key = (kind, block, with_head)
+        got = self._local.get(key)
+        if got is not None:
+            return got
+        d, f, par = self.r.dims, self.r.flags, self.r.par
+        frozen_modules = f.frozen
+        if kind in (EMBEDDING, EMBEDDING_COPY):
+            got = embedding_local(d, f, par, frozen="embedding" in frozen_modules)
+        elif kind == OUTPUT:
+            got = output_local(d, par, with_head, frozen="output" in frozen_modules)
+        elif kind == NOOP:
+            got = Local(0, 0)
+        elif kind == VISION:
+            vision = self.r.model.vision
+            assert vision is not None
+            got = local_elements(P.vision_layer(vision), par, frozen=self.vision_frozen)
+        elif kind == "vision_extras":
+            vision = self.r.model.vision
+            assert vision is not None
+            got = local_elements(P.vision_extras(vision, d.h), par,
+                                 frozen=vision.projector_frozen or "projector" in frozen_modules)
+        elif kind == MTP:
+            got = local_elements(P.mtp_module(d, block), par, frozen="mtp" in frozen_modules)
+        else:
+            got = local_elements(P.block(d, kind), par, frozen="body" in frozen_modules)
+        self._local[key] = got
+        return got
+
+    def static(self, kind: str, block: str, with_head: bool = True) -> StaticBytes:
+        key = (kind, block, with_head)
+        got = self._static.get(key)
+        if got is None:
+            got = static_bytes(self.local(kind, block, with_head), self.r.widths, self.r.flags, self.r.par,
+                               self.divisors)
+            self._static[key] = got
+        return got
+
+    # ---------------------------------------------------------------------------------- activations
+    def act_key(self, item: Item) -> str:
+        if item.kind == MTP:
+            return "mtp:" + item.block
+        return item.kind
+
+    def activation(self, item: Item, option: str | None = None) -> float:
+        """A(ℓ, option) of one micro-batch."""
+        option = option or item.option
+        if item.kind in (NOOP, "vision_extras", EMBEDDING_COPY):
+            return 0.0
+        if item.kind == VISION:
+            return 0.0 if self.vision_frozen else self._vision_activation()
+        if option == "full" and not item.keeps_input:
+            return 0.0
+        sums = self.acts.sums(self.act_key(item), option)
+        local = self.local(item.kind, item.block)
+        return combine(sums, self.T, self.R, self.r.par, self.vpad, self.t_v, local.cast, self.r.widths.c)
+
+    def sums(self, item: Item, option: str) -> ClassSums:
+        return self.acts.sums(self.act_key(item), option)
+
+    def combine(self, sums: ClassSums, item: Item) -> float:
+        local = self.local(item.kind, item.block)
+        return combine(sums, self.T, self.R, self.r.par, self.vpad, self.t_v, local.cast, self.r.widths.c)
+
+    def _vision_tokens(self) -> float:
+        vision = self.r.model.vision
+        assert vision is not None
+        if vision.seq_length:
+            s_v = vision.seq_length
+        elif vision.num_position_embeddings:
+            s_v = vision.num_position_embeddings / vision.spatial_merge_size ** 2
+        else:
+            s_v = 1024
+        return self.r.par.b * s_v / self.r.par.cp
+
+    def _vision_activation(self) -> float:
+        """A trainable tower is priced as dense layers with the vision dims (§5.4): Korthikanti's layer with
+        LayerNorm/GeLU, flash attention, no dropout, at T_v tokens."""
+        vision = self.r.model.vision
+        assert vision is not None
+        h, f_v, bc = vision.hidden_size, vision.ffn_hidden_size, self.r.widths.c
+        g = 2 if vision.gated_ffn else 1
+        heads = vision.num_attention_heads
+        per_token_tp = bc * (3 * h + h) + bc * (g * f_v + f_v) + 4 * heads
+        per_token_sp = self.r.widths.r * h * 2 + bc * h * 2
+        par = self.r.par
+        return self._vision_tokens() * (per_token_sp / par.sp_div + per_token_tp / par.t)
+
+    def vision_forward_working(self) -> float:
+        """Frozen tower: its largest forward layer working set T_v·β_c·(2·h_v + g·hff_v/t) (§5.4)."""
+        vision = self.r.model.vision
+        if vision is None:
+            return 0.0
+        g = 2 if vision.gated_ffn else 1
+        return self._vision_tokens() * self.r.widths.c * (2 * vision.hidden_size +
+                                                          g * vision.ffn_hidden_size / self.r.par.t)
+
+    # ---------------------------------------------------------------------------------- working sets
+    def gw(self, item: Item, backward: bool = True) -> float:
+        """Gw(ℓ) [W-BWD]: the gradient working set of a layer's backward (forward set when not
+        ``backward``)."""
+        d, w, f, par = self.r.dims, self.r.widths, self.r.flags, self.r.par
+        T = self.T
+        kind = item.block if item.kind == MTP else item.kind
+        frozen_vision = item.kind == VISION and self.vision_frozen
+        if item.kind in (NOOP, EMBEDDING, EMBEDDING_COPY, "vision_extras") or frozen_vision:
+            out = 0.0
+        elif item.kind == OUTPUT:
+            width = max(f.w_b, f.w_f) if backward else f.w_f
+            out = T * width * self.vpad / self.t_v
+        elif item.kind == VISION:
+            vision = self.r.model.vision
+            assert vision is not None
+            g = 2 if vision.gated_ffn else 1
+            out = self._vision_tokens() * w.c * (2 * vision.hidden_size + g * vision.ffn_hidden_size / par.t)
+        else:
+            if kind.endswith("moe"):
+                routed = (self.R / T) * d.g * d.hff_exp / par.etp if T else 0
+                i_max = max(routed, d.g * d.hff_sh / par.t)
+            else:
+                i_max = d.g * d.hff / par.t
+            out = T * w.c * (2 * d.h / par.sp_div + i_max)
+            if item.kind == MTP:
+                width = max(f.w_b, f.w_f) if backward else f.w_f
+                out = max(out, T * width * self.vpad / self.t_v)
+        if backward and not self.gamma:
+            # D5 upstream rule without held gradients: the executing layer's own gradient
+            st = self.static(item.kind, item.block)
+            out += st.gradients
+        return out
+
+    def rc(self, item: Item, group_act_none: float = 0.0) -> float:
+        """Rc(ℓ): what the backward of ℓ recomputes (full: A(ℓ, none); selective: the dropped slots)."""
+        if item.option == "none" or item.kind in (NOOP, EMBEDDING, OUTPUT, EMBEDDING_COPY, VISION):
+            return 0.0
+        none = self.activation(item, "none")
+        if item.option == "full":
+            return group_act_none if item.group > 1 else none
+        return none - self.activation(item, item.option)
+
+    # ---------------------------------------------------------------------------------- buffers
+    def buffer_terms(self, item: Item) -> tuple[float, float, float, float, float]:
+        """(sp, cp, ep, dp, pp) transient buffer terms of C(ℓ) [C-BUF] for one row."""
+        d, w, f, par = self.r.dims, self.r.widths, self.r.flags, self.r.par
+        T, bc = self.T, w.c
+        if item.kind in (NOOP, EMBEDDING_COPY):
+            return (0.0, 0.0, 0.0, 0.0, 0.0)
+        block = item.block if item.kind == MTP else item.kind
+        is_block = item.kind not in (EMBEDDING, OUTPUT, VISION, "vision_extras")
+        sp_term = 2 * bc * d.h * T if (par.sp and not f.dtensor_sp and item.kind != EMBEDDING) else 0.0
+        cp_term = 0.0
+        if is_block and par.cp > 1 and not block.startswith("lin_"):
+            ring = 2 * bc * d.n_kv * (d.dqk + d.dv) * T / par.t
+            ulysses = bc * (d.q_w + d.k_w + d.v_w + d.o_w) * T / par.t
+            cp_term = {"ring": ring, "ulysses": ulysses, "hybrid": ring + ulysses}[f.cp_algo]
+        ep_term = 2 * bc * d.h * self.R if (is_block and block.endswith("moe") and par.ep > 1) else 0.0
+        mode = f.sharding_mode
+        regather = mode == "zero3" or (mode in ("fsdp", "hsdp") and not f.fsdp2) or \
+            (mode == "mf_op" and not f.keep_gathered)
+        local = self.local(item.kind, item.block)
+        dp_term = 2 * bc * local.total if (regather and par.os > 1) else 0.0
+        pp_term = 2 * bc * d.h * T / par.sp_div if par.p > 1 else 0.0
+        return (sp_term, cp_term, ep_term, dp_term, pp_term)
+
+    def resident(self, item: Item) -> float:
+        """Weights kept gathered between forward and backward (mf_op with keep_gathered_weights)."""
+        f, par = self.r.flags, self.r.par
+        if f.sharding_mode != "mf_op" or not f.keep_gathered or not par.os > 1:
+            return 0.0
+        return self.r.widths.c * self.local(item.kind, item.block).total
+
+    # ---------------------------------------------------------------------------------- rows
+    def rows(self, slot: Slot, with_head: bool) -> list[Row]:
+        out = []
+        for item in slot.items:
+            key = (item, with_head, slot.chunk)
+            row = self._rows.get(key)
+            if row is None:
+                head = with_head if item.kind == OUTPUT else True
+                terms = self.buffer_terms(item)
+                row = Row(item=item, chunk=slot.chunk, local=self.local(item.kind, item.block, head),
+                          static=self.static(item.kind, item.block, head), act=self.activation(item),
+                          act_none=self.activation(item, "none"), gw=self.gw(item), gf=self.gw(item, False),
+                          transient=sum(terms), resident=self.resident(item), parts=terms)
+                self._rows[key] = row
+            out.append(row)
+        return out
+
+    def copy_row(self, chunk: int) -> Row:
+        """A copy of the embedding table (tied head or MTP embedding on a stage without E, §5.3)."""
+        item = Item(EMBEDDING_COPY, "")
+        return Row(item=item, chunk=chunk, local=self.local(EMBEDDING_COPY, ""),
+                   static=self.static(EMBEDDING_COPY, ""), act=0.0, act_none=0.0, gw=0.0, gf=0.0,
+                   transient=0.0, resident=self.resident(item))
+
+    def vision_extras_row(self, chunk: int) -> Row:
+        item = Item("vision_extras", "")
+        return Row(item=item, chunk=chunk, local=self.local("vision_extras", ""),
+                   static=self.static("vision_extras", ""), act=0.0, act_none=0.0, gw=0.0, gf=0.0,
+                   transient=0.0, resident=0.0)

@@ -1,0 +1,93 @@
+"""Static memory per layer (spec §5.2 [S-LAYER], §5.3) and the optimizer-step peak (§5.5 [S-OPT]).
+
+Element counts come from ``params``; this module applies TP/EP division, the sharding divisors of §3.3
+and the byte widths. All functions accept numbers or numpy arrays for the degrees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import params as P
+from .arr import Num, maximum
+from .resolve import Dims, Flags, Par, Widths, shard_divisors, v_pad
+
+
+@dataclass(frozen=True)
+class Local:
+    """Local (per-device, after TP/EP, before sharding) elements of one layer row."""
+
+    dense: Num          # E_d = tp/t + rep
+    expert: Num         # E_e = exp/(ep·etp)
+    largest: Num = 0    # largest local tensor (for the for-loop optimizer)
+    cast: Num = 0       # matmul weights cast to β_c and kept for backward (D7): tp_mm/t + rep_mm + E_e
+    frozen: bool = False
+
+    @property
+    def total(self) -> Num:
+        return self.dense + self.expert
+
+
+def local_elements(el: P.Elements, par: Par, frozen: bool = False) -> Local:
+    expert = el.exp / (par.ep * par.etp) if el.exp else 0
+    largest = maximum(maximum(el.largest_tp / par.t, el.largest_rep), el.largest_exp / par.etp if el.exp else 0)
+    return Local(dense=el.tp / par.t + el.rep, expert=expert, largest=largest,
+                 cast=el.tp_mm / par.t + el.rep_mm + expert, frozen=frozen)
+
+
+def embedding_local(d: Dims, f: Flags, par: Par, frozen: bool = False) -> Local:
+    """[P-EMB] v_pad·h: class tp unless ``vocab_emb_dp`` (class rep)."""
+    table = v_pad(d, par.t) * d.h
+    dense = table if f.vocab_emb_dp else table / par.t
+    return Local(dense=dense, expert=0, largest=dense, cast=0, frozen=frozen)
+
+
+def output_local(d: Dims, par: Par, with_head: bool, frozen: bool = False) -> Local:
+    """[P-FNORM] + [P-HEAD] (the head only when untied, or tied with the table not on this stage, D56)."""
+    head = v_pad(d, par.t) * d.h / par.t if with_head else 0
+    return Local(dense=P.final_norm(d) + head, expert=0, largest=maximum(head, d.h), cast=head,
+                 frozen=frozen)
+
+
+@dataclass(frozen=True)
+class StaticBytes:
+    parameters: Num
+    gradients: Num       # with γ = 1 (callers scale by γ or price per instant)
+    optimizer_states: Num
+    opt_temporaries: Num  # optimizer-step temporaries of this row (foreach)
+
+
+def static_bytes(loc: Local, w: Widths, f: Flags, par: Par, divisors: tuple[Num, ...]) -> StaticBytes:
+    """[S-LAYER] parameters β_p·(E_d/sh_p + E_e/sh_pe); gradients β_g·(E_d/sh_g + E_e/sh_ge)
+    (+ 4·(E_d/sh_o + E_e/sh_oe) with fp32_grad_partition); optimizer states (n_os·β_os + β_m)·(E_d/sh_o +
+    E_e/sh_oe), 0 for frozen rows."""
+    sh_p, sh_g, sh_o, sh_pe, sh_ge, sh_oe = divisors
+    params = w.p * (loc.dense / sh_p + loc.expert / sh_pe)
+    if loc.frozen:
+        return StaticBytes(params, 0, 0, 0)
+    opt_elems = loc.dense / sh_o + loc.expert / sh_oe
+    grads = w.g * (loc.dense / sh_g + loc.expert / sh_ge)
+    if f.fp32_grad_partition:
+        grads = grads + 4 * opt_elems
+    states = (w.n_os * w.os + w.m) * opt_elems
+    temps = 4 * opt_elems if f.optimizer_impl == "foreach" else 0
+    return StaticBytes(params, grads, states, temps)
+
+
+def grad_factor(f: Flags, par: Par) -> Num:
+    """γ of D5 for the non-FSDP2 paths: upstream_rule holds gradients only when p > 1 or the run
+    accumulates (m·n_acc > 1); persistent (and progressive outside FSDP2) always."""
+    if f.persistence == "upstream_rule":
+        held = (par.p > 1) | (par.m * par.n_acc > 1) if not isinstance(par.p, int) else \
+            (par.p > 1 or par.m * par.n_acc > 1)
+        return 1 * held
+    return 1
+
+
+def forloop_temporaries(largest_local: Num, divisor: Num) -> Num:
+    """for-loop AdamW: 2 fp32 temporaries of the largest local parameter tensor (§5.5)."""
+    return 2 * 4 * largest_local / divisor
+
+
+__all__ = ["Local", "StaticBytes", "embedding_local", "forloop_temporaries", "grad_factor", "local_elements",
+           "output_local", "shard_divisors", "static_bytes"]

@@ -1,0 +1,143 @@
+"""Strategy: how the model is spread over devices and what it keeps in memory (spec §2.3).
+
+``None`` in a width or switch means "the framework's default" (resolved in ``resolve``), so that a plan
+can say only what differs from what the framework does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from .records import Record
+
+SCHEDULES = ("1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev")
+V_SCHEDULES = ("zbv", "dualpipev")
+CP_ALGOS = ("ring", "ulysses", "hybrid")
+RECOMPUTE_MODES = ("none", "selective", "full")
+LAYER_OPTIONS = ("none", "selective", "comm", "both", "full")
+SHARDING_MODES = ("none", "zero1", "zero2", "zero3", "fsdp", "hsdp", "mf_op")
+FSDP_MODES = ("fsdp", "hsdp")
+SELECTIVE_RULES = ("hyperparallel", "torchtitan_op", "mindformers", "megatron")
+SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act")
+
+# A per-stage count: None (not given), True/False (every layer / none), an int applied to every slot,
+# a list[p], or a list[vp][p].
+Counts = None | bool | int | tuple[int, ...] | tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class RecomputeRange(Record):
+    """``count`` layers from model-order body+MTP index ``first`` get ``option``."""
+
+    first: int
+    count: int
+    option: str
+    switches: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RecomputePlan(Record):
+    default_mode: str = "none"
+    full_counts: Counts = None
+    sel_counts: Counts = None
+    comm_counts: Counts = None
+    ranges: tuple[RecomputeRange, ...] = ()
+    allow_overlap: bool = False
+    uniform_group: int = 0
+    switches: tuple[str, ...] | None = None  # switches a selective layer recomputes (overrides the rule)
+    rule: str | None = None
+
+    _nested: ClassVar = {"ranges": RecomputeRange}
+
+
+@dataclass(frozen=True)
+class ShardingSpec(Record):
+    mode: str = "none"
+    os: int | None = None
+    os_e: int | None = None
+    span_cp: bool = True
+    grad_shard: bool = False
+    keep_gathered_weights: bool | None = None
+    fp32_grad_partition: bool = False
+    fsdp_layout: str = "torchtitan"
+    reshard_after_forward: bool | None = None
+    reshard_head_unit: bool = False
+
+
+@dataclass(frozen=True)
+class Strategy(Record):
+    seq_length: int
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    vpp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int | None = None
+    d_rep: int | None = None
+    d_sh: int | None = None
+    micro_batch_size: int = 1
+    micro_batches: int = 1
+    n_acc: int = 1
+    sequence_parallel: bool = False
+    cp_algo: str = "ring"
+    ulysses_degree: int | None = None
+    schedule: str | None = None
+    n_s: int = 1
+    vpp_group: int | None = None
+    overlap_moe_ep_comm: bool = False
+    # layout
+    offset: int | tuple[int, ...] | tuple[tuple[int, ...], ...] | None = None
+    partition: tuple[int, ...] | tuple[tuple[int, ...], ...] | None = None
+    offset_rule: str = "broadcast"
+    mtp_in_offset: bool = False
+    emb_out_in_offset: bool = False
+    noop_layers: tuple[int, ...] = ()
+    vision_partition: tuple[int, ...] | None = None
+    rescale_user_layout: bool = False
+    # memory plans
+    recompute: RecomputePlan = field(default_factory=RecomputePlan)
+    sharding: ShardingSpec = field(default_factory=ShardingSpec)
+    # byte widths (None: framework default, spec §3.4)
+    param_bytes: float | None = None
+    compute_bytes: float | None = None
+    grad_bytes: float | None = None
+    master_bytes: float | None = None
+    optimizer_state_bytes: float | None = None
+    n_optimizer_states: int | None = None
+    softmax_bytes: float | None = None
+    dropout_mask_bytes: float | None = None
+    norm_bytes: float | None = None
+    residual_bytes: float | None = None
+    loss_bytes: float | None = None
+    reduce_bytes: float | None = None
+    # switches
+    vocab_emb_dp: bool = False
+    vocab_parallel_loss: bool | None = None
+    recompute_slice_activation: bool = False
+    flash_attention: bool | None = None
+    grouped_gemm: bool = False
+    swap_optimizer: bool = False
+    swap_times: int = 1
+    reuse_fp32_param: bool = False
+    frozen_modules: tuple[str, ...] = ()
+
+    _nested: ClassVar = {"recompute": RecomputePlan, "sharding": ShardingSpec}
+
+    @property
+    def world_size(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def global_batch_size(self) -> int:
+        return self.micro_batch_size * self.dp * self.micro_batches * self.n_acc
+
+    @property
+    def schedule_name(self) -> str:
+        """The schedule actually run: an unset schedule is 1F1B, interleaved when vpp > 1."""
+        if self.schedule:
+            if self.schedule == "1f1b" and self.vpp > 1:
+                return "interleaved"
+            return self.schedule
+        return "interleaved" if self.vpp > 1 else "1f1b"
