@@ -218,7 +218,8 @@ def apply_changes(parsed: ParsedConfig, changes: dict[str, Any], *, hold: str = 
         provenance["strategy.micro_batches"] = Provenance("derived", key=f"G/(dp·mbs·n_acc) = {batch}/"
                                                                         f"{dp * mbs * n_acc}")
     rebuilt = build_plan(values, provenance, warnings=parsed.warnings, sources=parsed.sources)
-    return dataclasses.replace(rebuilt, hardware=_keep_hardware(parsed, rebuilt, touched))
+    kept = tuple(a for a in parsed.assumptions if a.field not in touched)
+    return dataclasses.replace(rebuilt, hardware=_keep_hardware(parsed, rebuilt, touched), assumptions=kept)
 
 
 def _drop_hsdp_split(values: dict[str, Any]) -> None:

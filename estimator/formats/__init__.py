@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..fields import REGISTRY, coerce
 from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
-from ..warnings import EstimateWarning
+from ..warnings import Assumption, EstimateWarning
 from .common import load_json, load_toml, load_yaml, read_text
 from .hf import looks_like_hf, read_hf
 from .plan import looks_like_plan, read_plan
@@ -30,13 +30,18 @@ class Reading:
     values: dict[str, Any]
     provenance: dict[str, Provenance]
     warnings: list[EstimateWarning] = field(default_factory=list)
+    assumptions: list[Assumption] = field(default_factory=list)  # values the reader defaulted, with sources
     text: str = ""
     path: str = ""
 
 
 Reader = Callable[[str, str, Any, "int | None"], Reading]
-# framework-format readers register here: format name -> (detector(data, path) -> bool, reader)
-READERS: dict[str, tuple[Callable[[Any, str], bool], Reader]] = {}
+Detector = Callable[[Any, str], bool]
+# framework-format readers, format name -> (detector(data, path) -> bool, reader(text, path, data, devices))
+READERS: dict[str, tuple[Detector, Reader]] = {}
+# Each module below defines FORMAT (name), detect(data, path), read(text, path, data, devices) -> Reading and
+# write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str (see estimator/export.py).
+FORMAT_MODULES = ("mindformers", "mindspeed", "torchtitan", "hyperparallel")
 
 FORMAT_FRAMEWORK = {"mindformers": "mindformers", "mindspeed_script": "mindspeed", "mindspeed_model": "mindspeed",
                     "torchtitan": "torchtitan", "hyperparallel": "hyperparallel"}
@@ -108,10 +113,12 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
     values: dict[str, Any] = {}
     provenance: dict[str, Provenance] = {}
     warnings: list[EstimateWarning] = []
+    assumptions: list[Assumption] = []
     for reading in strategy_sources:
         values.update(reading.values)
         provenance.update(reading.provenance)
         warnings.extend(reading.warnings)
+        assumptions.extend(reading.assumptions)
     model_sources = [r for r in readings if r.role == "model"]
     if model is not None:
         model_sources = [r for r in readings if r.path == str(model)] or model_sources
@@ -134,8 +141,28 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
         values["options.framework"] = framework.lower()
         provenance["options.framework"] = Provenance("edit", key="--framework")
     sources = tuple(SourceFile(r.path, r.format, r.role, r.text) for r in readings)
-    return build_plan(values, provenance, where=strategy_sources[0].path, warnings=tuple(warnings),
-                      sources=sources, preset_dirs=preset_dirs)
+    parsed = build_plan(values, provenance, where=strategy_sources[0].path, warnings=tuple(warnings),
+                        sources=sources, preset_dirs=preset_dirs)
+    if assumptions:
+        import dataclasses
 
+        parsed = dataclasses.replace(parsed, assumptions=(*assumptions, *parsed.assumptions))
+    return parsed
+
+
+def _register() -> None:
+    import importlib
+
+    for name in FORMAT_MODULES:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__name__}.{name}":
+                continue  # that format is not built yet
+            raise
+        READERS[module.FORMAT] = (module.detect, module.read)
+
+
+_register()
 
 __all__ = ["READERS", "Reading", "parse", "read_file"]

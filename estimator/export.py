@@ -1,0 +1,77 @@
+"""Writing a chosen strategy back into the user's own files (spec §2.8 ``export``, §11.6).
+
+``export(parsed, strategy)`` returns the new text of every source file it changes (the caller writes them
+all-or-none with ``write_atomic``); format modules in ``estimator/formats/`` provide ``write``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import ConfigError, SappError
+from .parsed import ParsedConfig, SourceFile
+from .strategy import Strategy
+
+WRITER_MODULES = {"mindformers": "mindformers", "mindspeed_script": "mindspeed", "mindspeed_model": "mindspeed",
+                  "torchtitan": "torchtitan", "hyperparallel": "hyperparallel", "plan": "plan_writer"}
+
+
+def _writer(fmt: str):  # noqa: ANN202 - returns the module's write function
+    module_name = WRITER_MODULES.get(fmt)
+    if module_name is None:
+        return None
+    try:
+        module = importlib.import_module(f"estimator.formats.{module_name}")
+    except ModuleNotFoundError:
+        return None
+    return getattr(module, "write", None)
+
+
+def export(parsed: ParsedConfig, strategy: Strategy | None = None) -> dict[str, str]:
+    """New text per changed source file. Model-only sources (config.json) are never rewritten."""
+    strategy = strategy or parsed.strategy
+    out: dict[str, str] = {}
+    writable = [s for s in parsed.sources if s.role in ("strategy", "both")]
+    if not writable:
+        raise ConfigError("nothing to export: no strategy source file")
+    for source in writable:
+        write = _writer(source.format)
+        if write is None:
+            raise ConfigError(f"writing {source.format} files is not supported", path=source.path)
+        new_text = write(source, parsed, strategy)
+        if new_text != source.text:
+            out[source.path] = new_text
+    return out
+
+
+def write_atomic(files: dict[str, str], *, backup: bool = True) -> list[str]:
+    """Write every file or none: all texts go to temp files next to their targets first, then each is
+    renamed over its target (keeping ``TARGET.bak`` when ``backup``). Returns the backup paths."""
+    staged: list[tuple[str, str]] = []
+    try:
+        for path, text in files.items():
+            target = Path(path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+            if target.exists():
+                shutil.copymode(target, tmp)
+            staged.append((tmp, path))
+    except OSError as exc:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise SappError(f"cannot write {exc.filename or ''}: {exc.strerror}") from None
+    backups = []
+    for tmp, path in staged:
+        if backup and Path(path).exists():
+            shutil.copy2(path, path + ".bak")
+            backups.append(path + ".bak")
+        os.replace(tmp, path)
+    return backups
+
+
+__all__ = ["SourceFile", "export", "write_atomic"]
