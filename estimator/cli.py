@@ -75,6 +75,59 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write the (edited) strategy back into the source format; prints, diffs or writes atomically."""
+    import difflib
+    from pathlib import Path
+
+    from .export import export, write_atomic
+
+    parsed = load_plan(args)
+    # refuse a strategy the validator rejects (raises StrategyError / LayoutError with every rule)
+    estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    files = export(parsed, parsed.strategy)
+    if not files:
+        print("nothing changed: the files already state this strategy", file=sys.stderr)
+        return 0
+    originals = {s.path: s.text for s in parsed.sources}
+    if args.output and args.in_place:
+        raise SappError("use either -o OUT or --in-place, not both")
+    if args.output:
+        out = Path(args.output)
+        if len(files) > 1 and not out.is_dir():
+            raise SappError(f"{len(files)} files change ({', '.join(files)}); -o must name a directory")
+        targets = {str(out / Path(p).name) if out.is_dir() else str(out): text for p, text in files.items()}
+        write_atomic(targets, backup=True)
+        for path in targets:
+            print(f"wrote {path}", file=sys.stderr)
+    elif args.in_place:
+        backups = write_atomic(files, backup=True)
+        for path in files:
+            print(f"updated {path}" + (f" (backup {path}.bak)" if f"{path}.bak" in backups else ""), file=sys.stderr)
+    if args.diff:
+        for path, text in files.items():
+            sys.stdout.writelines(difflib.unified_diff(originals.get(path, "").splitlines(True),
+                                                       text.splitlines(True), f"a/{path}", f"b/{path}"))
+    elif not (args.output or args.in_place):
+        for path, text in files.items():
+            if len(files) > 1:
+                print(f"# ---- {path}")
+            sys.stdout.write(text)
+    return 0
+
+
+def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="plan file or framework config(s)")
+    p.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
+    p.add_argument("--devices", type=int, metavar="N", help="device count, for formats that do not state it")
+    p.add_argument("--framework", metavar="NAME", help="read the files as this framework's format")
+    p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
+                   help="override a field (repeatable); N and the global batch stay fixed")
+    p.add_argument("--device", metavar="PRESET",
+                   help="device preset (A2, A3, A100-80G, H100-80G, H200-141G, B200-192G)")
+    p.add_argument("--capacity", metavar="SIZE", help="device memory, e.g. 64GB (binary units)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sapp", description="SAPP Planner: memory and time of LLM training plans")
     parser.add_argument("--version", action="version", version=f"sapp-planner {__version__}")
@@ -82,21 +135,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     est = sub.add_parser("estimate", help="per-stage memory of a plan",
                          description="Price a plan: per pipeline stage, per layer and per category.")
-    est.add_argument("paths", nargs="+", metavar="PATH", help="plan file or framework config(s)")
-    est.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
-    est.add_argument("--devices", type=int, metavar="N", help="device count, for formats that do not state it")
-    est.add_argument("--framework", metavar="NAME", help="read the files as this framework's format")
-    est.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
-                     help="override a field (repeatable); N and the global batch stay fixed")
-    est.add_argument("--device", metavar="PRESET",
-                     help="device preset (A2, A3, A100-80G, H100-80G, H200-141G, B200-192G)")
-    est.add_argument("--capacity", metavar="SIZE", help="device memory, e.g. 64GB (binary units)")
+    _add_plan_arguments(est)
     est.add_argument("--json", action="store_true", help="print the sapp.estimate/1 JSON object")
     est.add_argument("--explain", action="store_true", help="print the formula trace of the peak stage")
     est.add_argument("--stage", type=int, help="with --explain: the stage to explain")
     est.add_argument("--depth", type=int, default=3, help="with --explain: levels to print (default 3)")
     est.add_argument("--check", action="store_true", help=f"exit {EXIT_DOES_NOT_FIT} when the plan does not fit")
     est.set_defaults(func=cmd_estimate)
+
+    exp = sub.add_parser("export", help="write the strategy back into the config's own format",
+                         description="Apply --set edits and write the strategy into the source files, keeping "
+                                     "comments and layout. Without -o/--in-place nothing is written and the new "
+                                     "text is printed.")
+    _add_plan_arguments(exp)
+    exp.add_argument("-o", "--output", metavar="OUT", help="write the new file here (a directory for several)")
+    exp.add_argument("--in-place", action="store_true", help="rewrite the source files, keeping SOURCE.bak")
+    exp.add_argument("--diff", action="store_true", help="print only the unified diff")
+    exp.set_defaults(func=cmd_export)
     return parser
 
 

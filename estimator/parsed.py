@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, SappError
 from .fields import REGISTRY, coerce, lookup, recompute_value
 from .frameworks import framework_defaults
 from .hardware import Hardware, find_preset, load_presets
@@ -59,10 +59,16 @@ class ParsedConfig:
     assumptions: tuple[Assumption, ...] = ()
     sources: tuple[SourceFile, ...] = ()
     values: dict[str, Any] = field(default_factory=dict)  # the flat values the records were built from
+    file_strategy: Strategy | None = None  # the strategy as the source files state it (before edits)
 
     @property
     def framework(self) -> str:
         return self.options.framework
+
+    @property
+    def baseline_strategy(self) -> Strategy:
+        """What the source files say; writers compare against it to touch only what changed."""
+        return self.file_strategy or self.strategy
 
     def describe(self, qualified: str) -> str:
         prov = self.provenance.get(qualified)
@@ -217,9 +223,48 @@ def apply_changes(parsed: ParsedConfig, changes: dict[str, Any], *, hold: str = 
         values["strategy.micro_batches"] = batch // (dp * mbs * n_acc)
         provenance["strategy.micro_batches"] = Provenance("derived", key=f"G/(dp·mbs·n_acc) = {batch}/"
                                                                         f"{dp * mbs * n_acc}")
-    rebuilt = build_plan(values, provenance, warnings=parsed.warnings, sources=parsed.sources)
+    warnings = list(parsed.warnings)
+    layout_keys = ("strategy.offset", "strategy.partition", "strategy.recompute", "strategy.full_counts",
+                   "strategy.sel_counts", "strategy.comm_counts")
+    if any(k in touched for k in ("strategy.pp", "strategy.vpp")) and not any(k in touched for k in layout_keys):
+        _rescale_lists(parsed, values, provenance, warnings)
+    rebuilt = build_plan(values, provenance, warnings=tuple(warnings), sources=parsed.sources)
     kept = tuple(a for a in parsed.assumptions if a.field not in touched)
-    return dataclasses.replace(rebuilt, hardware=_keep_hardware(parsed, rebuilt, touched), assumptions=kept)
+    return dataclasses.replace(rebuilt, hardware=_keep_hardware(parsed, rebuilt, touched), assumptions=kept,
+                               file_strategy=parsed.baseline_strategy)
+
+
+def _rescale_lists(parsed: ParsedConfig, values: dict[str, Any], provenance: dict[str, Provenance],
+                   warnings: list[EstimateWarning]) -> None:
+    """New PP/VPP: map the user's offsets/partition and per-stage recompute counts proportionally (§4.6)."""
+    from .estimate import layout_inputs
+    from .layout import build_layout
+    from .rescale import rescale
+    from .resolve import resolve
+
+    st = parsed.strategy
+    lists = {"strategy.offset": st.offset, "strategy.partition": st.partition,
+             "strategy.recompute": st.recompute.full_counts if isinstance(st.recompute.full_counts, tuple) else None,
+             "strategy.sel_counts": st.recompute.sel_counts if isinstance(st.recompute.sel_counts, tuple) else None,
+             "strategy.comm_counts": st.recompute.comm_counts if isinstance(st.recompute.comm_counts, tuple) else None}
+    if all(v is None for v in lists.values()):
+        return
+    try:
+        layout = build_layout(layout_inputs(resolve(parsed.model, st, parsed.hardware, parsed.options)))
+    except SappError:
+        return  # the old layout was already invalid: nothing sensible to rescale from
+    p_new, vp_new = int(values.get("strategy.pp") or 1), int(values.get("strategy.vpp") or 1)
+    new = rescale(st, layout, p_new, vp_new)
+    for key, value in (("strategy.offset", new.offset), ("strategy.partition", new.partition),
+                       ("strategy.recompute", new.recompute.full_counts if lists["strategy.recompute"] else None),
+                       ("strategy.sel_counts", new.recompute.sel_counts if lists["strategy.sel_counts"] else None),
+                       ("strategy.comm_counts", new.recompute.comm_counts if lists["strategy.comm_counts"] else None)):
+        if lists[key] is not None:
+            values[key] = value
+            provenance[key] = Provenance("derived", key=f"rescaled to pp {p_new} × vpp {vp_new} (§4.6)")
+    warnings.append(EstimateWarning("W-LAYOUT-RESCALED", f"pipeline changed to pp {p_new} × vpp {vp_new}: layer "
+                                                         "offsets and per-stage recompute counts were mapped "
+                                                         "proportionally; review them"))
 
 
 def _drop_hsdp_split(values: dict[str, Any]) -> None:

@@ -1,0 +1,158 @@
+"""The ``sapp`` command line: estimate (table, JSON, explain, check), --set semantics, export, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from estimator.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAN = ROOT / "resources" / "examples" / "deepseek_v3_671b.plan.yaml"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_version():
+    proc = subprocess.run([sys.executable, "-m", "estimator.cli", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("sapp-planner ")
+
+
+def test_estimate_table_marks_peak(capsys):
+    code, out, _ = run(capsys, "estimate", str(PLAN))
+    assert code == 0
+    assert "DeepSeek-V3-671B" in out and "world 1024" in out
+    peak_lines = [line for line in out.splitlines() if line.strip().startswith("*")]
+    assert len(peak_lines) == 1
+    assert "GiB" in out and "fits" in out
+
+
+def test_estimate_json_schema(capsys):
+    code, out, _ = run(capsys, "estimate", str(PLAN), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["schema"] == "sapp.estimate/1"
+    assert data["model"]["parameters_total"] == 671_026_404_352
+    assert data["model"]["parameters_active"] == 37_552_282_624
+    assert data["strategy"]["world_size"] == 1024 and data["strategy"]["global_batch_size"] == 512
+    assert data["limit"] in ("peak", "optimizer_step")
+    assert len(data["stages"]) == 16
+    stage = data["stages"][data["peak_stage"]]
+    assert set(stage["bytes_by_category"]) == {"parameters", "gradients", "optimizer_states", "activations",
+                                               "communication_buffers", "working_overhead", "reserve"}
+    assert stage["total"] == data["peak_bytes"]
+    assert all(isinstance(v, int) for v in stage["bytes_by_category"].values())
+    assert "step_time_s" not in data  # arrives with the step-time model, never as zero
+    assert data["budget"] == 58 * 2**30
+
+
+def test_set_keeps_world_and_batch(capsys):
+    code, out, _ = run(capsys, "estimate", str(PLAN), "--json", "--set", "strategy.tp=8")
+    data = json.loads(out)
+    assert code == 0
+    assert data["strategy"]["tp"] == 8 and data["strategy"]["dp"] == 8
+    assert data["strategy"]["world_size"] == 1024 and data["strategy"]["global_batch_size"] == 512
+    assert data["strategy"]["micro_batches"] == 64
+    code, out, _ = run(capsys, "estimate", str(PLAN), "--json", "--set", "strategy.micro_batch_size=2")
+    data = json.loads(out)
+    assert data["strategy"]["micro_batches"] == 16 and data["strategy"]["global_batch_size"] == 512
+
+
+def test_set_non_integer_names_both_fields(capsys):
+    code, _, err = run(capsys, "estimate", str(PLAN), "--set", "strategy.tp=3")
+    assert code == 1
+    assert "strategy.tp" in err and "strategy.dp" in err and "Traceback" not in err
+
+
+def test_unknown_field_suggests_nearest(capsys):
+    code, _, err = run(capsys, "estimate", str(PLAN), "--set", "strategy.pipline=4")
+    assert code == 1 and "unknown field 'strategy.pipline'" in err and "did you mean 'strategy." in err
+
+
+def test_impossible_strategy_lists_every_rule(capsys):
+    code, _, err = run(capsys, "estimate", str(PLAN), "--set", "strategy.ep=3", "--set", "strategy.tp=8")
+    assert code == 1
+    assert "R-EP-EXP" in err and "R-EP-LAYOUT" in err
+
+
+def test_check_exit_code(capsys, tmp_path):
+    code, _, _ = run(capsys, "estimate", str(PLAN), "--check")
+    assert code == 0
+    code, _, _ = run(capsys, "estimate", str(PLAN), "--check", "--capacity", "8GB",
+                     "--set", "options.max_device_memory=null")
+    assert code == 3
+
+
+def test_explain_prints_formulas(capsys):
+    code, out, _ = run(capsys, "estimate", str(PLAN), "--explain", "--depth", "3")
+    assert code == 0
+    assert "[M-STAGE]" in out and "β_p·(E_d/sh_p + E_e/sh_pe)" in out
+
+
+def test_export_diff_and_in_place(capsys, tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.read_text())
+    code, out, _ = run(capsys, "export", str(plan), "--set", "strategy.pp=8", "--diff")
+    assert code == 0 and "-  pp: 16" in out and "+  pp: 8" in out
+    assert plan.read_text() == PLAN.read_text()  # nothing written without -o/--in-place
+    code, _, err = run(capsys, "export", str(plan), "--set", "strategy.pp=8", "--in-place")
+    assert code == 0 and (tmp_path / "plan.yaml.bak").read_text() == PLAN.read_text()
+    assert "pp: 8" in plan.read_text() and "# DeepSeek-V3 671B" in plan.read_text()
+    code, out, _ = run(capsys, "estimate", str(plan), "--json")
+    assert json.loads(out)["strategy"]["pp"] == 8
+
+
+def test_export_refuses_invalid_strategy(capsys, tmp_path):
+    out_file = tmp_path / "out.yaml"
+    code, _, err = run(capsys, "export", str(PLAN), "--set", "strategy.ep=3", "-o", str(out_file))
+    assert code == 1 and "R-EP-EXP" in err and not out_file.exists()
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("strategy: {tp: 2\n", "malformed YAML"),
+    ("strategy: {seq_length: 4096}\n", "options.framework"),
+    ("options: {framework: pytorch}\nstrategy: {seq_length: 8}\n", "unknown framework"),
+    ("options: {framework: megatron}\nstrategy: {seq_length: 8, tp: two}\n", "expected an integer"),
+    ("options: {framework: megatron}\nstrategy: {seq_length: 8}\n", "model.hidden_size"),
+    ("options: {framework: megatron}\nstrategy: {seq_length: 8}\nmodel: {hidden_size: 64, num_layers: 2, "
+     "num_attention_heads: 4, vocab_size: 100, ffn_hidden_size: 128}\nhardware: {device: TPUv9}\n", "unknown device"),
+    ("options: {framework: megatron}\nstrategy: {seq_length: 8, offset: [1, 2]}\nmodel: {hidden_size: 64, "
+     "num_layers: 2, num_attention_heads: 4, vocab_size: 100, ffn_hidden_size: 128}\n", "E-OFF-LEN"),
+])
+def test_bad_plan_files_give_clear_messages(capsys, tmp_path, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    code, _, err = run(capsys, "estimate", str(path))
+    assert code == 1
+    assert needle in err and "Traceback" not in err
+    if "malformed" in needle:
+        assert f"{path}:1:" in err or f"{path}:2:" in err
+
+
+def test_missing_file(capsys, tmp_path):
+    code, _, err = run(capsys, "estimate", str(tmp_path / "nope.yaml"))
+    assert code == 1 and "file not found" in err
+
+
+def test_plan_with_hf_config_model(capsys, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+                                  "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+                                  "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256,
+                                  "tie_word_embeddings": False}))
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("options: {framework: torchtitan}\nstrategy: {seq_length: 8192, dp: 8, sharding: fsdp}\n")
+    code, out, _ = run(capsys, "estimate", str(plan), "--model", str(config), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["model"]["parameters_total"] == 8_030_261_248
+    assert data["hardware"]["device"] == "H100-80G"
+    assert any(a["field"] == "hardware.device" for a in data["assumptions"])
