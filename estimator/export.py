@@ -20,7 +20,7 @@ WRITER_MODULES = {"mindformers": "mindformers", "mindspeed_script": "mindspeed",
                   "torchtitan": "torchtitan", "hyperparallel": "hyperparallel", "plan": "plan_writer"}
 
 
-def _writer(fmt: str):  # noqa: ANN202 - returns the module's write function
+def _writer(fmt: str):
     module_name = WRITER_MODULES.get(fmt)
     if module_name is None:
         return None

@@ -103,7 +103,7 @@ def test_export_diff_and_in_place(capsys, tmp_path):
     code, out, _ = run(capsys, "export", str(plan), "--set", "strategy.pp=8", "--diff")
     assert code == 0 and "-  pp: 16" in out and "+  pp: 8" in out
     assert plan.read_text() == PLAN.read_text()  # nothing written without -o/--in-place
-    code, _, err = run(capsys, "export", str(plan), "--set", "strategy.pp=8", "--in-place")
+    code, _, _err = run(capsys, "export", str(plan), "--set", "strategy.pp=8", "--in-place")
     assert code == 0 and (tmp_path / "plan.yaml.bak").read_text() == PLAN.read_text()
     assert "pp: 8" in plan.read_text() and "# DeepSeek-V3 671B" in plan.read_text()
     code, out, _ = run(capsys, "estimate", str(plan), "--json")

@@ -93,7 +93,8 @@ CASES = list(itertools.product(
         (MOE, Strategy(seq_length=4096, dp=16, tp=4, pp=16, ep=8, micro_batches=32, sequence_parallel=True,
                        mtp_in_offset=True, offset=(1,) * 15 + (-1,), recompute=RecomputePlan(default_mode="full"),
                        sharding=ShardingSpec(mode="zero1"))),
-        (QWEN3, Strategy(seq_length=8192, dp=8, tp=2, cp=2, sequence_parallel=True, sharding=ShardingSpec(mode="fsdp"))),
+        (QWEN3, Strategy(seq_length=8192, dp=8, tp=2, cp=2, sequence_parallel=True,
+                         sharding=ShardingSpec(mode="fsdp"))),
     ]))
 
 

@@ -21,7 +21,7 @@ from ..strategy import Strategy
 def strategy_fields(strategy: Strategy) -> dict[str, Any]:
     """Flat canonical ``name -> value`` of a Strategy (JSON-safe), ``recompute`` written as a mode or counts."""
     out: dict[str, Any] = {}
-    for key, info in REGISTRY.items():
+    for _key, info in REGISTRY.items():
         if info.section != "strategy":
             continue
         obj: Any = strategy
