@@ -269,6 +269,7 @@ class ActivationTable:
         self.sp_on = sp_on
         self._cache: dict[tuple[str, str], ClassSums] = {}
         self._slots: dict[str, tuple[SlotDef, ...]] = {}
+        self._subsets: dict[tuple, ClassSums] = {}
 
     def slots(self, kind: str) -> tuple[SlotDef, ...]:
         got = self._slots.get(kind)
@@ -320,9 +321,13 @@ class ActivationTable:
 
     def subset(self, kind: str, ids: frozenset[str], exclude: bool, option: str = "none") -> ClassSums:
         """Class sums over a subset of the kept slots (FSDP2 instants, §12.3)."""
-        slots = self.slots(kind)
-        chosen = tuple(s for s in slots if (s.id in ids) != exclude)
-        return sum_slots(chosen, option_switches(option, self.sel), self.gathered(option))
+        key = (kind, ids, exclude, option)
+        got = self._subsets.get(key)
+        if got is None:
+            chosen = tuple(s for s in self.slots(kind) if (s.id in ids) != exclude)
+            got = sum_slots(chosen, option_switches(option, self.sel), self.gathered(option))
+            self._subsets[key] = got
+        return got
 
     @cached_property
     def has_norm_out_recompute(self) -> bool:

@@ -7,6 +7,7 @@ layout (§4) → take the schedule's in-flight profile (§6.7) → price every s
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from . import fsdp
@@ -162,32 +163,49 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, explain: bo
 
     gamma = pricer.gamma
     swap = f.swap_optimizer
-    layer_rows: list[LayerRow] = []
-    cat = dict.fromkeys(CATEGORIES, 0.0)
+    params = grads = states = acts = 0.0
     for row in rows:
-        n = counts[row.chunk]
-        st = row.static
-        values = (st.parameters, gamma * st.gradients, 0.0 if swap else st.optimizer_states, n * row.act,
-                  row.resident, 0.0, 0.0)
-        for key, v in zip(CATEGORIES, values, strict=True):
-            cat[key] += v
-        item = row.item
-        layer_rows.append(LayerRow(kind=item.kind, bytes=values, index=item.index if item.index >= 0 else None,
-                                   chunk=row.chunk, option=item.option, inflight=n))
-    cat["communication_buffers"] += transient
-    cat["working_overhead"] += working
-    reserve, groups = reserve_bytes(r, cat["activations"] + working, stage)
+        cost = row.cost
+        st = cost.static
+        params += st.parameters
+        grads += st.gradients
+        states += st.optimizer_states
+        acts += counts[row.chunk] * cost.act
+    cat = {"parameters": params, "gradients": gamma * grads, "optimizer_states": 0.0 if swap else states,
+           "activations": acts, "communication_buffers": resident + transient, "working_overhead": working,
+           "reserve": 0.0}
+    reserve, groups = reserve_bytes(r, acts + working, stage)
     cat["reserve"] = reserve
-    layer_rows.append(LayerRow("working", (0, 0, 0, 0, 0, working, 0), note=working_note))
-    layer_rows.append(LayerRow("buffers", (0, 0, 0, 0, transient, 0, 0), note=transient_note))
-    layer_rows.append(LayerRow("reserve", (0, 0, 0, 0, 0, 0, reserve), note=f"{groups} process groups"))
     total = sum(cat.values())
     opt_peak = optimizer_step_peak(r, rows, resident, groups)
     point_text = f"before backward of chunk {best_point.backward_chunk}, in flight {counts}"
-    tree = stage_explain(r, stage, cat, layer_rows, point_text, rows) if explain else None
-    return StageResult(index=stage, layers=tuple(layer_rows), bytes_by_category=cat, total=total,
+    notes = (working_note, transient_note, f"{groups} process groups")
+    source = partial(_layer_rows, rows, counts, gamma, swap, (working, transient, reserve), notes)
+    tree = stage_explain(r, stage, cat, source(), point_text, rows) if explain else None
+    return StageResult(index=stage, layer_source=source, bytes_by_category=cat, total=total,
                        peak_vector=tuple(counts), peak_instant=point_text, optimizer_step_peak=opt_peak,
-                       layer_counts=pricer.layout.chunk_counts()[stage], explain=tree)
+                       layer_counts=pricer.layout.chunk_counts()[stage],
+                       kinds=frozenset(row.item.kind for row in rows), explain=tree)
+
+
+def _layer_rows(rows: list[Row], counts: tuple[int, ...], gamma: float, swap: bool,
+                stage_terms: tuple[float, float, float], notes: tuple[str, str, str]) -> tuple[LayerRow, ...]:
+    """Per-layer rows at the peak point plus the synthetic working / buffers / reserve rows."""
+    out = []
+    for row in rows:
+        n = counts[row.chunk]
+        st = row.static
+        item = row.item
+        out.append(LayerRow(kind=item.kind, bytes=(st.parameters, gamma * st.gradients,
+                                                   0.0 if swap else st.optimizer_states, n * row.act,
+                                                   row.resident, 0.0, 0.0),
+                            index=item.index if item.index >= 0 else None, chunk=row.chunk, option=item.option,
+                            inflight=n))
+    working, transient, reserve = stage_terms
+    out.append(LayerRow("working", (0, 0, 0, 0, 0, working, 0), note=notes[0]))
+    out.append(LayerRow("buffers", (0, 0, 0, 0, transient, 0, 0), note=notes[1]))
+    out.append(LayerRow("reserve", (0, 0, 0, 0, 0, 0, reserve), note=notes[2]))
+    return tuple(out)
 
 
 def process_groups(r: Resolved, stage: int) -> int:
@@ -297,7 +315,7 @@ def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...]) -> Re
         fits=decisive <= r.budget, headroom=r.budget - decisive, limit=limit,
         world_size=int(r.par.world), global_batch_size=int(r.strategy.global_batch_size),
         parameters_total=counts.total, parameters_mtp=counts.mtp, parameters_active=counts.active,
-        warnings=tuple(dict.fromkeys(warnings)), assumptions=r.assumptions, echo=_echo(r, counts))
+        warnings=tuple(dict.fromkeys(warnings)), assumptions=r.assumptions, echo_source=partial(_echo, r, counts))
 
 
 def _echo(r: Resolved, counts: Any) -> dict[str, Any]:

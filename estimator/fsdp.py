@@ -90,6 +90,13 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, rows: list[
     has_o = any(row.item.kind == OUTPUT for row in chunk_rows)
     has_e = any(row.item.kind == EMBEDDING for row in chunk_rows)
     chunk_blocks = [k for k, row in enumerate(rows) if row.chunk == j_r and _is_block(row)]
+    # stored activations of the chunk's rows before each row (prefix sums, by stage-row index)
+    before_of: dict[int, float] = {}
+    running = 0.0
+    for k, row in enumerate(rows):
+        if row.chunk == j_r:
+            before_of[k] = running
+            running += row.act
 
     def prefetch(next_elems: float, gathered: bool) -> float:
         return bc * next_elems if (os > 1 and not gathered) else 0.0
@@ -111,7 +118,7 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, rows: list[
         k = chunk_blocks[pos]
         row = rows[k]
         e_l = elems(row)
-        before = sum(x.act for x in chunk_rows[:chunk_rows.index(row)])
+        before = before_of[k]
         # the next unit in backward order: block ℓ−1, or the E unit after block 0
         if pos > 0:
             nxt, nxt_gathered = elems(rows[chunk_blocks[pos - 1]]), not reshard
@@ -170,8 +177,10 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, rows: list[
     cat = {"parameters": params, "gradients": best.gradients, "optimizer_states": states,
            "activations": best.activations, "communication_buffers": best.comm,
            "working_overhead": best.working, "reserve": reserve}
-    layer_rows = _layer_rows(rows, point.counts, best, cat)
-    layer_rows.append(LayerRow("reserve", (0, 0, 0, 0, 0, 0, reserve), note=f"{groups} process groups"))
+    def layer_rows() -> tuple[LayerRow, ...]:
+        out = _layer_rows(rows, point.counts, best, cat)
+        out.append(LayerRow("reserve", (0, 0, 0, 0, 0, 0, reserve), note=f"{groups} process groups"))
+        return tuple(out)
     opt_peak = optimizer_step_peak(r, rows, 0.0, groups)
     tree = None
     if explain:
@@ -185,9 +194,10 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, rows: list[
                                                  Quantity("optimizer_states", states, "S-LAYER.opt"), dyn,
                                                  Quantity("reserve", reserve, "RESERVE")], "M-STAGE",
                         note=best.name)
-    return StageResult(index=stage, layers=tuple(layer_rows), bytes_by_category=cat, total=sum(cat.values()),
-                       peak_vector=tuple(point.counts), peak_instant=best.name, optimizer_step_peak=opt_peak,
-                       layer_counts=pricer.layout.chunk_counts()[stage], explain=tree)
+    return StageResult(index=stage, layer_source=layer_rows, bytes_by_category=cat,
+                       total=sum(cat.values()), peak_vector=tuple(point.counts), peak_instant=best.name,
+                       optimizer_step_peak=opt_peak, layer_counts=pricer.layout.chunk_counts()[stage],
+                       kinds=frozenset(row.item.kind for row in rows), explain=tree)
 
 
 def _live(pricer: StagePricer, row: Row, ids: frozenset[str], exclude: bool) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 from .errors import LayoutError
 from .strategy import V_SCHEDULES, RecomputePlan
@@ -53,6 +54,10 @@ class Layout:
 
     def chunk_counts(self) -> tuple[tuple[int, ...], ...]:
         """[stage][chunk] -> number of body/MTP/noop positions (what users call 'layers per chunk')."""
+        return self._chunk_counts
+
+    @cached_property
+    def _chunk_counts(self) -> tuple[tuple[int, ...], ...]:
         return tuple(tuple(self.counts[slot_index(self.schedule, self.p, self.vp, i, j)]
                            for j in range(self.vp)) for i in range(self.p))
 
@@ -294,7 +299,9 @@ class LayoutInputs:
     vision_partition: tuple[int, ...] | None = None
 
 
+@lru_cache(maxsize=512)
 def build_layout(inp: LayoutInputs) -> Layout:
+    """The layout of ``inp`` (cached: layouts are immutable and searches revisit them)."""
     p, vp, schedule = inp.p, inp.vp, inp.schedule
     warnings: list[EstimateWarning] = []
     if schedule in V_SCHEDULES and vp != 2:

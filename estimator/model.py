@@ -7,6 +7,7 @@ the estimator fills in is reported as an assumption by ``resolve``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar
 
 from .errors import ModelSpecError
@@ -110,6 +111,10 @@ class ModelSpec(Record):
 
     # -- layer stack ------------------------------------------------------------------------------
     def layer_stack(self) -> tuple[LayerGroup, ...]:
+        return self._stack
+
+    @cached_property
+    def _stack(self) -> tuple[LayerGroup, ...]:
         """The ordered layer groups: explicit ``layers`` if given, else built from first_k_dense,
         moe_layer_freq and HF ``layer_types``; MTP modules last."""
         if self.layers:
@@ -135,6 +140,10 @@ class ModelSpec(Record):
 
     def body_kinds(self) -> tuple[str, ...]:
         """Kind of every body layer in model order (MTP excluded)."""
+        return self._body_kinds
+
+    @cached_property
+    def _body_kinds(self) -> tuple[str, ...]:
         out: list[str] = []
         for group in self.layer_stack():
             if not group.is_mtp:
@@ -142,6 +151,10 @@ class ModelSpec(Record):
         return tuple(out)
 
     def mtp_kinds(self) -> tuple[str, ...]:
+        return self._mtp_kinds
+
+    @cached_property
+    def _mtp_kinds(self) -> tuple[str, ...]:
         out: list[str] = []
         for group in self.layer_stack():
             if group.is_mtp:
@@ -150,7 +163,12 @@ class ModelSpec(Record):
 
     # -- checks -----------------------------------------------------------------------------------
     def check(self) -> None:
-        """Raise ModelSpecError for a shape that cannot be priced."""
+        """Raise ModelSpecError for a shape that cannot be priced (checked once per instance)."""
+        if "_checked" not in self.__dict__:
+            self._check()
+            self.__dict__["_checked"] = True
+
+    def _check(self) -> None:
         problems: list[str] = []
         for name in ("hidden_size", "num_layers", "num_attention_heads", "vocab_size"):
             value = getattr(self, name)

@@ -5,6 +5,7 @@ largest single tensor of each class (the for-loop optimizer's temporaries)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .model import ModelSpec, VisionSpec
 from .profiles import get_profile
@@ -146,6 +147,7 @@ class ParameterCounts:
     non_embedding: int
 
 
+@lru_cache(maxsize=256)
 def parameter_counts(model: ModelSpec, d: Dims) -> ParameterCounts:
     """Parameter counts of the model (unpadded vocabulary), spec §2.6 and V7."""
     emb = d.v * d.h

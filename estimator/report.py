@@ -44,7 +44,7 @@ def render_table(parsed: ParsedConfig, result: Result) -> str:
     for s in result.stages:
         marker = "*" if s.index == result.peak_stage else " "
         layers = "+".join(str(c) for c in s.layer_counts)
-        kinds = {row.kind for row in s.layers}
+        kinds = s.kinds
         if "embedding" in kinds:
             layers = "E+" + layers
         if "output" in kinds:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .explain import Quantity
@@ -43,14 +45,20 @@ class LayerRow:
 @dataclass(frozen=True)
 class StageResult:
     index: int
-    layers: tuple[LayerRow, ...]
-    bytes_by_category: dict[str, float]
-    total: float
-    peak_vector: tuple[int, ...]
-    peak_instant: str
-    optimizer_step_peak: float
+    layer_source: Callable[[], tuple[LayerRow, ...]] = field(repr=False, compare=False)  # built on demand
+    bytes_by_category: dict[str, float] = field(default_factory=dict)
+    total: float = 0.0
+    peak_vector: tuple[int, ...] = ()
+    peak_instant: str = ""
+    optimizer_step_peak: float = 0.0
     layer_counts: tuple[int, ...] = ()  # body/MTP/noop positions per chunk
+    kinds: frozenset[str] = frozenset()  # row kinds present (embedding, output, mtp, ...)
     explain: Quantity | None = None
+
+    @cached_property
+    def layers(self) -> tuple[LayerRow, ...]:
+        """Per-layer rows (and the synthetic working/buffers/reserve rows); Σ rows = bytes_by_category."""
+        return self.layer_source()
 
     def to_dict(self, with_layers: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -81,7 +89,12 @@ class Result:
     parameters_active: int
     warnings: tuple[EstimateWarning, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
-    echo: dict[str, Any] = field(default_factory=dict)  # model / strategy / hardware / options as resolved
+    echo_source: Callable[[], dict[str, Any]] = field(default=dict, repr=False, compare=False)
+
+    @cached_property
+    def echo(self) -> dict[str, Any]:
+        """model / strategy / hardware / options as resolved (built on demand)."""
+        return self.echo_source()
 
     @property
     def optimizer_step_peak(self) -> float:

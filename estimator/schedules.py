@@ -70,8 +70,11 @@ class StageProfile:
     @property
     def peak(self) -> ReplayPoint:
         """The earliest point with the maximal total (ties go to the earliest, §6.8)."""
-        best = self.total
-        return next(pt for pt in self.points if pt.total == best)
+        best = self.points[0]
+        for pt in self.points[1:]:
+            if pt.total > best.total:
+                best = pt
+        return best
 
 
 def _validate(schedule: str, p: int, vp: int, m: int, vpp_group: int | None, n_s: int, variant: str) -> int:

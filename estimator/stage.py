@@ -8,6 +8,7 @@ look-ups per distinct layer kind.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import params as P
 from .activations import ActivationTable, ClassSums, combine
@@ -26,12 +27,10 @@ from .static import (
 EMBEDDING_COPY = "embedding_copy"
 
 
-@dataclass(frozen=True)
-class Row:
-    """A priced row of a stage: one layout item (or a synthetic copy of the embedding)."""
+@dataclass(frozen=True, slots=True)
+class RowCost:
+    """What a row costs; shared by every layer with the same (kind, block, option, group role, head)."""
 
-    item: Item
-    chunk: int
     local: Local
     static: StaticBytes
     act: float          # stored activations of one micro-batch (A1)
@@ -41,6 +40,50 @@ class Row:
     transient: float    # transient communication buffer C(ℓ)
     resident: float     # resident gathered weights (mf_op keep_gathered)
     parts: tuple[float, float, float, float, float] = (0, 0, 0, 0, 0)  # sp, cp, ep, dp, pp buffer terms
+
+
+class Row(NamedTuple):
+    """A priced row of a stage: one layout item (or a synthetic copy of the embedding) and its cost."""
+
+    item: Item
+    chunk: int
+    cost: RowCost
+
+    @property
+    def local(self) -> Local:
+        return self.cost.local
+
+    @property
+    def static(self) -> StaticBytes:
+        return self.cost.static
+
+    @property
+    def act(self) -> float:
+        return self.cost.act
+
+    @property
+    def act_none(self) -> float:
+        return self.cost.act_none
+
+    @property
+    def gw(self) -> float:
+        return self.cost.gw
+
+    @property
+    def gf(self) -> float:
+        return self.cost.gf
+
+    @property
+    def transient(self) -> float:
+        return self.cost.transient
+
+    @property
+    def resident(self) -> float:
+        return self.cost.resident
+
+    @property
+    def parts(self) -> tuple[float, float, float, float, float]:
+        return self.cost.parts
 
 
 class StagePricer:
@@ -207,7 +250,7 @@ class StagePricer:
         """(sp, cp, ep, dp, pp) transient buffer terms of C(ℓ) [C-BUF] for one row."""
         d, w, f, par = self.r.dims, self.r.widths, self.r.flags, self.r.par
         T, bc = self.T, w.c
-        if item.kind in (NOOP, EMBEDDING_COPY):
+        if item.kind in (NOOP, EMBEDDING_COPY, "vision_extras"):
             return (0.0, 0.0, 0.0, 0.0, 0.0)
         block = item.block if item.kind == MTP else item.kind
         is_block = item.kind not in (EMBEDDING, OUTPUT, VISION, "vision_extras")
@@ -234,31 +277,26 @@ class StagePricer:
         return self.r.widths.c * self.local(item.kind, item.block).total
 
     # ---------------------------------------------------------------------------------- rows
+    def cost(self, item: Item, with_head: bool = True) -> RowCost:
+        """The shared cost of a row like ``item`` (its model index does not matter)."""
+        key = (item.kind, item.block, item.option, item.group, item.keeps_input, with_head)
+        got = self._rows.get(key)
+        if got is None:
+            head = with_head if item.kind == OUTPUT else True
+            terms = self.buffer_terms(item)
+            got = RowCost(local=self.local(item.kind, item.block, head), static=self.static(item.kind, item.block, head),
+                          act=self.activation(item), act_none=self.activation(item, "none"), gw=self.gw(item),
+                          gf=self.gw(item, False), transient=sum(terms), resident=self.resident(item), parts=terms)
+            self._rows[key] = got
+        return got
+
     def rows(self, slot: Slot, with_head: bool) -> list[Row]:
-        out = []
-        for item in slot.items:
-            key = (item, with_head, slot.chunk)
-            row = self._rows.get(key)
-            if row is None:
-                head = with_head if item.kind == OUTPUT else True
-                terms = self.buffer_terms(item)
-                row = Row(item=item, chunk=slot.chunk, local=self.local(item.kind, item.block, head),
-                          static=self.static(item.kind, item.block, head), act=self.activation(item),
-                          act_none=self.activation(item, "none"), gw=self.gw(item), gf=self.gw(item, False),
-                          transient=sum(terms), resident=self.resident(item), parts=terms)
-                self._rows[key] = row
-            out.append(row)
-        return out
+        chunk, cost = slot.chunk, self.cost
+        return [Row(item, chunk, cost(item, with_head)) for item in slot.items]
 
     def copy_row(self, chunk: int) -> Row:
         """A copy of the embedding table (tied head or MTP embedding on a stage without E, §5.3)."""
-        item = Item(EMBEDDING_COPY, "")
-        return Row(item=item, chunk=chunk, local=self.local(EMBEDDING_COPY, ""),
-                   static=self.static(EMBEDDING_COPY, ""), act=0.0, act_none=0.0, gw=0.0, gf=0.0,
-                   transient=0.0, resident=self.resident(item))
+        return Row(Item(EMBEDDING_COPY, ""), chunk, self.cost(Item(EMBEDDING_COPY, "")))
 
     def vision_extras_row(self, chunk: int) -> Row:
-        item = Item("vision_extras", "")
-        return Row(item=item, chunk=chunk, local=self.local("vision_extras", ""),
-                   static=self.static("vision_extras", ""), act=0.0, act_none=0.0, gw=0.0, gf=0.0,
-                   transient=0.0, resident=0.0)
+        return Row(Item("vision_extras", ""), chunk, self.cost(Item("vision_extras", "")))
