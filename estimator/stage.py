@@ -284,9 +284,10 @@ class StagePricer:
         if got is None:
             head = with_head if item.kind == OUTPUT else True
             terms = self.buffer_terms(item)
-            got = RowCost(local=self.local(item.kind, item.block, head), static=self.static(item.kind, item.block, head),
-                          act=self.activation(item), act_none=self.activation(item, "none"), gw=self.gw(item),
-                          gf=self.gw(item, False), transient=sum(terms), resident=self.resident(item), parts=terms)
+            got = RowCost(local=self.local(item.kind, item.block, head),
+                          static=self.static(item.kind, item.block, head), act=self.activation(item),
+                          act_none=self.activation(item, "none"), gw=self.gw(item), gf=self.gw(item, False),
+                          transient=sum(terms), resident=self.resident(item), parts=terms)
             self._rows[key] = got
         return got
 
