@@ -262,11 +262,9 @@ class LayerActivation:
 class ActivationTable:
     """Slot tables and class sums for every kind present, built once per estimate (scalars)."""
 
-    def __init__(self, d: Dims, w: Widths, f: Flags, s: float, explicit_switches: tuple[str, ...] | None,
-                 sp_on: bool) -> None:
+    def __init__(self, d: Dims, w: Widths, f: Flags, s: float, explicit_switches: tuple[str, ...] | None) -> None:
         self.d, self.w, self.f, self.s = d, w, f, s
         self.sel = selective_switches(f.rule, f, explicit_switches)
-        self.sp_on = sp_on
         self._cache: dict[tuple[str, str], ClassSums] = {}
         self._slots: dict[str, tuple[SlotDef, ...]] = {}
         self._subsets: dict[tuple, ClassSums] = {}

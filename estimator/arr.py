@@ -59,3 +59,34 @@ def lnot(a: Num) -> Num:
     if is_array(a):
         return np.logical_not(a)
     return not a
+
+
+def argmax_first(values: list[Num]) -> Num:
+    """Index of the largest value, ties to the earliest; an int for numbers, an int array for arrays."""
+    if is_array(*values):
+        stacked = np.stack(np.broadcast_arrays(*[np.asarray(v, dtype=np.float64) for v in values]))
+        return np.argmax(stacked, axis=0)
+    best = 0
+    for k in range(1, len(values)):
+        if values[k] > values[best]:
+            best = k
+    return best
+
+
+def pick(index: Num, options: list[Num]) -> Num:
+    """options[index] element-wise (``index`` from ``argmax_first``)."""
+    if isinstance(index, np.ndarray):
+        arrays = np.broadcast_arrays(index, *[np.asarray(o, dtype=np.float64) for o in options])
+        stacked = np.stack(arrays[1:])  # np.choose allows at most 64 options; FSDP2 has more instants
+        return np.take_along_axis(stacked, arrays[0][None, ...], axis=0)[0]
+    return options[index]
+
+
+def max_all(values: list[Num], default: Num = 0.0) -> Num:
+    """Element-wise maximum over a list (numbers or arrays)."""
+    if not values:
+        return default
+    out = values[0]
+    for v in values[1:]:
+        out = maximum(out, v)
+    return out

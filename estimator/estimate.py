@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from . import fsdp
+from .arr import Num, argmax_first, gt, is_array, max_all, maximum, pick
 from .errors import StrategyError
 from .explain import Quantity, max_node, sum_node
 from .hardware import Hardware
@@ -91,28 +92,31 @@ def stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
     return rows
 
 
-def working_for_chunk(pricer: StagePricer, rows: list[Row], chunk: int) -> tuple[float, str]:
+def working_for_chunk(pricer: StagePricer, rows: list[Row], chunk: int) -> tuple[Num, str]:
     """[W-BWD] walk the chunk's backward in reverse model order: need(ℓ) = Rc(ℓ) + Gw(ℓ) − Σ A1(ℓ')."""
-    best, where = 0.0, ""
-    processed = 0.0
+    best: Num = 0.0
+    where = ""
+    processed: Num = 0.0
     chunk_rows = [row for row in rows if row.chunk == chunk]
-    group_none = 0.0
     for row in reversed(chunk_rows):
         item = row.item
         if item.option == "full" and item.group > 1:
             # a uniform group is recomputed as a unit, from its first layer to ℓ
             members = [x for x in chunk_rows if x.item.option == "full" and x.item.group == item.group
                        and 0 <= x.item.index <= item.index and x.item.index > item.index - item.group]
-            group_none = sum(x.act_none for x in members)
-        need = pricer.rc(item, group_none) + row.gw - processed
-        if need > best:
-            best, where = need, _row_label(row)
-        processed += row.act
+            rc = sum(x.act_none for x in members)
+        else:
+            rc = row.cost.rc
+        need = rc + row.gw - processed
+        if not is_array(need, best) and need > best:
+            where = _row_label(row)
+        best = maximum(best, need)
+        processed = processed + row.act
     return best, where
 
 
-def forward_working(rows: list[Row], chunk: int) -> float:
-    return max((row.gf for row in rows if row.chunk == chunk), default=0.0)
+def forward_working(rows: list[Row], chunk: int) -> Num:
+    return max_all([row.gf for row in rows if row.chunk == chunk])
 
 
 def _row_label(row: Row) -> str:
@@ -123,43 +127,52 @@ def _row_label(row: Row) -> str:
 
 
 def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, explain: bool) -> StageResult:
+    """One stage at its peak replay point (§6.8). Works for numbers and, in the search, for numpy arrays
+    of degrees (then labels are omitted and categories are arrays)."""
     r = pricer.r
     if r.flags.fsdp2:
         return fsdp.price_stage(pricer, stage, prof, stage_rows(pricer, stage), explain)
     rows = stage_rows(pricer, stage)
-    f, par, _w = r.flags, r.par, r.widths
+    f, par = r.flags, r.par
     vp = par.vp
     act_chunk = [sum(row.act for row in rows if row.chunk == j) for j in range(vp)]
     work_chunk = [working_for_chunk(pricer, rows, j) for j in range(vp)]
     if f.schedule in ("zbv", "dualpipev"):
         ff = [forward_working(rows, j) for j in range(vp)]
-        options = [work_chunk[1], (ff[0] + work_chunk[1][0], "chunk 0 forward + chunk 1 backward"),
-                   (ff[1] + work_chunk[0][0], "chunk 1 forward + chunk 0 backward")]
-        v_work = max(options, key=lambda x: x[0])
+        candidates = [work_chunk[1][0], ff[0] + work_chunk[1][0], ff[1] + work_chunk[0][0]]
+        labels = [work_chunk[1][1], "chunk 0 forward + chunk 1 backward", "chunk 1 forward + chunk 0 backward"]
+        k = argmax_first(candidates)
+        v_work = (pick(k, candidates), labels[k] if isinstance(k, int) else "")
         work_chunk = [v_work, v_work]
     vision_fwd = pricer.vision_forward_working() if (pricer.vision_frozen and any(
         row.item.kind == VISION for row in rows)) else 0.0
 
     # transient buffers: one stage maximum (D14), or upstream's per-layer sum
     if f.comm_buffer_mode == "upstream_sum":
-        transient = sum(max(row.parts[0], row.parts[1], row.parts[3]) + row.parts[2] for row in rows)
+        transient = sum(max_all([row.parts[0], row.parts[1], row.parts[3]]) + row.parts[2] for row in rows)
         transient_note = "upstream per-layer sum"
     else:
-        top = max(rows, key=lambda row: row.transient)
-        transient, transient_note = top.transient, f"largest: {_row_label(top)}"
+        values = [row.transient for row in rows]
+        k = argmax_first(values)
+        transient = pick(k, values)
+        transient_note = f"largest: {_row_label(rows[k])}" if isinstance(k, int) else ""
     resident = sum(row.resident for row in rows)
 
-    # the peak replay point (D49): max over points of Σ_j n_j·A_chunk(j) + working(r)
-    best_value, best_point = None, None
-    for point in prof.points:
-        value = sum(n * a for n, a in zip(point.counts, act_chunk, strict=True)) + \
-            work_chunk[point.backward_chunk][0]
-        if best_value is None or value > best_value:
-            best_value, best_point = value, point
-    assert best_point is not None
-    counts = best_point.counts
-    working = work_chunk[best_point.backward_chunk][0] + vision_fwd
-    working_note = work_chunk[best_point.backward_chunk][1]
+    # the peak replay point (D49): max over points of Σ_j n_j·A_chunk(j) + working(r), ties to the earliest
+    points = prof.points
+    values = [sum(n * a for n, a in zip(pt.counts, act_chunk, strict=True)) + work_chunk[pt.backward_chunk][0]
+              for pt in points]
+    best = argmax_first(values)
+    if isinstance(best, int):
+        best_point = points[best]
+        counts: tuple[Num, ...] = best_point.counts
+        working = work_chunk[best_point.backward_chunk][0] + vision_fwd
+        working_note = work_chunk[best_point.backward_chunk][1]
+        point_text = f"before backward of chunk {best_point.backward_chunk}, in flight {best_point.counts}"
+    else:
+        counts = tuple(pick(best, [pt.counts[j] for pt in points]) for j in range(vp))
+        working = pick(best, [work_chunk[pt.backward_chunk][0] for pt in points]) + vision_fwd
+        working_note = point_text = ""
 
     gamma = pricer.gamma
     swap = f.swap_optimizer
@@ -178,7 +191,6 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, explain: bo
     cat["reserve"] = reserve
     total = sum(cat.values())
     opt_peak = optimizer_step_peak(r, rows, resident, groups)
-    point_text = f"before backward of chunk {best_point.backward_chunk}, in flight {counts}"
     notes = (working_note, transient_note, f"{groups} process groups")
     source = partial(_layer_rows, rows, counts, gamma, swap, (working, transient, reserve), notes)
     tree = stage_explain(r, stage, cat, source(), point_text, rows) if explain else None
@@ -216,7 +228,7 @@ def process_groups(r: Resolved, stage: int) -> int:
         sizes += [par.ep, par.etp, par.edp]
     if f.sharding_mode == "hsdp":
         sizes.append(par.d_rep)
-    groups = sum(1 for x in sizes if x > 1)
+    groups = sum(gt(x, 1) for x in sizes)
     if d.tie and par.p > 1 and stage in (0, par.p - 1):
         groups += 1  # the embedding group of a tied table on two stages
     return groups
@@ -242,7 +254,7 @@ def optimizer_step_peak(r: Resolved, rows: list[Row], resident: float, groups: i
         temps = sum(row.static.opt_temporaries for row in rows)
     elif f.optimizer_impl == "forloop":
         divisor = r.par.os if f.sharding_mode not in ("none",) else 1
-        temps = max((2 * 4 * row.local.largest / divisor for row in rows if not row.local.frozen), default=0.0)
+        temps = max_all([2 * 4 * row.local.largest / divisor for row in rows if not row.local.frozen])
     else:
         temps = 0.0
     return params + grads + states + temps + resident + r.options.reserve + r.options.comm_lib_per_group * groups

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .arr import Num, argmax_first, gt, maximum, minimum, pick, where
 from .explain import Quantity, sum_node
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .result import CATEGORIES, LayerRow, StageResult
@@ -25,14 +26,14 @@ ATTN_INPUTS = frozenset({"a.norm_in", "a.norm_out"})
 @dataclass(frozen=True)
 class Instant:
     name: str
-    gradients: float
-    activations: float
-    comm: float
-    working: float
+    gradients: Num
+    activations: Num
+    comm: Num
+    working: Num
     focus: int = -1  # index into the stage rows of the block this instant belongs to
 
     @property
-    def dynamic(self) -> float:
+    def dynamic(self) -> Num:
         return self.gradients + self.activations + self.comm + self.working
 
 
@@ -41,134 +42,24 @@ def _is_block(row: Row) -> bool:
 
 
 def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, rows: list[Row], explain: bool) -> StageResult:
+    """The stage total: params + optimizer states + the largest instant over the backward that follows each
+    replay point (§12.3) + reserve. Works for numbers and for numpy arrays of degrees (the search)."""
     r = pricer.r
-    d, w, f, par = r.dims, r.widths, r.flags, r.par
-    bc, brd, T, os = w.c, w.rd, pricer.T, par.os
-    root = f.fsdp_layout == "root"
-    point = prof.peak
-    j_r = point.backward_chunk
+    f, par = r.flags, r.par
     act_chunk = [sum(row.act for row in rows if row.chunk == j) for j in range(par.vp)]
-    a_h = sum(n * a for n, a in zip(point.counts, act_chunk, strict=True)) - act_chunk[j_r]
-
-    def elems(row: Row) -> float:
-        return float(row.local.total)
-
-    e_rows = [row for row in rows if row.item.kind in (EMBEDDING, EMBEDDING_COPY)]
-    o_rows = [row for row in rows if row.item.kind == OUTPUT]
-    blocks = [row for row in rows if _is_block(row)]
-    e_elems = sum(elems(row) for row in e_rows)
-    o_elems = sum(elems(row) for row in o_rows)
-    tied_unit = d.tie and bool(e_rows) and bool(o_rows) and not root
-    if tied_unit:  # torchtitan layout with tied embeddings: one unit [embedding, final norm, head] (as O)
-        o_elems += e_elems
-        e_elems = 0.0
-
-    def shard_grad(n_elems: float) -> float:
-        return w.g * n_elems / os
-
-    accumulate = par.m * par.n_acc > 1
-    # gradients of units whose post-backward has run; with accumulation every unit holds them (sync every
-    # micro-batch: sharded; deferred sync: an unsharded accumulator of β_rd·E_u), D51.
-    all_units = [elems(row) for row in blocks] + ([o_elems] if o_elems else []) + ([e_elems] if e_elems else [])
-    if accumulate:
-        held_all = sum(shard_grad(x) for x in all_units) if f.fsdp_sync else sum(brd * x for x in all_units)
-    else:
-        held_all = 0.0
-
-    def grads_done(done_elems: list[float]) -> float:
-        if accumulate:
-            return held_all
-        return sum(shard_grad(x) for x in done_elems)
-
-    reshard = f.reshard_after_forward
-    resident_blocks = 0.0 if reshard else sum(bc * elems(row) for row in blocks)
-    resident_e = 0.0 if (reshard or root) else bc * e_elems
-    root_unit = bc * (e_elems + o_elems) if root else 0.0
-    head_grad = bc * o_elems if root else 0.0  # H: the root unit posts back only at the end (D52)
-    chunk_rows = [row for row in rows if row.chunk == j_r]
     instants: list[Instant] = []
-    has_o = any(row.item.kind == OUTPUT for row in chunk_rows)
-    has_e = any(row.item.kind == EMBEDDING for row in chunk_rows)
-    chunk_blocks = [k for k, row in enumerate(rows) if row.chunk == j_r and _is_block(row)]
-    # stored activations of the chunk's rows before each row (prefix sums, by stage-row index)
-    before_of: dict[int, float] = {}
-    running = 0.0
-    for k, row in enumerate(rows):
-        if row.chunk == j_r:
-            before_of[k] = running
-            running += row.act
-
-    def prefetch(next_elems: float, gathered: bool) -> float:
-        return bc * next_elems if (os > 1 and not gathered) else 0.0
-
-    res_base = resident_blocks + resident_e + root_unit
-    if has_o:
-        o_gathered = 0.0 if root else bc * o_elems
-        act_all = sum(row.act for row in chunk_rows)
-        loss = T * max(f.w_b, f.w_f) * pricer.vpad / pricer.t_v
-        instants.append(Instant("L: loss backward", grads_done([]), a_h + act_all, res_base + o_gathered, loss))
-        if not root:
-            last = rows[chunk_blocks[-1]] if chunk_blocks else None
-            pf = prefetch(elems(last), not reshard) if last is not None else 0.0
-            act = a_h + sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
-            instants.append(Instant("O: O-unit post-backward", grads_done([]), act,
-                                    res_base + brd * o_elems + pf, bc * o_elems + T * bc * d.h / par.sp_div))
-    done: list[float] = [o_elems] if (has_o and not root) else []
-    for pos in range(len(chunk_blocks) - 1, -1, -1):
-        k = chunk_blocks[pos]
-        row = rows[k]
-        e_l = elems(row)
-        before = before_of[k]
-        # the next unit in backward order: block ℓ−1, or the E unit after block 0
-        if pos > 0:
-            nxt, nxt_gathered = elems(rows[chunk_blocks[pos - 1]]), not reshard
-        elif has_e and not root:
-            nxt, nxt_gathered = e_elems, not reshard
-        else:
-            nxt, nxt_gathered = 0.0, True
-        pf = prefetch(nxt, nxt_gathered)
-        rs = brd * elems(rows[chunk_blocks[pos + 1]]) if pos + 1 < len(chunk_blocks) else 0.0
-        gather = 0.0 if not reshard else bc * e_l  # a resident block is already counted in Res
-        res = res_base - (sum(bc * elems(rows[x]) for x in chunk_blocks[pos + 1:]) if not reshard else 0.0)
-        grads = grads_done(done)
-        # (a) gated-activation backward: live = A(ℓ, none) − fc2 inputs; the stored part of it counts as
-        # activations, the recomputed rest as working overhead
-        live_a = _live(pricer, row, FC2_INPUTS, exclude=True)
-        stored_a = min(row.act, live_a)
-        ffn_work = _ffn_working(pricer, row)
-        instants.append(Instant(f"(a) block {row.item.index} gated-activation backward", grads,
-                                a_h + before + stored_a, res + gather + pf + rs,
-                                head_grad + ffn_work + (live_a - stored_a), k))
-        live_b = _live(pricer, row, ATTN_INPUTS, exclude=False)
-        stored_b = min(row.act, live_b)
-        attn_work = bc * e_l + T * bc * (d.h / par.sp_div + 2 * d.h + d.q_w / par.t)
-        instants.append(Instant(f"(b) block {row.item.index} end of attention backward", grads,
-                                a_h + before + stored_b, res + gather + pf + rs,
-                                head_grad + attn_work + (live_b - stored_b), k))
-        res_c = res - (0.0 if reshard else bc * e_l)
-        instants.append(Instant(f"(c) block {row.item.index} post-backward", grads, a_h + before,
-                                res_c + brd * e_l + pf, head_grad + bc * e_l + T * bc * d.h / par.sp_div, k))
-        done.append(e_l)
-    if has_e:
-        grads = grads_done(done)
-        block0 = brd * elems(rows[chunk_blocks[0]]) if chunk_blocks else 0.0
-        unit = (e_elems + o_elems) if root else e_elems
-        emb_grad = bc * e_elems
-        incoming = T * bc * d.h
-        if par.sp and f.dtensor_sp and not f.vocab_emb_dp:
-            # the vocab-sharded DTensor embedding makes its gradient at full vocabulary (§12.3)
-            emb_grad = bc * pricer.vpad * d.h
-            incoming = max(incoming, bc * e_elems)
-        gathered = bc * unit
-        instants.append(Instant("e1: embedding backward", grads, a_h, gathered + block0,
-                                head_grad + emb_grad + incoming))
-        done_e = done + ([] if root else [e_elems])
-        instants.append(Instant("e2: E-unit post-backward" if not root else "e2: root post-backward",
-                                grads_done(done_e + ([o_elems] if root else [])), a_h, brd * unit, bc * unit))
-    if not instants:  # a stage with no blocks, E or O (e.g. only noop layers)
-        instants.append(Instant("idle", grads_done([]), a_h, res_base, 0.0))
-
-    best = max(instants, key=lambda x: x.dynamic)  # first maximum: ties go to the earliest instant
+    for point in prof.points:
+        a_h = sum(n * a for n, a in zip(point.counts, act_chunk, strict=True)) - act_chunk[point.backward_chunk]
+        label = f" after {point.counts}" if len(prof.points) > 1 else ""
+        instants.extend(_instants(pricer, rows, point.backward_chunk, a_h, label))
+    k = argmax_first([inst.dynamic for inst in instants])  # ties go to the earliest instant
+    if isinstance(k, int):
+        best = instants[k]
+        names = best.name
+    else:
+        best = Instant("", *(pick(k, [getattr(inst, f_) for inst in instants])
+                             for f_ in ("gradients", "activations", "comm", "working")))
+        names = ""
     params = sum(row.static.parameters for row in rows)
     states = 0.0 if f.swap_optimizer else sum(row.static.optimizer_states for row in rows)
     from .estimate import optimizer_step_peak, reserve_bytes  # shared with the generic path
@@ -177,10 +68,13 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, rows: list[
     cat = {"parameters": params, "gradients": best.gradients, "optimizer_states": states,
            "activations": best.activations, "communication_buffers": best.comm,
            "working_overhead": best.working, "reserve": reserve}
+    peak_counts = prof.peak.counts
+
     def layer_rows() -> tuple[LayerRow, ...]:
-        out = _layer_rows(rows, point.counts, best, cat)
+        out = _layer_rows(rows, peak_counts, best, cat)
         out.append(LayerRow("reserve", (0, 0, 0, 0, 0, 0, reserve), note=f"{groups} process groups"))
         return tuple(out)
+
     opt_peak = optimizer_step_peak(r, rows, 0.0, groups)
     tree = None
     if explain:
@@ -189,23 +83,129 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, rows: list[
                               "communication_buffers": inst.comm, "working_overhead": inst.working})
                     for inst in instants]
         dyn = Quantity("dynamic (max over FSDP2 instants)", best.dynamic, "F-INST", children=children, op="max",
-                       note=f"argmax: {best.name}")
+                       note=f"argmax: {names}")
         tree = sum_node(f"stage {stage} total", [Quantity("parameters", params, "S-LAYER.params"),
                                                  Quantity("optimizer_states", states, "S-LAYER.opt"), dyn,
-                                                 Quantity("reserve", reserve, "RESERVE")], "M-STAGE",
-                        note=best.name)
+                                                 Quantity("reserve", reserve, "RESERVE")], "M-STAGE", note=names)
     return StageResult(index=stage, layer_source=layer_rows, bytes_by_category=cat,
-                       total=sum(cat.values()), peak_vector=tuple(point.counts), peak_instant=best.name,
+                       total=sum(cat.values()), peak_vector=tuple(peak_counts), peak_instant=names,
                        optimizer_step_peak=opt_peak, layer_counts=pricer.layout.chunk_counts()[stage],
                        kinds=frozenset(row.item.kind for row in rows), explain=tree)
 
 
-def _live(pricer: StagePricer, row: Row, ids: frozenset[str], exclude: bool) -> float:
+def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: str) -> list[Instant]:
+    """The instants of one backward of chunk ``j_r`` (§12.3), with A_h the other micro-batches' activations."""
+    r = pricer.r
+    d, w, f, par = r.dims, r.widths, r.flags, r.par
+    bc, brd, T, os = w.c, w.rd, pricer.T, par.os
+    root = f.fsdp_layout == "root"
+
+    e_rows = [row for row in rows if row.item.kind in (EMBEDDING, EMBEDDING_COPY)]
+    o_rows = [row for row in rows if row.item.kind == OUTPUT]
+    blocks = [row for row in rows if _is_block(row)]
+    e_elems: Num = sum(row.local.total for row in e_rows)
+    o_elems: Num = sum(row.local.total for row in o_rows)
+    if d.tie and e_rows and o_rows and not root:
+        # torchtitan layout with tied embeddings: one unit [embedding, final norm, head], priced as O
+        o_elems, e_elems = o_elems + e_elems, 0.0
+    units = [row.local.total for row in blocks] + ([o_elems] if o_rows else []) + ([e_elems] if e_rows else [])
+
+    # gradients (D51): progressive sharded gradients of the units whose post-backward has run; with
+    # accumulation every unit holds them (sync every micro-batch: sharded; deferred: unsharded β_rd·E_u)
+    acc = gt(par.m * par.n_acc, 1)
+    held_all = sum(w.g * x / os for x in units) if f.fsdp_sync else sum(brd * x for x in units)
+
+    def grads_done(done: list[Num]) -> Num:
+        return acc * held_all + (1 - acc) * sum(w.g * x / os for x in done)
+
+    def prefetch(next_elems: Num, gathered: bool) -> Num:
+        # FSDP2 copies a 1-way shard straight into the unsharded parameter: no prefetch buffer when os = 1
+        return 0.0 if gathered else bc * next_elems * gt(os, 1)
+
+    reshard = f.reshard_after_forward
+    res_base: Num = (0.0 if reshard else sum(bc * row.local.total for row in blocks)) + \
+        (0.0 if (reshard or root) else bc * e_elems) + (bc * (e_elems + o_elems) if root else 0.0)
+    head_grad: Num = bc * o_elems if root else 0.0  # H: the root unit posts back only at the end (D52)
+    chunk_rows = [row for row in rows if row.chunk == j_r]
+    has_o = any(row.item.kind == OUTPUT for row in chunk_rows)
+    has_e = any(row.item.kind == EMBEDDING for row in chunk_rows)
+    chunk_blocks = [k for k, row in enumerate(rows) if row.chunk == j_r and _is_block(row)]
+    before_of: dict[int, Num] = {}  # stored activations of the chunk's rows before each row
+    running: Num = 0.0
+    for k, row in enumerate(rows):
+        if row.chunk == j_r:
+            before_of[k] = running
+            running = running + row.act
+
+    out: list[Instant] = []
+    if has_o:
+        o_gathered = 0.0 if root else bc * o_elems
+        loss = T * max(f.w_b, f.w_f) * pricer.vpad / pricer.t_v
+        out.append(Instant("L: loss backward" + label, grads_done([]), a_h + running, res_base + o_gathered, loss))
+        if not root:
+            pf = prefetch(rows[chunk_blocks[-1]].local.total, not reshard) if chunk_blocks else 0.0
+            act = a_h + sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
+            out.append(Instant("O: O-unit post-backward" + label, grads_done([]), act,
+                               res_base + brd * o_elems + pf, bc * o_elems + T * bc * d.h / par.sp_div))
+    done: list[Num] = [o_elems] if (has_o and not root) else []
+    for pos in range(len(chunk_blocks) - 1, -1, -1):
+        k = chunk_blocks[pos]
+        row = rows[k]
+        e_l = row.local.total
+        before = before_of[k]
+        # the next unit in backward order: block ℓ−1, or the E unit after block 0
+        if pos > 0:
+            pf = prefetch(rows[chunk_blocks[pos - 1]].local.total, not reshard)
+        elif has_e and not root:
+            pf = prefetch(e_elems, not reshard)
+        else:
+            pf = 0.0
+        rs = brd * rows[chunk_blocks[pos + 1]].local.total if pos + 1 < len(chunk_blocks) else 0.0
+        gather = bc * e_l if reshard else 0.0  # a resident block is already counted in Res
+        res = res_base - (0.0 if reshard else sum(bc * rows[x].local.total for x in chunk_blocks[pos + 1:]))
+        grads = grads_done(done)
+        name = f"block {row.item.index}"
+        # (a) gated-activation backward: live = A(ℓ, none) − fc2 inputs; the stored part of it counts as
+        # activations, the recomputed rest as working overhead
+        live_a = _live(pricer, row, FC2_INPUTS, exclude=True)
+        stored_a = minimum(row.act, live_a)
+        out.append(Instant(f"(a) {name} gated-activation backward{label}", grads, a_h + before + stored_a,
+                           res + gather + pf + rs, head_grad + _ffn_working(pricer, row) + (live_a - stored_a), k))
+        live_b = _live(pricer, row, ATTN_INPUTS, exclude=False)
+        stored_b = minimum(row.act, live_b)
+        attn_work = bc * e_l + T * bc * (d.h / par.sp_div + 2 * d.h + d.q_w / par.t)
+        out.append(Instant(f"(b) {name} end of attention backward{label}", grads, a_h + before + stored_b,
+                           res + gather + pf + rs, head_grad + attn_work + (live_b - stored_b), k))
+        res_c = res - (0.0 if reshard else bc * e_l)
+        out.append(Instant(f"(c) {name} post-backward{label}", grads, a_h + before, res_c + brd * e_l + pf,
+                           head_grad + bc * e_l + T * bc * d.h / par.sp_div, k))
+        done.append(e_l)
+    if has_e:
+        grads = grads_done(done)
+        block0 = brd * rows[chunk_blocks[0]].local.total if chunk_blocks else 0.0
+        unit = (e_elems + o_elems) if root else e_elems
+        emb_grad: Num = bc * e_elems
+        incoming: Num = T * bc * d.h
+        if f.dtensor_sp and not f.vocab_emb_dp:
+            # TP + SP: the vocab-sharded DTensor embedding makes its gradient at full vocabulary (§12.3)
+            emb_grad = where(par.sp, bc * pricer.vpad * d.h, emb_grad)
+            incoming = where(par.sp, maximum(incoming, bc * e_elems), incoming)
+        out.append(Instant("e1: embedding backward" + label, grads, a_h, bc * unit + block0,
+                           head_grad + emb_grad + incoming))
+        done_e = done + ([o_elems] if root else [e_elems])
+        out.append(Instant(("e2: root post-backward" if root else "e2: E-unit post-backward") + label,
+                           grads_done(done_e), a_h, brd * unit, bc * unit))
+    if not out:  # a stage with no blocks, E or O (e.g. only noop layers)
+        out.append(Instant("idle" + label, grads_done([]), a_h, res_base, 0.0))
+    return out
+
+
+def _live(pricer: StagePricer, row: Row, ids: frozenset[str], exclude: bool) -> Num:
     sums = pricer.acts.subset(pricer.act_key(row.item), ids, exclude)
-    return float(pricer.combine(sums, row.item))
+    return pricer.combine(sums, row.item)
 
 
-def _ffn_working(pricer: StagePricer, row: Row) -> float:
+def _ffn_working(pricer: StagePricer, row: Row) -> Num:
     """(a): block-output, fc2-input and branch gradients plus the down-projection's unsharded weight
     gradient. MoE: routed tokens through the local experts and their stacked down-projection gradient."""
     d, w, par = pricer.r.dims, pricer.r.widths, pricer.r.par
@@ -215,7 +215,7 @@ def _ffn_working(pricer: StagePricer, row: Row) -> float:
     if block.endswith("moe"):
         routed = pricer.R * bc * (d.g + 1) * d.hff_exp / par.etp
         shared = T * bc * (d.g + 1) * d.hff_sh / par.t
-        weight = bc * max(d.h * d.hff_sh / par.t, (d.n_exp / par.ep) * d.h * d.hff_exp / par.etp)
+        weight = bc * maximum(d.h * d.hff_sh / par.t, (d.n_exp / par.ep) * d.h * d.hff_exp / par.etp)
         return out + routed + shared + weight
     return out + T * bc * (d.g + 1) * d.hff / par.t + bc * d.h * d.hff / par.t
 

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from . import params as P
 from .activations import ActivationTable, ClassSums, combine
+from .arr import Num, gt, maximum
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout, Slot
 from .resolve import Resolved, routed_tokens, shard_divisors, t_vocab, v_pad
 from .static import (
@@ -40,6 +41,7 @@ class RowCost:
     transient: float    # transient communication buffer C(ℓ)
     resident: float     # resident gathered weights (mf_op keep_gathered)
     parts: tuple[float, float, float, float, float] = (0, 0, 0, 0, 0)  # sp, cp, ep, dp, pp buffer terms
+    rc: float = 0.0     # Rc(ℓ) outside uniform groups: what this row's backward recomputes
 
 
 class Row(NamedTuple):
@@ -97,7 +99,7 @@ class StagePricer:
         self.vpad = v_pad(d, par.t)
         self.t_v = t_vocab(f, par.t)
         self.gamma = grad_factor(f, par)
-        self.acts = ActivationTable(d, w, f, float(par.s), r.strategy.recompute.switches, bool(par.sp))
+        self.acts = ActivationTable(d, w, f, float(par.s), r.strategy.recompute.switches)
         self._local: dict[tuple[str, str, bool], Local] = {}
         self._static: dict[tuple[str, str, bool], StaticBytes] = {}
         self._rows: dict[tuple, Row] = {}
@@ -160,7 +162,20 @@ class StagePricer:
             return 0.0
         sums = self.acts.sums(self.act_key(item), option)
         local = self.local(item.kind, item.block)
-        return combine(sums, self.T, self.R, self.r.par, self.vpad, self.t_v, local.cast, self.r.widths.c)
+        out = combine(sums, self.T, self.R, self.r.par, self.vpad, self.t_v, local.cast, self.r.widths.c)
+        if option != "full" and self.r.flags.cp_keeps_kv and item.kind not in (EMBEDDING, OUTPUT):
+            out = out + self.kept_remote_kv(item)
+        return out
+
+    def kept_remote_kv(self, item: Item) -> Num:
+        """§6.5 ``cp_keeps_kv``: a ring layer also keeps the gathered remote K/V,
+        (ring degree − 1)·β_c·n_kv·(dqk + dv)·T/t (hybrid: the ring degree is cp/u)."""
+        d, f, par = self.r.dims, self.r.flags, self.r.par
+        block = item.block if item.kind == MTP else item.kind
+        if f.cp_algo == "ulysses" or block.startswith("lin_"):
+            return 0.0
+        ring = par.cp / par.u if f.cp_algo == "hybrid" else par.cp
+        return (ring - 1) * self.r.widths.c * d.n_kv * (d.dqk + d.dv) * self.T / par.t
 
     def sums(self, item: Item, option: str) -> ClassSums:
         return self.acts.sums(self.act_key(item), option)
@@ -222,18 +237,16 @@ class StagePricer:
             out = self._vision_tokens() * w.c * (2 * vision.hidden_size + g * vision.ffn_hidden_size / par.t)
         else:
             if kind.endswith("moe"):
-                routed = (self.R / T) * d.g * d.hff_exp / par.etp if T else 0
-                i_max = max(routed, d.g * d.hff_sh / par.t)
+                i_max = maximum((self.R / T) * d.g * d.hff_exp / par.etp, d.g * d.hff_sh / par.t)
             else:
                 i_max = d.g * d.hff / par.t
             out = T * w.c * (2 * d.h / par.sp_div + i_max)
             if item.kind == MTP:
                 width = max(f.w_b, f.w_f) if backward else f.w_f
-                out = max(out, T * width * self.vpad / self.t_v)
-        if backward and not self.gamma:
-            # D5 upstream rule without held gradients: the executing layer's own gradient
-            st = self.static(item.kind, item.block)
-            out += st.gradients
+                out = maximum(out, T * width * self.vpad / self.t_v)
+        if backward and f.persistence == "upstream_rule":
+            # D5 upstream rule without held gradients (γ = 0): the executing layer's own gradient
+            out = out + (1 - self.gamma) * self.static(item.kind, item.block).gradients
         return out
 
     def rc(self, item: Item, group_act_none: float = 0.0) -> float:
@@ -254,27 +267,28 @@ class StagePricer:
             return (0.0, 0.0, 0.0, 0.0, 0.0)
         block = item.block if item.kind == MTP else item.kind
         is_block = item.kind not in (EMBEDDING, OUTPUT, VISION, "vision_extras")
-        sp_term = 2 * bc * d.h * T if (par.sp and not f.dtensor_sp and item.kind != EMBEDDING) else 0.0
-        cp_term = 0.0
-        if is_block and par.cp > 1 and not block.startswith("lin_"):
+        # double-buffered SP gather (none with DTensor SP, whose gathered input is the saved norm output)
+        sp_term = 2 * bc * d.h * T * par.sp if (not f.dtensor_sp and item.kind != EMBEDDING) else 0.0
+        cp_term: Num = 0.0
+        if is_block and not block.startswith("lin_"):
             ring = 2 * bc * d.n_kv * (d.dqk + d.dv) * T / par.t
             ulysses = bc * (d.q_w + d.k_w + d.v_w + d.o_w) * T / par.t
-            cp_term = {"ring": ring, "ulysses": ulysses, "hybrid": ring + ulysses}[f.cp_algo]
-        ep_term = 2 * bc * d.h * self.R if (is_block and block.endswith("moe") and par.ep > 1) else 0.0
+            cp_term = {"ring": ring, "ulysses": ulysses, "hybrid": ring + ulysses}[f.cp_algo] * gt(par.cp, 1)
+        ep_term = 2 * bc * d.h * self.R * gt(par.ep, 1) if (is_block and block.endswith("moe")) else 0.0
         mode = f.sharding_mode
         regather = mode == "zero3" or (mode in ("fsdp", "hsdp") and not f.fsdp2) or \
             (mode == "mf_op" and not f.keep_gathered)
         local = self.local(item.kind, item.block)
-        dp_term = 2 * bc * local.total if (regather and par.os > 1) else 0.0
-        pp_term = 2 * bc * d.h * T / par.sp_div if par.p > 1 else 0.0
+        dp_term = 2 * bc * local.total * gt(par.os, 1) if regather else 0.0
+        pp_term = 2 * bc * d.h * T / par.sp_div * gt(par.p, 1)
         return (sp_term, cp_term, ep_term, dp_term, pp_term)
 
     def resident(self, item: Item) -> float:
         """Weights kept gathered between forward and backward (mf_op with keep_gathered_weights)."""
         f, par = self.r.flags, self.r.par
-        if f.sharding_mode != "mf_op" or not f.keep_gathered or not par.os > 1:
+        if f.sharding_mode != "mf_op" or not f.keep_gathered:
             return 0.0
-        return self.r.widths.c * self.local(item.kind, item.block).total
+        return self.r.widths.c * self.local(item.kind, item.block).total * gt(par.os, 1)
 
     # ---------------------------------------------------------------------------------- rows
     def cost(self, item: Item, with_head: bool = True) -> RowCost:
@@ -284,10 +298,11 @@ class StagePricer:
         if got is None:
             head = with_head if item.kind == OUTPUT else True
             terms = self.buffer_terms(item)
+            act, act_none = self.activation(item), self.activation(item, "none")
             got = RowCost(local=self.local(item.kind, item.block, head),
-                          static=self.static(item.kind, item.block, head), act=self.activation(item),
-                          act_none=self.activation(item, "none"), gw=self.gw(item), gf=self.gw(item, False),
-                          transient=sum(terms), resident=self.resident(item), parts=terms)
+                          static=self.static(item.kind, item.block, head), act=act, act_none=act_none,
+                          gw=self.gw(item), gf=self.gw(item, False), transient=sum(terms), resident=self.resident(item),
+                          parts=terms, rc=self.rc(item))
             self._rows[key] = got
         return got
 

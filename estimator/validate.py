@@ -75,7 +75,12 @@ def _not(c: Num) -> Num:
 
 
 def _divides(k: Num, n: Num) -> Num:
-    return (n % k) == 0
+    """k divides n (a zero k divides nothing)."""
+    if is_array(k, n):
+        k = np.asarray(k)
+        safe = np.where(k == 0, 1, k)
+        return (k != 0) & ((n % safe) == 0)
+    return k != 0 and n % k == 0
 
 
 @dataclass(frozen=True)

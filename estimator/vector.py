@@ -1,0 +1,56 @@
+"""Vectorised pricing: many candidates that share a layout (p, vp, m, schedule, recompute) priced at once by
+the very same stage code, with the degrees as numpy arrays (spec §8.8). The search builds on this."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from .estimate import price_stage
+from .layout import Layout
+from .resolve import Par, Resolved
+from .result import CATEGORIES
+from .schedules import inflight_profile
+from .stage import StagePricer
+
+GROUP_FIELDS = ("p", "vp", "m", "n_acc", "n_s", "s")  # must be equal within a group (layout and schedule)
+
+
+def stack_par(pars: Sequence[Par]) -> Par:
+    """One Par whose fields are arrays over the candidates (group fields stay scalars)."""
+    values = {}
+    for field in dataclasses.fields(Par):
+        column = [getattr(p, field.name) for p in pars]
+        if field.name in GROUP_FIELDS:
+            if len(set(column)) != 1:
+                raise ValueError(f"candidates of one group must share {field.name}; got {sorted(set(column))}")
+            values[field.name] = column[0]
+        else:
+            values[field.name] = np.asarray(column, dtype=np.float64)
+    return Par(**values)
+
+
+def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None,
+                overlap_moe_ep_comm: bool = False) -> dict[str, np.ndarray]:
+    """Per stage and category, arrays over the candidates in ``r.par``: ``{"total": [p, C], category: [p, C],
+    "optimizer_step_peak": [p, C]}``."""
+    par = r.par
+    profile = inflight_profile(r.flags.schedule, int(par.p), int(par.vp), int(par.m), vpp_group=vpp_group,
+                               n_s=int(par.n_s), overlap_moe_ep_comm=overlap_moe_ep_comm,
+                               variant=r.options.vpp_variant)
+    pricer = StagePricer(r, layout)
+    size = np.broadcast(*[np.asarray(getattr(par, f.name)) for f in dataclasses.fields(Par)]).shape
+    out = {key: np.zeros((int(par.p), *size)) for key in (*CATEGORIES, "total", "optimizer_step_peak")}
+    for i in range(int(par.p)):
+        stage = price_stage(pricer, i, profile[i], explain=False)
+        for key in CATEGORIES:
+            out[key][i] = stage.bytes_by_category[key]
+        out["total"][i] = stage.total
+        out["optimizer_step_peak"][i] = stage.optimizer_step_peak
+    return out
+
+
+def with_par(r: Resolved, par: Par) -> Resolved:
+    return dataclasses.replace(r, par=par)
