@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from estimator import ModelSpec, StrategyError, RecomputePlan, RunOptions, ShardingSpec, Strategy, estimate, find_preset
+from estimator import ModelSpec, RecomputePlan, RunOptions, ShardingSpec, Strategy, StrategyError, estimate, find_preset
 from estimator.estimate import layout_inputs
 from estimator.layout import build_layout
 from estimator.resolve import resolve
@@ -28,7 +28,7 @@ def candidates(model: ModelSpec, base: Strategy, framework: str) -> list[Strateg
     """Strategies of one layout group: same pp/vpp/m/schedule/recompute, varying the other degrees."""
     out = []
     for tp, cp, sp, ep, mbs in itertools.product((1, 2, 4, 8), (1, 2), (False, True), (1, 2, 8), (1, 2)):
-        if sp and tp == 1 or (ep > 1 and not model.is_moe) or (framework == "mindformers" and sp and cp > 1):
+        if (sp and tp == 1) or (ep > 1 and not model.is_moe) or (framework == "mindformers" and sp and cp > 1):
             continue
         if framework in ("megatron", "mindspeed") and model.is_moe and tp > 1 and not sp:
             continue
