@@ -73,6 +73,13 @@ def argmax_first(values: list[Num]) -> Num:
     return best
 
 
+def valid_or_minus_inf(valid: Num, value: Num) -> Num:
+    """``value`` where ``valid``, −inf elsewhere (points that do not exist for a candidate never win)."""
+    if valid is True:
+        return value
+    return np.where(valid, value, -np.inf)
+
+
 def pick(index: Num, options: list[Num]) -> Num:
     """options[index] element-wise (``index`` from ``argmax_first``)."""
     if isinstance(index, np.ndarray):

@@ -8,10 +8,10 @@ layout (§4) → take the schedule's in-flight profile (§6.7) → price every s
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import fsdp
-from .arr import Num, argmax_first, gt, is_array, max_all, maximum, pick
+from .arr import Num, argmax_first, gt, is_array, max_all, maximum, pick, valid_or_minus_inf
 from .errors import StrategyError
 from .explain import Quantity, max_node, sum_node
 from .hardware import Hardware
@@ -126,12 +126,27 @@ def _row_label(row: Row) -> str:
     return item.kind
 
 
-def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, explain: bool) -> StageResult:
+class Point(NamedTuple):
+    """A replay point: per chunk the micro-batches in flight (numbers, or arrays over candidates), the chunk
+    whose backward follows, and for which candidates it exists (True, or a boolean array in the search)."""
+
+    counts: tuple[Num, ...]
+    backward_chunk: int
+    valid: Num = True
+
+
+def profile_points(prof: StageProfile) -> list[Point]:
+    return [Point(pt.counts, pt.backward_chunk) for pt in prof.points]
+
+
+def price_stage(pricer: StagePricer, stage: int, prof: StageProfile | list[Point], explain: bool) -> StageResult:
     """One stage at its peak replay point (§6.8). Works for numbers and, in the search, for numpy arrays
-    of degrees (then labels are omitted and categories are arrays)."""
+    of degrees (then labels are omitted and categories are arrays; ``prof`` is then a list of Points whose
+    ``valid`` masks select the candidates each point belongs to)."""
     r = pricer.r
+    points = profile_points(prof) if isinstance(prof, StageProfile) else prof
     if r.flags.fsdp2:
-        return fsdp.price_stage(pricer, stage, prof, stage_rows(pricer, stage), explain)
+        return fsdp.price_stage(pricer, stage, points, stage_rows(pricer, stage), explain)
     rows = stage_rows(pricer, stage)
     f, par = r.flags, r.par
     vp = par.vp
@@ -159,16 +174,15 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, explain: bo
     resident = sum(row.resident for row in rows)
 
     # the peak replay point (D49): max over points of Σ_j n_j·A_chunk(j) + working(r), ties to the earliest
-    points = prof.points
-    values = [sum(n * a for n, a in zip(pt.counts, act_chunk, strict=True)) + work_chunk[pt.backward_chunk][0]
-              for pt in points]
+    values = [valid_or_minus_inf(pt.valid, sum(n * a for n, a in zip(pt.counts, act_chunk, strict=True)) +
+                                 work_chunk[pt.backward_chunk][0]) for pt in points]
     best = argmax_first(values)
     if isinstance(best, int):
         best_point = points[best]
         counts: tuple[Num, ...] = best_point.counts
         working = work_chunk[best_point.backward_chunk][0] + vision_fwd
         working_note = work_chunk[best_point.backward_chunk][1]
-        point_text = f"before backward of chunk {best_point.backward_chunk}, in flight {best_point.counts}"
+        point_text = f"before backward of chunk {best_point.backward_chunk}, in flight {tuple(best_point.counts)}"
     else:
         counts = tuple(pick(best, [pt.counts[j] for pt in points]) for j in range(vp))
         working = pick(best, [work_chunk[pt.backward_chunk][0] for pt in points]) + vision_fwd

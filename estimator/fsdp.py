@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .arr import Num, argmax_first, gt, maximum, minimum, pick, where
+from .arr import Num, argmax_first, gt, maximum, minimum, pick, valid_or_minus_inf, where
 from .explain import Quantity, sum_node
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .result import CATEGORIES, LayerRow, StageResult
-from .schedules import StageProfile
 from .stage import EMBEDDING_COPY, Row, StagePricer
 
 # slots live at instant (a): the block's A(ℓ, none) minus the down-projection input, released by its backward
@@ -41,18 +40,21 @@ def _is_block(row: Row) -> bool:
     return row.item.kind not in (EMBEDDING, OUTPUT, NOOP, EMBEDDING_COPY, VISION, "vision_extras")
 
 
-def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, rows: list[Row], explain: bool) -> StageResult:
+def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], explain: bool) -> StageResult:
     """The stage total: params + optimizer states + the largest instant over the backward that follows each
     replay point (§12.3) + reserve. Works for numbers and for numpy arrays of degrees (the search)."""
     r = pricer.r
     f, par = r.flags, r.par
     act_chunk = [sum(row.act for row in rows if row.chunk == j) for j in range(par.vp)]
     instants: list[Instant] = []
-    for point in prof.points:
+    dynamics: list[Num] = []
+    for point in points:
         a_h = sum(n * a for n, a in zip(point.counts, act_chunk, strict=True)) - act_chunk[point.backward_chunk]
-        label = f" after {point.counts}" if len(prof.points) > 1 else ""
-        instants.extend(_instants(pricer, rows, point.backward_chunk, a_h, label))
-    k = argmax_first([inst.dynamic for inst in instants])  # ties go to the earliest instant
+        label = f" after {tuple(point.counts)}" if len(points) > 1 else ""
+        for inst in _instants(pricer, rows, point.backward_chunk, a_h, label):
+            instants.append(inst)
+            dynamics.append(valid_or_minus_inf(point.valid, inst.dynamic))
+    k = argmax_first(dynamics)  # ties go to the earliest instant
     if isinstance(k, int):
         best = instants[k]
         names = best.name
@@ -68,7 +70,7 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile, rows: list[
     cat = {"parameters": params, "gradients": best.gradients, "optimizer_states": states,
            "activations": best.activations, "communication_buffers": best.comm,
            "working_overhead": best.working, "reserve": reserve}
-    peak_counts = prof.peak.counts
+    peak_counts = max(points, key=lambda pt: sum(pt.counts)).counts if isinstance(k, int) else points[0].counts
 
     def layer_rows() -> tuple[LayerRow, ...]:
         out = _layer_rows(rows, peak_counts, best, cat)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import params as P
-from .arr import Num, maximum
+from .arr import Num, gt, maximum
 from .resolve import Dims, Flags, Par, Widths, shard_divisors, v_pad
 
 
@@ -78,9 +78,7 @@ def grad_factor(f: Flags, par: Par) -> Num:
     """γ of D5 for the non-FSDP2 paths: upstream_rule holds gradients only when p > 1 or the run
     accumulates (m·n_acc > 1); persistent (and progressive outside FSDP2) always."""
     if f.persistence == "upstream_rule":
-        held = (par.p > 1) | (par.m * par.n_acc > 1) if not isinstance(par.p, int) else \
-            (par.p > 1 or par.m * par.n_acc > 1)
-        return 1 * held
+        return maximum(gt(par.p, 1), gt(par.m * par.n_acc, 1))
     return 1
 
 

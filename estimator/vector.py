@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .estimate import price_stage
+from .estimate import Point, price_stage
 from .layout import Layout
 from .resolve import Par, Resolved
 from .result import CATEGORIES
 from .schedules import inflight_profile
 from .stage import StagePricer
 
-GROUP_FIELDS = ("p", "vp", "m", "n_acc", "n_s", "s")  # must be equal within a group (layout and schedule)
+GROUP_FIELDS = ("p", "vp", "n_acc", "n_s", "s")  # equal within a group (layout, schedule); m may vary
 
 
 def stack_par(pars: Sequence[Par]) -> Par:
@@ -37,14 +37,18 @@ def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None,
     """Per stage and category, arrays over the candidates in ``r.par``: ``{"total": [p, C], category: [p, C],
     "optimizer_step_peak": [p, C]}``."""
     par = r.par
-    profile = inflight_profile(r.flags.schedule, int(par.p), int(par.vp), int(par.m), vpp_group=vpp_group,
-                               n_s=int(par.n_s), overlap_moe_ep_comm=overlap_moe_ep_comm,
-                               variant=r.options.vpp_variant)
+    m = np.asarray(par.m)
+    profiles = {int(value): inflight_profile(r.flags.schedule, int(par.p), int(par.vp), int(value),
+                                             vpp_group=vpp_group, n_s=int(par.n_s),
+                                             overlap_moe_ep_comm=overlap_moe_ep_comm, variant=r.options.vpp_variant)
+                for value in np.unique(m)}
     pricer = StagePricer(r, layout)
     size = np.broadcast(*[np.asarray(getattr(par, f.name)) for f in dataclasses.fields(Par)]).shape
     out = {key: np.zeros((int(par.p), *size)) for key in (*CATEGORIES, "total", "optimizer_step_peak")}
     for i in range(int(par.p)):
-        stage = price_stage(pricer, i, profile[i], explain=False)
+        points = [Point(pt.counts, pt.backward_chunk, m == value) for value, prof in profiles.items()
+                  for pt in prof[i].points]
+        stage = price_stage(pricer, i, points, explain=False)
         for key in CATEGORIES:
             out[key][i] = stage.bytes_by_category[key]
         out["total"][i] = stage.total

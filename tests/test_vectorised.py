@@ -27,7 +27,8 @@ MOE = ModelSpec(name="deepseek-v3", hidden_size=7168, num_layers=61, first_k_den
 def candidates(model: ModelSpec, base: Strategy, framework: str) -> list[Strategy]:
     """Strategies of one layout group: same pp/vpp/m/schedule/recompute, varying the other degrees."""
     out = []
-    for tp, cp, sp, ep, mbs in itertools.product((1, 2, 4, 8), (1, 2), (False, True), (1, 2, 8), (1, 2)):
+    for tp, cp, sp, ep, mbs, m in itertools.product((1, 2, 4, 8), (1, 2), (False, True), (1, 2, 8), (1, 2),
+                                                    (base.micro_batches, 2 * base.micro_batches)):
         if (sp and tp == 1) or (ep > 1 and not model.is_moe) or (framework == "mindformers" and sp and cp > 1):
             continue
         if framework in ("megatron", "mindspeed") and model.is_moe and tp > 1 and not sp:
@@ -35,7 +36,8 @@ def candidates(model: ModelSpec, base: Strategy, framework: str) -> list[Strateg
         dp = 64 // (tp * cp * base.pp)
         if dp < 1 or (dp * tp * cp) % ep:
             continue
-        out.append(base.replace(tp=tp, cp=cp, sequence_parallel=sp, ep=ep, dp=dp, micro_batch_size=mbs))
+        out.append(base.replace(tp=tp, cp=cp, sequence_parallel=sp, ep=ep, dp=dp, micro_batch_size=mbs,
+                                micro_batches=m))
     return out
 
 
