@@ -320,3 +320,137 @@ def ptdp_seconds(flops: float, gpus: int, flops_per_gpu: float) -> float:
     if gpus <= 0 or flops_per_gpu <= 0:
         raise ConfigError("gpus and flops_per_gpu must be positive")
     return flops / (gpus * flops_per_gpu)
+
+
+# ----------------------------------------------------------------------------------------------------
+# SAPP-ND relative score (spec §7.9 [T-UPSTREAM])
+# ----------------------------------------------------------------------------------------------------
+
+UPSTREAM_PARTS = ("FW", "BW", "REC", "DP", "MP", "EP", "CP", "P2P", "BBL")
+_UPSTREAM_OPS = ("attMM", "ffMM", "attBMM", "softmax", "headCast", "gather", "ffAct", "normOp", "dropout")
+
+
+@dataclass(frozen=True)
+class UpstreamScore:
+    """SAPP-ND's FLOP-weighted relative score of a plan (dimensionless; compare plans, not seconds)."""
+
+    total: float                  # pipeline score + P2P
+    stages: tuple[float, ...]     # per-stage score per micro-batch: compute + comm_w·comm + recompute
+    parts: dict[str, float]       # UPSTREAM_PARTS over the step (straggler stage × m, bubble, P2P)
+    comm_w: float
+    seconds: float | None = None  # Σ part·ratio/1000 with calibration ratios (ms per unit per part)
+
+
+def score_upstream(
+    *, stages: Sequence[Sequence[Sequence[str]]], h: int, a: int, s: int, b: int, hff: int, v: int, t: int = 1,
+    p: int = 1, m: int = 1, vp: int = 1, cp: int = 1, ep: int = 1, n_kv: int | None = None, sp: bool = False,
+    bytes_p: float = 2.0, bytes_compute: float = 2.0, n_exp: int = 1, n_shared: int = 0, hff_exp: int = 0,
+    n_chosen: int = 1, cap_fact: float = 1.0, layer_params: float | None = None, zero_level: int = 0,
+    n_ops: dict[str, float] | None = None, rec_ops: dict[str, float] | None = None, cp_algo: str = "ring",
+    dp_overlap: float = 0.9, tp_overlap: float = 0.5, devices_per_node: int = 8, device: str = "A2",
+    calibration: dict[str, float] | None = None,
+) -> UpstreamScore:
+    """SAPP-ND's performance score (spec §7.9), kept for side-by-side comparison with the step time in seconds.
+
+    ``stages[i][chunk]`` lists layer codes: ``E`` embedding, ``N``/``S``/``F`` body layer not / selectively / fully
+    recomputed, ``O`` output. Per-op work (attMM 3·(1 + n_kv/a)·b·s·h², ffMM 6·b·s·h·hff, attBMM 6·b·s²·h, softmax
+    13·a·b·s², headCast 3·a·b·s², gather b·s·h·(t−1), ffAct 21·b·hff, normOp 30·b·s·h·t/sp, dropout 3·b·s·max(a·s,
+    3·h·t/sp)), each × bytes_p/(t·cp), sp = t with sequence parallelism else 1; MoE layers scale ffMM by
+    hff_exp/hff·n_chosen·cap_fact. Layer work Σ (1 + rf_op)·n_op·work (rf: F 1, N 0, S ``rec_ops[op]``); the head
+    6·b·v·h·s·bytes_p/(16·t). Comm per stage from per-layer volumes at μ = 1: DP (ZeRO level 2: E/(cp·t) + E/t;
+    3: E/t; E = ``layer_params``), TP 0.25·s·b·(h + hff)/cp (selective layers keep it only if ``rec_ops['gather']``),
+    EP 2·n_chosen·s·b/cp·(ep−1)/ep·h·bytes_compute, CP ring 2·s·b·((rf + 0.5)·h + hff)/t (Ulysses (0.5·rf + 0.5)·h);
+    penalties max(1, degree // devices_per_node) for TP, EP, CP; overlaps (1 − dp_overlap) DP and (1 − tp_overlap)
+    TP; A3 halves all comm. Stage = compute + comm_w·comm + max(0, recompute − compute)/3 with comm_w =
+    1.5·(hff + s)·8192/(h + s) (hff_exp for MoE); pipeline as T-PIPE's p = 1 / 1F1B / interleaved rows; P2P 0.002 ×
+    the schedule's send/recv count / p × straggler / sp. Parts FW = compute/3, BW = 2·FW, REC, DP, MP, EP, CP of the
+    last straggler stage × m, P2P, and BBL = the rest. Not validated against upstream runs (none are stored).
+    """
+    if n_kv is None:
+        n_kv = a
+    sp_div = t if sp else 1
+    ops = dict.fromkeys(_UPSTREAM_OPS, 1.0) | (n_ops or {})
+    rec = rec_ops or {}
+    scale = bytes_p / (t * cp)
+    table = {
+        "attMM": 3 * (1 + n_kv / a) * b * s * h * h, "ffMM": 6 * b * s * h * hff, "attBMM": 6 * b * s * s * h,
+        "softmax": 13 * a * b * s * s, "headCast": 3 * a * b * s * s, "gather": b * s * h * (t - 1),
+        "ffAct": 21 * b * hff, "normOp": 30 * b * s * h * t / sp_div,
+        "dropout": 3 * b * s * max(a * s, 3 * h * t / sp_div),
+    }
+    table = {k: w * scale for k, w in table.items()}
+    moe = n_exp > 1
+    if moe:
+        table["ffMM"] *= hff_exp / hff * max(1, n_chosen) * cap_fact
+
+    def rf(code: str, op: str) -> float:
+        return 1.0 if code == "F" else float(rec.get(op, 0)) if code == "S" else 0.0
+
+    def work(code: str, with_recomp: bool) -> float:
+        if code == "E":
+            return 0.0
+        if code == "O":
+            return 6 * b * v * h * s * bytes_p / (16 * t)
+        return sum((1 + with_recomp * rf(code, op)) * ops[op] * w for op, w in table.items())
+
+    params = layer_params if layer_params is not None else 2 * h * h * (1 + n_kv / a) + 2 * h * hff + 4 * h
+    comm_t, comm_ep, comm_cp = float(t > 1), float(ep > 1), float(cp > 1)
+
+    def comm(code: str) -> dict[str, float]:
+        keep_gather = int(code != "S") | int(bool(rec.get("gather", 0)))
+        out = dict.fromkeys(("DP", "MP", "EP", "CP"), 0.0)
+        if code not in ("E", "O"):
+            out["DP"] = params / (cp * t) + params / t if zero_level == 2 else params / t if zero_level == 3 else 0.0
+        if moe:
+            tp_vol = 0.25 * h * bytes_compute * (h * ops["attMM"] + ops["ffMM"] * (n_exp / ep * hff_exp +
+                                                                                    n_shared * hff))
+            out["EP"] = 2 * n_chosen * s * b / cp * (ep - 1) / ep * h * bytes_compute * comm_ep
+        else:
+            tp_vol = 0.25 * s * b * (h + hff)
+        out["MP"] = keep_gather * comm_t * tp_vol / cp
+        rf_cp = keep_gather * int(p == 1)
+        coeff = (0.5 * rf_cp + 0.5) if cp_algo == "ulysses" else (rf_cp + 0.5)
+        out["CP"] = comm_cp * 2 * s * b * (coeff * ops["attMM"] * h + ops["ffMM"] * hff) / t
+        return out
+
+    comm_w = 1.5 * ((hff_exp if moe else hff) + s) * 8192 / (h + s)
+    penalty = {"DP": 1 - dp_overlap, "MP": max(1, t // devices_per_node) * (1 - tp_overlap),
+               "EP": max(1, ep // devices_per_node), "CP": max(1, cp // devices_per_node)}
+    a3 = 0.5 if device.upper() == "A3" else 1.0
+    stage_scores, stage_parts = [], []
+    for stage in stages:
+        codes = [code for chunk in stage for code in chunk]
+        comp = sum(work(c, False) for c in codes)
+        recomp = sum(work(c, True) for c in codes)
+        kinds = dict.fromkeys(("DP", "MP", "EP", "CP"), 0.0)
+        for c in codes:
+            for k, value in comm(c).items():
+                kinds[k] += value
+        kinds = {k: value * penalty[k] * a3 * comm_w for k, value in kinds.items()}
+        rec_part = max(0.0, recomp - comp) / 3
+        stage_scores.append(comp + sum(kinds.values()) + rec_part)
+        stage_parts.append({"FW": comp / 3, "BW": 2 * comp / 3, "REC": rec_part, **kinds})
+    straggler = max(stage_scores)
+    total_sum = sum(stage_scores)
+    if p == 1:
+        pipeline = total_sum * m
+    elif vp == 1:
+        pipeline = total_sum + (m - 1) * straggler
+    else:
+        pipeline = total_sum / vp + (m * vp - 1) * straggler / vp
+    if p == 1:
+        sends = 0
+    elif vp == 1:
+        sends = 4 * m if p == 2 else 4 * p * m + 4 * p * p - 14 * p
+    else:
+        sends = 8 * m * vp - 4 * m if p == 2 else 16 * m * vp + 12 if p == 4 else 4 * p * m * vp + 4 * p * p - 13 * p
+    p2p = 0.002 * sends / p * straggler / sp_div
+    last = len(stage_scores) - 1 - stage_scores[::-1].index(straggler)
+    parts = {k: value * m for k, value in stage_parts[last].items()}
+    parts["P2P"] = p2p
+    parts["BBL"] = pipeline - sum(value for k, value in parts.items() if k != "P2P")
+    parts = {k: parts[k] for k in UPSTREAM_PARTS}
+    seconds = None
+    if calibration is not None:
+        seconds = sum(parts[k] * calibration.get(k, 0.0) for k in UPSTREAM_PARTS) / 1000
+    return UpstreamScore(total=pipeline + p2p, stages=tuple(stage_scores), parts=parts, comm_w=comm_w, seconds=seconds)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from . import fsdp
 from .arr import Num, argmax_first, gt, is_array, max_all, maximum, pick, valid_or_minus_inf
 from .errors import StrategyError
@@ -23,13 +25,15 @@ from .resolve import Resolved, dense_domain, resolve
 from .result import CATEGORIES, LayerRow, Result, StageResult
 from .schedules import StageProfile, inflight_profile
 from .stage import Row, StagePricer
+from .steptime import StepTime, step_time
 from .strategy import Strategy
 from .validate import RuleContext, violations
 
 
 def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions | None = None,
-             *, explain: bool | None = None) -> Result:
-    """Price one plan. Raises StrategyError (every violated rule), LayoutError or ModelSpecError."""
+             *, explain: bool | None = None, with_time: bool = True) -> Result:
+    """Price one plan: memory per stage and (unless ``with_time`` is false) the step time.
+    Raises StrategyError (every violated rule), LayoutError or ModelSpecError."""
     options = options or RunOptions()
     r = resolve(model, strategy, hardware, options)
     layout = build_layout(layout_inputs(r))
@@ -43,7 +47,8 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     pricer = StagePricer(r, layout)
     want_explain = options.explain if explain is None else explain
     stages = tuple(price_stage(pricer, i, profile[i], want_explain) for i in range(par.p))
-    return assemble(r, layout, stages)
+    step = step_time(pricer, [stage_rows(pricer, i) for i in range(par.p)]) if with_time else None
+    return assemble(r, layout, stages, step)
 
 
 # ------------------------------------------------------------------------------------------ inputs
@@ -174,19 +179,22 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile | list[Point
     resident = sum(row.resident for row in rows)
 
     # the peak replay point (D49): max over points of Σ_j n_j·A_chunk(j) + working(r), ties to the earliest
-    values = [valid_or_minus_inf(pt.valid, sum(n * a for n, a in zip(pt.counts, act_chunk, strict=True)) +
-                                 work_chunk[pt.backward_chunk][0]) for pt in points]
-    best = argmax_first(values)
+    vector = is_array(*act_chunk, *(w for w, _ in work_chunk), *(pt.valid for pt in points))
+    if vector:
+        counts, working = _select_point_vector(points, act_chunk, [w for w, _ in work_chunk])
+        working = working + vision_fwd
+        working_note = point_text = ""
+        best = None
+    else:
+        values = [valid_or_minus_inf(pt.valid, sum(n * a for n, a in zip(pt.counts, act_chunk, strict=True)) +
+                                     work_chunk[pt.backward_chunk][0]) for pt in points]
+        best = argmax_first(values)
     if isinstance(best, int):
         best_point = points[best]
         counts: tuple[Num, ...] = best_point.counts
         working = work_chunk[best_point.backward_chunk][0] + vision_fwd
         working_note = work_chunk[best_point.backward_chunk][1]
         point_text = f"before backward of chunk {best_point.backward_chunk}, in flight {tuple(best_point.counts)}"
-    else:
-        counts = tuple(pick(best, [pt.counts[j] for pt in points]) for j in range(vp))
-        working = pick(best, [work_chunk[pt.backward_chunk][0] for pt in points]) + vision_fwd
-        working_note = point_text = ""
 
     gamma = pricer.gamma
     swap = f.swap_optimizer
@@ -232,6 +240,25 @@ def _layer_rows(rows: list[Row], counts: tuple[int, ...], gamma: float, swap: bo
     out.append(LayerRow("buffers", (0, 0, 0, 0, transient, 0, 0), note=notes[1]))
     out.append(LayerRow("reserve", (0, 0, 0, 0, 0, 0, reserve), note=notes[2]))
     return tuple(out)
+
+
+def _select_point_vector(points: list[Point], act_chunk: list[Num],
+                         work: list[Num]) -> tuple[tuple[Num, ...], Num]:
+    """The peak point per candidate as one matrix product: values[P, C] = N[P, vp] @ A[vp, C] + W[chunk_P, C],
+    invalid points at −inf, first maximum wins (ties to the earliest point, §6.8)."""
+    size = np.broadcast(*[np.asarray(x) for x in (*act_chunk, *work)], *[np.asarray(pt.valid) for pt in points]).shape
+    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk])
+    works = np.stack([np.broadcast_to(np.asarray(w_, dtype=np.float64), size) for w_ in work])
+    counts = np.array([pt.counts for pt in points], dtype=np.float64)         # [P, vp]
+    chunk = np.array([pt.backward_chunk for pt in points], dtype=np.int64)    # [P]
+    values = counts @ acts + works[chunk]                                      # [P, C]
+    valid = np.stack([np.broadcast_to(np.asarray(pt.valid, dtype=bool), size) for pt in points])
+    values = np.where(valid, values, -np.inf)
+    best = np.argmax(values, axis=0)
+    cols = np.arange(values.shape[1]) if values.ndim > 1 else None
+    if cols is None:
+        return tuple(counts[best, j] for j in range(counts.shape[1])), works[chunk[best]]
+    return tuple(counts[best, j] for j in range(counts.shape[1])), works[chunk[best], cols]
 
 
 def process_groups(r: Resolved, stage: int) -> int:
@@ -328,7 +355,7 @@ def _leaf(r: Resolved, category: str, label: str, value: float, row: Row | None,
 
 
 # ------------------------------------------------------------------------------------------ verdict
-def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...]) -> Result:
+def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step: StepTime | None = None) -> Result:
     peak_stage = max(range(len(stages)), key=lambda i: (stages[i].total, -i))
     peak = stages[peak_stage].total
     opt_peak = max(s.optimizer_step_peak for s in stages)
@@ -341,7 +368,8 @@ def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...]) -> Re
         fits=decisive <= r.budget, headroom=r.budget - decisive, limit=limit,
         world_size=int(r.par.world), global_batch_size=int(r.strategy.global_batch_size),
         parameters_total=counts.total, parameters_mtp=counts.mtp, parameters_active=counts.active,
-        warnings=tuple(dict.fromkeys(warnings)), assumptions=r.assumptions, echo_source=partial(_echo, r, counts))
+        warnings=tuple(dict.fromkeys(warnings)), assumptions=r.assumptions, echo_source=partial(_echo, r, counts),
+        step=step)
 
 
 def _echo(r: Resolved, counts: Any) -> dict[str, Any]:

@@ -44,3 +44,13 @@ class RunOptions(Record):
     norm_stats: bool | None = None
     fsdp_sync_every_microbatch: bool | None = None
     saves_gathered_input: bool | None = None  # gather switch kept: SP norm outputs saved full-length
+    # step-time overlaps and elementwise factors (§7.8); None: the documented default (estimator/steptime.py)
+    overlap_tp: float | None = None
+    overlap_cp: float | None = None
+    overlap_ep: float | None = None
+    overlap_pp: float | None = None
+    overlap_dp: float | None = None
+    overlap_fsdp: float | None = None
+    k_ew_fwd: float | None = None
+    k_ew_bwd: float | None = None
+    pp_scatter_gather: bool | None = None  # Megatron ≤ 2022: p2p tensors split over TP ranks without SP

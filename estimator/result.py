@@ -90,6 +90,23 @@ class Result:
     warnings: tuple[EstimateWarning, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
     echo_source: Callable[[], dict[str, Any]] = field(default=dict, repr=False, compare=False)
+    step: Any = None  # steptime.StepTime, or None when priced without time
+
+    @property
+    def step_time_s(self) -> float | None:
+        return float(self.step.step_time_s) if self.step is not None else None
+
+    @property
+    def parts(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self.step.parts.items()} if self.step is not None else {}
+
+    @property
+    def tokens_per_s_per_device(self) -> float | None:
+        return float(self.step.tokens_per_s_per_device) if self.step is not None else None
+
+    @property
+    def mfu(self) -> float | None:
+        return float(self.step.mfu) if self.step is not None else None
 
     @cached_property
     def echo(self) -> dict[str, Any]:
@@ -110,6 +127,9 @@ class Result:
             "headroom": round_half_up(self.headroom), "limit": self.limit,
             "optimizer_step_peak": round_half_up(self.optimizer_step_peak),
             "stages": [s.to_dict() for s in self.stages],
+            **({"step_time_s": self.step_time_s, "parts": self.parts,
+                "tokens_per_s_per_device": self.tokens_per_s_per_device, "mfu": self.mfu}
+               if self.step is not None else {}),
             "warnings": [w.to_dict() for w in self.warnings],
             "assumptions": [a.to_dict() for a in self.assumptions],
         })

@@ -284,6 +284,56 @@ def _replay(ops: Iterable[Op], vp: int, free_at: str = "B") -> tuple[ReplayPoint
     return tuple(pt for vec, pt in seen.items() if vec in keep)
 
 
+def _warmup(schedule: str, p: int, vp: int, stage: int, group: int, n_s: int, overlap: bool) -> int:
+    hops = p - 1 - stage
+    if schedule == "gpipe":
+        return 1 << 62
+    if schedule in INTERLEAVED:
+        return 2 * hops + ((vp - 1) * group + 1) * n_s - 1 + int(overlap)
+    return hops + n_s - 1
+
+
+def _fast_points(schedule: str, p: int, vp: int, m: int, stage: int, group: int, n_s: int,
+                 overlap: bool) -> tuple[ReplayPoint, ...]:
+    """The replay of the 1F1B family (1F1B, interleaved, GPipe, Seq1F1B, seqsmartvpp) without building ops.
+
+    Their order is ``w`` forwards, then forward/backward pairs, then the remaining backwards, so just before
+    backward k the stage has issued min(w + 1 + k, F) forwards and k backwards; cumulative per-chunk counts
+    of the forward and backward sequences give every point at once. Equal to ``_replay(stage_order(...))``
+    (tested); the op lists stay the reference and feed the timeline."""
+    import numpy as np
+
+    if schedule in INTERLEAVED:
+        table = np.array(_megatron_table(m, vp, group), dtype=np.int64)[:, 1]
+    else:
+        table = np.zeros(m, dtype=np.int64)
+    f_chunks = np.repeat(table, n_s)
+    b_chunks = vp - 1 - f_chunks
+    total = len(f_chunks)
+    w = min(_warmup(schedule, p, vp, stage, group, n_s, overlap), total)
+    f_cum = np.zeros((total + 1, vp), dtype=np.int64)
+    b_cum = np.zeros((total + 1, vp), dtype=np.int64)
+    f_cum[1:] = np.cumsum(np.eye(vp, dtype=np.int64)[f_chunks], axis=0)
+    b_cum[1:] = np.cumsum(np.eye(vp, dtype=np.int64)[b_chunks], axis=0)
+    k = np.arange(total)
+    counts = f_cum[np.minimum(w + 1 + k, total)] - b_cum[k]
+    # first occurrence of each distinct vector: one int64 key per row (counts < 2^(63/vp))
+    shift = 63 // vp
+    keys = np.zeros(total, dtype=np.int64)
+    for j in range(vp):
+        keys = (keys << shift) | counts[:, j]
+    _, first = np.unique(keys, return_index=True)
+    first.sort()
+    seen = {tuple(int(x) for x in counts[i]): ReplayPoint(tuple(int(x) for x in counts[i]), int(b_chunks[i]))
+            for i in first}
+    kept: list[tuple[int, ...]] = []
+    for vec in sorted(seen, key=sum, reverse=True):
+        if not any(all(a >= b for a, b in zip(kk, vec, strict=True)) for kk in kept):
+            kept.append(vec)
+    keep = set(kept)
+    return tuple(pt for vec, pt in seen.items() if vec in keep)
+
+
 @cache
 def replay_profile(schedule: str, p: int, vp: int, m: int, *, vpp_group: int | None = None, n_s: int = 1,
                    overlap_moe_ep_comm: bool = False, free_at: str = "B") -> tuple[StageProfile, ...]:
@@ -292,6 +342,10 @@ def replay_profile(schedule: str, p: int, vp: int, m: int, *, vpp_group: int | N
     ``free_at="W"`` releases split backwards at their W instead (a check that the maxima do not move)."""
     if free_at not in ("B", "W"):
         raise ValueError(f"free_at must be 'B' or 'W'; got {free_at!r}")
+    if schedule not in V_SCHEDULES and free_at == "B":
+        group = _validate(schedule, p, vp, m, vpp_group, n_s, "megatron")
+        return tuple(StageProfile(_fast_points(schedule, p, vp, m, i, group, n_s, overlap_moe_ep_comm))
+                     for i in range(p))
     return tuple(StageProfile(_replay(stage_order(schedule, p, vp, m, i, vpp_group=vpp_group, n_s=n_s,
                                                   overlap_moe_ep_comm=overlap_moe_ep_comm), vp, free_at))
                  for i in range(p))

@@ -32,10 +32,10 @@ def stack_par(pars: Sequence[Par]) -> Par:
     return Par(**values)
 
 
-def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None,
-                overlap_moe_ep_comm: bool = False) -> dict[str, np.ndarray]:
+def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None, overlap_moe_ep_comm: bool = False,
+                return_pricer: bool = False):
     """Per stage and category, arrays over the candidates in ``r.par``: ``{"total": [p, C], category: [p, C],
-    "optimizer_step_peak": [p, C]}``."""
+    "optimizer_step_peak": [p, C]}`` (and the StagePricer, for step times, with ``return_pricer``)."""
     par = r.par
     m = np.asarray(par.m)
     profiles = {int(value): inflight_profile(r.flags.schedule, int(par.p), int(par.vp), int(value),
@@ -53,7 +53,7 @@ def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None,
             out[key][i] = stage.bytes_by_category[key]
         out["total"][i] = stage.total
         out["optimizer_step_peak"][i] = stage.optimizer_step_peak
-    return out
+    return (out, pricer) if return_pricer else out
 
 
 def with_par(r: Resolved, par: Par) -> Resolved:

@@ -355,3 +355,23 @@ def test_interleaved_accepts_long_last_group():
     # m 10, group 4, p 2: last group of 2 ≥ p is allowed (Megatron), so is m % group = 0.
     assert len(inflight_profile("interleaved", 2, 2, 10, vpp_group=4)) == 2
     assert set(SCHEDULES) == {"1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev"}
+
+
+# ------------------------------------------------------------------------------ fast replay = op replay
+@pytest.mark.parametrize(("schedule", "p", "vp", "m", "kwargs"), [
+    *[("1f1b", p, 1, m, {}) for p in (1, 2, 4, 7) for m in (1, 3, 8, 13)],
+    *[("gpipe", p, 1, m, {}) for p in (2, 4) for m in (2, 9)],
+    *[("seq1f1b", p, 1, m, {"n_s": n}) for p in (2, 4) for m in (2, 5) for n in (1, 3)],
+    *[("interleaved", p, vp, m, {"vpp_group": g, "overlap_moe_ep_comm": o})
+      for p, vp, m, g in ((2, 2, 4, 2), (4, 2, 8, 4), (4, 3, 12, 4), (4, 2, 14, 5), (3, 4, 10, 5), (8, 3, 64, 8))
+      for o in (False, True)],
+    *[("seqsmartvpp", 4, 2, 8, {"n_s": 2}), ("seqsmartvpp", 3, 3, 6, {"n_s": 3})],
+])
+def test_fast_replay_equals_op_replay(schedule, p, vp, m, kwargs):
+    from estimator.schedules import _fast_points, _replay, _validate
+
+    group = _validate(schedule, p, vp, m, kwargs.get("vpp_group"), kwargs.get("n_s", 1), "megatron")
+    for i in range(p):
+        ops = stage_order(schedule, p, vp, m, i, **kwargs)
+        assert _fast_points(schedule, p, vp, m, i, group, kwargs.get("n_s", 1),
+                            kwargs.get("overlap_moe_ep_comm", False)) == _replay(ops, vp)

@@ -1,0 +1,230 @@
+"""FLOPs per layer, micro-batch and device (spec §7.1 [T-FLOP]).
+
+Forward: matmuls 2·T·(tp_mm/t + rep_mm) + 2·R·(g+1)·h·hff_exp/etp; attention core 2·T·a·κ·s·(dqk + dv)/t (linear
+attention 6·T·n_lv·lin_d_k·lin_d_v/t); head 2·T·h·v_pad/t; embedding 0. Backward: the matmuls twice (an input-gradient
+half B and a weight-gradient half W, W = 0 for frozen layers), the attention core × 2.5 with flash attention (it
+recomputes the scores) or × 2.0 otherwise. Recompute: full → the forward again; selective → the forward FLOPs of the
+recomputed ops. Every function takes Python numbers or numpy arrays for the degrees (spec §8.8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import params as P
+from .activations import option_switches
+from .arr import Num
+from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item
+from .resolve import Dims, Flags
+
+EMBEDDING_COPY = "embedding_copy"
+VISION_EXTRAS = "vision_extras"
+
+
+# ------------------------------------------------------------------------------------------ formulas
+def matmul_flops(T: Num, tp_mm: float, rep_mm: float, t: Num) -> Num:
+    """[T-FLOP.mm] 2·T·(tp_mm/t + rep_mm): rep_mm is computed redundantly on every TP rank."""
+    return 2 * T * (tp_mm / t + rep_mm)
+
+
+def expert_flops(R: Num, g: int, h: int, hff_exp: int, etp: Num) -> Num:
+    """[T-FLOP.exp] 2·R·(g+1)·h·hff_exp/etp: routed experts on the device's R token copies."""
+    return 2 * R * (g + 1) * h * hff_exp / etp
+
+
+def attention_core_flops(T: Num, a: int, kappa: float, s: Num, dqk: int, dv: int, t: Num) -> Num:
+    """[T-FLOP.attn] 2·T·a·κ·s·(dqk + dv)/t: scores Q·Kᵀ and the weighted sum P·V over key length s."""
+    return 2 * T * a * kappa * s * (dqk + dv) / t
+
+
+def linear_attention_flops(T: Num, n_lv: int, d_k: int, d_v: int, t: Num) -> Num:
+    """[T-FLOP.lin] 6·T·n_lv·lin_d_k·lin_d_v/t (gated-delta state update and read-out)."""
+    return 6 * T * n_lv * d_k * d_v / t
+
+
+def head_flops(T: Num, h: int, v_pad: Num, t: Num) -> Num:
+    """[T-FLOP.head] 2·T·h·v_pad/t for the output head and every MTP head."""
+    return 2 * T * h * v_pad / t
+
+
+def causal_factor(override: float | None, causal: bool, flash_attention: bool) -> float:
+    """κ (DECISION D20): ``causal_factor`` when set, else 0.5 for causal flash attention, 1.0 otherwise (an unfused
+    kernel computes the masked half too; compat mode)."""
+    if override is not None:
+        return float(override)
+    return 0.5 if (causal and flash_attention) else 1.0
+
+
+def attention_backward_factor(flash_attention: bool) -> float:
+    """Backward/forward FLOP ratio of the attention core: 2.5 with flash attention (scores recomputed), else 2.0."""
+    return 2.5 if flash_attention else 2.0
+
+
+# ------------------------------------------------------------------------------------------ per row
+@dataclass(frozen=True)
+class RowFlops:
+    """FLOPs of one layer row for one micro-batch (slice) on one device."""
+
+    fwd_mm: Num = 0.0     # forward matmuls (linear layers, routed experts, heads)
+    fwd_attn: Num = 0.0   # forward attention core (or linear-attention recurrence)
+    bwd_mm: Num = 0.0     # input-gradient matmuls (B)
+    bwd_attn: Num = 0.0   # attention core backward (B)
+    wgrad_mm: Num = 0.0   # weight-gradient matmuls (W)
+    rc: Num = 0.0         # recomputed forward FLOPs
+
+    @property
+    def fwd(self) -> Num:
+        return self.fwd_mm + self.fwd_attn
+
+    @property
+    def bwd(self) -> Num:
+        """The input-gradient half B (attention included)."""
+        return self.bwd_mm + self.bwd_attn
+
+    @property
+    def model(self) -> Num:
+        """Model FLOPs (MFU): forward + backward, recompute excluded."""
+        return self.fwd + self.bwd + self.wgrad_mm
+
+    @property
+    def hardware(self) -> Num:
+        return self.model + self.rc
+
+
+ZERO = RowFlops()
+
+
+@dataclass(frozen=True)
+class FlopContext:
+    """What the per-row FLOPs need besides the row: dims, flags and the per-device token numbers."""
+
+    dims: Dims
+    flags: Flags
+    T: Num            # tokens per device per micro-batch (slice)
+    R: Num            # routed token copies per device per micro-batch
+    s: Num            # key length (the full sequence)
+    t: Num
+    etp: Num
+    v_pad: Num
+    kappa: float
+    bwd_attn: float   # attention backward factor
+    sel: frozenset[str] = frozenset()  # switches a selective layer recomputes (§6.3)
+    vision_tokens: Num = 0.0
+    vision_seq: Num = 0.0
+
+
+def _mixer_flops(c: FlopContext, kind: str) -> tuple[Num, Num]:
+    """(matmul, core) forward FLOPs of a body layer of ``kind`` (mixer + FFN matmuls, attention core)."""
+    d = c.dims
+    el = P.block(d, kind)
+    mm = matmul_flops(c.T, el.tp_mm, el.rep_mm, c.t)
+    if kind.endswith("moe"):
+        mm = mm + expert_flops(c.R, d.g, d.h, d.hff_exp, c.etp)
+    if kind.startswith("lin_"):
+        core = linear_attention_flops(c.T, d.n_lv, d.lin_d_k, d.lin_d_v, c.t)
+    else:
+        core = attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
+    return mm, core
+
+
+def _matmul_sequence(d: Dims, kind: str) -> list[tuple[float, bool]]:
+    """(weight elements, TP-divided) of the matmuls of a layer in forward order (torchtitan_op numbering, D43)."""
+    seq: list[tuple[float, bool]] = []
+    if not kind.startswith("lin_"):
+        h, a = d.h, d.a
+        if d.mla:
+            if d.dc_q > 0:
+                seq += [(h * d.dc_q, False), (d.dc_q * a * d.dqk, True)]
+            else:
+                seq.append((h * a * d.dqk, True))
+            seq += [(h * (d.dc_kv + d.dhr), False), (d.dc_kv * a * (d.dh + d.dv), True), (a * d.dv * h, True)]
+        else:
+            seq += [(h * d.q_w, True), (h * d.k_w, True), (h * d.v_w, True), (d.o_w * h, True)]
+    if kind.endswith("moe"):
+        seq.append((d.h * d.n_exp, False))
+        if d.hff_sh:
+            seq.append((d.h * d.hff_sh, True))
+            if d.g > 1:
+                seq.append(((d.g - 1) * d.h * d.hff_sh, True))
+            seq.append((d.h * d.hff_sh, True))
+    else:
+        seq.append((d.h * d.hff, True))
+        if d.g > 1:
+            seq.append(((d.g - 1) * d.h * d.hff, True))
+        seq.append((d.h * d.hff, True))
+    return seq
+
+
+def selective_flops(c: FlopContext, kind: str, option: str) -> Num:
+    """Forward FLOPs a selective / comm / both layer recomputes: core → the attention core; mla_up → the MLA
+    up-projections; qk_v → the q/k/v projections (the linear-attention state); torchtitan_op → its even matmuls."""
+    d = c.dims
+    if option in ("selective", "both") and c.flags.rule == "torchtitan_op":
+        seq = _matmul_sequence(d, kind)
+        out: Num = 0.0
+        for k, (elements, tp) in enumerate(seq, start=1):
+            if k % 2 == 0:
+                out = out + 2 * c.T * elements / (c.t if tp else 1)
+        return out
+    off = option_switches(option, c.sel)
+    out = 0.0
+    linear = kind.startswith("lin_")
+    if "core" in off and not linear:
+        out = out + attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
+    if "mla_up" in off and d.mla and not linear:
+        q_up = d.dc_q * d.a * d.dqk if d.dc_q > 0 else 0
+        out = out + 2 * c.T * (q_up + d.dc_kv * d.a * (d.dh + d.dv)) / c.t
+    if "qk_v" in off:
+        if linear:
+            out = out + matmul_flops(c.T, P.linear_attention(d).tp_mm, 0, c.t) + \
+                linear_attention_flops(c.T, d.n_lv, d.lin_d_k, d.lin_d_v, c.t)
+        elif not d.mla:
+            out = out + 2 * c.T * d.h * (d.q_w + d.k_w + d.v_w) / c.t
+    return out
+
+
+def _assemble(fwd_mm: Num, fwd_core: Num, c: FlopContext, frozen: bool, rc: Num, backward: bool = True) -> RowFlops:
+    if not backward:
+        return RowFlops(fwd_mm=fwd_mm, fwd_attn=fwd_core)
+    return RowFlops(fwd_mm=fwd_mm, fwd_attn=fwd_core, bwd_mm=fwd_mm, bwd_attn=c.bwd_attn * fwd_core,
+                    wgrad_mm=0.0 if frozen else fwd_mm, rc=rc)
+
+
+def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tuple | None = None) -> RowFlops:
+    """[T-FLOP] FLOPs of one row (one micro-batch or slice, one device)."""
+    kind = item.kind
+    if kind in (EMBEDDING, EMBEDDING_COPY, NOOP):
+        return ZERO
+    if kind == OUTPUT:
+        return _assemble(head_flops(c.T, c.dims.h, c.v_pad, c.t), 0.0, c, frozen, 0.0)
+    if kind in (VISION, VISION_EXTRAS):
+        return _vision_flops(c, kind, frozen, vision_dims)
+    block = item.block if kind == MTP else kind
+    mm, core = _mixer_flops(c, block)
+    if kind == MTP:
+        d = c.dims
+        mm = mm + matmul_flops(c.T, 2 * d.h * d.h, 0, c.t) + head_flops(c.T, d.h, c.v_pad, c.t)
+    if item.option == "full":
+        rc = mm + core
+    elif item.option == "none":
+        rc = 0.0
+    else:
+        rc = selective_flops(c, block, item.option)
+    return _assemble(mm, core, c, frozen, rc)
+
+
+def _vision_flops(c: FlopContext, kind: str, frozen: bool, vision_dims: tuple | None) -> RowFlops:
+    """A vision layer at T_v tokens with the vision dims (bidirectional attention, κ = 1); the patch embedding and
+    merger (``vision_extras``) as their replicated matmuls at T_v tokens. A frozen module runs forward only."""
+    if vision_dims is None:
+        return ZERO
+    tp_mm, rep_mm, heads, head_dim = vision_dims
+    T_v = c.vision_tokens
+    mm = matmul_flops(T_v, tp_mm, rep_mm, c.t)
+    core = 0.0 if kind == VISION_EXTRAS else attention_core_flops(T_v, heads, 1.0, c.vision_seq, head_dim, head_dim,
+                                                                 c.t)
+    return _assemble(mm, core, c, frozen, 0.0, backward=not frozen)
+
+
+__all__ = ["FlopContext", "RowFlops", "attention_backward_factor", "attention_core_flops", "causal_factor",
+           "expert_flops", "head_flops", "linear_attention_flops", "matmul_flops", "row_flops", "selective_flops"]
