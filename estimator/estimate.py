@@ -244,21 +244,31 @@ def _layer_rows(rows: list[Row], counts: tuple[int, ...], gamma: float, swap: bo
 
 def _select_point_vector(points: list[Point], act_chunk: list[Num],
                          work: list[Num]) -> tuple[tuple[Num, ...], Num]:
-    """The peak point per candidate as one matrix product: values[P, C] = N[P, vp] @ A[vp, C] + W[chunk_P, C],
-    invalid points at −inf, first maximum wins (ties to the earliest point, §6.8)."""
-    size = np.broadcast(*[np.asarray(x) for x in (*act_chunk, *work)], *[np.asarray(pt.valid) for pt in points]).shape
-    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk])
-    works = np.stack([np.broadcast_to(np.asarray(w_, dtype=np.float64), size) for w_ in work])
-    counts = np.array([pt.counts for pt in points], dtype=np.float64)         # [P, vp]
-    chunk = np.array([pt.backward_chunk for pt in points], dtype=np.int64)    # [P]
-    values = counts @ acts + works[chunk]                                      # [P, C]
-    valid = np.stack([np.broadcast_to(np.asarray(pt.valid, dtype=bool), size) for pt in points])
-    values = np.where(valid, values, -np.inf)
-    best = np.argmax(values, axis=0)
-    cols = np.arange(values.shape[1]) if values.ndim > 1 else None
-    if cols is None:
-        return tuple(counts[best, j] for j in range(counts.shape[1])), works[chunk[best]]
-    return tuple(counts[best, j] for j in range(counts.shape[1])), works[chunk[best], cols]
+    """The peak point per candidate: for each set of candidates sharing their points (one micro-batch count),
+    values[P, C] = N[P, vp] @ A[vp, C] + W[chunk_P, C]; the first maximum wins (ties to the earliest point)."""
+    size = np.broadcast_shapes(*[np.shape(x) for x in (*act_chunk, *work)], *[np.shape(pt.valid) for pt in points])
+    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
+        len(act_chunk), -1)
+    works = np.stack([np.broadcast_to(np.asarray(w_, dtype=np.float64), size) for w_ in work]).reshape(len(work), -1)
+    n = acts.shape[1]
+    vp = len(act_chunk)
+    out_counts = np.zeros((vp, n))
+    out_work = np.zeros(n)
+    groups: dict[int, list[Point]] = {}
+    for pt in points:  # points of one micro-batch count share their validity mask object
+        groups.setdefault(id(pt.valid), []).append(pt)
+    for pts in groups.values():
+        valid = pts[0].valid
+        idx = np.arange(n) if valid is True else np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
+        if not len(idx):
+            continue
+        counts = np.array([pt.counts for pt in pts], dtype=np.float64)       # [P, vp]
+        chunk = np.array([pt.backward_chunk for pt in pts], dtype=np.int64)  # [P]
+        values = counts @ acts[:, idx] + works[chunk][:, idx]                # [P, C_m]
+        best = np.argmax(values, axis=0)
+        out_counts[:, idx] = counts[best].T
+        out_work[idx] = works[chunk[best], idx]
+    return tuple(out_counts[j].reshape(size) for j in range(vp)), out_work.reshape(size)
 
 
 def process_groups(r: Resolved, stage: int) -> int:

@@ -402,7 +402,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     d = st.dp
     d_rep = st.d_rep if st.d_rep is not None else (1 if mode != "hsdp" else d)
     d_sh = st.d_sh if st.d_sh is not None else d // max(1, d_rep)
-    etp = st.etp if st.etp is not None else fw.default_etp(st.tp, st.ep, d, st.cp)
+    etp = st.etp if st.etp is not None else (fw.default_etp(st.tp, st.ep, d, st.cp) if dims.moe else 1)
     if dims.moe and st.etp is None:
         rec.assumptions.append(Assumption("strategy.etp", etp, f"{fw.title} default"))
     u = st.ulysses_degree if st.ulysses_degree is not None else (st.cp if st.cp_algo == "ulysses" else 1)

@@ -140,6 +140,7 @@ class _Ctx:
     def __init__(self, pricer: StagePricer) -> None:
         r = self.r = pricer.r
         self.pricer = pricer
+        self.row_cache: dict[tuple, RowTime] = {}
         d, w, f, par, hw = r.dims, r.widths, r.flags, r.par, r.hardware
         self.k = knobs(r)
         self.rate_mm = hw.flops(w.c) * hw.eff_matmul
@@ -225,6 +226,16 @@ def elementwise_time(k_ew: float, act_bytes: Num, rate_hbm: Num) -> Num:
 
 
 def row_time(ctx: _Ctx, row: Row) -> RowTime:
+    """A row's times; rows sharing a cost (same kind, block, option, head) share them (cached per plan)."""
+    item = row.item
+    key = (item.kind, item.block, item.option, item.group, item.keeps_input, id(row.cost))
+    got = ctx.row_cache.get(key)
+    if got is None:
+        got = ctx.row_cache[key] = _row_time(ctx, row)
+    return got
+
+
+def _row_time(ctx: _Ctx, row: Row) -> RowTime:
     k, item = ctx.k, row.item
     kind = item.kind
     vision = kind in (VISION, VISION_EXTRAS)
@@ -371,6 +382,8 @@ def _dp(ctx: _Ctx, rows: Sequence[Row]) -> C.DPTimes:
     dense = C.dp_times(mode, w.g * trainable_d, w.p * trainable_d, w.c * all_d, ctx.dp_shard, ctx.dp_replicas,
                        keep_gathered=f.keep_gathered, reshard=reshard, sync_every_mb=sync,
                        reduce_domain=ctx.dp_domain)
+    if not r.dims.moe:  # no expert parameters: no expert-data-parallel collectives at all
+        return dense
     expert = C.dp_times(mode, w.g * trainable_e, w.p * trainable_e, w.c * all_e, ctx.edp_shard, ctx.edp_replicas,
                         keep_gathered=f.keep_gathered, reshard=reshard, sync_every_mb=sync,
                         reduce_domain=ctx.edp_domain)

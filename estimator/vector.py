@@ -42,11 +42,12 @@ def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None, overl
                                              vpp_group=vpp_group, n_s=int(par.n_s),
                                              overlap_moe_ep_comm=overlap_moe_ep_comm, variant=r.options.vpp_variant)
                 for value in np.unique(m)}
+    masks = {value: m == value for value in profiles}  # one shared mask object per micro-batch count
     pricer = StagePricer(r, layout)
-    size = np.broadcast(*[np.asarray(getattr(par, f.name)) for f in dataclasses.fields(Par)]).shape
+    size = np.broadcast_shapes(*[np.shape(getattr(par, f.name)) for f in dataclasses.fields(Par)])
     out = {key: np.zeros((int(par.p), *size)) for key in (*CATEGORIES, "total", "optimizer_step_peak")}
     for i in range(int(par.p)):
-        points = [Point(pt.counts, pt.backward_chunk, m == value) for value, prof in profiles.items()
+        points = [Point(pt.counts, pt.backward_chunk, masks[value]) for value, prof in profiles.items()
                   for pt in prof[i].points]
         stage = price_stage(pricer, i, points, explain=False)
         for key in CATEGORIES:

@@ -1,0 +1,237 @@
+"""ND strategy search (spec §8): enumerate every strategy of a search space as numpy columns, refuse the
+impossible ones with their first failing rule, price the survivors vectorised (memory and step time by the
+estimator's own code), keep those that fit the budget, rank them by step time, and return the Pareto front
+and the top K re-estimated in scalar mode (so they can be explained)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import SappError
+from ..estimate import estimate
+from ..parsed import ParsedConfig
+from ..result import Result
+from ..strategy import Strategy
+from ..units import GiB
+from .candidates import Candidates, enumerate_candidates
+from .filters import CODES, example_text, refusals, resolve_columns
+from .pricing import candidate_strategy, price_candidates
+from .space import Bounds, Dim, SearchSpace, parse_dims
+
+CHUNK = 16_384
+PROGRESS_INTERVAL = 0.05
+
+Progress = Callable[[int, int, str], None]
+Cancel = Callable[[], bool] | threading.Event
+
+
+@dataclass
+class RankedRow:
+    strategy: Strategy
+    peak_bytes: float
+    peak_stage: int
+    stage_peaks: tuple[float, ...]
+    optimizer_step_peak: float
+    headroom: float
+    step_time_s: float
+    tokens_per_s_per_device: float
+    mfu: float
+    result: Result | None = None  # scalar re-estimate (top K only)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..formats.plan_writer import strategy_fields
+
+        return {"strategy": strategy_fields(self.strategy), "peak_bytes": round(self.peak_bytes),
+                "peak_stage": self.peak_stage, "stage_peaks": [round(x) for x in self.stage_peaks],
+                "optimizer_step_peak": round(self.optimizer_step_peak), "headroom": round(self.headroom),
+                "step_time_s": self.step_time_s, "tokens_per_s_per_device": self.tokens_per_s_per_device,
+                "mfu": self.mfu}
+
+
+@dataclass
+class SearchResult:
+    candidates: int
+    refusals: dict[str, int]
+    examples: dict[str, str]
+    survivors: int
+    fitting: int
+    over_budget: list[tuple[str, float]]  # (candidate, overshoot bytes), the 20 smallest
+    ranked: list[RankedRow]
+    pareto: list[RankedRow]
+    budget: float
+    seconds: float
+    cancelled: bool = False
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"candidates": self.candidates, "refusals": self.refusals, "examples": self.examples,
+                "survivors": self.survivors, "fitting": self.fitting,
+                "over_budget": [{"candidate": c, "overshoot_bytes": round(o)} for c, o in self.over_budget],
+                "pareto": [r.to_dict() for r in self.pareto], "ranked": [r.to_dict() for r in self.ranked],
+                "budget": round(self.budget), "seconds": self.seconds, "cancelled": self.cancelled}
+
+
+class _Reporter:
+    def __init__(self, progress: Progress | None, cancel: Cancel | None) -> None:
+        self.progress, self.cancel = progress, cancel
+        self.last = 0.0
+
+    def report(self, done: int, total: int, phase: str, force: bool = False) -> None:
+        now = time.perf_counter()
+        if self.progress is not None and (force or now - self.last >= PROGRESS_INTERVAL):
+            self.last = now
+            self.progress(done, total, phase)
+
+    def cancelled(self) -> bool:
+        if self.cancel is None:
+            return False
+        return self.cancel.is_set() if isinstance(self.cancel, threading.Event) else bool(self.cancel())
+
+
+def candidate_at(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray], k: int) -> Strategy:
+    """The Strategy of candidate ``k`` (as ``estimate`` prices it)."""
+    row = cands.row(k)
+    row["etp"] = int(derived["etp"][k])
+    return candidate_strategy(parsed, row, str(derived["schedule"][k]))
+
+
+def default_time_fn() -> Callable:
+    from ..steptime import step_time
+
+    return step_time
+
+
+def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None = None,
+           cancel: Cancel | None = None, time_fn: Callable | None = None) -> SearchResult:
+    """Run the search in the caller's thread (the GUI calls it from a worker)."""
+    start = time.perf_counter()
+    rep = _Reporter(progress, cancel)
+    time_fn = time_fn or default_time_fn()
+    phases: dict[str, float] = {}
+    rep.report(0, 0, "enumerate", force=True)
+    cands = enumerate_candidates(parsed, space)
+    total = len(cands)
+    if not total:
+        raise SappError(_no_candidates_message(parsed, space))
+    phases["enumerate"] = time.perf_counter() - start
+
+    t0 = time.perf_counter()
+    derived = resolve_columns(cands, parsed)
+    reason = refusals(cands, derived, parsed, space)
+    counts = np.bincount(reason[reason >= 0], minlength=len(CODES))
+    refused = {code: int(counts[k]) for k, code in enumerate(CODES) if counts[k]}
+    examples = {CODES[k]: example_text(CODES[k], cands.row(int(np.nonzero(reason == k)[0][0])))
+                for k in range(len(CODES)) if counts[k]}
+    alive = np.nonzero(reason < 0)[0]
+    phases["filter"] = time.perf_counter() - t0
+    rep.report(0, len(alive), "filter", force=True)
+    if not len(alive):
+        raise SappError(_empty_message(total, refused, examples))
+
+    t0 = time.perf_counter()
+    surv = cands.take(alive)
+    surv_derived = {k: (v if k == "schedule_names" else v[alive]) for k, v in derived.items()}
+    priced_count = [0]
+
+    def on_group(n: int) -> None:
+        priced_count[0] += n
+        rep.report(priced_count[0], len(alive), "price")
+
+    priced = price_candidates(parsed, surv, surv_derived, time_fn, should_stop=rep.cancelled, on_group=on_group,
+                              chunk=CHUNK)
+    phases["price"] = time.perf_counter() - t0
+    cancelled = rep.cancelled()
+
+    t0 = time.perf_counter()
+    rep.report(len(alive), len(alive), "rank", force=True)
+    budget = _budget(parsed)
+    done = ~np.isnan(priced.peak)
+    decisive = np.fmax(priced.peak, priced.optimizer_step_peak)
+    fits = done & (decisive <= budget)
+    over = np.nonzero(done & ~fits)[0]
+    if len(over):
+        refused["R-MEM"] = len(over)
+        worst = over[np.argsort(decisive[over] - budget)[:20]]
+        examples["R-MEM"] = _mem_text(surv, surv_derived, priced, int(worst[0]), budget)
+        over_budget = [(example_text("R-MEM", surv.row(int(k))), float(decisive[k] - budget)) for k in worst]
+    else:
+        over_budget = []
+    fit_idx = np.nonzero(fits)[0]
+    order = fit_idx[np.lexsort((surv.columns["p"][fit_idx], priced.peak[fit_idx], priced.step_time[fit_idx]))]
+    top = order[:space.top_k]
+    ranked = [_row(parsed, surv, surv_derived, priced, int(k), budget, rescore=True) for k in top]
+    pareto_idx = _pareto(priced.step_time[fit_idx], decisive[fit_idx])
+    pareto = [_row(parsed, surv, surv_derived, priced, int(fit_idx[k]), budget, rescore=False) for k in pareto_idx]
+    phases["rank"] = time.perf_counter() - t0
+    return SearchResult(candidates=total, refusals=refused, examples=examples, survivors=len(alive),
+                        fitting=len(fit_idx), over_budget=over_budget, ranked=ranked, pareto=pareto,
+                        budget=budget, seconds=time.perf_counter() - start, cancelled=cancelled, phases=phases)
+
+
+def _budget(parsed: ParsedConfig) -> float:
+    opts = parsed.options
+    limit = opts.budget_override if opts.budget_override is not None else opts.max_device_memory
+    return (limit if limit is not None else parsed.hardware.capacity) - opts.margin
+
+
+def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray], priced, k: int,
+         budget: float, rescore: bool) -> RankedRow:
+    row = cands.row(k)
+    strategy = candidate_at(parsed, cands, derived, k)
+    result = estimate(parsed.model, strategy, parsed.hardware, parsed.options) if rescore else None
+    p = row["p"]
+    return RankedRow(strategy=strategy, peak_bytes=float(priced.peak[k]), peak_stage=int(priced.peak_stage[k]),
+                     stage_peaks=tuple(float(x) for x in priced.stage_totals[k, :p]),
+                     optimizer_step_peak=float(priced.optimizer_step_peak[k]),
+                     headroom=float(budget - max(priced.peak[k], priced.optimizer_step_peak[k])),
+                     step_time_s=float(priced.step_time[k]),
+                     tokens_per_s_per_device=float(priced.tokens_per_s_per_device[k]), mfu=float(priced.mfu[k]),
+                     result=result)
+
+
+def _pareto(times: np.ndarray, peaks: np.ndarray) -> list[int]:
+    """Indices of the non-dominated (step time, peak) points, fastest first."""
+    order = np.lexsort((peaks, times))
+    out, best_peak = [], np.inf
+    for k in order:
+        if peaks[k] < best_peak:
+            out.append(int(k))
+            best_peak = peaks[k]
+    return out
+
+
+def _mem_text(cands: Candidates, derived, priced, k: int, budget: float) -> str:
+    peak = max(priced.peak[k], priced.optimizer_step_peak[k])
+    return (example_text("R-MEM", cands.row(k)) + f" — peak {peak / GiB:.2f} GiB on stage {priced.peak_stage[k]} "
+            f"exceeds budget {budget / GiB:.2f} GiB by {(peak - budget) / GiB:.2f} GiB")
+
+
+def _no_candidates_message(parsed: ParsedConfig, space: SearchSpace) -> str:
+    """Nothing could even be enumerated: degrees that cannot split the devices."""
+    n = space.devices
+    problems = []
+    for name, parsed_value in (("tp", parsed.strategy.tp), ("pp", parsed.strategy.pp), ("cp", parsed.strategy.cp)):
+        dim = space.dim(name)
+        values = dim.values if dim is not None and not dim.auto else (() if dim is not None else (parsed_value,))
+        bad = [v for v in values if n % v]
+        if bad:
+            problems.append(f"{name}={','.join(map(str, bad))} does not divide the {n} devices")
+    detail = "; ".join(problems) if problems else (f"no product tp·pp·cp of the allowed values divides the {n} "
+                                                   "devices")
+    return f"no candidate can be formed: {detail} (every device is used: dp = devices/(tp·pp·cp))"
+
+
+def _empty_message(total: int, refused: dict[str, int], examples: dict[str, str]) -> str:
+    lines = [f"no candidate survives: all {total} were refused"]
+    for code, count in sorted(refused.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {code}: {count} (e.g. {examples[code]})")
+    return "\n".join(lines)
+
+
+__all__ = ["Bounds", "Dim", "RankedRow", "SearchResult", "SearchSpace", "parse_dims", "search"]

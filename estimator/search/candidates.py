@@ -1,0 +1,152 @@
+"""Enumerating candidates as numpy integer columns (spec §8.2): never one Python object per candidate.
+
+t | N; p | N/t; cp | N/(t·p); d = N/(t·p·cp) (every device used); b within bounds with m = G/(d·b); ep | d·t·cp
+and ep | n_exp; etp, os from the framework's set; vp, sp and the recompute mode. Undeclared dimensions keep
+the parsed value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..parsed import ParsedConfig
+from .space import Dim, SearchSpace
+
+COLUMNS = ("t", "p", "cp", "d", "b", "m", "ep", "etp", "vp", "os", "sp", "rec", "d_sh")
+KEEP_PARSED_REC = -1  # rec dimension undeclared: the parsed recompute plan (rescaled when pp/vpp change)
+
+
+@dataclass
+class Candidates:
+    columns: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.columns["t"])
+
+    def take(self, index: np.ndarray) -> Candidates:
+        return Candidates({k: v[index] for k, v in self.columns.items()})
+
+    def row(self, k: int) -> dict[str, int]:
+        return {name: int(col[k]) for name, col in self.columns.items()}
+
+
+def divisors(n: int) -> list[int]:
+    out = []
+    k = 1
+    while k * k <= n:
+        if n % k == 0:
+            out.append(k)
+            if k != n // k:
+                out.append(n // k)
+        k += 1
+    return sorted(out)
+
+
+def _values(dim: Dim | None, parsed_value: int, auto_values: list[int]) -> list[int]:
+    if dim is None:
+        return [parsed_value]
+    if dim.auto:
+        return auto_values
+    return list(dim.values)
+
+
+def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates:
+    model, st, fw_name = parsed.model, parsed.strategy, parsed.options.framework
+    n, g = space.devices, space.global_batch
+    heads = model.num_attention_heads
+    per_node = parsed.hardware.devices_per_node
+    tp_max = space.bounds.tp_max or min(per_node, heads)
+    l_eff = model.num_layers + len(st.noop_layers) + (model.mtp_layers if st.mtp_in_offset else 0) + \
+        (2 if st.emb_out_in_offset else 0)
+    pp_max = space.bounds.pp_max or min(l_eff, max(min(n, per_node), n // per_node))
+    cp_max = max(1, st.seq_length // space.bounds.cp_tokens)
+    vp_values = _values(space.dim("vpp"), st.vpp, list(range(1, space.bounds.vpp_max + 1)))
+    b_values = _values(space.dim("mbs"), st.micro_batch_size, list(range(1, space.bounds.mbs_max + 1)))
+    sp_values = _values(space.dim("sp"), int(st.sequence_parallel), [0, 1])
+    rec_values = _values(space.dim("rec"), KEEP_PARSED_REC, [0, 1, 2])
+    n_exp = model.num_experts if model.is_moe else 0
+    mode = st.sharding.mode
+
+    blocks: list[np.ndarray] = []
+    for t in _values(space.dim("tp"), st.tp, [x for x in divisors(n) if x <= tp_max]):
+        if n % t:
+            continue
+        for p in _values(space.dim("pp"), st.pp, [x for x in divisors(n // t) if x <= pp_max]):
+            if n % (t * p):
+                continue
+            for cp in _values(space.dim("cp"), st.cp, [x for x in divisors(n // (t * p)) if x <= cp_max]):
+                if n % (t * p * cp):
+                    continue
+                d = n // (t * p * cp)
+                ep_auto = [x for x in divisors(d * t * cp) if n_exp and n_exp % x == 0] if n_exp else [1]
+                ep_values = _values(space.dim("ep"), st.ep, ep_auto)
+                etp_values = _etp_set(fw_name, space.dim("etp"), st.etp, t, model.is_moe)
+                os_values = _os_set(fw_name, mode, space.dim("os"), st, d, cp)
+                lists = [np.asarray(v, dtype=np.int64) for v in
+                         (b_values, ep_values, etp_values, vp_values, os_values, sp_values, rec_values)]
+                if any(len(v) == 0 for v in lists):
+                    continue
+                mesh = np.meshgrid(*lists, indexing="ij")
+                rows = np.stack([x.reshape(-1) for x in mesh], axis=1)
+                block = np.empty((len(rows), len(COLUMNS)), dtype=np.int64)
+                block[:, 0], block[:, 1], block[:, 2], block[:, 3] = t, p, cp, d
+                block[:, 4] = rows[:, 0]
+                with np.errstate(divide="ignore"):
+                    block[:, 5] = np.where(g % (d * rows[:, 0]) == 0, g // (d * rows[:, 0]), 0)
+                block[:, 6] = rows[:, 1]
+                block[:, 7] = np.where(rows[:, 2] == 0, t, rows[:, 2])  # 0 encodes "= t"
+                block[:, 8] = rows[:, 3]
+                block[:, 9] = rows[:, 4]
+                block[:, 10] = rows[:, 5]
+                block[:, 11] = rows[:, 6]
+                span = cp if st.sharding.span_cp else 1
+                block[:, 12] = np.where(rows[:, 4] % span == 0, rows[:, 4] // span, d)  # FSDP2: d_sh = os/span
+                blocks.append(block)
+    if not blocks:
+        return Candidates({c: np.zeros(0, dtype=np.int64) for c in COLUMNS})
+    table = np.concatenate(blocks)
+    return Candidates({name: np.ascontiguousarray(table[:, k]) for k, name in enumerate(COLUMNS)})
+
+
+def _etp_set(framework: str, dim: Dim | None, parsed: int | None, t: int, moe: bool) -> list[int]:
+    """Expert TP values: torchtitan/HyperParallel {1, t}; Megatron/MindSpeed the divisors of t; MindFormers
+    its own rule (one value, §3.2). 0 stands for "= t" (resolved per candidate)."""
+    if not moe:
+        return [1]
+    if dim is not None and not dim.auto:
+        return list(dim.values)
+    if dim is None:
+        return [parsed] if parsed is not None else [_default_etp_code(framework)]
+    if framework in ("megatron", "mindspeed"):
+        return divisors(t)
+    if framework == "mindformers":
+        return [_default_etp_code(framework)]
+    return sorted({1, t})
+
+
+def _default_etp_code(framework: str) -> int:
+    # MindFormers' rule depends on ep and d; it is applied when pricing (code -2)
+    return 0 if framework in ("megatron", "mindspeed") else (-2 if framework == "mindformers" else 1)
+
+
+def _os_set(framework: str, mode: str, dim: Dim | None, st, d: int, cp: int) -> list[int]:
+    """Optimizer/FSDP shard group sizes over the dense domain D = d·cp (d when not spanning CP): Megatron
+    {1, D}; MindFormers the divisors of D; torchtitan/HyperParallel d_sh·span for d_sh | d (d_rep = d/d_sh,
+    HSDP when > 1). Undeclared: the parsed size, else the whole domain."""
+    span = cp if st.sharding.span_cp else 1
+    domain = d * span
+    if mode == "none":
+        return [1]
+    if dim is not None and not dim.auto:
+        return list(dim.values)
+    if dim is None:
+        if mode == "hsdp" and st.d_sh:
+            return [st.d_sh * span]
+        return [st.sharding.os] if st.sharding.os is not None else [domain]
+    if framework in ("megatron", "mindspeed"):
+        return sorted({1, domain})
+    if framework in ("torchtitan", "hyperparallel"):
+        return [x * span for x in divisors(d)]
+    return divisors(domain)

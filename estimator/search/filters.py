@@ -1,0 +1,140 @@
+"""Validity filters as boolean masks (spec §8.4): the first failing rule is a candidate's refusal reason.
+
+The rules are the very predicates ``estimate`` uses (``estimator.validate.RULES``), evaluated on numpy
+columns; the search adds R-BOUND (outside a declared list or bound) and R-GBS (no integer micro-batch count).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..frameworks import framework_defaults
+from ..parsed import ParsedConfig
+from ..strategy import V_SCHEDULES
+from ..validate import RULES, RuleContext
+from .candidates import Candidates
+from .space import SearchSpace
+
+CODES: tuple[str, ...] = ("R-BOUND", *[r.code for r in RULES[:10]], "R-GBS", *[r.code for r in RULES[10:]], "R-FW")
+
+
+def schedule_of(parsed_schedule: str, vp: np.ndarray) -> np.ndarray:
+    """The schedule a candidate runs: interleaving follows vpp for the 1F1B and Seq1F1B families."""
+    names = {"1f1b": ("1f1b", "interleaved"), "interleaved": ("1f1b", "interleaved"),
+             "seq1f1b": ("seq1f1b", "seqsmartvpp"), "seqsmartvpp": ("seq1f1b", "seqsmartvpp")}
+    if parsed_schedule in names:
+        return np.array(names[parsed_schedule], dtype=object)[(vp > 1).astype(np.int64)]
+    return np.full(vp.shape, parsed_schedule, dtype=object)
+
+
+def resolve_columns(cands: Candidates, parsed: ParsedConfig) -> dict[str, np.ndarray]:
+    """Per-candidate derived values: etp (codes resolved), Ulysses degree, expert DP, d_rep, shard sizes."""
+    c = cands.columns
+    st = parsed.strategy
+    fw = framework_defaults(parsed.options.framework)
+    etp = c["etp"].copy()
+    etp = np.where(etp == 0, c["t"], etp)
+    if (etp == -2).any():  # MindFormers: t when ep ≤ d·cp, else 1 (EP extended into TP)
+        etp = np.where(etp == -2, np.where(c["ep"] <= c["d"] * c["cp"], c["t"], 1), etp)
+    if st.cp_algo == "ulysses":
+        u = c["cp"].copy()
+    elif st.cp_algo == "hybrid":
+        u = np.full(len(cands), st.ulysses_degree or 1)
+    else:
+        u = np.ones(len(cands), dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        edp = np.where(c["ep"] * etp > 0, c["d"] * c["t"] * c["cp"] // np.maximum(1, c["ep"] * etp), 0)
+    fsdp_native = fw.fsdp_native and st.sharding.mode in ("fsdp", "hsdp")
+    d_rep = np.where(c["d"] % np.maximum(1, c["d_sh"]) == 0, c["d"] // np.maximum(1, c["d_sh"]), 1) \
+        if fsdp_native else np.ones(len(cands), dtype=np.int64)
+    if st.sharding.mode == "none":
+        os_e = np.ones(len(cands), dtype=np.int64)
+    elif st.sharding.os_e is not None:
+        os_e = np.full(len(cands), st.sharding.os_e)
+    else:
+        os_e = np.maximum(1, edp // np.maximum(1, d_rep))
+    domain = c["d"] * c["cp"] if st.sharding.span_cp else c["d"]
+    schedule = schedule_of(st.schedule_name, c["vp"])
+    names, code = np.unique(schedule, return_inverse=True)
+    return {"etp": etp, "u": u, "edp": edp, "d_rep": d_rep, "os_e": os_e, "domain": domain, "schedule": schedule,
+            "schedule_code": code.reshape(-1), "schedule_names": names}
+
+
+def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedConfig,
+             space: SearchSpace) -> np.ndarray:
+    """Index into CODES of each candidate's first failing rule, −1 for survivors. Rules run in §8.4 order on
+    the candidates still alive, so each later rule looks at fewer rows."""
+    c = cands.columns
+    model, st = parsed.model, parsed.strategy
+    reason = np.full(len(cands), -1, dtype=np.int64)
+    alive = np.arange(len(cands))
+
+    def apply(code: str, ok: np.ndarray) -> None:
+        nonlocal alive
+        ok = np.broadcast_to(np.asarray(ok, dtype=bool), alive.shape)
+        reason[alive[~ok]] = CODES.index(code)
+        alive = alive[ok]
+
+    bound = np.ones(len(cands), dtype=bool)
+    dp_dim, mb_dim = space.dim("dp"), space.dim("mb")
+    if dp_dim is not None and not dp_dim.auto:
+        bound &= np.isin(c["d"], dp_dim.values)
+    if mb_dim is not None and not mb_dim.auto:
+        bound &= np.isin(c["m"], mb_dim.values)
+    bound &= (c["m"] <= space.bounds.mb_max) | (c["m"] == 0)
+    apply("R-BOUND", bound)
+    kinds = set(model.body_kinds()) | set(model.mtp_kinds())
+    l_eff = model.num_layers + len(st.noop_layers) + (model.mtp_layers if st.mtp_in_offset else 0) + \
+        (2 if st.emb_out_in_offset else 0)
+    n_kv = model.num_attention_heads if model.is_mla else (model.num_kv_heads or model.num_attention_heads)
+    hff_sh = model.shared_ffn_hidden_size if model.shared_ffn_hidden_size is not None else \
+        model.num_shared_experts * (model.moe_ffn_hidden_size or 0)
+    codes, names = derived["schedule_code"], derived["schedule_names"]
+
+    def context(schedule: str, rows: np.ndarray) -> RuleContext:
+        return RuleContext(
+            framework=parsed.options.framework, a=model.num_attention_heads, n_kv=n_kv,
+            hff=(model.ffn_hidden_size or 0) if kinds & {"dense", "lin_dense"} else 0, hff_sh=hff_sh,
+            hff_exp=(model.moe_ffn_hidden_size or 0) if model.is_moe else 0, n_exp=model.num_experts,
+            moe=model.is_moe, l_eff=l_eff, has_layer_list=False, schedule=schedule, cp_algo=st.cp_algo,
+            d=c["d"][rows], t=c["t"][rows], p=c["p"][rows], vp=c["vp"][rows], cp=c["cp"][rows], ep=c["ep"][rows],
+            etp=derived["etp"][rows], b=c["b"][rows], m=np.maximum(c["m"][rows], 1), s=st.seq_length,
+            sp=c["sp"][rows], u=derived["u"][rows], os=c["os"][rows], os_e=derived["os_e"][rows],
+            domain=derived["domain"][rows], domain_e=derived["edp"][rows], vpp_group=st.vpp_group or c["p"][rows],
+            allow_underfilled=parsed.options.allow_underfilled_pipeline)
+
+    rules = list(RULES)
+    rules.insert(10, None)  # R-GBS sits between R-VPP-SCHED and R-MB-PP (§8.4)
+    for rule in rules:
+        if not len(alive):
+            break
+        if rule is None:
+            apply("R-GBS", c["m"][alive] > 0)
+            continue
+        ok = np.ones(len(alive), dtype=bool)
+        for k, name in enumerate(names):
+            sel = codes[alive] == k
+            if sel.any():
+                ok[sel] = np.broadcast_to(np.asarray(rule.ok(context(str(name), alive[sel])), dtype=bool),
+                                          (int(sel.sum()),))
+        apply(rule.code, ok)
+    if len(alive):
+        apply("R-FW", _framework_can_express(parsed, {k: v[alive] for k, v in c.items()}, names[codes[alive]]))
+    return reason
+
+
+def _framework_can_express(parsed: ParsedConfig, c: dict[str, np.ndarray], schedules: np.ndarray) -> np.ndarray:
+    """R-FW: what the framework's config cannot state (e.g. torchtitan's etp must be 1 or tp; V schedules
+    need vpp 2; MindFormers has no ZB-V/DualPipeV)."""
+    fw = parsed.options.framework
+    ok = np.ones(len(c["t"]), dtype=bool)
+    if fw in ("mindformers",):
+        ok &= ~np.isin(schedules, V_SCHEDULES)
+    if fw == "mindspeed":
+        ok &= schedules != "zbv"
+    return ok
+
+
+def example_text(code: str, row: dict[str, int]) -> str:
+    keys = ("d", "t", "p", "cp", "ep", "etp", "vp", "b", "m", "os", "sp", "rec")
+    return f"{code}: " + " ".join(f"{k}={row[k]}" for k in keys if k in row)

@@ -1,0 +1,137 @@
+"""Pricing surviving candidates group by group (spec §8.5, §8.8): candidates that share a layout and the
+group-level flags (pp, vpp, recompute mode, schedule, sharding mode) are priced at once by the scalar code
+with numpy arrays of degrees, memory and step time alike."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..estimate import layout_inputs, stage_rows
+from ..layout import build_layout
+from ..parsed import ParsedConfig
+from ..rescale import rescale
+from ..resolve import Par, resolve
+from ..strategy import RecomputePlan, Strategy
+from ..vector import price_group, with_par
+from .candidates import KEEP_PARSED_REC, Candidates
+from .space import RECOMPUTE_NAMES
+
+GROUP_KEY = ("p", "vp", "rec", "schedule", "hsdp")
+
+
+@dataclass
+class Priced:
+    """Per candidate (arrays aligned with the candidates given)."""
+
+    peak: np.ndarray
+    peak_stage: np.ndarray
+    stage_totals: np.ndarray      # [candidates, p_max] (NaN beyond a candidate's stages)
+    optimizer_step_peak: np.ndarray
+    step_time: np.ndarray
+    tokens_per_s_per_device: np.ndarray
+    mfu: np.ndarray
+
+
+def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str) -> Strategy:
+    """The Strategy of one candidate, exactly as ``estimate`` would price it."""
+    st = parsed.strategy
+    fsdp_native = parsed.options.framework in ("torchtitan", "hyperparallel") and \
+        st.sharding.mode in ("fsdp", "hsdp")
+    sharding = st.sharding
+    changes: dict = {"dp": row["d"], "tp": row["t"], "pp": row["p"], "vpp": row["vp"], "cp": row["cp"],
+                     "ep": row["ep"], "micro_batch_size": row["b"], "micro_batches": row["m"],
+                     "sequence_parallel": bool(row["sp"]), "schedule": schedule}
+    if parsed.model.is_moe:
+        changes["etp"] = row["etp"]
+    if st.cp_algo == "ulysses":
+        changes["ulysses_degree"] = None
+    if fsdp_native:
+        d_rep = row["d"] // row["d_sh"] if row["d_sh"] and row["d"] % row["d_sh"] == 0 else 1
+        mode = "hsdp" if d_rep > 1 else "fsdp"
+        changes["d_rep"] = d_rep if mode == "hsdp" else None
+        changes["d_sh"] = row["d_sh"] if mode == "hsdp" else None
+        sharding = dataclasses.replace(sharding, mode=mode, os=row["os"], os_e=None)
+    elif sharding.mode != "none":
+        sharding = dataclasses.replace(sharding, os=row["os"], os_e=sharding.os_e)
+    changes["sharding"] = sharding
+    candidate = st.replace(**changes)
+    if row["rec"] == KEEP_PARSED_REC:
+        if (row["p"], row["vp"]) != (st.pp, st.vpp):
+            layout = build_layout(layout_inputs(resolve(parsed.model, st, parsed.hardware, parsed.options)))
+            candidate = rescale(candidate, layout, row["p"], row["vp"])
+        return candidate
+    plan = RecomputePlan(default_mode=RECOMPUTE_NAMES[row["rec"]], rule=st.recompute.rule,
+                         switches=st.recompute.switches)
+    return candidate.replace(offset=None, partition=None, recompute=plan, noop_layers=())
+
+
+def group_keys(cands: Candidates, derived: dict[str, np.ndarray]) -> np.ndarray:
+    c = cands.columns
+    hsdp = (derived["d_rep"] > 1).astype(np.int64)
+    sched = derived["schedule_code"]
+    key = c["p"]
+    for column, size in ((c["vp"], 64), (c["rec"] + 1, 4), (sched, 8), (hsdp, 2)):
+        key = key * size + column
+    return key
+
+
+def price_candidates(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray],
+                     time_fn: Callable | None, should_stop: Callable[[], bool] | None = None,
+                     on_group: Callable[[int], None] | None = None, chunk: int = 16_384) -> Priced:
+    """Memory and step time of every candidate; groups are priced in turn, in chunks of at most ``chunk``
+    candidates (``should_stop`` is polled between chunks; unpriced candidates stay NaN)."""
+    size = len(cands)
+    c = cands.columns
+    p_max = int(c["p"].max()) if size else 1
+    out = Priced(peak=np.full(size, np.nan), peak_stage=np.zeros(size, dtype=np.int64),
+                 stage_totals=np.full((size, p_max), np.nan), optimizer_step_peak=np.full(size, np.nan),
+                 step_time=np.full(size, np.nan), tokens_per_s_per_device=np.full(size, np.nan),
+                 mfu=np.full(size, np.nan))
+    keys = group_keys(cands, derived)
+    order = np.argsort(keys, kind="stable")
+    bounds = np.flatnonzero(np.diff(keys[order])) + 1
+    for members in np.split(order, bounds) if size else []:
+        for start in range(0, len(members), chunk):
+            if should_stop is not None and should_stop():
+                return out
+            idx = members[start:start + chunk]
+            _price_group(parsed, cands, derived, idx, time_fn, out)
+            if on_group is not None:
+                on_group(len(idx))
+    return out
+
+
+def _price_group(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray], idx: np.ndarray,
+                 time_fn: Callable | None, out: Priced) -> None:
+    c = cands.columns
+    first = cands.row(int(idx[0]))
+    first["etp"] = int(derived["etp"][idx[0]])
+    schedule = str(derived["schedule"][idx[0]])
+    rep = candidate_strategy(parsed, first, schedule)
+    r = resolve(parsed.model, rep, parsed.hardware, parsed.options)
+    layout = build_layout(layout_inputs(r))
+    n_s = r.par.n_s
+    par = Par(d=c["d"][idx].astype(float), t=c["t"][idx].astype(float), p=int(first["p"]), vp=int(first["vp"]),
+              cp=c["cp"][idx].astype(float), ep=c["ep"][idx].astype(float), etp=derived["etp"][idx].astype(float),
+              b=c["b"][idx].astype(float), m=c["m"][idx].astype(float), n_acc=r.par.n_acc, s=r.par.s,
+              sp=c["sp"][idx].astype(float), u=derived["u"][idx].astype(float), n_s=n_s,
+              d_rep=derived["d_rep"][idx].astype(float), os=c["os"][idx].astype(float),
+              os_e=derived["os_e"][idx].astype(float))
+    rv = with_par(r, par)
+    cats, pricer = price_group(rv, layout, vpp_group=rep.vpp_group, overlap_moe_ep_comm=rep.overlap_moe_ep_comm,
+                               return_pricer=True)
+    totals = cats["total"]  # [p, n]
+    out.peak[idx] = totals.max(axis=0)
+    out.peak_stage[idx] = totals.argmax(axis=0)
+    out.stage_totals[idx, :totals.shape[0]] = totals.T
+    out.optimizer_step_peak[idx] = cats["optimizer_step_peak"].max(axis=0)
+    if time_fn is not None:
+        rows = [stage_rows(pricer, i) for i in range(int(first["p"]))]
+        step = time_fn(pricer, rows)
+        out.step_time[idx] = np.broadcast_to(step.step_time_s, idx.shape)
+        out.tokens_per_s_per_device[idx] = np.broadcast_to(step.tokens_per_s_per_device, idx.shape)
+        out.mfu[idx] = np.broadcast_to(step.mfu, idx.shape)

@@ -1,0 +1,112 @@
+"""The search space (spec §8.1, §8.3): dimensions that are fixed, a list, or auto within bounds, with the
+device count N and the global batch G fixed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+
+# dimension name -> what it is (CLI names: dp tp pp cp ep etp vpp mb mbs os sp rec)
+DIMENSIONS = {
+    "dp": "data-parallel degree (derived N/(tp·pp·cp) unless listed)",
+    "tp": "tensor-parallel degree", "pp": "pipeline stages", "cp": "context-parallel degree",
+    "ep": "expert-parallel degree", "etp": "expert tensor-parallel degree", "vpp": "virtual chunks per stage",
+    "mb": "micro-batches per flush (derived G/(dp·mbs) unless listed)", "mbs": "micro-batch size",
+    "os": "optimizer/FSDP shard group size", "sp": "sequence parallel (0/1)",
+    "rec": "uniform recompute mode (none, selective, full)",
+}
+RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
+RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
+
+
+@dataclass(frozen=True)
+class Dim:
+    """``auto`` (within bounds) or explicit values (one value = fixed)."""
+
+    auto: bool = False
+    values: tuple[int, ...] = ()
+
+    @property
+    def fixed(self) -> bool:
+        return not self.auto and len(self.values) == 1
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Editable bounds of the auto dimensions (§8.3)."""
+
+    tp_max: int | None = None   # default: min(devices per node, heads)
+    vpp_max: int = 4
+    mbs_max: int = 8
+    mb_max: int = 4096
+    cp_tokens: int = 1024      # cp ≤ s / cp_tokens
+    pp_max: int | None = None  # default: the upstream bound of §8.3
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    devices: int
+    global_batch: int
+    dims: dict[str, Dim] = field(default_factory=dict)
+    bounds: Bounds = field(default_factory=Bounds)
+    schedules: tuple[str, ...] | None = None  # None: the parsed schedule (interleaved implied by vpp > 1)
+    top_k: int = 10
+
+    def dim(self, name: str) -> Dim | None:
+        return self.dims.get(name)
+
+
+def parse_dim(text: str) -> tuple[str, Dim]:
+    """``tp=1,2,4`` / ``pp=auto`` / ``cp=1`` / ``rec=full,selective`` / ``sp=0,1``."""
+    if "=" not in text:
+        raise ConfigError(f"--dims {text!r}: expected NAME=auto or NAME=V1,V2,… (dimensions: "
+                          f"{', '.join(DIMENSIONS)})")
+    name, raw = (x.strip() for x in text.split("=", 1))
+    name = name.lower()
+    if name not in DIMENSIONS:
+        import difflib
+
+        near = difflib.get_close_matches(name, DIMENSIONS, n=1)
+        raise ConfigError(f"--dims: unknown dimension {name!r}" + (f"; did you mean {near[0]!r}?" if near else
+                                                                   f"; one of {', '.join(DIMENSIONS)}"))
+    if raw.lower() == "auto":
+        return name, Dim(auto=True)
+    values: list[int] = []
+    for part in raw.split(","):
+        part = part.strip().lower()
+        if not part:
+            continue
+        if name == "rec":
+            if part not in RECOMPUTE_CODES:
+                raise ConfigError(f"--dims rec: {part!r} is not none, selective or full")
+            values.append(RECOMPUTE_CODES[part])
+        elif name == "sp" and part in ("on", "off", "true", "false"):
+            values.append(1 if part in ("on", "true") else 0)
+        else:
+            try:
+                value = int(part)
+            except ValueError:
+                raise ConfigError(f"--dims {name}: {part!r} is not an integer (use auto or a list)") from None
+            if value < (0 if name == "sp" else 1):
+                raise ConfigError(f"--dims {name}: {value} must be positive")
+            values.append(value)
+    if not values:
+        raise ConfigError(f"--dims {name}: no values given")
+    return name, Dim(values=tuple(dict.fromkeys(values)))
+
+
+def parse_dims(items: list[str]) -> dict[str, Dim]:
+    """Several ``NAME=…`` items (also space- or semicolon-separated inside one item); ``all=auto`` sets every
+    dimension to auto except dp and mb, which are derived."""
+    out: dict[str, Dim] = {}
+    for item in items:
+        for piece in item.replace(";", " ").split():
+            if piece.lower() == "all=auto":
+                for name in DIMENSIONS:
+                    if name not in ("dp", "mb"):
+                        out[name] = Dim(auto=True)
+                continue
+            name, dim = parse_dim(piece)
+            out[name] = dim
+    return out

@@ -1,0 +1,141 @@
+"""Strategy search (§8): enumeration, refusal codes, vectorised pricing equal to the scalar estimate,
+ranking, Pareto front, cancellation, and the empty-space message."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numpy as np
+import pytest
+
+from estimator import StrategyError, estimate
+from estimator.errors import ConfigError, SappError
+from estimator.parsed import build_plan
+from estimator.search import SearchSpace, candidate_at, default_time_fn, parse_dims, search
+from estimator.search.candidates import enumerate_candidates
+from estimator.search.filters import CODES, refusals, resolve_columns
+from estimator.search.pricing import price_candidates
+
+
+def plan(framework: str, model: dict, strategy: dict, device: str = "H100-80G"):
+    values = {f"model.{k}": v for k, v in model.items()}
+    values.update({f"strategy.{k}": v for k, v in strategy.items()})
+    values["options.framework"] = framework
+    values["hardware.device"] = device
+    return build_plan(values)
+
+
+LLAMA8B = {"name": "llama3-8b", "hidden_size": 4096, "num_layers": 32, "num_attention_heads": 32, "num_kv_heads": 8,
+           "head_dim": 128, "ffn_hidden_size": 14336, "vocab_size": 128256}
+MIXTRAL = {"name": "mixtral-8x7b", "hidden_size": 4096, "num_layers": 32, "num_attention_heads": 32,
+           "num_kv_heads": 8, "num_experts": 8, "experts_per_token": 2, "moe_ffn_hidden_size": 14336,
+           "vocab_size": 32000}
+
+
+def priced_space(parsed, space):
+    cands = enumerate_candidates(parsed, space)
+    derived = resolve_columns(cands, parsed)
+    reason = refusals(cands, derived, parsed, space)
+    alive = np.nonzero(reason < 0)[0]
+    surv = cands.take(alive)
+    surv_derived = {k: (v if k == "schedule_names" else v[alive]) for k, v in derived.items()}
+    return cands, reason, surv, surv_derived, price_candidates(parsed, surv, surv_derived, default_time_fn())
+
+
+CASES = [
+    ("megatron", LLAMA8B, {"seq_length": 4096, "dp": 64, "sharding": "zero1"}, 64, 512),
+    ("torchtitan", LLAMA8B, {"seq_length": 8192, "dp": 32, "sharding": "fsdp"}, 32, 64),
+    ("mindformers", MIXTRAL, {"seq_length": 4096, "dp": 16, "ep": 8, "sharding": "mf_op"}, 16, 128),
+    ("mindspeed", MIXTRAL, {"seq_length": 4096, "dp": 16, "ep": 4, "sharding": "zero1", "sequence_parallel": True},
+     16, 64),
+]
+
+
+@pytest.mark.parametrize(("framework", "model", "strategy", "devices", "batch"), CASES, ids=[c[0] for c in CASES])
+def test_vectorised_search_equals_scalar_estimate(framework, model, strategy, devices, batch):
+    parsed = plan(framework, model, strategy, "A2" if framework.startswith("mind") else "H100-80G")
+    space = SearchSpace(devices=devices, global_batch=batch, dims=parse_dims(["all=auto"]))
+    cands, reason, surv, derived, priced = priced_space(parsed, space)
+    assert len(surv) > 50
+    rng = np.random.default_rng(7)
+    sample = rng.choice(len(surv), size=min(120, len(surv)), replace=False)
+    for k in sample:
+        strategy_k = candidate_at(parsed, surv, derived, int(k))
+        result = estimate(parsed.model, strategy_k, parsed.hardware, parsed.options)
+        assert abs(result.peak_bytes - priced.peak[k]) <= 1.0, strategy_k
+        assert abs(result.optimizer_step_peak - priced.optimizer_step_peak[k]) <= 1.0
+        assert result.peak_stage == priced.peak_stage[k]
+        assert abs(result.step_time_s - priced.step_time[k]) <= 1e-9 * result.step_time_s
+        assert abs(result.mfu - priced.mfu[k]) <= 1e-9 * max(result.mfu, 1e-12)
+    # refused candidates really are refused by the scalar validator, with that code among its violations
+    for code_index in np.unique(reason[reason >= 0]):
+        code = CODES[code_index]
+        if code in ("R-BOUND", "R-GBS", "R-FW", "R-SP-T1"):  # estimate treats SP at TP 1 as off (P-SP-T1)
+            continue
+        k = int(np.nonzero(reason == code_index)[0][0])
+        strategy_k = candidate_at(parsed, cands, resolve_columns(cands, parsed), k)
+        with pytest.raises(StrategyError) as err:
+            estimate(parsed.model, strategy_k, parsed.hardware, parsed.options)
+        assert code in err.value.codes
+
+
+def test_search_ranks_by_step_time_and_reports_counts():
+    parsed = plan("megatron", LLAMA8B, {"seq_length": 4096, "dp": 64, "sharding": "zero1"})
+    space = SearchSpace(devices=64, global_batch=512, dims=parse_dims(["tp=1,2,4,8", "pp=auto", "rec=auto",
+                                                                         "mbs=1,2", "sp=auto"]), top_k=5)
+    res = search(parsed, space)
+    assert res.candidates == sum(res.refusals.get(c, 0) for c in CODES) + res.survivors
+    assert res.fitting + res.refusals.get("R-MEM", 0) == res.survivors
+    assert 0 < len(res.ranked) <= 5
+    times = [row.step_time_s for row in res.ranked]
+    assert times == sorted(times)
+    for row in res.ranked:
+        assert row.result is not None and row.result.fits
+        assert row.result.step_time_s == pytest.approx(row.step_time_s, rel=1e-9)
+        assert row.strategy.world_size == 64 and row.strategy.global_batch_size == 512
+    # the Pareto front: faster points have higher peaks, and no fitting candidate dominates a front point
+    front = [(r.step_time_s, max(r.peak_bytes, r.optimizer_step_peak)) for r in res.pareto]
+    assert all(a[0] <= b[0] and a[1] > b[1] for a, b in itertools.pairwise(front))
+    assert res.ranked[0].step_time_s == pytest.approx(front[0][0])
+    assert "R-SP-T1" in res.refusals and "R-SP-T1" in res.examples
+
+
+def test_empty_space_names_the_filters():
+    parsed = plan("megatron", LLAMA8B, {"seq_length": 4096, "dp": 96})
+    space = SearchSpace(devices=96, global_batch=384, dims=parse_dims(["tp=3"]))
+    with pytest.raises(SappError) as err:
+        search(parsed, space)
+    assert "no candidate survives" in str(err.value) and "R-TP-HEADS: 1" in str(err.value)
+    assert "t=3" in str(err.value)  # an example candidate per reason
+
+
+def test_degrees_that_cannot_split_the_devices():
+    parsed = plan("megatron", LLAMA8B, {"seq_length": 4096, "dp": 64})
+    with pytest.raises(SappError, match="tp=3,5 does not divide the 64 devices"):
+        search(parsed, SearchSpace(devices=64, global_batch=512, dims=parse_dims(["tp=3,5"])))
+
+
+def test_cancel_returns_partial_result():
+    parsed = plan("megatron", LLAMA8B, {"seq_length": 4096, "dp": 64, "sharding": "zero1"})
+    space = SearchSpace(devices=64, global_batch=512, dims=parse_dims(["all=auto"]))
+    event = threading.Event()
+    calls = []
+
+    def progress(done, total, phase):
+        calls.append(phase)
+        if phase == "price":
+            event.set()
+
+    res = search(parsed, space, progress=progress, cancel=event)
+    assert res.cancelled
+    assert "enumerate" in calls and "filter" in calls
+
+
+def test_parse_dims_errors():
+    with pytest.raises(ConfigError, match="unknown dimension 'tpp'"):
+        parse_dims(["tpp=2"])
+    with pytest.raises(ConfigError, match="not an integer"):
+        parse_dims(["tp=two"])
+    dims = parse_dims(["tp=1,2 pp=auto", "rec=full,none"])
+    assert dims["tp"].values == (1, 2) and dims["pp"].auto and dims["rec"].values == (2, 0)
