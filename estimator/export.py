@@ -16,6 +16,7 @@ from .errors import ConfigError, SappError
 from .parsed import ParsedConfig, SourceFile
 from .strategy import Strategy
 
+MODEL_WITH_LAYOUT = ("mindspeed_model",)
 WRITER_MODULES = {"mindformers": "mindformers", "mindspeed_script": "mindspeed", "mindspeed_model": "mindspeed",
                   "torchtitan": "torchtitan", "hyperparallel": "hyperparallel", "plan": "plan_writer"}
 
@@ -32,10 +33,11 @@ def _writer(fmt: str):
 
 
 def export(parsed: ParsedConfig, strategy: Strategy | None = None) -> dict[str, str]:
-    """New text per changed source file. Model-only sources (config.json) are never rewritten."""
+    """New text per changed source file. Model sources are rewritten only when their format states part of
+    the strategy (a MindSpeed-MM model.json's layer lists); a config.json never is."""
     strategy = strategy or parsed.strategy
     out: dict[str, str] = {}
-    writable = [s for s in parsed.sources if s.role in ("strategy", "both")]
+    writable = [s for s in parsed.sources if s.role in ("strategy", "both") or s.format in MODEL_WITH_LAYOUT]
     if not writable:
         raise ConfigError("nothing to export: no strategy source file")
     for source in writable:

@@ -99,7 +99,8 @@ def _model_from(values: dict[str, Any], where: str | None) -> ModelSpec:
     missing = [n for n in ("hidden_size", "num_layers", "num_attention_heads", "vocab_size") if kwargs.get(n) is None]
     if missing:
         raise ConfigError("the model is missing " + ", ".join(f"model.{n}" for n in missing) +
-                          "; give them in the plan, with --set model.NAME=VALUE, or with --model config.json",
+                          "; pass the model's file too (--model config.json for a Hugging Face config, or the "
+                          "MindSpeed-MM model.json beside its launch script), or state them in a plan file",
                           path=where, key=f"model.{missing[0]}")
     return ModelSpec(**kwargs)
 

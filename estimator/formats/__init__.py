@@ -42,8 +42,15 @@ READERS: dict[str, tuple[Detector, Reader]] = {}
 # Each module below defines FORMAT (name), detect(data, path), read(text, path, data, devices) -> Reading and
 # write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str (see estimator/export.py).
 FORMAT_MODULES = ("mindformers", "mindspeed", "torchtitan", "hyperparallel")
+# Besides shapes, a model file may own the per-module layout (MindSpeed-MM model.json: pipeline_num_layers,
+# recompute, freeze); those keys win over the launch script's too.
+MODEL_FILE_LAYOUT_KEYS = frozenset({
+    "strategy.partition", "strategy.vpp", "strategy.vision_partition", "strategy.recompute",
+    "strategy.sel_counts", "strategy.comm_counts", "strategy.uniform_group", "strategy.recompute_switches",
+    "strategy.frozen_modules"})
 
-FORMAT_FRAMEWORK = {"mindformers": "mindformers", "mindspeed_script": "mindspeed", "mindspeed_model": "mindspeed",
+FORMAT_FRAMEWORK = {"mindformers": "mindformers", "mindspeed": "mindspeed", "mindspeed_script": "mindspeed",
+                    "mindspeed_model": "mindspeed",
                     "torchtitan": "torchtitan", "hyperparallel": "hyperparallel"}
 
 
@@ -122,15 +129,16 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
     model_sources = [r for r in readings if r.role == "model"]
     if model is not None:
         model_sources = [r for r in readings if r.path == str(model)] or model_sources
-    for reading in model_sources:  # the model file's dimensions win
+    for reading in model_sources:  # the model file's dimensions (and the layout keys it owns) win
         for key in [k for k in values if k.startswith("model.")]:
             if key in reading.values and values[key] != reading.values[key] and key != "model.name":
                 warnings.append(EstimateWarning(
                     "W-MODEL-DIFF", f"{key}: {reading.path} says {reading.values[key]!r}, "
                                     f"{provenance.get(key, Provenance('default')).path} says {values[key]!r}; "
                                     "the model file wins"))
-        values.update({k: v for k, v in reading.values.items() if k.startswith("model.")})
-        provenance.update({k: v for k, v in reading.provenance.items() if k.startswith("model.")})
+        owned = [k for k in reading.values if k.startswith("model.") or k in MODEL_FILE_LAYOUT_KEYS]
+        values.update({k: reading.values[k] for k in owned})
+        provenance.update({k: reading.provenance[k] for k in owned if k in reading.provenance})
         warnings.extend(reading.warnings)
     for key in list(values):  # readers hand over raw values: give every field its type (idempotent)
         info = REGISTRY.get(key)
