@@ -116,6 +116,50 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    """Search the strategy space of a plan; print refusals, counts and the ranked table (or JSON / CSV)."""
+    from .search import SearchSpace, parse_dims, search
+    from .search.report import render_search, write_csv
+
+    parsed = load_plan(args)
+    st = parsed.strategy
+    space = SearchSpace(devices=args.devices or st.world_size, global_batch=args.global_batch or st.global_batch_size,
+                        dims=parse_dims(args.dims or []), top_k=max(args.top, args.apply or 0))
+    progress = None
+    if not args.json and sys.stderr.isatty():
+        def progress(done: int, total: int, phase: str) -> None:
+            print(f"\r{phase}: {done}/{total}   ", end="", file=sys.stderr, flush=True)
+    result = search(parsed, space, progress=progress)
+    if progress is not None:
+        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    if args.csv:
+        write_csv(result, args.csv)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(render_search(parsed, space, result))
+    if args.apply:
+        if not 1 <= args.apply <= len(result.ranked):
+            raise SappError(f"--apply {args.apply}: only {len(result.ranked)} ranked strategies")
+        from .export import export, write_atomic
+
+        chosen = result.ranked[args.apply - 1].strategy
+        files = export(parsed, chosen)
+        if args.output:
+            from pathlib import Path
+
+            out = Path(args.output)
+            if len(files) > 1 and not out.is_dir():
+                raise SappError(f"{len(files)} files change; -o must name a directory")
+            write_atomic({str(out / Path(p).name) if out.is_dir() else str(out): t for p, t in files.items()})
+            print(f"wrote strategy #{args.apply} to {args.output}", file=sys.stderr)
+        else:
+            for path, text in files.items():
+                print(f"# ---- {path} with strategy #{args.apply}")
+                sys.stdout.write(text)
+    return 0
+
+
 def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="plan file or framework config(s)")
     p.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
@@ -152,6 +196,33 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--in-place", action="store_true", help="rewrite the source files, keeping SOURCE.bak")
     exp.add_argument("--diff", action="store_true", help="print only the unified diff")
     exp.set_defaults(func=cmd_export)
+
+    # the desktop app (sapp_gui); Qt is imported only when the command runs
+    gui = sub.add_parser("gui", help="open the desktop app (or render it with --screenshot)",
+                         description="Open configs in the SAPP Planner window.")
+    gui.add_argument("paths", nargs="*", metavar="FILE", help="config file(s) making one plan")
+    gui.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
+    gui.add_argument("--devices", type=int, metavar="N", help="device count, for formats that do not state it")
+    gui.add_argument("--framework", metavar="NAME", help="read the files as this framework's format")
+    gui.add_argument("--screenshot", metavar="OUT.png", help="render offscreen once the first estimate is drawn, "
+                                                             "save the PNG and exit")
+    gui.add_argument("--size", metavar="WxH", help="window size for --screenshot (default 1400x900)")
+    gui.set_defaults(func=lambda a: __import__("sapp_gui.app", fromlist=["run"]).run(a))
+
+    sea = sub.add_parser("search", help="search the fastest strategies that fit",
+                         description="Enumerate strategies with the device count and global batch fixed, refuse the "
+                                     "impossible ones, price the rest and rank those that fit by step time.")
+    _add_plan_arguments(sea)
+    sea.add_argument("--global-batch", type=int, metavar="G", help="global batch (default: the plan's)")
+    sea.add_argument("--dims", nargs="+", metavar="NAME=VALUES",
+                     help="dimensions to vary: tp=1,2,4,8 pp=auto cp=1 rec=full,selective … or all=auto "
+                          "(undeclared dimensions keep the plan's value)")
+    sea.add_argument("--top", type=int, default=10, metavar="K", help="ranked strategies to show (default 10)")
+    sea.add_argument("--json", action="store_true", help="print one JSON object")
+    sea.add_argument("--csv", metavar="FILE", help="also write the ranked and Pareto rows as CSV")
+    sea.add_argument("--apply", type=int, metavar="K", help="export the K-th ranked strategy (1 = fastest)")
+    sea.add_argument("-o", "--output", metavar="OUT", help="with --apply: write the config here")
+    sea.set_defaults(func=cmd_search)
     return parser
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .arr import Num, argmax_first, gt, maximum, minimum, pick, valid_or_minus_inf, where
+import numpy as np
+
+from .arr import Num, argmax_first, gt, is_array, maximum, minimum, pick, where
 from .explain import Quantity, sum_node
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .result import CATEGORIES, LayerRow, StageResult
@@ -46,21 +48,30 @@ def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], 
     r = pricer.r
     f, par = r.flags, r.par
     act_chunk = [sum(row.act for row in rows if row.chunk == j) for j in range(par.vp)]
+    # The other micro-batches' activations A_h add a constant per replay point, so the largest instant of a
+    # backward depends only on its chunk: walk each chunk's backward once, then add the largest A_h among the
+    # points followed by that chunk's backward (P-FSDP-POINTS).
     instants: list[Instant] = []
-    dynamics: list[Num] = []
-    for point in points:
-        a_h = sum(n * a for n, a in zip(point.counts, act_chunk, strict=True)) - act_chunk[point.backward_chunk]
-        label = f" after {tuple(point.counts)}" if len(points) > 1 else ""
-        for inst in _instants(pricer, rows, point.backward_chunk, a_h, label):
-            instants.append(inst)
-            dynamics.append(valid_or_minus_inf(point.valid, inst.dynamic))
-    k = argmax_first(dynamics)  # ties go to the earliest instant
-    if isinstance(k, int):
-        best = instants[k]
-        names = best.name
+    totals: list[Num] = []
+    chosen: list[tuple[Num, Num, list[Instant], str]] = []  # per chunk: (A_h, instant index, instants, point)
+    for j in sorted({pt.backward_chunk for pt in points}):
+        a_h, where_ = _largest_other_activations([pt for pt in points if pt.backward_chunk == j], act_chunk, j)
+        walk = _instants(pricer, rows, j, 0.0, "")
+        k_j = argmax_first([inst.dynamic for inst in walk])  # ties go to the earliest instant
+        totals.append(a_h + pick(k_j, [inst.dynamic for inst in walk]))
+        chosen.append((a_h, k_j, walk, where_))
+        instants.extend(walk)
+    c = argmax_first(totals)
+    if isinstance(c, int):
+        a_h, k_j, walk, where_ = chosen[c]
+        inst = walk[k_j]
+        names = inst.name + (f" after {where_}" if len(points) > 1 else "")
+        best = Instant(names, inst.gradients, inst.activations + a_h, inst.comm, inst.working)
     else:
-        best = Instant("", *(pick(k, [getattr(inst, f_) for inst in instants])
-                             for f_ in ("gradients", "activations", "comm", "working")))
+        fields = ("gradients", "activations", "comm", "working")
+        per_chunk = [[pick(k_j, [getattr(inst, f_) for inst in walk]) + (a_h if f_ == "activations" else 0.0)
+                      for f_ in fields] for a_h, k_j, walk, _ in chosen]
+        best = Instant("", *(pick(c, [vals[n] for vals in per_chunk]) for n in range(len(fields))))
         names = ""
     params = sum(row.static.parameters for row in rows)
     states = 0.0 if f.swap_optimizer else sum(row.static.optimizer_states for row in rows)
@@ -70,7 +81,7 @@ def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], 
     cat = {"parameters": params, "gradients": best.gradients, "optimizer_states": states,
            "activations": best.activations, "communication_buffers": best.comm,
            "working_overhead": best.working, "reserve": reserve}
-    peak_counts = max(points, key=lambda pt: sum(pt.counts)).counts if isinstance(k, int) else points[0].counts
+    peak_counts = max(points, key=lambda pt: sum(pt.counts)).counts if isinstance(c, int) else points[0].counts
 
     def layer_rows() -> tuple[LayerRow, ...]:
         out = _layer_rows(rows, peak_counts, best, cat)
@@ -80,10 +91,10 @@ def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], 
     opt_peak = optimizer_step_peak(r, rows, 0.0, groups)
     tree = None
     if explain:
-        children = [Quantity(inst.name, inst.dynamic, "F-INST",
-                             {"gradients": inst.gradients, "activations": inst.activations,
-                              "communication_buffers": inst.comm, "working_overhead": inst.working})
-                    for inst in instants]
+        children = [Quantity(inst.name + (f" after {where_}" if len(points) > 1 else ""), inst.dynamic + a_h,
+                             "F-INST", {"gradients": inst.gradients, "activations": inst.activations + a_h,
+                                        "communication_buffers": inst.comm, "working_overhead": inst.working})
+                    for a_h, _k, walk, where_ in chosen for inst in walk]
         dyn = Quantity("dynamic (max over FSDP2 instants)", best.dynamic, "F-INST", children=children, op="max",
                        note=f"argmax: {names}")
         tree = sum_node(f"stage {stage} total", [Quantity("parameters", params, "S-LAYER.params"),
@@ -93,6 +104,30 @@ def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], 
                        total=sum(cat.values()), peak_vector=tuple(peak_counts), peak_instant=names,
                        optimizer_step_peak=opt_peak, layer_counts=pricer.layout.chunk_counts()[stage],
                        kinds=frozenset(row.item.kind for row in rows), explain=tree)
+
+
+def _largest_other_activations(points: list, act_chunk: list[Num], chunk: int) -> tuple[Num, str]:
+    """max over the points followed by ``chunk``'s backward of A_h = Σ_j n_j·A_chunk(j) − A_chunk(chunk)
+    (−∞ for candidates that have no such point), and the counts of the winning point (scalar case)."""
+    if not is_array(*act_chunk, *(pt.valid for pt in points)):
+        values = [sum(n * a for n, a in zip(pt.counts, act_chunk, strict=True)) - act_chunk[chunk] for pt in points]
+        k = argmax_first(values)
+        return values[k], str(tuple(points[k].counts))
+    # the search: points of one micro-batch count share a validity mask; one matrix product per count
+    size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *[np.shape(pt.valid) for pt in points])
+    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
+        len(act_chunk), -1)
+    out = np.full(acts.shape[1], -np.inf)
+    groups: dict[int, list] = {}
+    for pt in points:
+        groups.setdefault(id(pt.valid), []).append(pt)
+    for pts in groups.values():
+        valid = pts[0].valid
+        idx = np.arange(acts.shape[1]) if valid is True else np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
+        if len(idx):
+            counts = np.array([pt.counts for pt in pts], dtype=np.float64)
+            out[idx] = np.maximum(out[idx], (counts @ acts[:, idx]).max(axis=0) - acts[chunk, idx])
+    return out.reshape(size), ""
 
 
 def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: str) -> list[Instant]:
@@ -117,8 +152,9 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
     acc = gt(par.m * par.n_acc, 1)
     held_all = sum(w.g * x / os for x in units) if f.fsdp_sync else sum(brd * x for x in units)
 
-    def grads_done(done: list[Num]) -> Num:
-        return acc * held_all + (1 - acc) * sum(w.g * x / os for x in done)
+    def grads_after(done_sharded: Num) -> Num:
+        """Progressive gradients given Σ β_g·E_u/os of the units already posted back."""
+        return acc * held_all + (1 - acc) * done_sharded
 
     def prefetch(next_elems: Num, gathered: bool) -> Num:
         # FSDP2 copies a 1-way shard straight into the unsharded parameter: no prefetch buffer when os = 1
@@ -132,6 +168,7 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
     has_o = any(row.item.kind == OUTPUT for row in chunk_rows)
     has_e = any(row.item.kind == EMBEDDING for row in chunk_rows)
     chunk_blocks = [k for k, row in enumerate(rows) if row.chunk == j_r and _is_block(row)]
+    block_elems = [rows[k].local.total for k in chunk_blocks]
     before_of: dict[int, Num] = {}  # stored activations of the chunk's rows before each row
     running: Num = 0.0
     for k, row in enumerate(rows):
@@ -143,47 +180,69 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
     if has_o:
         o_gathered = 0.0 if root else bc * o_elems
         loss = T * max(f.w_b, f.w_f) * pricer.vpad / pricer.t_v
-        out.append(Instant("L: loss backward" + label, grads_done([]), a_h + running, res_base + o_gathered, loss))
+        out.append(Instant("L: loss backward" + label, grads_after(0.0), a_h + running, res_base + o_gathered, loss))
         if not root:
-            pf = prefetch(rows[chunk_blocks[-1]].local.total, not reshard) if chunk_blocks else 0.0
+            pf = prefetch(block_elems[-1], not reshard) if chunk_blocks else 0.0
             act = a_h + sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
-            out.append(Instant("O: O-unit post-backward" + label, grads_done([]), act,
+            out.append(Instant("O: O-unit post-backward" + label, grads_after(0.0), act,
                                res_base + brd * o_elems + pf, bc * o_elems + T * bc * d.h / par.sp_div))
-    done: list[Num] = [o_elems] if (has_o and not root) else []
-    for pos in range(len(chunk_blocks) - 1, -1, -1):
+    done: Num = w.g * o_elems / os if (has_o and not root) else 0.0
+    released: Num = 0.0  # resident blocks already posted back (not resharding: they leave Res)
+    per_cost: dict[int, tuple[Num, Num, Num, Num, Num]] = {}
+    # Inside a run of identical blocks every instant term is affine in the position (prefix activations,
+    # progressive gradients, released units grow by the same amount per block), so its maximum sits at the
+    # run's ends; instants are built only within one block of a run boundary.
+    costs = [id(rows[k].cost) for k in chunk_blocks]
+    n_blocks = len(chunk_blocks)
+    edge = {pos for pos in range(n_blocks) if pos <= 1 or pos >= n_blocks - 2 or costs[pos - 1] != costs[pos]
+            or costs[pos + 1] != costs[pos] or costs[pos - 2] != costs[pos - 1] or costs[pos + 2] != costs[pos + 1]}
+    for pos in range(n_blocks - 1, -1, -1):
         k = chunk_blocks[pos]
         row = rows[k]
-        e_l = row.local.total
+        e_l = block_elems[pos]
         before = before_of[k]
         # the next unit in backward order: block ℓ−1, or the E unit after block 0
         if pos > 0:
-            pf = prefetch(rows[chunk_blocks[pos - 1]].local.total, not reshard)
+            pf = prefetch(block_elems[pos - 1], not reshard)
         elif has_e and not root:
             pf = prefetch(e_elems, not reshard)
         else:
             pf = 0.0
-        rs = brd * rows[chunk_blocks[pos + 1]].local.total if pos + 1 < len(chunk_blocks) else 0.0
+        rs = brd * block_elems[pos + 1] if pos + 1 < len(chunk_blocks) else 0.0
         gather = bc * e_l if reshard else 0.0  # a resident block is already counted in Res
-        res = res_base - (0.0 if reshard else sum(bc * rows[x].local.total for x in chunk_blocks[pos + 1:]))
-        grads = grads_done(done)
+        res = res_base - released
+        grads = grads_after(done)
+        cached = per_cost.get(id(row.cost))
+        if cached is None:
+            # (a) live = A(ℓ, none) − fc2 inputs; (b) live = the attention inputs. The part A(ℓ, option) stores
+            # counts as activations, the recomputed rest as working overhead.
+            live_a = _live(pricer, row, FC2_INPUTS, exclude=True)
+            live_b = _live(pricer, row, ATTN_INPUTS, exclude=False)
+            stored_a, stored_b = minimum(row.act, live_a), minimum(row.act, live_b)
+            cached = per_cost[id(row.cost)] = (
+                stored_a, _ffn_working(pricer, row) + (live_a - stored_a), stored_b,
+                bc * e_l + T * bc * (d.h / par.sp_div + 2 * d.h + d.q_w / par.t) + (live_b - stored_b),
+                bc * e_l + T * bc * d.h / par.sp_div)
+        stored_a, work_a, stored_b, work_b, work_c = cached
+        if pos not in edge:
+            done = done + w.g * e_l / os
+            if not reshard:
+                released = released + bc * e_l
+            continue
         name = f"block {row.item.index}"
-        # (a) gated-activation backward: live = A(ℓ, none) − fc2 inputs; the stored part of it counts as
-        # activations, the recomputed rest as working overhead
-        live_a = _live(pricer, row, FC2_INPUTS, exclude=True)
-        stored_a = minimum(row.act, live_a)
-        out.append(Instant(f"(a) {name} gated-activation backward{label}", grads, a_h + before + stored_a,
-                           res + gather + pf + rs, head_grad + _ffn_working(pricer, row) + (live_a - stored_a), k))
-        live_b = _live(pricer, row, ATTN_INPUTS, exclude=False)
-        stored_b = minimum(row.act, live_b)
-        attn_work = bc * e_l + T * bc * (d.h / par.sp_div + 2 * d.h + d.q_w / par.t)
-        out.append(Instant(f"(b) {name} end of attention backward{label}", grads, a_h + before + stored_b,
-                           res + gather + pf + rs, head_grad + attn_work + (live_b - stored_b), k))
+        comm_ab = res + gather + pf + rs
+        out.append(Instant(f"(a) {name} gated-activation backward{label}", grads, a_h + before + stored_a, comm_ab,
+                           head_grad + work_a, k))
+        out.append(Instant(f"(b) {name} end of attention backward{label}", grads, a_h + before + stored_b, comm_ab,
+                           head_grad + work_b, k))
         res_c = res - (0.0 if reshard else bc * e_l)
         out.append(Instant(f"(c) {name} post-backward{label}", grads, a_h + before, res_c + brd * e_l + pf,
-                           head_grad + bc * e_l + T * bc * d.h / par.sp_div, k))
-        done.append(e_l)
+                           head_grad + work_c, k))
+        done = done + w.g * e_l / os
+        if not reshard:
+            released = released + bc * e_l
     if has_e:
-        grads = grads_done(done)
+        grads = grads_after(done)
         block0 = brd * rows[chunk_blocks[0]].local.total if chunk_blocks else 0.0
         unit = (e_elems + o_elems) if root else e_elems
         emb_grad: Num = bc * e_elems
@@ -194,11 +253,11 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
             incoming = where(par.sp, maximum(incoming, bc * e_elems), incoming)
         out.append(Instant("e1: embedding backward" + label, grads, a_h, bc * unit + block0,
                            head_grad + emb_grad + incoming))
-        done_e = done + ([o_elems] if root else [e_elems])
+        done_e = done + w.g * (o_elems if root else e_elems) / os
         out.append(Instant(("e2: root post-backward" if root else "e2: E-unit post-backward") + label,
-                           grads_done(done_e), a_h, brd * unit, bc * unit))
+                           grads_after(done_e), a_h, brd * unit, bc * unit))
     if not out:  # a stage with no blocks, E or O (e.g. only noop layers)
-        out.append(Instant("idle" + label, grads_done([]), a_h, res_base, 0.0))
+        out.append(Instant("idle" + label, grads_after(0.0), a_h, res_base, 0.0))
     return out
 
 

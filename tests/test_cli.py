@@ -158,3 +158,25 @@ def test_plan_with_hf_config_model(capsys, tmp_path):
     assert data["model"]["parameters_total"] == 8_030_261_248
     assert data["hardware"]["device"] == "H100-80G"
     assert any(a["field"] == "hardware.device" for a in data["assumptions"])
+
+
+def test_search_json_and_apply(capsys, tmp_path):
+    code, out, _ = run(capsys, "search", str(PLAN), "--dims", "tp=4,8", "rec=auto", "--top", "3", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) >= {"candidates", "refusals", "survivors", "fitting", "pareto", "ranked", "seconds"}
+    assert data["candidates"] == sum(data["refusals"].values()) + data["fitting"]
+    first = data["ranked"][0]
+    assert set(first) >= {"strategy", "peak_bytes", "peak_stage", "step_time_s", "tokens_per_s_per_device", "mfu"}
+    assert first["strategy"]["tp"] in (4, 8) and first["peak_bytes"] <= data["budget"]
+    times = [row["step_time_s"] for row in data["ranked"]]
+    assert times == sorted(times)
+    out_file = tmp_path / "best.yaml"
+    csv_file = tmp_path / "rows.csv"
+    code, out, _ = run(capsys, "search", str(PLAN), "--dims", "tp=4,8", "rec=auto", "--apply", "1", "-o",
+                       str(out_file), "--csv", str(csv_file))
+    assert code == 0 and "fastest strategies that fit" in out
+    assert csv_file.read_text().splitlines()[0].startswith("list,dp,tp,pp")
+    code, out, _ = run(capsys, "estimate", str(out_file), "--json")
+    assert json.loads(out)["strategy"]["tp"] == first["strategy"]["tp"]
+    assert json.loads(out)["step_time_s"] == pytest.approx(first["step_time_s"], rel=1e-9)

@@ -126,7 +126,7 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     reason = refusals(cands, derived, parsed, space)
     counts = np.bincount(reason[reason >= 0], minlength=len(CODES))
     refused = {code: int(counts[k]) for k, code in enumerate(CODES) if counts[k]}
-    examples = {CODES[k]: example_text(CODES[k], cands.row(int(np.nonzero(reason == k)[0][0])))
+    examples = {CODES[k]: example_text(CODES[k], _display_row(cands, derived, int(np.nonzero(reason == k)[0][0])))
                 for k in range(len(CODES)) if counts[k]}
     alive = np.nonzero(reason < 0)[0]
     phases["filter"] = time.perf_counter() - t0
@@ -159,7 +159,8 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
         refused["R-MEM"] = len(over)
         worst = over[np.argsort(decisive[over] - budget)[:20]]
         examples["R-MEM"] = _mem_text(surv, surv_derived, priced, int(worst[0]), budget)
-        over_budget = [(example_text("R-MEM", surv.row(int(k))), float(decisive[k] - budget)) for k in worst]
+        over_budget = [(example_text("R-MEM", _display_row(surv, surv_derived, int(k))), float(decisive[k] - budget))
+                       for k in worst]
     else:
         over_budget = []
     fit_idx = np.nonzero(fits)[0]
@@ -206,10 +207,17 @@ def _pareto(times: np.ndarray, peaks: np.ndarray) -> list[int]:
     return out
 
 
+def _display_row(cands: Candidates, derived: dict[str, np.ndarray], k: int) -> dict[str, int]:
+    row = cands.row(k)
+    row["etp"] = int(derived["etp"][k])
+    return row
+
+
 def _mem_text(cands: Candidates, derived, priced, k: int, budget: float) -> str:
     peak = max(priced.peak[k], priced.optimizer_step_peak[k])
-    return (example_text("R-MEM", cands.row(k)) + f" — peak {peak / GiB:.2f} GiB on stage {priced.peak_stage[k]} "
-            f"exceeds budget {budget / GiB:.2f} GiB by {(peak - budget) / GiB:.2f} GiB")
+    return (example_text("R-MEM", _display_row(cands, derived, k)) +
+            f" — peak {peak / GiB:.2f} GiB on stage {priced.peak_stage[k]} exceeds budget {budget / GiB:.2f} GiB "
+            f"by {(peak - budget) / GiB:.2f} GiB")
 
 
 def _no_candidates_message(parsed: ParsedConfig, space: SearchSpace) -> str:

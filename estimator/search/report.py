@@ -1,0 +1,63 @@
+"""Text, CSV rendering of a SearchResult (the CLI and exports)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from ..parsed import ParsedConfig
+from ..units import GiB
+from . import RankedRow, SearchResult, SearchSpace
+
+COLUMNS = ("rank", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "sp", "recompute", "shard", "schedule",
+           "peak GiB", "stage", "step s", "tok/s/dev", "MFU")
+
+
+def row_cells(rank: int | str, row: RankedRow) -> list[str]:
+    st = row.strategy
+    return [str(rank), str(st.dp), str(st.tp), str(st.pp), str(st.vpp), str(st.cp), str(st.ep), str(st.etp or 1),
+            str(st.micro_batch_size), str(st.micro_batches), "on" if st.sequence_parallel else "off",
+            st.recompute.default_mode if st.recompute.full_counts is None else "per-stage",
+            str(st.sharding.os or "-") if st.sharding.mode != "none" else "-", st.schedule_name,
+            f"{max(row.peak_bytes, row.optimizer_step_peak) / GiB:.2f}", str(row.peak_stage),
+            f"{row.step_time_s:.3f}", f"{row.tokens_per_s_per_device:,.0f}", f"{row.mfu * 100:.1f}%"]
+
+
+def _table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(header)] if rows else \
+        [len(h) for h in header]
+    out = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return out
+
+
+def render_search(parsed: ParsedConfig, space: SearchSpace, result: SearchResult) -> str:
+    lines = [f"{parsed.model.name} · {parsed.options.framework} · {parsed.hardware.name} · "
+             f"{space.devices} devices · global batch {space.global_batch} · budget {result.budget / GiB:.2f} GiB"]
+    lines.append(f"candidates {result.candidates:,}, survivors {result.survivors:,}, fitting {result.fitting:,} "
+                 f"({result.seconds:.2f} s{', cancelled' if result.cancelled else ''})")
+    if result.refusals:
+        lines.append("")
+        lines.append("refused:")
+        for code, count in sorted(result.refusals.items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {code:12} {count:>9,}   e.g. {result.examples.get(code, '')}")
+    lines.append("")
+    if result.ranked:
+        lines.append("fastest strategies that fit (peak in GiB incl. the optimizer step):")
+        lines += _table(COLUMNS, [row_cells(k + 1, r) for k, r in enumerate(result.ranked)])
+        lines.append("")
+        lines.append(f"Pareto front, step time vs peak memory ({len(result.pareto)} strategies):")
+        lines += _table(COLUMNS, [row_cells("P", r) for r in result.pareto[:12]])
+    else:
+        lines.append("no strategy fits the budget; the smallest overshoots:")
+        lines += [f"  {c}  over by {o / GiB:.2f} GiB" for c, o in result.over_budget[:10]]
+    return "\n".join(lines)
+
+
+def write_csv(result: SearchResult, path: str | Path) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(("list", *COLUMNS[1:], "peak bytes", "headroom bytes"))
+        for name, rows in (("ranked", result.ranked), ("pareto", result.pareto)):
+            for row in rows:
+                writer.writerow((name, *row_cells("", row)[1:], round(row.peak_bytes), round(row.headroom)))
