@@ -160,6 +160,89 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_balance(args: argparse.Namespace) -> int:
+    """Balance layers and recompute over the pipeline stages; print before/after (or JSON) and export."""
+    from .balance import balance
+    from .units import GiB, parse_size
+
+    parsed = load_plan(args)
+    budget = parse_size(args.budget) if args.budget else None
+    res = balance(parsed, budget=budget)
+    if args.json:
+        print(json.dumps(res.to_dict(), indent=2))
+    else:
+        st = parsed.strategy
+        print(f"{parsed.model.name} · {parsed.options.framework} · pp {st.pp} · m {st.micro_batches} · budget "
+              f"{res.before.budget / GiB:.2f} GiB ({res.seconds:.2f} s, {'exact' if res.exact else 'approximate'})")
+        print(f"{'stage':>5}  {'layers':>13}  {'recompute':>13}  {'GiB before':>10}  {'GiB after':>9}  "
+              f"{'ms before':>9}  {'ms after':>8}")
+        tb = [float(t.F + t.B + t.W + t.Rc) * 1e3 for t in res.before.step.stages]
+        ta = [float(t.F + t.B + t.W + t.Rc) * 1e3 for t in res.after.step.stages]
+        for i, (sb, sa) in enumerate(zip(res.before.stages, res.after.stages, strict=True)):
+            layers = f"{sum(sb.layer_counts)}→{sum(sa.layer_counts)}"
+            rec = f"{res.recompute['full'][i]}/{res.recompute['selective'][i]}/{res.recompute['comm'][i]}"
+            print(f"{i:>5}  {layers:>13}  {rec:>13}  {sb.total / GiB:>10.2f}  {sa.total / GiB:>9.2f}  "
+                  f"{tb[i]:>9.1f}  {ta[i]:>8.1f}")
+        print(f"step time {res.before.step_time_s:.3f} s → {res.after.step_time_s:.3f} s; peak "
+              f"{res.before.peak_bytes / GiB:.2f} → {res.after.peak_bytes / GiB:.2f} GiB "
+              f"({'fits' if res.after.fits else 'DOES NOT FIT'})   [recompute = full/selective/comm per stage]")
+        for key, value in res.snippets.items():
+            print(f"  {key}: {value}")
+        for note in res.notes:
+            print(f"note: {note}")
+    if args.output:
+        from pathlib import Path
+
+        from .export import export, write_atomic
+
+        files = export(parsed, res.strategy)
+        out = Path(args.output)
+        if len(files) > 1 and not out.is_dir():
+            raise SappError(f"{len(files)} files change; -o must name a directory")
+        write_atomic({str(out / Path(p).name) if out.is_dir() else str(out): t for p, t in files.items()})
+        print(f"wrote the balanced strategy to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    """The largest field value (or smallest device count) that fits; optionally the time to train."""
+    from .fit import fit_max, fit_min_devices, time_to_train
+    from .units import GiB
+
+    parsed = load_plan(args)
+    if bool(args.max) == bool(args.min_devices):
+        raise SappError("give exactly one of --max FIELD or --min-devices")
+    res = fit_max(parsed, args.max) if args.max else fit_min_devices(parsed)
+    label = "devices" if args.min_devices else args.max
+    payload: dict[str, Any] = {"field": label, "value": res.value, "limiting_stage": res.limiting_stage,
+                               "next_value": res.next_value, "bound_reached": res.bound_reached}
+    if res.result is not None:
+        payload["peak_bytes"] = round(res.result.peak_bytes)
+        payload["step_time_s"] = res.result.step_time_s
+        if args.tokens:
+            days, device_hours = time_to_train(res.result, float(args.tokens))
+            payload.update({"tokens": float(args.tokens), "days": days, "device_hours": device_hours})
+    if args.json:
+        print(json.dumps(payload, indent=2))
+        return 0
+    if res.value is None:
+        print(f"no {label} fits: the smallest tried already exceeds the budget on stage {res.limiting_stage}")
+        return EXIT_DOES_NOT_FIT
+    r = res.result
+    print(f"largest {label} that fits: {res.value}" if args.max else f"fewest devices that fit: {res.value}")
+    print(f"  peak {r.peak_bytes / GiB:.2f} GiB on stage {r.peak_stage}, budget {r.budget / GiB:.2f} GiB, "
+          f"step {r.step_time_s:.3f} s")
+    if res.bound_reached:
+        print("  (the search bound was reached)")
+    elif res.next_value is not None:
+        print(f"  {res.next_value} does not fit" + (f" (stage {res.limiting_stage} limits)"
+                                                    if res.limiting_stage is not None else ""))
+    if args.tokens:
+        print(f"  {float(args.tokens):.3g} tokens: {payload['days']:.1f} days, {payload['device_hours']:,.0f} "
+              "device-hours")
+    return 0
+
+
 def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="plan file or framework config(s)")
     p.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
@@ -223,6 +306,25 @@ def build_parser() -> argparse.ArgumentParser:
     sea.add_argument("--apply", type=int, metavar="K", help="export the K-th ranked strategy (1 = fastest)")
     sea.add_argument("-o", "--output", metavar="OUT", help="with --apply: write the config here")
     sea.set_defaults(func=cmd_search)
+
+    bal = sub.add_parser("balance", help="balance layers and recompute over the pipeline stages",
+                         description="Choose layers per stage and per-stage recompute to minimise the pipeline time "
+                                     "with every stage within the budget (exact), and write it as offsets / layer "
+                                     "lists and recompute lists.")
+    _add_plan_arguments(bal)
+    bal.add_argument("--budget", metavar="SIZE", help="memory budget per device (default: the plan's)")
+    bal.add_argument("--json", action="store_true", help="print one JSON object")
+    bal.add_argument("-o", "--output", metavar="OUT", help="write the balanced config here")
+    bal.set_defaults(func=cmd_balance)
+
+    fit = sub.add_parser("fit", help="the largest value of a field (or fewest devices) that still fits")
+    _add_plan_arguments(fit)
+    fit.add_argument("--max", choices=("micro_batch_size", "seq_length", "micro_batches"),
+                     help="grow this field while the plan fits")
+    fit.add_argument("--min-devices", action="store_true", help="shrink dp (tp, pp, cp and the global batch stay)")
+    fit.add_argument("--tokens", metavar="N", help="also the time to train for N tokens, e.g. 15e12")
+    fit.add_argument("--json", action="store_true", help="print one JSON object")
+    fit.set_defaults(func=cmd_fit)
     return parser
 
 

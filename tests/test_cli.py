@@ -180,3 +180,22 @@ def test_search_json_and_apply(capsys, tmp_path):
     code, out, _ = run(capsys, "estimate", str(out_file), "--json")
     assert json.loads(out)["strategy"]["tp"] == first["strategy"]["tp"]
     assert json.loads(out)["step_time_s"] == pytest.approx(first["step_time_s"], rel=1e-9)
+
+
+def test_balance_cli_and_export(capsys, tmp_path):
+    out_file = tmp_path / "balanced.yaml"
+    code, out, _ = run(capsys, "balance", str(PLAN), "-o", str(out_file))
+    assert code == 0 and "model.model_config.offset" in out and "fits" in out
+    code, out, _ = run(capsys, "estimate", str(out_file), "--json")
+    data = json.loads(out)
+    assert data["fits"] and data["strategy"]["offset"] != [1] * 15 + [-1]
+
+
+def test_fit_cli(capsys):
+    code, out, _ = run(capsys, "fit", str(PLAN), "--max", "micro_batch_size", "--tokens", "1e12", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["field"] == "micro_batch_size" and data["value"] >= 1 and data["days"] > 0
+    assert data["next_value"] == data["value"] + 1 and data["limiting_stage"] is not None
+    code, out, _ = run(capsys, "fit", str(PLAN), "--min-devices")
+    assert code == 0 and "fewest devices that fit" in out

@@ -1,0 +1,193 @@
+"""Pipeline balancing (spec §9): for a fixed strategy, choose the layers per stage and the per-stage recompute
+counts that minimise the pipeline time with every stage within the budget — exactly, by threshold
+enumeration over a dynamic program (``solver``) on stage tables priced by the estimator (``tables``) — and
+express the result in the framework's own terms (offsets / layer lists and recompute lists).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError, SappError
+from ..estimate import estimate
+from ..parsed import ParsedConfig
+from ..result import Result
+from ..strategy import Strategy
+from .solver import Solution, solve
+from .tables import Assignment, StageTables
+
+DELTA = 4  # counts within base ± δ (editable, §9.2)
+
+
+@dataclass
+class BalanceResult:
+    strategy: Strategy               # the balanced strategy (estimate() re-verified it)
+    counts: tuple[int, ...]          # layer positions per stage
+    offsets: tuple[int, ...]         # counts − base (MindFormers offsets)
+    recompute: dict[str, tuple[int, ...]]  # full / selective / comm counts per stage
+    before: Result
+    after: Result
+    objective_before: float
+    objective_after: float
+    exact: bool
+    snippets: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        def stage_rows(res: Result) -> list[dict[str, Any]]:
+            times = [float(t.F + t.B + t.W + t.Rc) for t in res.step.stages] if res.step is not None else []
+            return [{"stage": s.index, "total_bytes": round(s.total), "layers": list(s.layer_counts),
+                     "time_s": times[s.index] if times else None} for s in res.stages]
+        return {"counts": list(self.counts), "offsets": list(self.offsets),
+                "recompute": {k: list(v) for k, v in self.recompute.items()},
+                "before": {"peak_bytes": round(self.before.peak_bytes), "fits": self.before.fits,
+                           "step_time_s": self.before.step_time_s, "stages": stage_rows(self.before)},
+                "after": {"peak_bytes": round(self.after.peak_bytes), "fits": self.after.fits,
+                          "step_time_s": self.after.step_time_s, "stages": stage_rows(self.after)},
+                "objective_before": self.objective_before, "objective_after": self.objective_after,
+                "exact": self.exact, "snippets": self.snippets, "notes": self.notes, "seconds": self.seconds}
+
+
+def _kappa(parsed: ParsedConfig) -> tuple[float, bool]:
+    """κ_pipe of the objective Σ t_i + κ·max t_i (§9.3) and whether the schedule is exactly of that form."""
+    st = parsed.strategy
+    schedule = st.schedule_name
+    if schedule == "1f1b":
+        return float(st.micro_batches - 1), True
+    if schedule == "seq1f1b":
+        return float(st.micro_batches * st.n_s - 1), True
+    # GPipe separates forward and backward maxima: Σ S + (m − 1)·max S bounds it from above
+    return float(st.micro_batches - 1), False
+
+
+def _options_for(parsed: ParsedConfig) -> tuple[str, ...]:
+    fw = parsed.options.framework
+    if fw in ("mindspeed", "megatron"):
+        return ("full",)
+    opts = ["full", "selective"]
+    if parsed.strategy.sequence_parallel and fw in ("mindformers",):
+        opts += ["comm", "both"]
+    return tuple(opts)
+
+
+def _check_supported(parsed: ParsedConfig) -> None:
+    st, fw = parsed.strategy, parsed.options.framework
+    if fw == "torchtitan":
+        raise ConfigError("torchtitan cannot express per-stage layer counts or recompute (§9.1): only the "
+                          "whole-model activation_checkpoint mode; compare modes with `sapp estimate --set "
+                          "strategy.recompute=…` or `sapp search --dims rec=auto`", key="options.framework")
+    if st.vpp > 1 or st.schedule_name in ("zbv", "dualpipev", "interleaved", "seqsmartvpp"):
+        raise ConfigError(f"balancing {st.schedule_name} with vpp {st.vpp} is not supported yet: the balancer "
+                          "prices one chunk per stage (vpp 1, schedules 1f1b, gpipe, seq1f1b)", key="strategy.vpp")
+    if st.sharding.mode in ("fsdp", "hsdp") and fw == "hyperparallel":
+        raise ConfigError("balancing FSDP2 plans is not supported yet (their memory is priced instant by "
+                          "instant, §12)", key="strategy.sharding")
+    if parsed.model.vision is not None:
+        raise ConfigError("balancing plans with a vision tower is not supported yet", key="model.vision")
+    if st.pp < 2:
+        raise ConfigError("nothing to balance with one pipeline stage", key="strategy.pp")
+
+
+def balance(parsed: ParsedConfig, budget: float | None = None, delta: int = DELTA) -> BalanceResult:
+    start = time.perf_counter()
+    _check_supported(parsed)
+    st = parsed.strategy
+    before = estimate(parsed.model, st, parsed.hardware, parsed.options)
+    limit = before.budget if budget is None else budget
+    fw = parsed.options.framework
+    tables = StageTables(parsed, _options_for(parsed))
+    total, p = tables.total, tables.p
+    base = total // p
+    c_min, c_max = max(1, base - delta), base + delta
+    kappa, exact = _kappa(parsed)
+    notes = []
+    if fw in ("mindspeed", "megatron"):
+        solution = _solve_single_n(tables, total, p, c_min, c_max, kappa, limit)
+    else:
+        solution = solve(p, total, c_min, c_max, tables.choices, kappa, limit)
+    if solution is None:
+        raise SappError(f"no layout within base {base} ± {delta} layers per stage fits the budget "
+                        f"{limit / 2**30:.2f} GiB with any recompute choice; raise the budget, the device count "
+                        "or the pipeline degree")
+    strategy = _strategy(parsed, solution, base)
+    after = estimate(parsed.model, strategy, parsed.hardware, parsed.options)
+    if not exact:
+        notes.append(f"{st.schedule_name}: the objective Σ t + (m − 1)·max t is the 1F1B form; the result is "
+                     "re-priced with the schedule's own formula")
+    objective_before = _objective(before, kappa)
+    objective_after = _objective(after, kappa)
+    recompute = {name: tuple(getattr(ch.assignment, attr) for ch in solution.choices)
+                 for name, attr in (("full", "full"), ("selective", "sel"), ("comm", "comm"))}
+    offsets = tuple(c - base for c in solution.counts)
+    return BalanceResult(strategy=strategy, counts=solution.counts, offsets=offsets, recompute=recompute,
+                         before=before, after=after, objective_before=objective_before,
+                         objective_after=objective_after, exact=exact,
+                         snippets=_snippets(fw, solution, offsets, recompute), notes=notes,
+                         seconds=time.perf_counter() - start)
+
+
+def _solve_single_n(tables: StageTables, total: int, p: int, c_min: int, c_max: int, kappa: float,
+                    limit: float) -> Solution | None:
+    """MindSpeed/Megatron: one recompute count N for every stage (block method), via an outer loop on N."""
+    best: Solution | None = None
+    for n in range(c_max + 1):
+        def table(i: int, a: int, c: int, n: int = n):
+            full = min(n, c)
+            return [ch for ch in tables.choices(i, a, c) if ch.assignment.full == full and ch.assignment.sel == full]
+        sol = solve(p, total, c_min, c_max, table, kappa, limit)
+        if sol is not None and (best is None or sol.objective < best.objective):
+            best = sol
+    return best
+
+
+def _strategy(parsed: ParsedConfig, solution: Solution, base: int) -> Strategy:
+    st = parsed.strategy
+    fulls = tuple(ch.assignment.full for ch in solution.choices)
+    sels = tuple(ch.assignment.sel for ch in solution.choices)
+    comms = tuple(ch.assignment.comm for ch in solution.choices)
+    plan = dataclasses.replace(st.recompute, default_mode="none", full_counts=fulls,
+                               sel_counts=sels if any(s > f for s, f in zip(sels, fulls, strict=True)) else None,
+                               comm_counts=comms if any(c > f for c, f in zip(comms, fulls, strict=True)) else None,
+                               ranges=(), uniform_group=0)
+    if parsed.options.framework == "mindformers" or st.offset is not None:
+        layout = {"offset": tuple(c - base for c in solution.counts), "partition": None}
+    else:
+        layout = {"partition": solution.counts, "offset": None}
+    return st.replace(recompute=plan, **layout)
+
+
+def _objective(result: Result, kappa: float) -> float:
+    times = [float(t.F + t.B + t.W + t.Rc) for t in result.step.stages]
+    return sum(times) + kappa * max(times)
+
+
+def _snippets(fw: str, solution: Solution, offsets: tuple[int, ...],
+              recompute: dict[str, tuple[int, ...]]) -> dict[str, str]:
+    """The framework's own spelling of the result (§9.1)."""
+    def lst(values: tuple[int, ...]) -> str:
+        return "[" + ", ".join(map(str, values)) + "]"
+    if fw == "mindformers":
+        out = {"model.model_config.offset": lst(offsets), "recompute_config.recompute": lst(recompute["full"])}
+        if any(s > f for s, f in zip(recompute["selective"], recompute["full"], strict=True)):
+            out["recompute_config.select_recompute"] = lst(recompute["selective"])
+        if any(c > f for c, f in zip(recompute["comm"], recompute["full"], strict=True)):
+            out["recompute_config.select_comm_recompute"] = lst(recompute["comm"])
+        return out
+    if fw in ("mindspeed", "megatron"):
+        n = max(recompute["full"], default=0)
+        return {"--num-layer-list": ",".join(map(str, solution.counts)),
+                "recompute": f"--recompute-granularity full --recompute-method block --recompute-num-layers {n}"
+                             if n else "(none)"}
+    ranges, start = [], 0
+    for c, full in zip(solution.counts, recompute["full"], strict=True):
+        if full:
+            ranges.append(f"{start}-{start + full - 1}: full")
+        start += c
+    return {"config_overrides.offset": lst(offsets), "activation_checkpoint.layers": "{" + ", ".join(ranges) + "}"}
+
+
+__all__ = ["Assignment", "BalanceResult", "balance"]

@@ -1,0 +1,132 @@
+"""Pipeline balancer (§9): the exact optimiser against brute force (V13 and random instances), and the balancer
+on real plans re-verified by ``estimate``."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from estimator.balance.solver import Choice, brute_force, solve
+
+GiB = 1.0  # the toy works in GiB and ms
+
+
+def v13_table(i: int, a: int, c: int) -> list[Choice]:
+    """V13: 8 identical layers, p 2, m 4, 1F1B (μ 2, 1); per layer static 1, activation 1 (none) or 0.1 (full),
+    time 3 (none) or 4 (full); E on stage 0: 1 static; O on stage 1: 1 static, 0.5 activation, 6 ms."""
+    mu = (2, 1)[i]
+    out = []
+    for r in range(c + 1):
+        static = c + 1  # E on stage 0, O on stage 1: 1 GiB each
+        act = mu * (r * 0.1 + (c - r) * 1.0 + (0.5 if i == 1 else 0.0))
+        time = r * 4 + (c - r) * 3 + (6 if i == 1 else 0)
+        out.append(Choice(time=time, memory=static + act, assignment=r))
+    return out
+
+
+def test_v13_balancer_toy():
+    sol = solve(2, 8, 1, 7, v13_table, kappa=3, budget=14 * GiB)
+    assert sol is not None
+    assert sol.counts == (5, 3)
+    assert [ch.assignment for ch in sol.choices] == [2, 0]
+    assert [round(ch.memory, 6) for ch in sol.choices] == [12.4, 7.5]
+    assert sol.times == (17, 15)
+    assert sol.objective == 83
+    assert brute_force(2, 8, 1, 7, v13_table, kappa=3, budget=14) == 83
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_solver_equals_brute_force_on_random_instances(seed):
+    rng = random.Random(seed)
+    p = rng.randint(1, 3)
+    total = rng.randint(p, 10)
+    c_min, c_max = 1, rng.randint(max(1, math.ceil(total / p)), total)
+    costs: dict[tuple[int, int, int], list[Choice]] = {}
+
+    def table(i: int, a: int, c: int) -> list[Choice]:
+        key = (i, a, c)
+        if key not in costs:
+            n = rng.randint(1, 4)
+            costs[key] = [Choice(rng.uniform(1, 10) * c, rng.uniform(0, 10) * c, k) for k in range(n)]
+        return costs[key]
+
+    kappa = rng.choice([0, 1, 3, 7])
+    budget = rng.uniform(5, 60)
+    expected = brute_force(p, total, c_min, c_max, table, kappa, budget)
+    sol = solve(p, total, c_min, c_max, table, kappa, budget)
+    if math.isinf(expected):
+        assert sol is None
+    else:
+        assert sol is not None and sol.objective == pytest.approx(expected, rel=1e-12)
+        assert sum(sol.counts) == total and all(ch.memory <= budget for ch in sol.choices)
+
+
+# --------------------------------------------------------------------------------- on real plans
+from pathlib import Path  # noqa: E402
+
+from estimator.balance import balance  # noqa: E402
+from estimator.balance.tables import StageTables  # noqa: E402
+from estimator.errors import ConfigError, SappError  # noqa: E402
+from estimator.formats import parse  # noqa: E402
+from estimator.parsed import apply_changes  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAN = ROOT / "resources" / "examples" / "deepseek_v3_671b.plan.yaml"
+
+
+def test_balance_deepseek_fits_and_is_faster():
+    parsed = parse([str(PLAN)])
+    res = balance(parsed)
+    assert res.after.fits
+    assert all(max(s.total, s.optimizer_step_peak) <= res.after.budget for s in res.after.stages)
+    assert res.objective_after <= res.objective_before
+    assert res.after.step_time_s < res.before.step_time_s
+    assert sum(res.counts) == 62 and sum(res.offsets) == 62 - 16 * 3
+    assert res.strategy.offset == res.offsets
+    assert list(res.recompute["full"]) == list(res.strategy.recompute.full_counts)
+    # the stage tables price exactly what estimate() prices for the chosen layout
+    tables = StageTables(apply_changes(parsed, {}), ("full", "selective", "comm", "both"))
+    a = 0
+    for i, c in enumerate(res.counts):
+        assign = next(ch.assignment for ch in tables.choices(i, a, c)
+                      if (ch.assignment.full, ch.assignment.sel, ch.assignment.comm) ==
+                      (res.recompute["full"][i], res.recompute["selective"][i], res.recompute["comm"][i]))
+        total, opt = tables.memory(i, tables.rows(i, a, c, assign))
+        stage = res.after.stages[i]
+        assert total == pytest.approx(stage.total, rel=1e-12)
+        assert opt == pytest.approx(stage.optimizer_step_peak, rel=1e-12)
+        assert tables.stage_time(i, tables.rows(i, a, c, assign)) == pytest.approx(
+            float(res.after.step.stages[i].F + res.after.step.stages[i].B + res.after.step.stages[i].W +
+                  res.after.step.stages[i].Rc), rel=1e-12)
+        a += c
+
+
+def test_balance_lower_budget_never_returns_a_plan_that_does_not_fit():
+    parsed = parse([str(PLAN)])
+    for budget in (40 * 2**30, 30 * 2**30):
+        try:
+            res = balance(parsed, budget=budget)
+        except SappError as exc:  # the clear "nothing fits" message
+            assert "fits the budget" in str(exc)
+            continue
+        assert all(max(s.total, s.optimizer_step_peak) <= budget for s in res.after.stages)
+
+
+def test_balance_mindspeed_uses_one_recompute_count():
+    parsed = apply_changes(parse([str(PLAN)]), {"options.framework": "mindspeed", "strategy.offset": None,
+                                                "strategy.sharding": "zero1", "strategy.param_bytes": 2})
+    res = balance(parsed)
+    fulls = [f for f, c in zip(res.recompute["full"], res.counts, strict=True) if f < c]
+    assert len(set(fulls)) <= 1  # one N for every stage (min(N, layers) where a stage holds fewer)
+    assert "--num-layer-list" in res.snippets
+    assert res.strategy.partition == res.counts
+
+
+def test_balance_refuses_what_it_cannot_express():
+    parsed = parse([str(PLAN)])
+    with pytest.raises(ConfigError, match="vpp"):
+        balance(apply_changes(parsed, {"strategy.vpp": 2, "strategy.offset": None, "strategy.recompute": "full"}))
+    with pytest.raises(ConfigError, match="torchtitan cannot express"):
+        balance(apply_changes(parsed, {"options.framework": "torchtitan"}))
