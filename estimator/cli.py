@@ -243,6 +243,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """A shareable HTML or Markdown report of the plan (summary, per-stage table, chart, assumptions)."""
+    from .reports import render_html, write_report
+
+    parsed = load_plan(args)
+    result = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    if args.output:
+        for path in write_report(parsed, result, args.output):
+            print(f"wrote {path}", file=sys.stderr)
+    else:
+        print(render_html(parsed, result))
+    return 0
+
+
 def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="plan file or framework config(s)")
     p.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
@@ -325,6 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--tokens", metavar="N", help="also the time to train for N tokens, e.g. 15e12")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(func=cmd_fit)
+
+    rep = sub.add_parser("report", help="a shareable HTML or Markdown report of the plan")
+    _add_plan_arguments(rep)
+    rep.add_argument("-o", "--output", metavar="OUT", help="OUT.html, or OUT.md (with OUT.svg beside it); "
+                                                            "default: HTML on stdout")
+    rep.set_defaults(func=cmd_report)
     return parser
 
 

@@ -54,14 +54,19 @@ def write_atomic(files: dict[str, str], *, backup: bool = True) -> list[str]:
     """Write every file or none: all texts go to temp files next to their targets first, then each is
     renamed over its target (keeping ``TARGET.bak`` when ``backup``). Returns the backup paths."""
     staged: list[tuple[str, str]] = []
+    umask = os.umask(0)
+    os.umask(umask)
     try:
         for path, text in files.items():
             target = Path(path)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
             if target.exists():
                 shutil.copymode(target, tmp)
+            else:  # a new file gets the usual permissions, not mkstemp's private 0600
+                os.chmod(tmp, 0o666 & ~umask)
             staged.append((tmp, path))
     except OSError as exc:
         for tmp, _ in staged:

@@ -199,3 +199,19 @@ def test_fit_cli(capsys):
     assert data["next_value"] == data["value"] + 1 and data["limiting_stage"] is not None
     code, out, _ = run(capsys, "fit", str(PLAN), "--min-devices")
     assert code == 0 and "fewest devices that fit" in out
+
+
+def test_report_html_and_markdown(capsys, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    code, out, _ = run(capsys, "report", str(PLAN))
+    assert code == 0 and out.startswith("<!doctype html>") and "<svg" in out and "Memory per stage" in out
+    md = tmp_path / "sub" / "plan.md"
+    code, _, _ = run(capsys, "report", str(PLAN), "-o", str(md))
+    assert code == 0
+    text = md.read_text()
+    assert "![per-stage memory](plan.svg)" in text and "| *0 |" in text and "## Assumptions" in text
+    svg = ET.parse(tmp_path / "sub" / "plan.svg").getroot()
+    rects = [e for e in svg.iter() if e.tag.endswith("rect")]
+    assert len(rects) > 16 * 5  # stacked segments of 16 stages plus the legend
+    assert oct((tmp_path / "sub" / "plan.svg").stat().st_mode & 0o777) != "0o600"
