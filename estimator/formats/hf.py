@@ -1,4 +1,13 @@
-"""Model shapes from a Hugging Face ``config.json`` or a DeepSeek inference config (spec §11.5)."""
+"""Model shapes from a Hugging Face ``config.json`` or a DeepSeek inference config (spec §11.5).
+
+Covers the plain decoder configs (Llama, Mistral, Qwen2/3), MoE configs (DeepSeek-V2/V3 ``n_routed_experts``,
+Qwen-MoE ``num_experts`` with ``decoder_sparse_step`` / ``mlp_only_layers``, Mixtral ``num_local_experts``
+whose experts use ``intermediate_size``), the Qwen3-Next / Qwen3.5 hybrids (``layer_types`` or
+``full_attention_interval``, gated-delta ``linear_*`` keys, output gate, ``mtp_num_hidden_layers``), the
+multimodal configs that nest the language model under ``text_config`` with a ``vision_config`` (Qwen2-VL,
+Qwen2.5-VL, Qwen3-VL, Qwen3.5), and DeepSeek's own inference format (``dim``, ``n_layers``, …). File values
+are used as written: DeepSeek-V3's vocabulary is 129280 here and 159744 in the hyper-parallel fixtures.
+"""
 
 from __future__ import annotations
 
@@ -20,11 +29,11 @@ _HF_KEYS: tuple[tuple[str, str], ...] = (
     ("moe_intermediate_size", "moe_ffn_hidden_size"),
     ("shared_expert_intermediate_size", "shared_ffn_hidden_size"),
     ("first_k_dense_replace", "first_k_dense"), ("moe_layer_freq", "moe_layer_freq"),
-    ("num_nextn_predict_layers", "mtp_layers"), ("layer_types", "layer_types"),
+    ("num_nextn_predict_layers", "mtp_layers"), ("mtp_num_hidden_layers", "mtp_layers"),
     ("linear_num_key_heads", "linear_num_key_heads"), ("linear_key_head_dim", "linear_key_head_dim"),
     ("linear_num_value_heads", "linear_num_value_heads"), ("linear_value_head_dim", "linear_value_head_dim"),
     ("linear_conv_kernel_dim", "linear_conv_kernel"), ("attention_bias", "qkv_bias"),
-    ("mlp_bias", "mlp_bias"), ("attn_output_gate", "output_gate"), ("model_type", "model_type"),
+    ("mlp_bias", "mlp_bias"), ("attn_output_gate", "output_gate"),
 )
 # DeepSeek's own inference format (inference/configs/config_*.json)
 _DEEPSEEK_KEYS: tuple[tuple[str, str], ...] = (
@@ -35,7 +44,12 @@ _DEEPSEEK_KEYS: tuple[tuple[str, str], ...] = (
     ("kv_lora_rank", "kv_lora_rank"), ("qk_nope_head_dim", "head_dim"), ("qk_rope_head_dim", "qk_rope_head_dim"),
     ("v_head_dim", "v_head_dim"),
 )
+MAX_LAYERS = 10_000  # the layout is built layer by layer
 _LLAMA_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"}
+# hybrid gated-delta / gated-attention families (output gate, q/k norm, layer_types every 4th full)
+_HYBRID_TYPES = {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_moe", "qwen3_vl_text", "qwen3_vl_moe_text"} | \
+    _HYBRID_TYPES
 
 
 def looks_like_hf(data: Any) -> bool:
@@ -49,63 +63,209 @@ def looks_like_hf(data: Any) -> bool:
 def read_hf(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, Provenance], list[str]]:
     """Model fields with their provenance, and notes for the user."""
     notes: list[str] = []
-    source = data
-    prefix = ""
+    source, prefix = data, ""
     if isinstance(data.get("text_config"), dict) and "hidden_size" not in data:
         source, prefix = data["text_config"], "text_config."
     deepseek_native = "dim" in source and "n_layers" in source
-    table = _DEEPSEEK_KEYS if deepseek_native else _HF_KEYS
     values: dict[str, Any] = {}
     prov: dict[str, Provenance] = {}
-    for key, name in table:
+
+    def put(name: str, value: Any, key: str | None, how: str | None = None) -> None:
+        values[f"model.{name}"] = value
+        prov[f"model.{name}"] = Provenance("file", path=path, key=key, raw=value) if key else \
+            Provenance("derived", path=path, key=how)
+
+    for key, name in _DEEPSEEK_KEYS if deepseek_native else _HF_KEYS:
         if key in source and f"model.{name}" not in values and source[key] is not None:
-            values[f"model.{name}"] = source[key]
-            prov[f"model.{name}"] = Provenance("file", path=path, key=prefix + key, raw=source[key])
+            put(name, source[key], prefix + key)
+    if prefix:  # a multimodal config may keep some language-model keys at the top level
+        for key, name in _HF_KEYS:
+            if f"model.{name}" not in values and data.get(key) is not None and key not in ("hidden_size",):
+                put(name, data[key], key)
+    for name, limit in (("num_layers", MAX_LAYERS), ("mtp_layers", MAX_LAYERS), ("num_experts", 1 << 20),
+                        ("first_k_dense", MAX_LAYERS)):
+        if f"model.{name}" in values:
+            values[f"model.{name}"] = _int(values[f"model.{name}"], path, prov[f"model.{name}"].key, 0, limit)
+    for key in ("decoder_sparse_step", "full_attention_interval"):
+        if source.get(key) is not None:
+            source = {**source, key: _int(source[key], path, prefix + key, 1, MAX_LAYERS)}
+    only = source.get("mlp_only_layers")
+    if only is not None:
+        if not isinstance(only, list):
+            raise ConfigError(f"expected a list of layer indices, got {only!r}", path=path,
+                              key=prefix + "mlp_only_layers")
+        source = {**source, "mlp_only_layers": [_int(i, path, prefix + "mlp_only_layers", 0, MAX_LAYERS)
+                                                for i in only]}
     arch = data.get("architectures") or source.get("architectures")
     if isinstance(arch, list) and arch:
-        values["model.hf_architectures"] = tuple(str(a) for a in arch)
-        prov["model.hf_architectures"] = Provenance("file", path=path, key="architectures", raw=arch)
-    if "model.model_type" not in values and isinstance(data.get("model_type"), str):
-        values["model.model_type"] = data["model_type"]
+        put("hf_architectures", tuple(str(a) for a in arch), "architectures")
+    model_type = data.get("model_type") or source.get("model_type")
+    if isinstance(model_type, str):
+        put("model_type", model_type, "model_type")
     name = data.get("_name_or_path") or data.get("name_or_path")
     if isinstance(name, str) and name:
         values["model.name"] = name.rstrip("/").split("/")[-1]
-    elif values.get("model.model_type"):
-        values["model.name"] = str(values["model.model_type"])
+    elif isinstance(model_type, str):
+        values["model.name"] = model_type
+    types = {str(model_type), str(source.get("model_type"))}
     if deepseek_native:
-        values.setdefault("model.name", "deepseek")
-        values["model.family"] = "deepseek"
-        if int(values.get("model.num_experts") or 0) and values.get("model.num_experts") and \
-                "model.first_k_dense" not in values:
-            values["model.first_k_dense"] = 1
-        notes.append("DeepSeek inference config: no MTP modules are stated (set model.mtp_layers if trained)")
-    if values.get("model.model_type") in ("qwen3_moe", "qwen2_moe") and source.get("decoder_sparse_step", 1) != 1:
-        values["model.moe_layer_freq"] = int(source["decoder_sparse_step"])
-    if source.get("shared_expert_intermediate_size") and "model.num_shared_experts" not in values:
-        values["model.num_shared_experts"] = 1
-        values["model.shared_expert_gate"] = True
-    if values.get("model.model_type") in ("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5", "qwen3_5_moe"):
-        values["model.qk_norm"] = True
-        prov["model.qk_norm"] = Provenance("derived", key="Qwen3 family has q/k RMSNorm")
-    if "layer_types" in source and isinstance(source["layer_types"], list):
-        values["model.layer_types"] = tuple(str(x) for x in source["layer_types"])
-    if values.get("model.model_type") in _LLAMA_TYPES and "model.ffn_hidden_size" not in values:
+        _deepseek_native(values, put, source, notes)
+    _moe(values, put, source, path, notes)
+    if types & _QK_NORM_TYPES:
+        put("qk_norm", True, None, "Qwen3-family models have q/k RMSNorm")
+    if types & _HYBRID_TYPES:
+        _hybrid(values, put, source, prefix)
+    elif isinstance(source.get("layer_types"), list):
+        put("layer_types", tuple(str(x) for x in source["layer_types"]), prefix + "layer_types")
+    _layer_pattern(values, put, source, prefix)
+    if types & _LLAMA_TYPES and "model.ffn_hidden_size" not in values:
         notes.append("intermediate_size missing")
+    quant = data.get("quantization_config") or source.get("quantization_config")
+    if isinstance(quant, dict) or str(source.get("dtype", "")).lower().startswith("fp8"):
+        method = quant.get("quant_method") if isinstance(quant, dict) else source.get("dtype")
+        notes.append(f"the checkpoint is stored as {method}; training is priced with the plan's byte widths")
+    vision = data.get("vision_config")
+    if isinstance(vision, dict):
+        spec = _vision(vision, values.get("model.hidden_size"), str(model_type), notes, path)
+        if spec:
+            values["model.vision"] = spec
+            prov["model.vision"] = Provenance("file", path=path, key="vision_config")
+    return values, prov, notes
+
+
+def _int(value: Any, path: str, key: str | None, minimum: int = 0, maximum: int = 1 << 40) -> int:
+    """An integer in [minimum, maximum], else a ConfigError naming the key."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            (isinstance(value, float) and not value.is_integer()):
+        raise ConfigError(f"expected an integer, got {value!r}", path=path, key=key)
+    number = int(value)
+    if number < minimum:
+        raise ConfigError(f"must be at least {minimum}; got {number}", path=path, key=key)
+    if number > maximum:
+        raise ConfigError(f"{number} is implausibly large (limit {maximum})", path=path, key=key)
+    return number
+
+
+def _deepseek_native(values: dict[str, Any], put: Any, source: dict[str, Any], notes: list[str]) -> None:
+    """DeepSeek's inference format: MLA everywhere, no MTP module stated, fp8 weights."""
+    values.setdefault("model.name", "deepseek")
+    put("family", "deepseek", None, "DeepSeek inference config")
+    if int(values.get("model.num_experts") or 0) and "model.first_k_dense" not in values:
+        put("first_k_dense", 1, None, "DeepSeek inference default n_dense_layers = 1")
+    notes.append("DeepSeek inference config: no MTP modules are stated (set model.mtp_layers if trained)")
+
+
+def _moe(values: dict[str, Any], put: Any, source: dict[str, Any], path: str, notes: list[str]) -> None:
+    experts = values.get("model.num_experts")
+    if not isinstance(experts, int) or isinstance(experts, bool) or experts <= 0:
+        for name in ("num_experts", "experts_per_token", "num_shared_experts", "moe_ffn_hidden_size",
+                     "shared_ffn_hidden_size", "first_k_dense", "moe_layer_freq"):
+            values.pop(f"model.{name}", None)
+        return
+    if "model.moe_ffn_hidden_size" not in values and values.get("model.ffn_hidden_size"):
+        put("moe_ffn_hidden_size", values["model.ffn_hidden_size"], None,
+            "no moe_intermediate_size: experts use intermediate_size (Mixtral)")
+    if source.get("shared_expert_intermediate_size") and "model.num_shared_experts" not in values:
+        put("num_shared_experts", 1, None, "one gated shared expert (shared_expert_intermediate_size)")
+        put("shared_expert_gate", True, None, "Qwen-MoE shared expert gate")
     if isinstance(values.get("model.moe_layer_freq"), list):
         raise ConfigError("moe_layer_freq as a list is not supported; give model.layers explicitly",
                           path=path, key="moe_layer_freq")
-    vision = data.get("vision_config")
-    if isinstance(vision, dict) and vision.get("depth") and vision.get("hidden_size"):
-        values["model.vision"] = {
-            "num_layers": int(vision["depth"]), "hidden_size": int(vision["hidden_size"]),
-            "ffn_hidden_size": int(vision.get("intermediate_size") or 4 * vision["hidden_size"]),
-            "num_attention_heads": int(vision.get("num_heads") or vision.get("num_attention_heads") or 16),
-            "patch_size": int(vision.get("patch_size", 14)), "in_channels": int(vision.get("in_chans", 3)),
-            "temporal_patch_size": int(vision.get("temporal_patch_size", 2)),
-            "spatial_merge_size": int(vision.get("spatial_merge_size", 2)),
-            "out_hidden_size": int(vision.get("out_hidden_size") or values.get("model.hidden_size") or 0) or None,
-            "gated_ffn": vision.get("hidden_act") in ("silu", "swiglu"),
-            "norm": "rms" if "rms" in str(vision.get("norm_type", "layer")).lower() else "layer",
-        }
-        prov["model.vision"] = Provenance("file", path=path, key="vision_config")
-    return values, prov, notes
+    if "model.moe_layer_freq" in values:
+        values["model.moe_layer_freq"] = _int(values["model.moe_layer_freq"], path, "moe_layer_freq", 1, MAX_LAYERS)
+    if "decoder_sparse_step" in source:
+        step = source.get("decoder_sparse_step") or 1
+        if step > 1:
+            notes.append(f"decoder_sparse_step {step}: layers {step - 1}, {2 * step - 1}, … are MoE")
+
+
+def _hybrid(values: dict[str, Any], put: Any, source: dict[str, Any], prefix: str) -> None:
+    """Qwen3-Next / Qwen3.5: gated full attention every ``full_attention_interval`` layers, gated-delta linear
+    attention elsewhere (HF default interval 4)."""
+    n = values.get("model.num_layers")
+    if isinstance(source.get("layer_types"), list):
+        put("layer_types", tuple(str(x) for x in source["layer_types"]), prefix + "layer_types")
+    elif isinstance(n, int):
+        interval = int(source.get("full_attention_interval") or 4)
+        kinds = tuple("linear_attention" if (i + 1) % interval else "full_attention" for i in range(n))
+        put("layer_types", kinds, None, f"full attention every {interval} layers (full_attention_interval)")
+    if "model.output_gate" not in values:
+        put("output_gate", True, None, "gated attention (Qwen3-Next / Qwen3.5)")
+
+
+def _layer_pattern(values: dict[str, Any], put: Any, source: dict[str, Any], prefix: str) -> None:
+    """Qwen-MoE ``decoder_sparse_step`` / ``mlp_only_layers`` and DeepSeek ``moe_layer_freq`` placements that
+    first_k_dense + moe_layer_freq cannot say are written as explicit layer groups."""
+    n = values.get("model.num_layers")
+    if not values.get("model.num_experts") or not isinstance(n, int) or n <= 0 or n > 100_000:
+        return
+    step = source.get("decoder_sparse_step")
+    only = source.get("mlp_only_layers") or []
+    first = int(values.get("model.first_k_dense") or 0)
+    freq = values.get("model.moe_layer_freq") or 1
+    if isinstance(step, int) and step >= 1:
+        moe = [i not in only and (i + 1) % step == 0 for i in range(n)]
+    else:
+        moe = [i >= first and i % max(1, int(freq)) == 0 for i in range(n)]
+    implied = [i >= first and (freq <= 1 or (i - first) % freq == 0) for i in range(n)]
+    if moe == implied:
+        return
+    if isinstance(step, int) and step > 1 and not only:
+        put("first_k_dense", step - 1, None, "decoder_sparse_step: first MoE layer")
+        put("moe_layer_freq", step, prefix + "decoder_sparse_step")
+        return
+    linear = values.get("model.layer_types") or ()
+    kinds = [("lin_" if i < len(linear) and str(linear[i]).startswith("linear") else "") +
+             ("moe" if moe[i] else "dense") for i in range(n)]
+    groups: list[dict[str, Any]] = []
+    for kind in kinds:
+        if groups and groups[-1]["kind"] == kind:
+            groups[-1]["count"] += 1
+        else:
+            groups.append({"kind": kind, "count": 1})
+    mtp = values.get("model.mtp_layers")
+    if isinstance(mtp, int) and mtp > 0:
+        groups.append({"kind": "moe", "count": mtp, "is_mtp": True})
+    put("layers", groups, None, "explicit layer groups (mlp_only_layers / decoder_sparse_step / moe_layer_freq)")
+
+
+def _vision(v: dict[str, Any], lm_hidden: Any, model_type: str, notes: list[str],
+            path: str) -> dict[str, Any] | None:
+    """VisionSpec fields: Qwen2-VL (``embed_dim`` tower, ``hidden_size`` = merger output, ``mlp_ratio``),
+    Qwen2.5-VL (gated SiLU FFN, RMSNorm, ``out_hidden_size``), Qwen3-VL / Qwen3.5 (GeLU FFN,
+    ``num_position_embeddings``)."""
+    def field(key: str, default: int | None, *alternatives: str) -> int | None:
+        for name in (key, *alternatives):
+            if v.get(name) is not None:
+                return _int(v[name], path, f"vision_config.{name}", 1, MAX_LAYERS * 1000)
+        return default
+
+    depth = field("depth", None, "num_hidden_layers")
+    if "embed_dim" in v:  # Qwen2-VL: hidden_size is the merger's output width
+        width = field("embed_dim", None)
+        ratio = v.get("mlp_ratio") or 4
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0:
+            raise ConfigError(f"mlp_ratio must be a positive number; got {ratio!r}", path=path,
+                              key="vision_config.mlp_ratio")
+        ffn = int((width or 0) * ratio)
+        out = field("hidden_size", None) if v.get("hidden_size") != width else lm_hidden
+    else:
+        width = field("hidden_size", None)
+        ffn = field("intermediate_size", 4 * (width or 0))
+        out = field("out_hidden_size", None) or lm_hidden
+    if not depth or not width:
+        return None
+    if v.get("deepstack_visual_indexes"):
+        notes.append("vision deepstack mergers are not priced (a few small MLPs)")
+    gated = str(v.get("hidden_act", "")).lower() in ("silu", "swiglu")
+    return {
+        "num_layers": depth, "hidden_size": width, "ffn_hidden_size": ffn,
+        "num_attention_heads": field("num_heads", 16, "num_attention_heads"),
+        "patch_size": field("patch_size", 14), "in_channels": field("in_chans", 3, "in_channels"),
+        "temporal_patch_size": field("temporal_patch_size", 2), "spatial_merge_size": field("spatial_merge_size", 2),
+        "out_hidden_size": out if isinstance(out, int) and not isinstance(out, bool) and out > 0 else None,
+        "gated_ffn": gated,
+        "norm": "rms" if model_type.startswith("qwen2_5_vl") or "rms" in str(v.get("norm_type", "")).lower()
+        else "layer",
+        "num_position_embeddings": field("num_position_embeddings", None),
+    }
