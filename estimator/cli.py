@@ -18,6 +18,7 @@ from .estimate import estimate
 from .formats import parse
 from .parsed import ParsedConfig, apply_changes
 from .report import render_table
+from .result import Result
 
 EXIT_BAD_INPUT = 1
 EXIT_DOES_NOT_FIT = 3
@@ -42,20 +43,34 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
 
 def load_plan(args: argparse.Namespace) -> ParsedConfig:
     """Read the files, then apply --device/--capacity/--set (keeping N and G fixed)."""
-    parsed = parse(args.paths, framework=args.framework, devices=args.devices, model=args.model)
     changes = _parse_set(args.set or [])
     if args.device:
         changes["hardware.device"] = args.device
     if args.capacity:
         changes["hardware.capacity"] = args.capacity
-    if changes:
-        parsed = apply_changes(parsed, changes)
+    # model, hardware and options edits may supply what the files leave out: apply them while parsing;
+    # strategy edits keep the device count and global batch fixed (apply_changes)
+    early = {k: v for k, v in changes.items() if not k.startswith("strategy.")}
+    late = {k: v for k, v in changes.items() if k.startswith("strategy.")}
+    parsed = parse(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
+    if late:
+        parsed = apply_changes(parsed, late)
     return parsed
+
+
+def _estimate_or_explain(parsed: ParsedConfig, explain: bool = False) -> Result:
+    """estimate(); when the plan is refused, the reader's warnings (which often suggest the fix) go first."""
+    try:
+        return estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options, explain=explain)
+    except SappError:
+        for warning in parsed.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        raise
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     parsed = load_plan(args)
-    result = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options, explain=args.explain)
+    result = _estimate_or_explain(parsed, args.explain)
     if args.json:
         payload = result.to_dict()
         payload["warnings"] = [w.to_dict() for w in (*parsed.warnings, *result.warnings)]

@@ -299,9 +299,24 @@ class LayoutInputs:
     vision_partition: tuple[int, ...] | None = None
 
 
-@lru_cache(maxsize=512)
+def _types(value: object) -> object:
+    """A type signature: True == 1 and hash alike, but mean "every layer" and "one layer"."""
+    if isinstance(value, (tuple, list)):
+        return tuple(_types(v) for v in value)
+    return type(value).__name__
+
+
 def build_layout(inp: LayoutInputs) -> Layout:
     """The layout of ``inp`` (cached: layouts are immutable and searches revisit them)."""
+    plan = inp.recompute
+    signature = tuple(_types(x) for x in (inp.offset, inp.partition, plan.full_counts, plan.sel_counts,
+                                          plan.comm_counts))
+    return _build_layout(inp, signature)
+
+
+@lru_cache(maxsize=512)
+def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
+    del signature  # part of the cache key only
     p, vp, schedule = inp.p, inp.vp, inp.schedule
     warnings: list[EstimateWarning] = []
     if schedule in V_SCHEDULES and vp != 2:

@@ -197,6 +197,9 @@ def apply_changes(parsed: ParsedConfig, changes: dict[str, Any], *, hold: str = 
         provenance[key] = Provenance("edit", raw=raw)
         touched.append(key)
     get = values.get
+    if "strategy.tp" in touched and "strategy.sequence_parallel" not in touched and \
+            values.get("options.framework") == "torchtitan":
+        values["strategy.sequence_parallel"] = int(get("strategy.tp") or 1) > 1  # torchtitan TP is always SP
     tp, pp, cp = (int(get(f"strategy.{k}") or 1) for k in ("tp", "pp", "cp"))
     if any(k in touched for k in ("strategy.tp", "strategy.pp", "strategy.cp")) and \
             "strategy.dp" not in touched and hold == "world":

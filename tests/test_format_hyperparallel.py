@@ -98,7 +98,9 @@ def test_qwen3_5_truncated_files_with_a_model_file(shared_dir):
     assert (st.world_size, st.dp, st.micro_batches, st.seq_length, st.recompute.default_mode) == (4, 4, 1, 64,
                                                                                                    "none")
     assert (st.sharding.mode, st.compute_bytes, st.reduce_bytes) == ("fsdp", 2, 4)
-    assert any(w.code == "W-MODEL-DIFF" and "model.num_layers" in w.text for w in parsed.warnings)
+    # config_overrides truncate the HF model (num_hidden_layers: 4) and win over the model file
+    assert any(w.code == "W-MODEL-OVERRIDE" and "model.num_layers" in w.text for w in parsed.warnings)
+    assert parsed.model.num_layers == 4
     assert parsed.model.has_linear_attention
     _estimate(parsed)
 
@@ -140,9 +142,11 @@ def test_vocab_difference_between_fixture_and_hf_config_is_named(shared_dir):
     hf = shared_dir / "real-configs" / "hf_config" / "hf_deepseek_v3_config.json"
     yaml_path = _real(shared_dir, "hp_v2_nd_hyper_deepseek_v3.yaml")
     parsed = parse([yaml_path], model=hf)
-    assert parsed.model.vocab_size == 129280
-    diff = [w.text for w in parsed.warnings if w.code == "W-MODEL-DIFF"]
-    assert diff == [f"model.vocab_size: {hf} says 129280, {yaml_path} says 159744; the model file wins"]
+    # §11.5: the file value is used and a warning names the difference; config_overrides are applied on top of
+    # the loaded model by HyperParallel, so the fixture's 159744 wins over the HF config's 129280
+    assert parsed.model.vocab_size == 159744
+    diff = [w.text for w in parsed.warnings if w.code == "W-MODEL-OVERRIDE" and "vocab_size" in w.text]
+    assert len(diff) == 1 and "129280" in diff[0] and "159744" in diff[0] and str(hf) in diff[0]
 
 
 # ------------------------------------------------------------------------------------------ fixtures

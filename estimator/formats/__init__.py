@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..fields import REGISTRY, coerce
+from ..fields import REGISTRY, coerce, lookup
 from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
 from ..warnings import Assumption, EstimateWarning
 from .common import load_json, load_toml, load_yaml, read_text
@@ -87,8 +87,9 @@ def read_file(path: str, devices: int | None = None, framework: str | None = Non
         role = "both" if any(k.startswith("model.") for k in values) else "strategy"
         return Reading("plan", role, values, prov, text=text, path=path)
     if looks_like_hf(data):
-        values, prov, _notes = read_hf(data, path)
-        return Reading("hf_config", "model", values, prov, text=text, path=path)
+        values, prov, notes = read_hf(data, path)
+        return Reading("hf_config", "model", values, prov, [EstimateWarning("W-MODEL-NOTE", f"{path}: {note}")
+                                                             for note in notes], text=text, path=path)
     for detect, reader in READERS.values():
         if detect(data, path):
             return _tag(reader(text, path, data, devices), text, path)
@@ -105,9 +106,29 @@ def _tag(reading: Reading, text: str, path: str) -> Reading:
     return reading
 
 
+# A complete model description (a Hugging Face config.json) also says what a model does NOT have: keys it leaves
+# out drop a strategy file's values for them (a flavor's experts must not survive next to a dense config.json).
+SHAPE_KEYS = frozenset(f"model.{k}" for k in (
+    "family", "num_kv_heads", "head_dim", "v_head_dim", "ffn_hidden_size", "tie_embeddings", "qk_norm",
+    "output_gate", "num_experts", "experts_per_token", "num_shared_experts", "moe_ffn_hidden_size",
+    "shared_ffn_hidden_size", "first_k_dense", "moe_layer_freq", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
+    "mtp_layers", "layer_types", "linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads",
+    "linear_value_head_dim", "vision", "layers", "shared_expert_gate", "hf_architectures", "model_type"))
+
+
+def _overrides(reading: Reading) -> set[str]:
+    """Model keys a strategy source states as overrides of a loaded model (HyperParallel's
+    ``model.config_overrides``): they win over the model file, as the framework applies them on top."""
+    return {k for k in reading.values if k.startswith("model.") and k in reading.provenance
+            and "config_overrides" in str(reading.provenance[k].key or "")}
+
+
 def parse(paths: Sequence[str | Path], framework: str | None = None, devices: int | None = None,
-          model: str | Path | None = None, preset_dirs: tuple = ()) -> ParsedConfig:
-    """One plan from one or several files (spec §2.8). ``model`` names a file whose dimensions win."""
+          model: str | Path | None = None, preset_dirs: tuple = (),
+          overrides: dict[str, Any] | None = None) -> ParsedConfig:
+    """One plan from one or several files (spec §2.8). ``model`` names a file whose dimensions win;
+    ``overrides`` ({"model.hidden_size": 4096, …}) are applied before the plan is built, so they can supply
+    what the files leave out (``--set model.…``)."""
     all_paths = [str(p) for p in paths] + ([str(model)] if model else [])
     if not all_paths:
         raise ConfigError("no config file given")
@@ -130,13 +151,24 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
     if model is not None:
         model_sources = [r for r in readings if r.path == str(model)] or model_sources
     for reading in model_sources:  # the model file's dimensions (and the layout keys it owns) win
-        for key in [k for k in values if k.startswith("model.")]:
+        kept = {k: values[k] for src in strategy_sources for k in _overrides(src) if k in values}
+        for key, value in kept.items():
+            if key in reading.values and reading.values[key] != value:
+                warnings.append(EstimateWarning(
+                    "W-MODEL-OVERRIDE", f"{key}: {reading.path} says {reading.values[key]!r}, "
+                                        f"{provenance[key].path} overrides it with {value!r} "
+                                        f"({provenance[key].key}); the override wins, as the framework applies it"))
+        if reading.format == "hf_config":
+            for key in SHAPE_KEYS - set(reading.values) - set(kept):
+                values.pop(key, None)
+        for key in [k for k in values if k.startswith("model.") and k not in kept]:
             if key in reading.values and values[key] != reading.values[key] and key != "model.name":
                 warnings.append(EstimateWarning(
                     "W-MODEL-DIFF", f"{key}: {reading.path} says {reading.values[key]!r}, "
                                     f"{provenance.get(key, Provenance('default')).path} says {values[key]!r}; "
                                     "the model file wins"))
-        owned = [k for k in reading.values if k.startswith("model.") or k in MODEL_FILE_LAYOUT_KEYS]
+        owned = [k for k in reading.values if (k.startswith("model.") or k in MODEL_FILE_LAYOUT_KEYS)
+                 and k not in kept]
         values.update({k: reading.values[k] for k in owned})
         provenance.update({k: reading.provenance[k] for k in owned if k in reading.provenance})
         warnings.extend(reading.warnings)
@@ -148,6 +180,10 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
     if framework:
         values["options.framework"] = framework.lower()
         provenance["options.framework"] = Provenance("edit", key="--framework")
+    for key, raw in (overrides or {}).items():
+        info = lookup(key)
+        values[info.qualified] = coerce(info, raw)
+        provenance[info.qualified] = Provenance("edit", key="--set", raw=raw)
     sources = tuple(SourceFile(r.path, r.format, r.role, r.text) for r in readings)
     parsed = build_plan(values, provenance, where=strategy_sources[0].path, warnings=tuple(warnings),
                         sources=sources, preset_dirs=preset_dirs)

@@ -7,6 +7,7 @@ YAML is read the way the frameworks read it: PyYAML's safe loader (YAML 1.1: ``y
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,12 @@ def load_toml(text: str, path: str) -> Any:
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         col = getattr(exc, "colno", None)
-        msg = getattr(exc, "msg", str(exc))
+        msg = getattr(exc, "msg", None) or str(exc)
+        if line is None:  # Python 3.11 puts the location only into the message: "… (at line 7, column 11)"
+            match = re.search(r"\s*\(at line (\d+), column (\d+)\)\s*$", msg)
+            if match:
+                line, col = int(match.group(1)), int(match.group(2))
+                msg = msg[: match.start()]
         raise ConfigError(f"malformed TOML: {msg}", path=path, line=line, column=col) from None
 
 
