@@ -215,7 +215,7 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile | list[Point
     opt_peak = optimizer_step_peak(r, rows, resident, groups)
     notes = (working_note, transient_note, f"{groups} process groups")
     source = partial(_layer_rows, rows, counts, gamma, swap, (working, transient, reserve), notes)
-    tree = stage_explain(r, stage, cat, source(), point_text, rows) if explain else None
+    tree = stage_explain(pricer, stage, cat, source(), point_text, rows) if explain else None
     return StageResult(index=stage, layer_source=source, bytes_by_category=cat, total=total,
                        peak_vector=tuple(counts), peak_instant=point_text, optimizer_step_peak=opt_peak,
                        layer_counts=pricer.layout.chunk_counts()[stage],
@@ -312,10 +312,11 @@ def optimizer_step_peak(r: Resolved, rows: list[Row], resident: float, groups: i
 
 
 # ------------------------------------------------------------------------------------------ explain
-def stage_explain(r: Resolved, stage: int, cat: dict[str, float], layer_rows: list[LayerRow], point: str,
-                  rows: list[Row]) -> Quantity:
-    """The stage total as a sum of categories, each a sum over its rows (§2.7)."""
-    w, par = r.widths, r.par
+def stage_explain(pricer: StagePricer, stage: int, cat: dict[str, float], layer_rows: tuple[LayerRow, ...],
+                  point: str, rows: list[Row]) -> Quantity:
+    """The stage total as a sum of categories, each a sum over its rows with the formula and the values
+    substituted (§2.7). Built only in scalar mode."""
+    par = pricer.r.par
     children = []
     for k, name in enumerate(CATEGORIES):
         leaves = []
@@ -325,43 +326,63 @@ def stage_explain(r: Resolved, stage: int, cat: dict[str, float], layer_rows: li
                 continue
             label = f"{lr.kind}" + (f" {lr.index}" if lr.index is not None else "") + \
                 (f" chunk {lr.chunk}" if par.vp > 1 else "")
-            leaves.append(_leaf(r, name, label, value, row, lr))
+            leaves.append(_leaf(pricer, name, label, value, row, lr, rows))
         children.append(sum_node(name, leaves))
     total = sum_node(f"stage {stage} total", children, "M-STAGE", note=point)
-    total.inputs = {k: v for k, v in cat.items()}
-    del w
+    total.inputs = dict(cat)
     return total
 
 
-def _leaf(r: Resolved, category: str, label: str, value: float, row: Row | None, lr: LayerRow) -> Quantity:
-    w, par, f = r.widths, r.par, r.flags
+def _leaf(pricer: StagePricer, category: str, label: str, value: float, row: Row | None, lr: LayerRow,
+          rows: list[Row]) -> Quantity:
+    r = pricer.r
+    w, par, f, d = r.widths, r.par, r.flags, r.dims
     if row is None:
-        fid = {"working_overhead": "W-BWD", "communication_buffers": "C-BUF", "reserve": "RESERVE"}[category]
-        return Quantity(label, value, fid, note=lr.note)
+        return _stage_level_leaf(pricer, category, label, value, lr, rows)
     loc = row.local
-    sh = None
+    sh = pricer.divisors
+    local = {"E_d": loc.dense, "E_e": loc.expert}
     if category == "parameters":
-        from .resolve import shard_divisors
-        sh = shard_divisors(f, par, r.options.params_divided_by_cp)
-        return Quantity(label, value, "S-LAYER.params",
-                        {"β_p": w.p, "E_d": loc.dense, "E_e": loc.expert, "sh_p": sh[0], "sh_pe": sh[3]})
+        return Quantity(label, value, "S-LAYER.params", {"β_p": w.p, **local, "sh_p": sh[0], "sh_pe": sh[3]})
     if category == "gradients":
-        from .resolve import shard_divisors
-        sh = shard_divisors(f, par, r.options.params_divided_by_cp)
-        return Quantity(label, value, "S-LAYER.grads",
-                        {"γ": 1, "β_g": w.g, "E_d": loc.dense, "E_e": loc.expert, "sh_g": sh[1], "sh_ge": sh[4]})
+        return Quantity(label, value, "S-LAYER.grads", {"γ": pricer.gamma, "β_g": w.g, **local, "sh_g": sh[1],
+                                                         "sh_ge": sh[4]})
     if category == "optimizer_states":
-        from .resolve import shard_divisors
-        sh = shard_divisors(f, par, r.options.params_divided_by_cp)
-        return Quantity(label, value, "S-LAYER.opt",
-                        {"n_os": w.n_os, "β_os": w.os, "β_m": w.m, "E_d": loc.dense, "E_e": loc.expert,
-                         "sh_o": sh[2], "sh_oe": sh[5]})
+        return Quantity(label, value, "S-LAYER.opt", {"n_os": w.n_os, "β_os": w.os, "β_m": w.m, **local,
+                                                       "sh_o": sh[2], "sh_oe": sh[5]})
     if category == "activations":
-        fid = "A-FULL" if lr.option == "full" else "A-LAYER"
-        return Quantity(label, value, fid, {"n_j": lr.inflight, "T": par.T, "β_r": w.r, "h": r.dims.h,
-                                            "sp_div": par.sp_div, "t": par.t, "etp": par.etp},
-                        note=f"option {lr.option}")
-    return Quantity(label, value, "C-BUF", note="resident gathered weights")
+        if lr.option == "full":
+            d_in = par.t if f.slice_full_input else par.sp_div
+            return Quantity(label, value, "A-FULL", {"n_j": lr.inflight, "β_r": w.r, "h": d.h, "T": pricer.T,
+                                                      "d_in": d_in}, note="full recompute keeps the layer input")
+        sums = pricer.sums(row.item, lr.option)
+        inputs = {"n_j": lr.inflight, "T": pricer.T, "Σ_SP": sums.sp, "sp_div": par.sp_div, "Σ_TP": sums.tp,
+                  "t": par.t, "Σ_REP": sums.rep, "Σ_V": sums.v, "v_pad": pricer.vpad, "t_V": pricer.t_v,
+                  "R": pricer.R, "Σ_EXP": sums.exp, "Σ_EXPT": sums.expt, "etp": par.etp, "β_c": w.c,
+                  "casts": loc.cast if sums.cast else 0}
+        return Quantity(label, value, "A-LAYER", inputs, note=f"option {lr.option}; slot sums in bytes per token")
+    return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note="weights kept gathered (mf_op)")
+
+
+def _stage_level_leaf(pricer: StagePricer, category: str, label: str, value: float, lr: LayerRow,
+                      rows: list[Row]) -> Quantity:
+    r = pricer.r
+    if category == "communication_buffers":
+        if not rows:
+            return Quantity(label, value, "C-BUF", note=lr.note)
+        top = max(rows, key=lambda row: row.transient)
+        names = (("SP gather", "C-BUF.sp"), ("CP exchange", "C-BUF.cp"), ("EP dispatch/combine", "C-BUF.ep"),
+                 ("weight re-gather", "C-BUF.dp"), ("PP send/recv", "C-BUF.pp"))
+        children = [Quantity(n, float(v), fid) for (n, fid), v in zip(names, top.parts, strict=True) if v]
+        return Quantity(label, value, "C-BUF", children=children, op="sum" if children else "formula",
+                        note=lr.note)
+    if category == "working_overhead":
+        return Quantity(label, value, "W-BWD", note=f"largest need at {lr.note}" if lr.note else "")
+    groups = process_groups(r, int(label.split()[-1])) if label.split()[-1].isdigit() else None
+    opts = r.options
+    return Quantity(label, value, "RESERVE", {"reserve_fixed": opts.reserve, "frag_fraction": opts.frag_fraction,
+                                              "comm_lib_per_group": opts.comm_lib_per_group,
+                                              **({"groups": groups} if groups is not None else {})}, note=lr.note)
 
 
 # ------------------------------------------------------------------------------------------ verdict

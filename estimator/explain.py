@@ -25,6 +25,12 @@ FORMULAS: dict[str, str] = {
     "W-BWD": "max(0, max_ℓ Rc(ℓ) + Gw(ℓ) − Σ A1(ℓ' already back-propagated))",
     "C-BUF": "resident gathered weights + max over layers of transient buffers C(ℓ)",
     "C-BUF.layer": "2·β_c·h·T·[sp] + CP + 2·β_c·h·R·[ep>1] + 2·β_c·E·[zero3] + 2·β_c·h·T/sp_div·[p>1]",
+    "C-BUF.resident": "β_c·(E_d + E_e)",
+    "C-BUF.sp": "2·β_c·h·T (double-buffered sequence-parallel all-gather)",
+    "C-BUF.cp": "ring 2·β_c·n_kv·(dqk + dv)·T/t | Ulysses β_c·(q_w + k_w + v_w + o_w)·T/t",
+    "C-BUF.ep": "2·β_c·h·R (dispatch and combine)",
+    "C-BUF.dp": "2·β_c·(E_d + E_e) (current + prefetched gathered weights)",
+    "C-BUF.pp": "2·β_c·h·T/sp_div (send and receive)",
     "RESERVE": "reserve_fixed + frag_fraction·(activations + working) + comm_lib_per_group·groups",
     "S-OPT": "parameters + gradients + optimizer_states/swap_times + temporaries + resident gathered + "
              "reserve_fixed + comm-library reserve",
@@ -60,7 +66,7 @@ class Quantity:
         for name in sorted(self.inputs, key=len, reverse=True):
             value = self.inputs[name]
             shown = _fmt_value(value.value if isinstance(value, Quantity) else value)
-            text = re.sub(rf"(?<![\w·]){re.escape(name)}(?![\w])", shown, text)
+            text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", shown, text)
         return text
 
     def to_dict(self) -> dict[str, Any]:
