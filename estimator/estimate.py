@@ -374,8 +374,9 @@ def _stage_level_leaf(pricer: StagePricer, category: str, label: str, value: flo
         names = (("SP gather", "C-BUF.sp"), ("CP exchange", "C-BUF.cp"), ("EP dispatch/combine", "C-BUF.ep"),
                  ("weight re-gather", "C-BUF.dp"), ("PP send/recv", "C-BUF.pp"))
         children = [Quantity(n, float(v), fid) for (n, fid), v in zip(names, top.parts, strict=True) if v]
-        return Quantity(label, value, "C-BUF", children=children, op="sum" if children else "formula",
-                        note=lr.note)
+        exact = abs(sum(c.value for c in children) - value) <= 1e-9 * max(1.0, value)
+        return Quantity(label, value, "C-BUF", children=children, op="sum" if children and exact else "formula",
+                        note=lr.note if exact else f"{lr.note}; children: the largest layer's terms")
     if category == "working_overhead":
         return Quantity(label, value, "W-BWD", note=f"largest need at {lr.note}" if lr.note else "")
     groups = process_groups(r, int(label.split()[-1])) if label.split()[-1].isdigit() else None
