@@ -278,17 +278,23 @@ class StagePricer:
         mode = f.sharding_mode
         regather = mode == "zero3" or (mode in ("fsdp", "hsdp") and not f.fsdp2) or \
             (mode == "mf_op" and not f.keep_gathered)
-        local = self.local(item.kind, item.block)
-        dp_term = 2 * bc * local.total * gt(par.os, 1) if regather else 0.0
+        dp_term = 2 * bc * self.gathered_elements(item) if regather else 0.0
         pp_term = 2 * bc * d.h * T / par.sp_div * gt(par.p, 1)
         return (sp_term, cp_term, ep_term, dp_term, pp_term)
 
     def resident(self, item: Item) -> float:
         """Weights kept gathered between forward and backward (mf_op with keep_gathered_weights)."""
-        f, par = self.r.flags, self.r.par
+        f = self.r.flags
         if f.sharding_mode != "mf_op" or not f.keep_gathered:
             return 0.0
-        return self.r.widths.c * self.local(item.kind, item.block).total * gt(par.os, 1)
+        return self.r.widths.c * self.gathered_elements(item)
+
+    def gathered_elements(self, item: Item) -> Num:
+        """Local elements that sharding actually splits, hence must gather: dense ones when the dense shard
+        size os > 1, expert ones when the expert shard size os_e > 1 (a 1-way shard is the weight itself)."""
+        par = self.r.par
+        local = self.local(item.kind, item.block)
+        return local.dense * gt(par.os, 1) + local.expert * gt(par.os_e, 1)
 
     # ---------------------------------------------------------------------------------- rows
     def cost(self, item: Item, with_head: bool = True) -> RowCost:

@@ -287,7 +287,7 @@ KORTHIKANTI = [  # name, h, a, layers, t, p, vp, micro-batch, micro-batches, (fu
     ("530B", 20480, 128, 105, 8, 35, 3, 1, 280, (49.05, 37.83)),
     ("1T", 25600, 160, 128, 8, 64, 1, 1, 512, (94.42, 71.49)),
 ]
-# A100 sustained bf16 GEMM efficiency used for the table (recommended preset value, docs/fidelity-steptime.md).
+# A100 sustained bf16 GEMM efficiency used for the table (recommended preset value, docs/fidelity.md).
 A100_EFF_MATMUL = 0.72
 MEAN_BOUND, MAX_BOUND = 0.037, 0.065  # reached: mean 3.6 %, max 6.4 %
 
