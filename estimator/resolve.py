@@ -426,11 +426,22 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
               u=u, n_s=n_s, d_rep=d_rep, os=os, os_e=os_e)
 
     capacity = hardware.capacity
-    limit = options.budget_override if options.budget_override is not None else options.max_device_memory
-    budget = (limit if limit is not None else capacity) - options.margin
+    budget = plan_budget(capacity, options)
     return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,
                     dims=dims, widths=widths, flags=flags, par=par, capacity=capacity, budget=budget,
                     assumptions=tuple(rec.assumptions))
+
+
+def plan_budget(capacity: float, options: RunOptions) -> float:
+    """(budget_override | the framework limit | capacity) − margin (D6). A framework limit above the device's
+    capacity cannot be used (P-BUDGET-CAP): the smaller of the two applies."""
+    if options.budget_override is not None:
+        limit = options.budget_override
+    elif options.max_device_memory is not None:
+        limit = min(options.max_device_memory, capacity)
+    else:
+        limit = capacity
+    return limit - options.margin
 
 
 def world_and_batch(par: Par) -> tuple[Num, Num]:

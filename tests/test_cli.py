@@ -215,3 +215,10 @@ def test_report_html_and_markdown(capsys, tmp_path):
     rects = [e for e in svg.iter() if e.tag.endswith("rect")]
     assert len(rects) > 16 * 5  # stacked segments of 16 stages plus the legend
     assert oct((tmp_path / "sub" / "plan.svg").stat().st_mode & 0o777) != "0o600"
+
+
+def test_framework_limit_above_capacity_is_capped(capsys):
+    """P-BUDGET-CAP: the plan's 58GB max_device_memory cannot be used on a 24 GiB device."""
+    code, out, _ = run(capsys, "estimate", str(PLAN), "--json", "--capacity", "24GB")
+    data = json.loads(out)
+    assert data["budget"] == 24 * 2**30 and not data["fits"]

@@ -176,9 +176,9 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
 
 
 def _budget(parsed: ParsedConfig) -> float:
-    opts = parsed.options
-    limit = opts.budget_override if opts.budget_override is not None else opts.max_device_memory
-    return (limit if limit is not None else parsed.hardware.capacity) - opts.margin
+    from ..resolve import plan_budget
+
+    return plan_budget(parsed.hardware.capacity, parsed.options)
 
 
 def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray], priced, k: int,

@@ -1,0 +1,169 @@
+"""Desktop-app latency: edit → chart updated (p50/p95 over 50 edits on the DeepSeek-V3 example) and cold start
+to the first chart. Prints numbers, asserts nothing.
+
+    .venv/bin/python benchmarks/bench_gui.py [--edits 50] [--cold-runs 3]
+
+Runs offscreen. "after debounce" starts when the debounce timer hands the plan to the worker; "edit →" starts
+at the form commit (so it includes the ≤ 30 ms debounce). "drawn" is when the chart items hold the new
+numbers; "painted" is after the pending paint events ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+EXAMPLE = ROOT / "resources" / "examples" / "deepseek_v3_671b.plan.yaml"
+EDITS = [{"strategy.tp": 8}, {"strategy.tp": 2}, {"strategy.tp": 4}, {"strategy.ep": 16}, {"strategy.ep": 8},
+         {"strategy.micro_batch_size": 2}, {"strategy.micro_batch_size": 1}, {"strategy.pp": 8},
+         {"strategy.pp": 16}, {"strategy.recompute": "full"}, {"strategy.recompute": "none"}]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def cold_child(path: str) -> None:
+    """One cold start: the app's own start path up to the first chart; prints the wall-clock time then."""
+    from sapp_gui.app import make_app
+
+    app = make_app()
+    import tempfile
+
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from sapp_gui.main_window import MainWindow
+    from sapp_gui.settings import Settings
+
+    with tempfile.TemporaryDirectory() as tmp:
+        window = MainWindow(Settings.at(Path(tmp) / "s.ini"))
+        window.resize(1400, 900)
+        window.show()
+        loop = QEventLoop()
+        window.estimate_drawn.connect(lambda _r: loop.quit())
+        QTimer.singleShot(60000, loop.quit)
+        window.open_paths([path])
+        loop.exec()
+        app.processEvents()  # the first paint of the chart
+        print(f"FIRST_CHART {time.time():.6f}", flush=True)
+        window.runner.shutdown()
+
+
+def cold_start(runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        start = time.time()
+        proc = subprocess.run([sys.executable, __file__, "--cold-child", str(EXAMPLE)], capture_output=True,
+                              text=True, cwd=ROOT, timeout=300)
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("FIRST_CHART")), None)
+        if line is None:
+            print(proc.stderr, file=sys.stderr)
+            continue
+        out.append(float(line.split()[1]) - start)
+    return out
+
+
+def edit_latency(n: int) -> dict[str, list[float]]:
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from sapp_gui.app import make_app
+    from sapp_gui.main_window import MainWindow
+    from sapp_gui.settings import Settings
+
+    app = make_app()
+    import tempfile
+
+    tmp = tempfile.TemporaryDirectory()
+    window = MainWindow(Settings.at(Path(tmp.name) / "s.ini"))
+    window.resize(1400, 900)
+    window.show()
+    marks: dict[str, float] = {}
+    loop = QEventLoop()
+
+    def drawn(_result: object) -> None:
+        marks["drawn"] = time.perf_counter()
+        loop.quit()
+
+    window.estimate_drawn.connect(drawn)
+    window.runner.started.connect(lambda _g: marks.__setitem__("launched", time.perf_counter()))
+    QTimer.singleShot(60000, loop.quit)
+    window.open_paths([str(EXAMPLE)])
+    loop.exec()
+    QApplication.processEvents()
+    stats: dict[str, list[float]] = {"edit→drawn": [], "edit→painted": [], "after debounce→drawn": [],
+                                     "after debounce→painted": [], "estimate (worker)": []}
+    done = 0
+    i = 0
+    while done < n:
+        changes = EDITS[i % len(EDITS)]
+        i += 1
+        marks.clear()
+        before = window.undo_stack.count()
+        start = time.perf_counter()
+        if not window.edit(dict(changes), "bench") or window.undo_stack.count() == before:
+            continue  # invalid or no change: nothing to draw
+        timer = QTimer()
+        timer.setSingleShot(True)
+        timer.timeout.connect(loop.quit)
+        timer.start(30000)
+        loop.exec()
+        timer.stop()
+        if "drawn" not in marks:
+            continue
+        QApplication.processEvents()  # paint
+        painted = time.perf_counter()
+        stats["edit→drawn"].append(marks["drawn"] - start)
+        stats["edit→painted"].append(painted - start)
+        stats["after debounce→drawn"].append(marks["drawn"] - marks["launched"])
+        stats["after debounce→painted"].append(painted - marks["launched"])
+        stats["estimate (worker)"].append(float(window.time_label.text().split()[1]) / 1000)
+        done += 1
+    window.runner.shutdown()
+    window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    window.close()
+    tmp.cleanup()
+    del app
+    return stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--edits", type=int, default=50)
+    parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--cold-child", metavar="FILE", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.cold_child:
+        cold_child(args.cold_child)
+        return
+    print(f"SAPP Planner GUI benchmark: {EXAMPLE.name}, offscreen, Python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    from sapp_gui.worker import DEBOUNCE_MS
+
+    stats = edit_latency(args.edits)
+    count = len(stats["edit→drawn"])
+    print(f"\nedit → chart, {count} edits (debounce {DEBOUNCE_MS} ms):")
+    for name, values in stats.items():
+        p50, p95 = percentile(values, 0.5) * 1000, percentile(values, 0.95) * 1000
+        print(f"  {name:24s} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms   max {max(values) * 1000:7.1f} ms")
+    cold = cold_start(args.cold_runs)
+    if cold:
+        print(f"\ncold start → first chart painted ({len(cold)} runs, process spawn to first paint): "
+              + ", ".join(f"{c:.2f} s" for c in cold) + f"; median {statistics.median(cold):.2f} s")
+    else:
+        print("\ncold start: the child process did not report a chart")
+
+
+if __name__ == "__main__":
+    main()

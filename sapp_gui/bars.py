@@ -1,0 +1,311 @@
+"""A stacked bar chart of the seven memory categories (pyqtgraph), shared by the stage chart and the
+per-layer chart: stacking, hit testing (which bar and which category is under a point), hover tooltips,
+selection (mouse and keyboard), and export of the chart as PNG, SVG or CSV.
+
+Heights are drawn in GiB; the data kept for hit tests and exports is in bytes (``stack``: bars × 7).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, Qt, Signal
+from PySide6.QtGui import QColor, QCursor, QFont, QImage, QPainter, QPen
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QFileDialog, QGraphicsItem, QLabel, QMenu, QToolTip, QVBoxLayout, QWidget
+
+from estimator.result import CATEGORIES
+from estimator.units import GiB
+
+from .style import CATEGORY_COLORS, CATEGORY_LABELS, SELECTION
+
+pg.setConfigOptions(antialias=False, background="w", foreground="#222222")  # bars are axis-aligned: crisp and faster
+
+
+def category_brush(category: str, alpha: int = 255) -> QColor:
+    color = QColor(CATEGORY_COLORS[category])
+    color.setAlpha(alpha)
+    return color
+
+
+class StackedBarChart(QWidget):
+    """Bars × categories, stacked bottom-up in CATEGORIES order."""
+
+    segment_clicked = Signal(int, str)  # bar index, category
+    hovered = Signal(int)               # bar index under the mouse (-1: none)
+
+    def __init__(self, title: str, x_label: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = QLabel(title)
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        self.plot = pg.PlotWidget()
+        self.plot.setMinimumHeight(160)
+        self.plot.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.plot.setAccessibleName(title)
+        item = self.plot.getPlotItem()
+        item.setMenuEnabled(False)
+        item.hideButtons()
+        item.getViewBox().setMouseEnabled(False, False)
+        item.showGrid(x=False, y=True, alpha=0.18)
+        item.setLabel("left", "Memory per device (GiB)")
+        item.setLabel("bottom", x_label)
+        tick_font = QFont(self.font())
+        tick_font.setPointSizeF(max(7.5, self.font().pointSizeF() * 0.9))
+        for name in ("left", "bottom"):
+            axis = item.getAxis(name)
+            axis.setStyle(tickFont=tick_font)
+            axis.setTextPen("#222222")
+            axis.enableAutoSIPrefix(False)
+            # replaying the axis picture re-rasterises every tick label on each repaint; a pixmap cache
+            # makes repaints after an edit cheap (the axis is redrawn only when its ticks or range change)
+            axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.view = item.getViewBox()
+        self.bars: dict[str, pg.BarGraphItem] = {}
+        for cat in CATEGORIES:
+            bar = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=category_brush(cat),
+                                  pen=pg.mkPen("#ffffff", width=0.8), name=CATEGORY_LABELS[cat])
+            self.bars[cat] = bar
+            item.addItem(bar)
+        self.selection_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
+                                              pen=pg.mkPen(SELECTION, width=2.5))
+        self.selection_item.setZValue(20)
+        item.addItem(self.selection_item)
+        self.x = np.zeros(0)
+        self.width = 0.7
+        self.stack = np.zeros((0, len(CATEGORIES)))
+        self.selected: tuple[int, str] | None = None
+        self.hover_index = -1
+        self._ticks: list[tuple[float, str]] = []
+        self._y_top = 0.0
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.title)
+        self.header_layout = layout
+        layout.addWidget(self.plot, 1)
+        scene = self.plot.scene()
+        scene.sigMouseMoved.connect(self._on_mouse_moved)
+        scene.sigMouseClicked.connect(self._on_mouse_clicked)
+        self.plot.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.plot.customContextMenuRequested.connect(self._context_menu)
+        self.plot.installEventFilter(self)
+
+    # ------------------------------------------------------------------------------------ data
+    def set_stack(self, x: np.ndarray, stack: np.ndarray, width: float = 0.7) -> None:
+        """Draw ``stack`` (bars × categories, bytes) at positions ``x``."""
+        self.x = np.asarray(x, dtype=float)
+        self.stack = np.asarray(stack, dtype=float).reshape(len(self.x), len(CATEGORIES))
+        self.width = width
+        gib = self.stack / GiB
+        bottom = np.zeros(len(self.x))
+        for k, cat in enumerate(CATEGORIES):
+            self.bars[cat].setOpts(x=self.x, height=gib[:, k], y0=bottom.copy(), width=width)
+            bottom += gib[:, k]
+        if self.selected is not None and self.selected[0] >= len(self.x):
+            self.selected = None
+        self._draw_selection()
+
+    def heights(self, category: str) -> np.ndarray:
+        """Drawn heights of one category, GiB per bar."""
+        return np.asarray(self.bars[category].opts["height"], dtype=float)
+
+    def totals(self) -> np.ndarray:
+        return self.stack.sum(axis=1)
+
+    def set_ticks(self, labels: list[str], max_labels: int = 40) -> None:
+        """Category ticks; the axis is only redrawn when they change (what-if edits rarely change them)."""
+        step = max(1, int(np.ceil(len(labels) / max_labels)))
+        ticks = [(float(i), text) for i, text in enumerate(labels) if i % step == 0]
+        if ticks != self._ticks:
+            self._ticks = ticks
+            self.plot.getPlotItem().getAxis("bottom").setTicks([ticks, []])
+
+    def set_y_top(self, top_gib: float) -> None:
+        """A round upper bound, so that the scale stays put while edits move the bars."""
+        top = nice_ceil(max(top_gib, 0.01))
+        if top != self._y_top:
+            self._y_top = top
+            self.plot.getPlotItem().setYRange(0, top, padding=0)
+
+    # --------------------------------------------------------------------------------- hit test
+    def hit(self, xv: float, yv: float) -> tuple[int, str] | None:
+        """The (bar, category) drawn at view coordinates (xv GiB-space)."""
+        if not len(self.x):
+            return None
+        i = int(np.argmin(np.abs(self.x - xv)))
+        if abs(self.x[i] - xv) > self.width / 2:
+            return None
+        y = yv * GiB
+        bottom = 0.0
+        for k, cat in enumerate(CATEGORIES):
+            top = bottom + self.stack[i, k]
+            if bottom <= y < top and self.stack[i, k] > 0:
+                return i, cat
+            bottom = top
+        return None
+
+    def scene_pos_of(self, index: int, category: str) -> QPointF:
+        """Scene coordinates of the middle of a segment (tests click there)."""
+        k = CATEGORIES.index(category)
+        bottom = self.stack[index, :k].sum()
+        mid = (bottom + self.stack[index, k] / 2) / GiB
+        return self.view.mapViewToScene(QPointF(float(self.x[index]), float(mid)))
+
+    def widget_pos_of(self, index: int, category: str) -> QPoint:
+        return self.plot.mapFromScene(self.scene_pos_of(index, category))
+
+    def _on_mouse_moved(self, scene_pos: QPointF) -> None:
+        point = self.view.mapSceneToView(scene_pos)
+        hit = self.hit(point.x(), point.y())
+        index = hit[0] if hit else -1
+        if index != self.hover_index:
+            self.hover_index = index
+            self.hovered.emit(index)
+        if hit:
+            QToolTip.showText(QCursor.pos(), self.hover_html(hit[0], hit[1]), self.plot)
+        else:
+            QToolTip.hideText()
+
+    def _on_mouse_clicked(self, event: object) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:  # type: ignore[attr-defined]
+            return
+        point = self.view.mapSceneToView(event.scenePos())  # type: ignore[attr-defined]
+        hit = self.hit(point.x(), point.y())
+        if hit:
+            self.select(*hit)
+
+    def select(self, index: int, category: str, emit: bool = True) -> None:
+        self.selected = (index, category)
+        self._draw_selection()
+        if emit:
+            self.segment_clicked.emit(index, category)
+
+    def clear_selection(self) -> None:
+        self.selected = None
+        self._draw_selection()
+
+    def _draw_selection(self) -> None:
+        if self.selected is None or not len(self.x):
+            self.selection_item.setOpts(x=np.zeros(0), height=np.zeros(0), y0=np.zeros(0))
+            return
+        i, cat = self.selected
+        k = CATEGORIES.index(cat)
+        bottom = self.stack[i, :k].sum() / GiB
+        self.selection_item.setOpts(x=np.array([self.x[i]]), height=np.array([self.stack[i, k] / GiB]),
+                                    y0=np.array([bottom]), width=self.width)
+
+    def hover_html(self, index: int, category: str) -> str:
+        """Tooltip text for a bar: every category in GiB and % of the bar (subclasses add a title)."""
+        return self.breakdown_html(index, category)
+
+    def breakdown_html(self, index: int, category: str | None = None, title: str = "") -> str:
+        row = self.stack[index]
+        total = row.sum()
+        lines = [f"<b>{title}</b>" if title else "", "<table cellspacing='0' cellpadding='1'>"]
+        for k in range(len(CATEGORIES) - 1, -1, -1):
+            cat = CATEGORIES[k]
+            share = 100.0 * row[k] / total if total else 0.0
+            weight = ("<b>", "</b>") if cat == category else ("", "")
+            lines.append(f"<tr><td><span style='color:{CATEGORY_COLORS[cat]}'>■</span> {weight[0]}"
+                         f"{CATEGORY_LABELS[cat]}{weight[1]}</td><td align='right'>&nbsp;{row[k] / GiB:,.2f} GiB"
+                         f"</td><td align='right'>&nbsp;{share:4.1f}%</td></tr>")
+        lines.append(f"<tr><td><b>Total</b></td><td align='right'>&nbsp;<b>{total / GiB:,.2f} GiB</b></td>"
+                     "<td></td></tr></table>")
+        return "".join(lines)
+
+    # --------------------------------------------------------------------------------- keyboard
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.plot and event.type() == QEvent.Type.KeyPress and len(self.x):
+            key = event.key()  # type: ignore[attr-defined]
+            i, cat = self.selected or (0, CATEGORIES[0])
+            k = CATEGORIES.index(cat)
+            if key == Qt.Key.Key_Right:
+                i = min(i + 1, len(self.x) - 1)
+            elif key == Qt.Key.Key_Left:
+                i = max(i - 1, 0)
+            elif key == Qt.Key.Key_Up:
+                k = min(k + 1, len(CATEGORIES) - 1)
+            elif key == Qt.Key.Key_Down:
+                k = max(k - 1, 0)
+            elif key not in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+                return False
+            self.select(i, CATEGORIES[k])
+            return True
+        return super().eventFilter(watched, event)
+
+    # ----------------------------------------------------------------------------------- export
+    def csv_rows(self) -> list[list[object]]:
+        """Header + one row per bar, GiB with 4 decimals (subclasses name the bars)."""
+        head = ["bar", *(f"{c} (GiB)" for c in CATEGORIES), "total (GiB)"]
+        rows: list[list[object]] = [head]
+        for i, row in enumerate(self.stack):
+            rows.append([i, *(round(v / GiB, 4) for v in row), round(row.sum() / GiB, 4)])
+        return rows
+
+    def export_png(self, path: str | Path, scale: float = 2.0) -> None:
+        """The chart with its title and legend, at ``scale`` × the on-screen size."""
+        size = self.size()
+        image = QImage(max(1, int(size.width() * scale)), max(1, int(size.height() * scale)),
+                       QImage.Format.Format_ARGB32)
+        image.setDevicePixelRatio(scale)
+        image.fill(QColor("white"))
+        painter = QPainter(image)
+        self.render(painter, QPoint(0, 0))
+        painter.end()
+        if not image.save(str(path), "PNG"):
+            raise OSError(f"cannot write {path}")
+
+    def export_svg(self, path: str | Path) -> None:
+        generator = QSvgGenerator()
+        generator.setFileName(str(path))
+        generator.setSize(self.size())
+        generator.setViewBox(self.rect())
+        generator.setResolution(self.logicalDpiX())
+        generator.setTitle(self.title.text())
+        painter = QPainter(generator)
+        self.render(painter, QPoint(0, 0))
+        painter.end()
+
+    def export_csv(self, path: str | Path) -> None:
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh).writerows(self.csv_rows())
+
+    def _context_menu(self, pos: QPoint) -> None:
+        menu = self.export_menu(self)
+        menu.exec(self.plot.mapToGlobal(pos))
+
+    def export_menu(self, parent: QWidget) -> QMenu:
+        menu = QMenu("Export chart", parent)
+        menu.addAction("Export as PNG…", lambda: self.ask_export("png"))
+        menu.addAction("Export as SVG…", lambda: self.ask_export("svg"))
+        menu.addAction("Export numbers as CSV…", lambda: self.ask_export("csv"))
+        return menu
+
+    def ask_export(self, kind: str) -> None:
+        filters = {"png": "PNG image (*.png)", "svg": "SVG image (*.svg)", "csv": "CSV table (*.csv)"}
+        path, _ = QFileDialog.getSaveFileName(self, f"Export chart as {kind.upper()}", f"chart.{kind}",
+                                              filters[kind])
+        if path:
+            getattr(self, f"export_{kind}")(path)
+
+
+def nice_ceil(value: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k that is ≥ value."""
+    magnitude = 10 ** np.floor(np.log10(value))
+    for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if value <= m * magnitude * (1 + 1e-9):
+            return float(m * magnitude)
+    return float(10 * magnitude)
+
+
+def outline_pen(color: str, width: float = 2.5, dashed: bool = False) -> QPen:
+    pen = pg.mkPen(color, width=width)
+    if dashed:
+        pen.setStyle(Qt.PenStyle.DashLine)
+    return pen

@@ -1,0 +1,198 @@
+"""The stage chart: one stacked bar per pipeline stage against the device capacity and the budget.
+
+Bars over budget get a vermillion outline, the peak stage is labelled with its GiB, and a pinned baseline
+is drawn faded beside the current bars with the per-stage delta above each pair.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QLabel, QWidget
+
+from estimator.result import CATEGORIES, Result
+from estimator.units import GiB
+
+from .bars import StackedBarChart, category_brush, outline_pen
+from .style import CAPACITY, CATEGORY_COLORS, CATEGORY_LABELS, OVER_BUDGET
+
+PAIR_OFFSET = 0.21
+PAIR_WIDTH = 0.4
+
+
+def legend_html(pinned: bool = False) -> str:
+    items = [f"<span style='color:{CATEGORY_COLORS[c]}; font-size:13pt'>■</span>&nbsp;{CATEGORY_LABELS[c]}"
+             for c in reversed(CATEGORIES)]
+    items.append(f"<span style='color:{CAPACITY}'><b>———</b></span>&nbsp;capacity")
+    items.append(f"<span style='color:{OVER_BUDGET}'><b>- - -</b></span>&nbsp;budget")
+    items.append(f"<span style='color:{OVER_BUDGET}; font-size:13pt'>□</span>&nbsp;over&nbsp;budget")
+    if pinned:
+        items.append("<span style='color:#9a9a9a; font-size:13pt'>▥</span>&nbsp;pinned&nbsp;(left)")
+    return "&nbsp;&nbsp; ".join(items)
+
+
+class StageChart(StackedBarChart):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Memory per pipeline stage", "Pipeline stage", parent)
+        self.setObjectName("stageChart")
+        self.legend = QLabel(legend_html())
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setAccessibleName("Chart legend")
+        self.header_layout.insertWidget(1, self.legend)
+        item = self.plot.getPlotItem()
+        self.capacity_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(CAPACITY, width=1.6), label="",
+                                             labelOpts={"position": 0.985, "color": CAPACITY,
+                                                        "anchors": [(1, 1), (1, 1)], "fill": (255, 255, 255, 210)})
+        self.budget_line = pg.InfiniteLine(angle=0, pen=outline_pen(OVER_BUDGET, 1.6, dashed=True), label="",
+                                           labelOpts={"position": 0.985, "color": OVER_BUDGET,
+                                                      "anchors": [(1, 0), (1, 0)], "fill": (255, 255, 255, 210)})
+        for line in (self.capacity_line, self.budget_line):
+            line.setZValue(15)
+            item.addItem(line)
+        self.over_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
+                                         pen=pg.mkPen(OVER_BUDGET, width=3))
+        self.over_item.setZValue(18)
+        item.addItem(self.over_item)
+        self.opt_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
+                                        pen=outline_pen(OVER_BUDGET, 2.0, dashed=True))
+        self.opt_item.setZValue(18)
+        item.addItem(self.opt_item)
+        self.pinned_bars: dict[str, pg.BarGraphItem] = {}
+        for cat in CATEGORIES:
+            bar = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=PAIR_WIDTH,
+                                  brush=category_brush(cat, 85), pen=outline_pen("#8a8a8a", 0.8, dashed=True))
+            bar.setZValue(-1)
+            self.pinned_bars[cat] = bar
+            item.addItem(bar)
+        self.peak_label = pg.TextItem(anchor=(0.5, 1.0))
+        self.peak_label.setZValue(25)
+        item.addItem(self.peak_label)
+        self.delta_labels: list[pg.TextItem] = []
+        self.result: Result | None = None
+        self.pinned: Result | None = None
+
+    # -------------------------------------------------------------------------------------- data
+    def set_result(self, result: Result, pinned: Result | None = None) -> None:
+        self.result, self.pinned = result, pinned
+        n = len(result.stages)
+        stack = np.array([[s.bytes_by_category[c] for c in CATEGORIES] for s in result.stages], dtype=float)
+        base = np.arange(n, dtype=float)
+        paired = pinned is not None
+        x = base + PAIR_OFFSET if paired else base
+        width = PAIR_WIDTH if paired else 0.7
+        self.set_stack(x, stack, width)
+        totals = stack.sum(axis=1)
+        opt = np.array([s.optimizer_step_peak for s in result.stages], dtype=float)
+        over = np.maximum(totals, opt) > result.budget
+        self.over_item.setOpts(x=x[over], height=totals[over] / GiB, y0=np.zeros(int(over.sum())), width=width)
+        opt_shown = opt > totals
+        self.opt_item.setOpts(x=x[opt_shown], height=np.zeros(int(opt_shown.sum())), y0=opt[opt_shown] / GiB,
+                              width=width)
+        self._draw_pinned(pinned, n)
+        self._draw_lines(result)
+        peak = result.peak_stage
+        verdict_color = OVER_BUDGET if over[peak] else "#111111"
+        self.peak_label.setHtml(f"<div style='color:{verdict_color}; font-weight:bold'>peak "
+                                f"{totals[peak] / GiB:,.2f} GiB</div>")
+        # anchored on the bar's inner edge so that the label never runs off the plot at either end
+        if peak < n / 2:
+            self.peak_label.setAnchor((0.0, 1.0))
+            self.peak_label.setPos(float(x[peak] - width / 2), float(totals[peak] / GiB))
+        else:
+            self.peak_label.setAnchor((1.0, 1.0))
+            self.peak_label.setPos(float(x[peak] + width / 2), float(totals[peak] / GiB))
+        labels = [str(i) for i in range(n)]
+        self.set_ticks(labels)
+        self.legend.setText(legend_html(paired))
+        tops = [totals.max(initial=0.0), result.capacity, result.budget, opt.max(initial=0.0)]
+        if pinned is not None:
+            tops.append(max(s.total for s in pinned.stages))
+        item = self.plot.getPlotItem()
+        self.set_y_top(max(tops) / GiB * 1.1)
+        slots = max(n, len(pinned.stages) if pinned else 0)
+        pad = max(0.0, (4 - slots) / 2)  # one or two stages: keep the bars bar-shaped
+        right = 0.0
+        if pinned is not None:  # room for the line labels right of the last pair, clear of the delta labels
+            per_slot = max(self.plot.width(), 300) / (slots + 1)
+            right = min(float(slots), 150 / per_slot)
+        item.setXRange(-0.6 - pad, slots - 0.4 + pad + right, padding=0)
+
+    def _draw_pinned(self, pinned: Result | None, n: int) -> None:
+        for label in self.delta_labels:
+            self.plot.getPlotItem().removeItem(label)
+        self.delta_labels = []
+        if pinned is None:
+            for bar in self.pinned_bars.values():
+                bar.setOpts(x=np.zeros(0), height=np.zeros(0), y0=np.zeros(0))
+            return
+        m = len(pinned.stages)
+        stack = np.array([[s.bytes_by_category[c] for c in CATEGORIES] for s in pinned.stages], dtype=float) / GiB
+        x = np.arange(m, dtype=float) - PAIR_OFFSET
+        bottom = np.zeros(m)
+        for k, cat in enumerate(CATEGORIES):
+            self.pinned_bars[cat].setOpts(x=x, height=stack[:, k], y0=bottom.copy(), width=PAIR_WIDTH)
+            bottom += stack[:, k]
+        current = self.totals() / GiB
+        narrow = self.plot.width() / max(n, m, 1) < 75  # two short lines instead of one long one
+        font = QFont(self.font())
+        font.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.8))
+        for i in range(min(n, m)):
+            delta = current[i] - bottom[i]
+            color = OVER_BUDGET if delta > 0.005 else ("#00795A" if delta < -0.005 else "#555555")
+            text = f"{delta:+.2f}<br>GiB" if narrow else f"{delta:+.2f} GiB"
+            label = pg.TextItem(html=f"<div style='color:{color}; text-align:center'>{text}</div>", anchor=(0.5, 1))
+            label.setFont(font)
+            label.setPos(float(i), float(max(current[i], bottom[i])))
+            self.plot.getPlotItem().addItem(label)
+            self.delta_labels.append(label)
+
+    def _draw_lines(self, result: Result) -> None:
+        self.capacity_line.setPos(result.capacity / GiB)
+        self.budget_line.setPos(result.budget / GiB)
+        same = abs(result.capacity - result.budget) < 0.005 * GiB
+        self.budget_line.setVisible(not same)
+        cap_text = f"capacity = budget {result.capacity / GiB:,.2f} GiB" if same else \
+            f"capacity {result.capacity / GiB:,.2f} GiB"
+        self.capacity_line.label.setFormat(cap_text)
+        self.budget_line.label.setFormat(f"budget {result.budget / GiB:,.2f} GiB")
+
+    # ----------------------------------------------------------------------------------- queries
+    def data(self) -> dict[str, object]:
+        """What is drawn, for tests and the benchmark: per-category heights and totals in GiB."""
+        return {"stages": len(self.x), "x": self.x.copy(), "totals_gib": self.totals() / GiB,
+                "by_category_gib": {c: self.heights(c).copy() for c in CATEGORIES},
+                "over_budget": np.asarray(self.over_item.opts["x"]).copy(),
+                "pinned_stages": len(self.pinned_bars[CATEGORIES[0]].opts["x"]),
+                "deltas": [item.textItem.toPlainText().replace("\n", " ").replace("\u2028", " ")
+                           for item in self.delta_labels],
+                "peak_label": self.peak_label.textItem.toPlainText()}
+
+    def hover_html(self, index: int, category: str) -> str:
+        assert self.result is not None
+        stage = self.result.stages[index]
+        budget = self.result.budget
+        title = (f"Stage {index}: {stage.total / GiB:,.2f} GiB "
+                 f"({100 * stage.total / budget:.1f}% of the {budget / GiB:,.2f} GiB budget)" if budget else
+                 f"Stage {index}: {stage.total / GiB:,.2f} GiB")
+        html = self.breakdown_html(index, category, title)
+        html += f"<br>optimizer-step peak {stage.optimizer_step_peak / GiB:,.2f} GiB"
+        if self.pinned is not None and index < len(self.pinned.stages):
+            delta = stage.total - self.pinned.stages[index].total
+            html += f"<br>vs pinned: {delta / GiB:+,.2f} GiB"
+        return html
+
+    def csv_rows(self) -> list[list[object]]:
+        rows = [["stage", *(f"{c} (GiB)" for c in CATEGORIES), "total (GiB)", "optimizer-step peak (GiB)",
+                 "budget (GiB)", "capacity (GiB)", "fits"]]
+        if self.result is None:
+            return rows
+        r = self.result
+        for s in r.stages:
+            decisive = max(s.total, s.optimizer_step_peak)
+            rows.append([s.index, *(round(s.bytes_by_category[c] / GiB, 4) for c in CATEGORIES),
+                         round(s.total / GiB, 4), round(s.optimizer_step_peak / GiB, 4), round(r.budget / GiB, 4),
+                         round(r.capacity / GiB, 4), decisive <= r.budget])
+        return rows

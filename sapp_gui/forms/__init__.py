@@ -1,0 +1,76 @@
+"""The left-hand forms (Parallelism, Memory, Hardware, Model) as one tabbed panel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QScrollArea, QTabWidget, QWidget
+
+from estimator.result import Result
+from estimator.warnings import Assumption
+
+from ..document import Document
+from .fields import FieldForm, FieldRow
+from .hardware import HardwareForm
+from .memory import MemoryForm
+from .model import ModelForm
+from .parallel import ParallelForm
+
+
+class FormsPanel(QTabWidget):
+    edited = Signal(dict, str)  # changes, undo text
+
+    def __init__(self, doc: Document, presets_dir: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("forms")
+        self.doc = doc
+        self.parallel = ParallelForm(doc)
+        self.memory = MemoryForm(doc)
+        self.hardware = HardwareForm(doc, presets_dir)
+        self.model = ModelForm(doc)
+        self.forms: tuple[FieldForm, ...] = (self.parallel, self.memory, self.hardware, self.model)
+        for form, title in zip(self.forms, ("&Parallel", "&Memory", "&Hardware", "Mo&del"), strict=True):
+            scroll = QScrollArea()
+            scroll.setWidget(form)
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            self.addTab(scroll, title)
+            form.edited.connect(self.edited)
+        self.setEnabled(False)
+
+    def refresh(self, assumptions: dict[str, Assumption]) -> None:
+        self.setEnabled(self.doc.loaded)
+        if not self.doc.loaded:
+            return
+        for form in self.forms:
+            form.refresh(assumptions)
+
+    def set_errors(self, errors: dict[str, str]) -> None:
+        for form in self.forms:
+            form.set_errors(errors)
+
+    def set_result(self, result: Result | None) -> None:
+        self.hardware.set_result(result)
+
+    def row(self, key: str) -> FieldRow:
+        for form in self.forms:
+            if key in form.rows:
+                return form.rows[key]
+        raise KeyError(key)
+
+    def show_field(self, key: str) -> None:
+        """Bring the tab holding ``key`` to the front and focus its editor."""
+        for index, form in enumerate(self.forms):
+            if key in form.rows:
+                self.setCurrentIndex(index)
+                form.rows[key].editor.setFocus()
+                return
+
+    def error_keys(self) -> list[str]:
+        return [k for form in self.forms for k, row in form.rows.items() if row.error.isVisible()
+                or bool(row.error.text())]
+
+
+__all__ = ["FieldRow", "FormsPanel"]

@@ -1,0 +1,104 @@
+"""Parallelism: DP, TP, PP, VPP, CP (+ algorithm), EP, ETP, SP, micro-batch size and count, with the derived
+device count and global batch, and the lock that says what an edit of TP/PP/CP holds fixed."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, QWidget
+
+from estimator.strategy import CP_ALGOS, SCHEDULES
+from estimator.warnings import Assumption
+
+from ..document import HOLD_DP, HOLD_WORLD, Document
+from .fields import BoolEditor, ChoiceEditor, FieldForm, FieldRow, IntEditor
+
+
+class ParallelForm(FieldForm):
+    hold_changed = Signal(str)
+
+    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+        super().__init__(doc, parent)
+        self.setObjectName("parallelForm")
+
+        def degree(key: str, label: str, help_text: str, optional: bool = False) -> FieldRow:
+            editor = IntEditor(1, 1_000_000, optional=optional, steps=lambda: self._steps(key))
+            editor.setObjectName(key.split(".")[1])
+            return self.add_field(FieldRow(key, label, editor, help_text))
+
+        hold_box = QWidget()
+        hold_layout = QHBoxLayout(hold_box)
+        hold_layout.setContentsMargins(0, 0, 0, 0)
+        self.hold_world = QRadioButton("&device count")
+        self.hold_dp = QRadioButton("D&P")
+        self.hold_world.setToolTip("Editing TP, PP or CP re-derives DP so that the device count stays fixed "
+                                   "(the global batch stays fixed too: micro-batches follow DP).")
+        self.hold_dp.setToolTip("Editing TP, PP or CP keeps DP; the device count follows.")
+        self.hold_group = QButtonGroup(self)
+        self.hold_group.addButton(self.hold_world)
+        self.hold_group.addButton(self.hold_dp)
+        self.hold_world.setChecked(True)
+        hold_layout.addWidget(self.hold_world)
+        hold_layout.addWidget(self.hold_dp)
+        hold_layout.addStretch(1)
+        self.hold_world.toggled.connect(self._hold_toggled)
+        self.layout_.addRow("Hold fixed:", hold_box)
+
+        degree("strategy.dp", "&DP", "data-parallel degree; editing it changes the device count and re-derives "
+                                     "the micro-batch count (global batch fixed)")
+        degree("strategy.tp", "&TP", "tensor-parallel degree")
+        degree("strategy.pp", "&PP", "pipeline stages; per-stage lists written for the old depth are refitted")
+        degree("strategy.vpp", "&VPP", "virtual pipeline chunks per stage (interleaved schedule)")
+        degree("strategy.cp", "&CP", "context-parallel degree")
+        algo = ChoiceEditor([(a, a) for a in CP_ALGOS])
+        algo.setObjectName("cp_algo")
+        self.add_field(FieldRow("strategy.cp_algo", "CP algorithm", algo, "ring, ulysses or hybrid"))
+        degree("strategy.ep", "&EP", "expert-parallel degree (MoE)")
+        degree("strategy.etp", "ETP", "expert tensor-parallel degree; default = the framework's rule",
+               optional=True)
+        sp = BoolEditor("sequence parallel")
+        sp.setObjectName("sequence_parallel")
+        self.add_field(FieldRow("strategy.sequence_parallel", "SP", sp, "sequence parallelism with TP"))
+        degree("strategy.micro_batch_size", "&Micro-batch size", "sequences per micro-batch; the micro-batch "
+                                                                 "count follows (global batch fixed)")
+        degree("strategy.micro_batches", "Micro-&batches", "micro-batches per step and pipeline; editing it "
+                                                           "changes the global batch")
+        seq = IntEditor(1, 100_000_000)
+        seq.setSingleStep(1024)
+        seq.setObjectName("seq_length")
+        self.add_field(FieldRow("strategy.seq_length", "Sequence length", seq, "tokens per sequence"))
+        schedule = ChoiceEditor([("default (1F1B / interleaved)", None), *((s, s) for s in SCHEDULES)])
+        schedule.setObjectName("schedule")
+        self.add_field(FieldRow("strategy.schedule", "Schedule", schedule, "pipeline schedule"))
+        self.devices_label = QLabel("–")
+        self.devices_label.setObjectName("devices")
+        self.batch_label = QLabel("–")
+        self.batch_label.setObjectName("global_batch")
+        for label in (self.devices_label, self.batch_label):
+            label.setWordWrap(True)
+        self.layout_.addRow("Devices:", self.devices_label)
+        self.layout_.addRow("Global batch:", self.batch_label)
+
+    def _steps(self, key: str) -> list[int] | None:
+        return self.doc.step_candidates(key) if self.doc.loaded else None
+
+    def _hold_toggled(self, world: bool) -> None:
+        self.doc.hold = HOLD_WORLD if world else HOLD_DP
+        self.hold_changed.emit(self.doc.hold)
+
+    def refresh(self, assumptions: dict[str, Assumption]) -> None:
+        super().refresh(assumptions)
+        st = self.doc.parsed.strategy
+        self.hold_world.blockSignals(True)
+        self.hold_world.setChecked(self.doc.hold == HOLD_WORLD)
+        self.hold_dp.setChecked(self.doc.hold == HOLD_DP)
+        self.hold_world.blockSignals(False)
+        world_mark = "  ● changed" if self.doc.mark("strategy.world_size") else ""
+        nb = "\u00a0"
+        self.devices_label.setText(f"{st.world_size:,} = dp{nb}{st.dp} × tp{nb}{st.tp} × pp{nb}{st.pp} × "
+                                   f"cp{nb}{st.cp}" + world_mark)
+        batch_mark = "  ● changed" if self.doc.mark("strategy.global_batch_size") else ""
+        self.batch_label.setText(f"{st.global_batch_size:,} = mbs{nb}{st.micro_batch_size} × dp{nb}{st.dp} × "
+                                 f"m{nb}{st.micro_batches}" + (f" × {st.n_acc}" if st.n_acc > 1 else "") + batch_mark)
+        self.devices_label.setToolTip(f"derived; was {self.doc.original_value('strategy.world_size')} in the file")
+        self.batch_label.setToolTip(f"derived; was {self.doc.original_value('strategy.global_batch_size')} "
+                                    "in the file")

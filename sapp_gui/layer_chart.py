@@ -1,0 +1,100 @@
+"""Per-layer stacked bars of one pipeline stage: embedding, every layer (with its recompute option), output,
+MTP, and the stage-level working / buffers / reserve rows."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtWidgets import QWidget
+
+from estimator.result import CATEGORIES, LayerRow, StageResult
+from estimator.units import GiB
+
+from .bars import StackedBarChart
+
+OPTION_MARKS = {"full": "F", "selective": "S", "comm": "C", "both": "S+C"}
+KIND_SHORT = {"embedding": "emb", "output": "out", "mtp": "mtp", "embedding_copy": "emb copy", "vision": "vit",
+              "noop": "noop", "working": "work", "buffers": "buf", "reserve": "res", "gradients": "grads",
+              "activations": "act"}
+KIND_NAMES = {"embedding": "Embedding", "output": "Output head", "embedding_copy": "Embedding copy (MTP)",
+              "working": "Working overhead", "buffers": "Communication buffers", "reserve": "Reserve",
+              "vision": "Vision tower", "noop": "No-op layer", "gradients": "Gradients (FSDP2, stage level)",
+              "activations": "Activations (FSDP2, stage level)"}
+
+
+def row_label(row: LayerRow, chunks: int = 1) -> str:
+    """Short tick label: ``m12·F`` = MoE layer 12 with full recompute; ``emb``, ``out``, ``work``…"""
+    if row.index is not None:
+        text = f"{row.kind[0] if row.kind in ('dense', 'moe') else row.kind}{row.index}"
+    else:
+        text = KIND_SHORT.get(row.kind, row.kind)
+    mark = OPTION_MARKS.get(row.option)
+    if mark:
+        text += f"·{mark}"
+    if chunks > 1 and row.kind not in ("working", "buffers", "reserve", "gradients", "activations"):
+        text += f" c{row.chunk}"
+    return text
+
+
+def row_title(row: LayerRow) -> str:
+    """Long name: ``MoE layer 12 (full recompute), chunk 0``."""
+    if row.index is not None:
+        kind = {"dense": "Dense", "moe": "MoE", "mtp": "MTP"}.get(row.kind, row.kind)
+        text = f"{kind} layer {row.index}"
+    else:
+        text = KIND_NAMES.get(row.kind, row.kind)
+    if row.option and row.option != "none":
+        text += f" ({row.option} recompute)"
+    return text
+
+
+class LayerChart(StackedBarChart):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Per layer", "Layer  (emb = embedding, d/m = dense/MoE layer; recompute ·F full, "
+                                      "·S selective, ·C comm)", parent)
+        self.setObjectName("layerChart")
+        self.stage: StageResult | None = None
+        self.chunks = 1
+
+    def set_stage(self, stage: StageResult, chunks: int = 1) -> None:
+        self.stage, self.chunks = stage, chunks
+        rows = stage.layers
+        stack = np.array([row.bytes for row in rows], dtype=float).reshape(len(rows), len(CATEGORIES))
+        self.set_stack(np.arange(len(rows), dtype=float), stack, 0.72)
+        self.set_ticks([row_label(r, chunks) for r in rows], max_labels=max(8, self.plot.width() // 46))
+        top = float(stack.sum(axis=1).max(initial=0.0)) / GiB
+        item = self.plot.getPlotItem()
+        self.set_y_top(top * 1.08)
+        pad = max(0.0, (6 - len(rows)) / 2)
+        item.setXRange(-0.6 - pad, len(rows) - 0.4 + pad, padding=0)
+        self.title.setText(f"Stage {stage.index}, per layer: {stage.total / GiB:,.2f} GiB in {len(rows)} rows"
+                           f" <span style='font-weight:normal; color:#555'>(peak point: {stage.peak_instant})"
+                           "</span>")
+
+    def clear(self) -> None:
+        self.stage = None
+        self.set_stack(np.zeros(0), np.zeros((0, len(CATEGORIES))))
+        self.title.setText("Per layer")
+
+    def hover_html(self, index: int, category: str) -> str:
+        assert self.stage is not None
+        row = self.stage.layers[index]
+        title = row_title(row) + (f", chunk {row.chunk}" if self.chunks > 1 else "")
+        html = self.breakdown_html(index, category, title)
+        extra = []
+        if row.inflight:
+            extra.append(f"activations of {row.inflight} micro-batch(es) in flight")
+        if row.note:
+            extra.append(row.note)
+        if extra:
+            html += "<br>" + "<br>".join(extra)
+        return html
+
+    def csv_rows(self) -> list[list[object]]:
+        rows: list[list[object]] = [["row", "kind", "index", "chunk", "recompute", "in flight",
+                                     *(f"{c} (GiB)" for c in CATEGORIES), "total (GiB)"]]
+        if self.stage is None:
+            return rows
+        for i, row in enumerate(self.stage.layers):
+            rows.append([i, row.kind, "" if row.index is None else row.index, row.chunk, row.option, row.inflight,
+                         *(round(v / GiB, 4) for v in row.bytes), round(row.total / GiB, 4)])
+        return rows

@@ -1,0 +1,95 @@
+"""User device presets: YAML files of the same shape as ``estimator/presets/*.yaml`` in the user's config
+directory (``<QStandardPaths.AppConfigLocation>/presets``, or ``$SAPP_CONFIG_DIR/presets``).
+
+``save_preset`` writes one from a Hardware record (typically the current device with an edited capacity);
+``load_presets`` (estimator) lists them beside the shipped ones. The file functions are Qt-free.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from estimator.errors import ConfigError
+from estimator.hardware import Hardware, hardware_from_mapping, shipped_presets
+from estimator.units import MiB
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+
+
+def user_config_dir() -> Path:
+    """The app's config directory (created on demand by the writers)."""
+    override = os.environ.get("SAPP_CONFIG_DIR")
+    if override:
+        return Path(override)
+    from PySide6.QtCore import QStandardPaths
+
+    location = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppConfigLocation)
+    return Path(location or Path.home() / ".config" / "sapp-planner")
+
+
+def user_presets_dir() -> Path:
+    return user_config_dir() / "presets"
+
+
+def _number(value: float) -> Any:
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return int(value)
+    return value
+
+
+def preset_mapping(hw: Hardware, preset_id: str, name: str | None = None) -> dict[str, Any]:
+    """The YAML mapping of a preset (the shape ``hardware_from_mapping`` reads)."""
+    capacity = f"{hw.capacity / MiB:g}MiB"
+    out: dict[str, Any] = {"id": preset_id, "name": name or preset_id, "aliases": [], "capacity": capacity}
+    if hw.capacity_smi is not None:
+        out["capacity_smi"] = f"{hw.capacity_smi / MiB:g}MiB"
+    out["levels"] = [{"devices": _number(level.devices), "bandwidth": _number(level.bandwidth),
+                      "latency": level.latency, "efficiency": level.efficiency, "name": level.name}
+                     for level in hw.levels]
+    out["peak_flops"] = {k: _number(v) for k, v in hw.peak_flops}
+    out["eff_matmul"] = hw.eff_matmul
+    out["hbm_bandwidth"] = _number(hw.hbm_bandwidth)
+    out["eff_hbm"] = hw.eff_hbm
+    out["host_link_bandwidth"] = _number(hw.host_link_bandwidth)
+    return out
+
+
+def save_preset(folder: Path, hw: Hardware, preset_id: str, name: str | None = None) -> Path:
+    """Write ``<folder>/<id>.yaml``; refuses ids that are not simple names or that shadow a shipped preset."""
+    preset_id = preset_id.strip()
+    if not _ID_RE.match(preset_id):
+        raise ConfigError("a preset name uses letters, digits, '.', '_', '+' or '-' (up to 64 characters)",
+                          key="hardware.device")
+    shipped = {(p.id or "").lower() for p in shipped_presets()}
+    if preset_id.lower() in shipped:
+        raise ConfigError(f"{preset_id!r} is a shipped preset; choose another name", key="hardware.device")
+    mapping = preset_mapping(hw, preset_id, name)
+    path = folder / f"{preset_id}.yaml"
+    hardware_from_mapping(mapping, str(path))  # the file must load back
+    folder.mkdir(parents=True, exist_ok=True)
+    header = "# SAPP Planner user device preset (same shape as estimator/presets/*.yaml)\n"
+    path.write_text(header + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def user_preset_ids(folder: Path) -> set[str]:
+    """Ids of the readable presets in ``folder`` (broken files are skipped here; the estimator reports them)."""
+    ids: set[str] = set()
+    if not folder.is_dir():
+        return ids
+    for path in folder.glob("*.yaml"):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(data, dict) and data.get("id"):
+            ids.add(str(data["id"]).lower())
+    return ids

@@ -1,0 +1,106 @@
+"""What is selected in the charts and what that shows: a click on a stage segment opens the stage's
+per-layer bars and the segment's Explain trace; a click on a layer segment shows that layer's trace. Traces
+are priced on demand on the worker (once per drawn result) and kept while the bars stay the same."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject
+
+from estimator.parsed import ParsedConfig
+from estimator.result import Result
+
+from .chart import StageChart
+from .explain_view import ExplainView, find_trace
+from .layer_chart import LayerChart, row_title
+from .style import CATEGORY_LABELS
+from .worker import EstimateRunner, Outcome
+
+HINT = "Click a bar segment (or select one with the arrow keys in the chart) to see how its number is computed."
+
+
+class SelectionController(QObject):
+    def __init__(self, chart: StageChart, layer_chart: LayerChart, explain: ExplainView,
+                 runner: EstimateRunner) -> None:
+        super().__init__(chart)
+        self.chart, self.layer_chart, self.explain, self.runner = chart, layer_chart, explain, runner
+        self.result: Result | None = None
+        self.parsed: ParsedConfig | None = None
+        self.generation = -1
+        self.explained: Outcome | None = None
+        self.selection: tuple[int, str, int | None] | None = None  # stage, category, layer row
+        chart.segment_clicked.connect(self._on_stage_segment)
+        layer_chart.segment_clicked.connect(self._on_layer_segment)
+        runner.explain_finished.connect(self._on_explain)
+
+    def reset(self) -> None:
+        self.result, self.parsed, self.explained, self.selection = None, None, None, None
+        self.generation = -1
+        self.layer_chart.clear()
+        self.explain.show_message(HINT)
+
+    def _chunks(self) -> int:
+        return max(1, self.parsed.strategy.vpp) if self.parsed is not None else 1
+
+    def set_result(self, result: Result, parsed: ParsedConfig, generation: int) -> None:
+        """New bars: keep the selection where it still exists, else show the peak stage's layers."""
+        self.result, self.parsed, self.generation, self.explained = result, parsed, generation, None
+        if self.selection is None or self.selection[0] >= len(result.stages):
+            if self.selection is not None:
+                self.selection = None
+                self.chart.clear_selection()
+                self.explain.show_message(HINT)
+            self.layer_chart.set_stage(result.stages[result.peak_stage], self._chunks())
+            return
+        stage, category, row = self.selection
+        self.layer_chart.set_stage(result.stages[stage], self._chunks())
+        self.chart.select(stage, category, emit=False)
+        if row is not None and row >= len(result.stages[stage].layers):
+            row = None
+        self.selection = (stage, category, row)
+        self._show()
+
+    def _on_stage_segment(self, stage: int, category: str) -> None:
+        if self.result is None:
+            return
+        self.selection = (stage, category, None)
+        self.layer_chart.clear_selection()
+        self.layer_chart.set_stage(self.result.stages[stage], self._chunks())
+        self._show()
+
+    def _on_layer_segment(self, row: int, category: str) -> None:
+        stage = self.layer_chart.stage
+        if stage is None:
+            return
+        self.selection = (stage.index, category, row)
+        self._show()
+
+    def _show(self) -> None:
+        if self.selection is None or self.result is None or self.parsed is None:
+            return
+        stage, category, row = self.selection
+        explained = self.explained
+        if explained is None or explained.result is None:
+            self.explain.show_message(f"Computing the trace of stage {stage}, {CATEGORY_LABELS[category]}…")
+            self.runner.request_explain(self.parsed, self.generation)
+            return
+        stage_result = explained.result.stages[stage]
+        total = stage_result.explain
+        if total is None:
+            self.explain.show_message("No trace for this stage.")
+            return
+        node, note = find_trace(total, category, stage_result, row)
+        title = f"Stage {stage} · {CATEGORY_LABELS[category]}"
+        if row is not None:
+            title = f"Stage {stage} · {row_title(stage_result.layers[row])} · {CATEGORY_LABELS[category]}"
+        if note:
+            title += f" <span style='font-weight:normal; color:#555'>({note})</span>"
+        self.explain.show_quantity(node, title)
+
+    def _on_explain(self, outcome: Outcome) -> None:
+        if outcome.generation != self.generation:
+            return  # the trace of bars no longer drawn
+        if outcome.error is not None or outcome.result is None:
+            self.explain.show_message(f"No trace: {outcome.error}")
+            return
+        self.explained = outcome
+        self._show()

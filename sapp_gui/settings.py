@@ -1,0 +1,81 @@
+"""A small typed wrapper over QSettings: recent files, window geometry and dock layout, last directory and
+the hold lock. Recent entries are lists of paths (a launch script plus its model.json is one entry)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings
+
+ORGANIZATION = "sapp-planner"
+APPLICATION = "SAPP Planner"
+MAX_RECENT = 10
+
+
+class Settings:
+    def __init__(self, qsettings: QSettings | None = None) -> None:
+        self.q = qsettings or QSettings(ORGANIZATION, APPLICATION)
+
+    @classmethod
+    def at(cls, path: str | Path) -> Settings:
+        """Settings kept in an ini file (tests, screenshots)."""
+        return cls(QSettings(str(path), QSettings.Format.IniFormat))
+
+    # ------------------------------------------------------------------------------ recent files
+    def recent(self) -> list[tuple[list[str], dict]]:
+        """Recent plans, newest first: (paths, open arguments such as {"devices": 256})."""
+        raw = self.q.value("recent/entries", "[]")
+        try:
+            entries = json.loads(raw if isinstance(raw, str) else "[]")
+        except json.JSONDecodeError:
+            return []
+        out = []
+        for e in entries:
+            if isinstance(e, dict) and isinstance(e.get("paths"), list) and e["paths"]:
+                out.append(([str(p) for p in e["paths"]], dict(e.get("args") or {})))
+        return out
+
+    def add_recent(self, paths: list[str], args: dict | None = None) -> None:
+        entry = [str(Path(p).resolve()) for p in paths]
+        entries = [e for e in self.recent() if e[0] != entry]
+        entries.insert(0, (entry, {k: v for k, v in (args or {}).items() if v is not None}))
+        self._store(entries[:MAX_RECENT])
+
+    def remove_recent(self, paths: list[str]) -> None:
+        self._store([e for e in self.recent() if e[0] != list(paths)])
+
+    def clear_recent(self) -> None:
+        self._store([])
+
+    def _store(self, entries: list[tuple[list[str], dict]]) -> None:
+        self.q.setValue("recent/entries", json.dumps([{"paths": p, "args": a} for p, a in entries]))
+        self.q.sync()
+
+    # ---------------------------------------------------------------------------------- window
+    def geometry(self) -> QByteArray | None:
+        value = self.q.value("window/geometry")
+        return value if isinstance(value, QByteArray) else None
+
+    def window_state(self) -> QByteArray | None:
+        value = self.q.value("window/state")
+        return value if isinstance(value, QByteArray) else None
+
+    def save_window(self, geometry: QByteArray, state: QByteArray) -> None:
+        self.q.setValue("window/geometry", geometry)
+        self.q.setValue("window/state", state)
+        self.q.sync()
+
+    # ------------------------------------------------------------------------------------ misc
+    def last_dir(self) -> str:
+        return str(self.q.value("files/last_dir", "") or "")
+
+    def set_last_dir(self, path: str) -> None:
+        self.q.setValue("files/last_dir", path)
+
+    def hold(self) -> str:
+        value = str(self.q.value("edit/hold", "world") or "world")
+        return value if value in ("world", "dp") else "world"
+
+    def set_hold(self, hold: str) -> None:
+        self.q.setValue("edit/hold", hold)

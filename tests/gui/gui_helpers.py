@@ -1,0 +1,62 @@
+"""Helpers shared by the GUI tests (imported as a plain module: tests/gui is on sys.path)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "resources" / "examples"
+DSV3_PLAN = EXAMPLES / "deepseek_v3_671b.plan.yaml"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+DENSE_PLAN = """\
+# a small dense plan for fast GUI tests (Llama-3-8B shape on 64 devices)
+model:
+  name: test-dense-8b
+  hidden_size: 4096
+  num_layers: 32
+  num_attention_heads: 32
+  num_kv_heads: 8
+  ffn_hidden_size: 14336
+  vocab_size: 128256
+strategy:
+  dp: 4   # data parallel
+  tp: 4
+  pp: 4
+  micro_batch_size: 1
+  micro_batches: 16
+  seq_length: 4096
+  sequence_parallel: true
+  recompute: selective
+hardware:
+  device: A2
+options:
+  framework: megatron
+"""
+
+
+def open_and_wait(qtbot, window, paths: list, **kwargs: object):
+    """Open ``paths`` and wait until the first estimate is on the chart; returns the Result."""
+    with qtbot.waitSignal(window.estimate_drawn, timeout=20000) as blocker:
+        assert window.open_paths([str(p) for p in paths], **kwargs)
+    return blocker.args[0]
+
+
+def edit_and_wait(qtbot, window, do: Callable[[], object]):
+    with qtbot.waitSignal(window.estimate_drawn, timeout=20000) as blocker:
+        do()
+    return blocker.args[0]
+
+
+def type_into(qtbot, widget, text: str) -> None:
+    """Focus a field, replace its text by typing, and press Enter (what a keyboard user does)."""
+    from PySide6.QtCore import Qt
+
+    widget.setFocus()
+    if hasattr(widget, "selectAll"):
+        widget.selectAll()
+    elif hasattr(widget, "lineEdit"):
+        widget.lineEdit().selectAll()
+    qtbot.keyClicks(widget, text)
+    qtbot.keyClick(widget, Qt.Key.Key_Enter)
