@@ -22,7 +22,7 @@ CASES = [
 GOAL_S = 1.0
 
 
-def cancel_latency(parsed, space: SearchSpace, after: float) -> tuple[float, bool]:  # noqa: ANN001
+def cancel_latency(parsed, space: SearchSpace, after: float) -> tuple[float, bool]:
     """Seconds from setting the cancel event (``after`` seconds into pricing) to the search returning."""
     event = threading.Event()
     started: list[float] = []

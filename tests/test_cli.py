@@ -219,6 +219,6 @@ def test_report_html_and_markdown(capsys, tmp_path):
 
 def test_framework_limit_above_capacity_is_capped(capsys):
     """P-BUDGET-CAP: the plan's 58GB max_device_memory cannot be used on a 24 GiB device."""
-    code, out, _ = run(capsys, "estimate", str(PLAN), "--json", "--capacity", "24GB")
+    _code, out, _ = run(capsys, "estimate", str(PLAN), "--json", "--capacity", "24GB")
     data = json.loads(out)
     assert data["budget"] == 24 * 2**30 and not data["fits"]
