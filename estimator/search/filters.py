@@ -11,20 +11,21 @@ import numpy as np
 from ..frameworks import framework_defaults
 from ..parsed import ParsedConfig
 from ..strategy import V_SCHEDULES
-from ..validate import RULES, RuleContext
+from ..validate import RULES
 from .candidates import Candidates
 from .space import SearchSpace
 
 CODES: tuple[str, ...] = ("R-BOUND", *[r.code for r in RULES[:10]], "R-GBS", *[r.code for r in RULES[10:]], "R-FW")
 
 
-def schedule_of(parsed_schedule: str, vp: np.ndarray) -> np.ndarray:
-    """The schedule a candidate runs: interleaving follows vpp for the 1F1B and Seq1F1B families."""
-    names = {"1f1b": ("1f1b", "interleaved"), "interleaved": ("1f1b", "interleaved"),
+def schedule_of(parsed_schedule: str, vp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The schedule each candidate runs, as (names, code per candidate): interleaving follows vpp for the
+    1F1B and Seq1F1B families."""
+    pairs = {"1f1b": ("1f1b", "interleaved"), "interleaved": ("1f1b", "interleaved"),
              "seq1f1b": ("seq1f1b", "seqsmartvpp"), "seqsmartvpp": ("seq1f1b", "seqsmartvpp")}
-    if parsed_schedule in names:
-        return np.array(names[parsed_schedule], dtype=object)[(vp > 1).astype(np.int64)]
-    return np.full(vp.shape, parsed_schedule, dtype=object)
+    if parsed_schedule in pairs:
+        return np.array(pairs[parsed_schedule], dtype=object), (vp > 1).astype(np.int64)
+    return np.array([parsed_schedule], dtype=object), np.zeros(vp.shape, dtype=np.int64)
 
 
 def resolve_columns(cands: Candidates, parsed: ParsedConfig) -> dict[str, np.ndarray]:
@@ -54,10 +55,9 @@ def resolve_columns(cands: Candidates, parsed: ParsedConfig) -> dict[str, np.nda
     else:
         os_e = np.maximum(1, edp // np.maximum(1, d_rep))
     domain = c["d"] * c["cp"] if st.sharding.span_cp else c["d"]
-    schedule = schedule_of(st.schedule_name, c["vp"])
-    names, code = np.unique(schedule, return_inverse=True)
-    return {"etp": etp, "u": u, "edp": edp, "d_rep": d_rep, "os_e": os_e, "domain": domain, "schedule": schedule,
-            "schedule_code": code.reshape(-1), "schedule_names": names}
+    names, code = schedule_of(st.schedule_name, c["vp"])
+    return {"etp": etp, "u": u, "edp": edp, "d_rep": d_rep, "os_e": os_e, "domain": domain,
+            "schedule": names[code], "schedule_code": code, "schedule_names": names}
 
 
 def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedConfig,
@@ -91,17 +91,18 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
         model.num_shared_experts * (model.moe_ffn_hidden_size or 0)
     codes, names = derived["schedule_code"], derived["schedule_names"]
 
-    def context(schedule: str, rows: np.ndarray) -> RuleContext:
-        return RuleContext(
-            framework=parsed.options.framework, a=model.num_attention_heads, n_kv=n_kv,
-            hff=(model.ffn_hidden_size or 0) if kinds & {"dense", "lin_dense"} else 0, hff_sh=hff_sh,
-            hff_exp=(model.moe_ffn_hidden_size or 0) if model.is_moe else 0, n_exp=model.num_experts,
-            moe=model.is_moe, l_eff=l_eff, has_layer_list=False, schedule=schedule, cp_algo=st.cp_algo,
-            d=c["d"][rows], t=c["t"][rows], p=c["p"][rows], vp=c["vp"][rows], cp=c["cp"][rows], ep=c["ep"][rows],
-            etp=derived["etp"][rows], b=c["b"][rows], m=np.maximum(c["m"][rows], 1), s=st.seq_length,
-            sp=c["sp"][rows], u=derived["u"][rows], os=c["os"][rows], os_e=derived["os_e"][rows],
-            domain=derived["domain"][rows], domain_e=derived["edp"][rows], vpp_group=st.vpp_group or c["p"][rows],
-            allow_underfilled=parsed.options.allow_underfilled_pipeline)
+    scalars = {"framework": parsed.options.framework, "a": model.num_attention_heads, "n_kv": n_kv,
+               "hff": (model.ffn_hidden_size or 0) if kinds & {"dense", "lin_dense"} else 0, "hff_sh": hff_sh,
+               "hff_exp": (model.moe_ffn_hidden_size or 0) if model.is_moe else 0, "n_exp": model.num_experts,
+               "moe": model.is_moe, "l_eff": l_eff, "has_layer_list": False, "cp_algo": st.cp_algo,
+               "s": st.seq_length, "allow_underfilled": parsed.options.allow_underfilled_pipeline}
+    columns = {"d": c["d"], "t": c["t"], "p": c["p"], "vp": c["vp"], "cp": c["cp"], "ep": c["ep"],
+               "etp": derived["etp"], "b": c["b"], "m": np.maximum(c["m"], 1), "sp": c["sp"], "u": derived["u"],
+               "os": c["os"], "os_e": derived["os_e"], "domain": derived["domain"], "domain_e": derived["edp"],
+               "vpp_group": np.full(len(cands), st.vpp_group) if st.vpp_group else c["p"]}
+
+    def context(schedule: str, rows: np.ndarray) -> _LazyContext:
+        return _LazyContext({**scalars, "schedule": schedule}, columns, rows)
 
     rules = list(RULES)
     rules.insert(10, None)  # R-GBS sits between R-VPP-SCHED and R-MB-PP (§8.4)
@@ -121,6 +122,22 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
     if len(alive):
         apply("R-FW", _framework_can_express(parsed, {k: v[alive] for k, v in c.items()}, names[codes[alive]]))
     return reason
+
+
+class _LazyContext:
+    """A RuleContext whose columns are sliced to ``rows`` only when a rule reads them (most rules read two
+    or three of the twenty columns)."""
+
+    def __init__(self, scalars: dict, columns: dict[str, np.ndarray], rows: np.ndarray) -> None:
+        self.__dict__.update(scalars)
+        self._columns, self._rows = columns, rows
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name.startswith("_") or name not in self._columns:
+            raise AttributeError(name)
+        value = self._columns[name][self._rows]
+        self.__dict__[name] = value
+        return value
 
 
 def _framework_can_express(parsed: ParsedConfig, c: dict[str, np.ndarray], schedules: np.ndarray) -> np.ndarray:
