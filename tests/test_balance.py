@@ -130,3 +130,29 @@ def test_balance_refuses_what_it_cannot_express():
         balance(apply_changes(parsed, {"strategy.vpp": 2, "strategy.offset": None, "strategy.recompute": "full"}))
     with pytest.raises(ConfigError, match="torchtitan cannot express"):
         balance(apply_changes(parsed, {"options.framework": "torchtitan"}))
+
+
+def test_balance_hyperparallel_fsdp2_is_priced_by_instants():
+    """HyperParallel (FSDP2, offsets and activation_checkpoint ranges): the tables use the §12 instants, so the
+    balanced plan's stages equal estimate()'s."""
+    from estimator.parsed import build_plan
+
+    values = {"model.name": "llama3-8b", "model.hidden_size": 4096, "model.num_layers": 32,
+              "model.num_attention_heads": 32, "model.num_kv_heads": 8, "model.head_dim": 128,
+              "model.ffn_hidden_size": 14336, "model.vocab_size": 128256, "strategy.seq_length": 8192,
+              "strategy.dp": 4, "strategy.pp": 4, "strategy.micro_batches": 8, "strategy.sharding": "fsdp",
+              "options.framework": "hyperparallel", "hardware.device": "A2"}
+    parsed = build_plan(values)
+    res = balance(parsed)
+    assert not res.before.fits  # without recompute the first stages do not fit; balancing must fix that
+    assert res.after.fits and res.objective_after <= res.objective_before + 1e-9
+    tables = StageTables(parsed, ("full", "selective"))
+    a = 0
+    for i, c in enumerate(res.counts):
+        assign = next(ch.assignment for ch in tables.choices(i, a, c)
+                      if (ch.assignment.full, ch.assignment.sel) ==
+                      (res.recompute["full"][i], res.recompute["selective"][i]))
+        total, _ = tables.memory(i, tables.rows(i, a, c, assign))
+        assert total == pytest.approx(res.after.stages[i].total, rel=1e-12)
+        a += c
+    assert "activation_checkpoint.layers" in res.snippets

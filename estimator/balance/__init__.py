@@ -83,9 +83,6 @@ def _check_supported(parsed: ParsedConfig) -> None:
     if st.vpp > 1 or st.schedule_name in ("zbv", "dualpipev", "interleaved", "seqsmartvpp"):
         raise ConfigError(f"balancing {st.schedule_name} with vpp {st.vpp} is not supported yet: the balancer "
                           "prices one chunk per stage (vpp 1, schedules 1f1b, gpipe, seq1f1b)", key="strategy.vpp")
-    if st.sharding.mode in ("fsdp", "hsdp") and fw == "hyperparallel":
-        raise ConfigError("balancing FSDP2 plans is not supported yet (their memory is priced instant by "
-                          "instant, §12)", key="strategy.sharding")
     if parsed.model.vision is not None:
         raise ConfigError("balancing plans with a vision tower is not supported yet", key="model.vision")
     if st.pp < 2:

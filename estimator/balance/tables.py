@@ -58,9 +58,9 @@ class StageTables:
         self.options = options
         r, par = self.r, self.r.par
         self.p = int(par.p)
-        profile = inflight_profile(r.flags.schedule, self.p, 1, int(par.m), n_s=int(par.n_s),
-                                   variant=r.options.vpp_variant)
-        self.mu = [max(sum(pt.counts) for pt in prof.points) for prof in profile]
+        self.profile = inflight_profile(r.flags.schedule, self.p, 1, int(par.m), n_s=int(par.n_s),
+                                        variant=r.options.vpp_variant)
+        self.mu = [max(sum(pt.counts) for pt in prof.points) for prof in self.profile]
         self.positions = self._positions()
         self._kinds = [(pos.kind, pos.block) for pos in self.positions]
         self._time_cache: dict[tuple, float] = {}
@@ -127,10 +127,16 @@ class StageTables:
         return got
 
     def memory(self, i: int, rows: list[Row]) -> tuple[float, float]:
-        """(stage total, optimizer-step peak), as ``estimate.price_stage`` prices one chunk (§6.8–§6.11)."""
-        from ..estimate import optimizer_step_peak, reserve_bytes, working_for_chunk
+        """(stage total, optimizer-step peak), as ``estimate.price_stage`` prices one chunk (§6.8–§6.11);
+        FSDP2 plans instant by instant (§12)."""
+        from ..estimate import optimizer_step_peak, profile_points, reserve_bytes, working_for_chunk
 
         f = self.r.flags
+        if f.fsdp2:
+            from .. import fsdp
+
+            stage = fsdp.price_stage(self.pricer, i, profile_points(self.profile[i]), rows, False)
+            return float(stage.total), float(stage.optimizer_step_peak)
         gamma = self.pricer.gamma
         params = sum(row.static.parameters for row in rows)
         grads = gamma * sum(row.static.gradients for row in rows)
