@@ -222,3 +222,19 @@ def test_framework_limit_above_capacity_is_capped(capsys):
     _code, out, _ = run(capsys, "estimate", str(PLAN), "--json", "--capacity", "24GB")
     data = json.loads(out)
     assert data["budget"] == 24 * 2**30 and not data["fits"]
+
+
+def test_user_family_profiles(tmp_path):
+    """User profiles (YAML of the shipped shape) are found beside the shipped ones and may replace them."""
+    from estimator import profiles
+
+    (tmp_path / "mine.yaml").write_text("name: mine\nextends: default\nffn_gated: false\nmatch: {names: [mymodel]}\n")
+    try:
+        profiles.add_profile_dir(tmp_path)
+        assert profiles.get_profile("mine").ffn_gated is False
+        assert profiles.detect_family(None, (), None, "mymodel-7b")[0] == "mine"
+        text = profiles.profile_yaml(profiles.get_profile("mine"))
+        assert "ffn_gated: false" in text and "mymodel" in text
+    finally:
+        profiles._USER_DIRS.remove(tmp_path)
+        profiles.all_profiles.cache_clear()

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -50,16 +51,50 @@ class FamilyProfile(Record):
         return 2 if self.norm == "layer" else 1
 
 
+_USER_DIRS: list[Path] = []
+
+
+def add_profile_dir(folder: str | Path) -> None:
+    """Also read family profiles (YAML of the shipped shape) from ``folder``; a user profile with the name of a
+    shipped one replaces it. The desktop app registers its config folder at start."""
+    path = Path(folder)
+    if path not in _USER_DIRS:
+        _USER_DIRS.append(path)
+        all_profiles.cache_clear()
+
+
+def _load(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"malformed YAML: {getattr(exc, 'problem', exc)}", path=where,
+                          line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict) or "name" not in data:
+        raise ConfigError("a family profile is a mapping with at least 'name'", path=where)
+    return data
+
+
 def _raw_profiles() -> dict[str, dict[str, Any]]:
     folder = resources.files(__package__)
     raw: dict[str, dict[str, Any]] = {}
     for entry in folder.iterdir():
         if entry.name.endswith(".yaml"):
-            data = yaml.safe_load(entry.read_text(encoding="utf-8")) or {}
-            if "name" not in data:
-                raise ConfigError("a family profile needs 'name'", path=f"estimator/profiles/{entry.name}")
+            data = _load(entry.read_text(encoding="utf-8"), f"estimator/profiles/{entry.name}")
+            raw[data["name"]] = data
+    for user_dir in _USER_DIRS:
+        for path in sorted(user_dir.glob("*.yaml")) if user_dir.is_dir() else []:
+            data = _load(path.read_text(encoding="utf-8"), str(path))
             raw[data["name"]] = data
     return raw
+
+
+def profile_yaml(profile: FamilyProfile) -> str:
+    """A profile as YAML for a user profile file (the match lists under ``match:``)."""
+    data = {k: v for k, v in profile.to_dict().items() if k not in ("architectures", "model_types", "names")}
+    data["match"] = {"architectures": list(profile.architectures), "model_types": list(profile.model_types),
+                     "names": list(profile.names)}
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 @cache
@@ -84,7 +119,14 @@ def all_profiles() -> dict[str, FamilyProfile]:
     out = {}
     for name in raw:
         values = {k: v for k, v in flatten(name).items() if k in fields}
-        out[name] = FamilyProfile.from_dict(values)
+        unknown = sorted(set(raw[name]) - fields - {"extends", "match"})
+        if unknown:
+            raise ConfigError(f"unknown profile field(s) {', '.join(unknown)}; fields: {', '.join(sorted(fields))}",
+                              path=f"profile {name!r}")
+        try:
+            out[name] = FamilyProfile.from_dict(values)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"invalid profile: {exc}", path=f"profile {name!r}") from None
     return out
 
 
