@@ -8,7 +8,6 @@ a reader takes (text, path, data, devices) and returns a ``Reading``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +18,8 @@ from ..warnings import Assumption, EstimateWarning
 from .common import load_json, load_toml, load_yaml, read_text
 from .hf import looks_like_hf, read_hf
 from .plan import looks_like_plan, read_plan
+from .support import Reader, Reading
 
-
-@dataclass
-class Reading:
-    """What one file contributed."""
-
-    format: str
-    role: str  # model | strategy | both
-    values: dict[str, Any]
-    provenance: dict[str, Provenance]
-    warnings: list[EstimateWarning] = field(default_factory=list)
-    assumptions: list[Assumption] = field(default_factory=list)  # values the reader defaulted, with sources
-    text: str = ""
-    path: str = ""
-
-
-Reader = Callable[[str, str, Any, "int | None"], Reading]
 Detector = Callable[[Any, str], bool]
 # framework-format readers, format name -> (detector(data, path) -> bool, reader(text, path, data, devices))
 READERS: dict[str, tuple[Detector, Reader]] = {}

@@ -16,6 +16,8 @@ import yaml
 
 from ..errors import ConfigError
 
+_ABSENT = object()
+
 
 def read_text(path: str | Path) -> str:
     p = Path(path)
@@ -34,15 +36,20 @@ def read_text(path: str | Path) -> str:
 def load_yaml(text: str, path: str) -> Any:
     try:
         return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "malformed YAML"
-        raise ConfigError(f"malformed YAML: {problem}", path=path, line=mark.line + 1 if mark else None,
-                          column=mark.column + 1 if mark else None) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", path=path) from None
+        raise yaml_error(exc, path) from None
     except RecursionError:
         raise ConfigError("malformed YAML: nesting too deep", path=path) from None
+
+
+def yaml_error(exc: yaml.YAMLError, path: str) -> ConfigError:
+    """The ConfigError for a PyYAML error, at the line and column PyYAML marks."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "malformed YAML"
+        return ConfigError(f"malformed YAML: {problem}", path=path, line=mark.line + 1 if mark else None,
+                           column=mark.column + 1 if mark else None)
+    return ConfigError(f"malformed YAML: {exc}", path=path)
 
 
 def load_json(text: str, path: str) -> Any:
@@ -77,3 +84,8 @@ def dig(data: Any, *keys: str, default: Any = None) -> Any:
             return default
         cur = cur[key]
     return cur
+
+
+def has_key(data: Any, *keys: str) -> bool:
+    """Whether data[k1][k2]… exists (its value may be null)."""
+    return dig(data, *keys, default=_ABSENT) is not _ABSENT

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..parsed import Provenance
+from .support import MAX_LAYERS
 
 # HF key -> canonical model field (first present wins for each field)
 _HF_KEYS: tuple[tuple[str, str], ...] = (
@@ -44,7 +45,6 @@ _DEEPSEEK_KEYS: tuple[tuple[str, str], ...] = (
     ("kv_lora_rank", "kv_lora_rank"), ("qk_nope_head_dim", "head_dim"), ("qk_rope_head_dim", "qk_rope_head_dim"),
     ("v_head_dim", "v_head_dim"),
 )
-MAX_LAYERS = 10_000  # the layout is built layer by layer
 _LLAMA_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"}
 # hybrid gated-delta / gated-attention families (output gate, q/k norm, layer_types every 4th full)
 _HYBRID_TYPES = {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}

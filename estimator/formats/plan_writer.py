@@ -34,13 +34,14 @@ def strategy_fields(strategy: Strategy) -> dict[str, Any]:
     return out
 
 
-def changed_fields(old: Strategy, new: Strategy) -> dict[str, Any]:
+def changed_plan_fields(old: Strategy, new: Strategy) -> dict[str, Any]:
+    """Plan-file field name -> new value, for every strategy field that differs (``strategy_fields`` names)."""
     before, after = strategy_fields(old), strategy_fields(new)
     return {k: v for k, v in after.items() if before.get(k) != v}
 
 
 def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
-    changes = changed_fields(parsed.baseline_strategy, strategy)
+    changes = changed_plan_fields(parsed.baseline_strategy, strategy)
     if not changes:
         return source.text
     if source.path.endswith(".json"):

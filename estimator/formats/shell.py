@@ -1,4 +1,4 @@
-"""A small, safe reader for the bash subset launch scripts use (spec §11.2). Nothing is ever executed.
+"""A small, safe evaluator for the bash subset launch scripts use (spec §11.2). Nothing is ever executed.
 
 Understood: ``NAME=value`` (also after ``export``/``declare``/``readonly``/``local``, and ``+=``), single and
 double quotes, backslash-newline continuations, comments, ``$VAR``/``${VAR}``/``${VAR:-default}`` (``-``,
@@ -8,22 +8,20 @@ them is reported only when it is needed, naming the variable. Assignments inside
 functions are kept but marked conditional.
 
 Every piece of expanded text remembers where it came from (``Seg.span`` for literal script text, ``Seg.via``
-for the variables it travelled through), so a writer can edit the literal that defines a value.
+for the variables it travelled through), so a writer can edit the literal that defines a value. The syntax
+(text to commands and words) is ``shell_syntax``; the launch command's flags are ``launch_command``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from .shell_syntax import NAME, Arith, Command, Lit, Opaque, Param, Word, shorten, static_text, tokenize
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _DECLARERS = {"export", "declare", "typeset", "readonly", "local"}
-_OPENERS = {"if", "for", "while", "until", "case", "select"}
-_CLOSERS = {"fi", "done", "esac"}
-_LEADING = {"then", "else", "elif", "do", "!", "{", "}", "time"}
 _MAX_INT = 2 ** 63
 
 
@@ -56,61 +54,20 @@ Value = tuple[Seg, ...]
 
 
 def text_of(value: Value) -> str:
+    """The expanded text of a value (unresolved parts contribute nothing)."""
     return "".join(s.text for s in value)
 
 
 def problem_of(value: Value) -> str | None:
+    """Why a value could not be resolved (the first unresolved part), or None."""
     return next((s.problem for s in value if s.problem), None)
-
-
-# ------------------------------------------------------------------------------------------ parts
-@dataclass(frozen=True)
-class Lit:
-    text: str
-    span: tuple[int, int]
-    quoted: bool
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    op: str  # "" | ":-" | "-" | ":=" | "=" | ":+" | "+" | "?" (unsupported)
-    arg: tuple | None  # the word after the operator (a tuple of parts)
-    span: tuple[int, int]
-    quoted: bool
-
-
-@dataclass(frozen=True)
-class Arith:
-    expr: str
-    span: tuple[int, int]
-    quoted: bool
-
-
-@dataclass(frozen=True)
-class Opaque:
-    """Something that would need execution (command substitution) or is not supported."""
-
-    reason: str
-    span: tuple[int, int]
-    quoted: bool
-
-
-@dataclass(frozen=True)
-class Word:
-    parts: tuple
-    span: tuple[int, int]
-
-
-@dataclass(frozen=True)
-class Command:
-    words: tuple[Word, ...]
-    line: int
-    depth: int  # > 0: inside if/for/while/case/function (conditional)
 
 
 @dataclass
 class Assignment:
+    """One ``NAME=value`` (or ``NAME+=value``); ``conditional`` inside if/loop/case/function bodies,
+    ``arith_deps`` the names a ``$((…))`` value is computed from."""
+
     name: str
     value: Value
     line: int
@@ -120,316 +77,9 @@ class Assignment:
     arith_deps: tuple[str, ...] = ()
 
 
-def line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
-
-
-def column_of(text: str, pos: int) -> int:
-    return pos - (text.rfind("\n", 0, pos) + 1) + 1
-
-
-# ------------------------------------------------------------------------------------------ lexer
-class _Lexer:
-    def __init__(self, text: str, path: str) -> None:
-        self.t = text
-        self.path = path
-        self.i = 0
-        self.commands: list[Command] = []
-        self.words: list[Word] = []
-        self.parts: list = []
-        self.word_start = -1
-        self.depth = 0
-        self.skip_next = False  # the next word is a redirection target
-        self.heredocs: list[tuple[str, bool]] = []
-
-    def error(self, message: str, pos: int) -> ConfigError:
-        return ConfigError(message, path=self.path, line=line_of(self.t, pos), column=column_of(self.t, pos))
-
-    # word assembly
-    def add(self, part: object, start: int) -> None:
-        if self.word_start < 0:
-            self.word_start = start
-        self.parts.append(part)
-
-    def end_word(self) -> None:
-        if self.word_start >= 0:
-            word = Word(tuple(self.parts), (self.word_start, self.i))
-            if self.skip_next:
-                self.skip_next = False
-            else:
-                self.words.append(word)
-        self.parts, self.word_start = [], -1
-
-    def end_command(self) -> None:
-        self.end_word()
-        words = self.words
-        self.words = []
-        if words and _static(words[0]) == "function":
-            self.depth += any(_static(w) == "{" for w in words)
-            return
-        while words and _static(words[0]) in _LEADING | _OPENERS | _CLOSERS:
-            key = _static(words[0])
-            if key in _OPENERS:
-                self.depth += 1
-                return  # the rest of an if/while head is a test, a for head a list: not assignments
-            if key in _CLOSERS:
-                self.depth = max(0, self.depth - 1)
-            elif key == "{":
-                self.depth += 1
-            elif key == "}":
-                self.depth = max(0, self.depth - 1)
-            words = words[1:]
-        if words:
-            self.commands.append(Command(tuple(words), line_of(self.t, words[0].span[0]), self.depth))
-
-    def run(self) -> list[Command]:
-        t, n = self.t, len(self.t)
-        while self.i < n:
-            c = t[self.i]
-            if c == "\\" and self.i + 1 < n and t[self.i + 1] == "\n":
-                self.i += 2
-            elif c == "\\" and self.i + 1 < n:
-                self.add(Lit(t[self.i + 1], (self.i + 1, self.i + 2), True), self.i)
-                self.i += 2
-            elif c in " \t\r":
-                self.end_word()
-                self.i += 1
-            elif c == "\n":
-                self.end_command()
-                self.i += 1
-                self._heredoc_bodies()
-            elif c == "#" and self.word_start < 0:
-                while self.i < n and t[self.i] != "\n":
-                    self.i += 1
-            elif c == "'":
-                end = t.find("'", self.i + 1)
-                if end < 0:
-                    raise self.error("unterminated single quote", self.i)
-                self.add(Lit(t[self.i + 1:end], (self.i + 1, end), True), self.i)
-                self.i = end + 1
-            elif c == '"':
-                self._double()
-            elif c == "$" or c == "`":
-                self.add(self._dollar(False), self.i)
-            elif c in ";&|":
-                self.end_word()
-                self.i += 2 if t[self.i:self.i + 2] in (";;", "&&", "||", "|&") else 1
-                self.end_command()
-            elif c in "()":
-                if c == "(" and self.parts and isinstance(self.parts[-1], Lit) and \
-                        self.parts[-1].text.endswith("=") and not self.parts[-1].quoted:
-                    start = self.i
-                    close = _match(t, self.i, "(", ")")
-                    if close < 0:
-                        raise self.error("unterminated array '('", start)
-                    self.i = close + 1
-                    self.add(Opaque("arrays are not supported", (start, self.i), False), start)
-                    continue
-                self.end_word()
-                if c == "(" and t[self.i:self.i + 2] == "()" and self.words:
-                    self.i += 2  # function definition: its { body } counts as conditional
-                    self.end_command()
-                    continue
-                self.i += 1
-                self.end_command()
-            elif c in "<>":
-                if self.parts and all(isinstance(p, Lit) and p.text.isdigit() for p in self.parts):
-                    self.parts, self.word_start = [], -1  # the fd number of 2>&1
-                self.end_word()
-                op = re.match(r"<<<|<<-?|>>|>&|<&|>\||<>|[<>]", t[self.i:])
-                assert op is not None
-                self.i += len(op.group())
-                if op.group().startswith("<<") and op.group() != "<<<":
-                    self._heredoc_head(op.group() == "<<-")
-                else:
-                    self.skip_next = True
-            else:
-                start = self.i
-                while self.i < n and t[self.i] not in " \t\r\n\\'\"$`;&|()<>":
-                    self.i += 1
-                if self.i == start:  # a lone character the loop above does not take
-                    self.i += 1
-                self.add(Lit(t[start:self.i], (start, self.i), False), start)
-        self.end_command()
-        return self.commands
-
-    def _double(self) -> None:
-        t, n = self.t, len(self.t)
-        start = self.i
-        self.i += 1
-        run = self.i
-        parts: list = []
-
-        def flush(stop: int) -> None:
-            if stop > run:
-                parts.append(Lit(t[run:stop], (run, stop), True))
-
-        while True:
-            if self.i >= n:
-                raise self.error("unterminated double quote", start)
-            c = t[self.i]
-            if c == '"':
-                flush(self.i)
-                self.i += 1
-                break
-            if c == "\\" and self.i + 1 < n and t[self.i + 1] in '$`"\\\n':
-                flush(self.i)
-                if t[self.i + 1] != "\n":
-                    parts.append(Lit(t[self.i + 1], (self.i + 1, self.i + 2), True))
-                self.i += 2
-                run = self.i
-            elif c in "$`":
-                flush(self.i)
-                parts.append(self._dollar(True))
-                run = self.i
-            else:
-                self.i += 1
-        if not parts:
-            parts.append(Lit("", (start + 1, start + 1), True))
-        for part in parts:
-            self.add(part, start)
-
-    def _dollar(self, quoted: bool) -> object:
-        t, n, start = self.t, len(self.t), self.i
-        if t[start] == "`":
-            end = start + 1
-            while end < n and t[end] != "`":
-                end += 2 if t[end] == "\\" else 1
-            if end >= n:
-                raise self.error("unterminated backquote", start)
-            self.i = end + 1
-            return Opaque(f"command substitution `{_short(t[start + 1:end])}` (never executed)",
-                          (start, self.i), quoted)
-        nxt = t[start + 1:start + 2]
-        if t.startswith("$((", start):
-            close = _match(t, start + 1, "(", ")")
-            if close < 0 or t[close - 1] != ")":
-                raise self.error("unterminated $((", start)
-            self.i = close + 1
-            return Arith(t[start + 3:close - 1], (start, self.i), quoted)
-        if nxt == "(":
-            close = _match(t, start + 1, "(", ")")
-            if close < 0:
-                raise self.error("unterminated $(", start)
-            self.i = close + 1
-            return Opaque(f"command substitution $({_short(t[start + 2:close])}) (never executed)",
-                          (start, self.i), quoted)
-        if nxt == "{":
-            close = _match(t, start + 1, "{", "}")
-            if close < 0:
-                raise self.error("unterminated ${", start)
-            self.i = close + 1
-            return self._brace(t[start + 2:close], start + 2, (start, self.i), quoted)
-        m = _NAME.match(t, start + 1)
-        if m:
-            self.i = m.end()
-            return Param(m.group(), "", None, (start, self.i), quoted)
-        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
-            self.i = start + 2
-            return Param(nxt, "", None, (start, self.i), quoted)
-        self.i = start + 1
-        return Lit("$", (start, start + 1), quoted)
-
-    def _brace(self, body: str, body_at: int, span: tuple[int, int], quoted: bool) -> object:
-        m = _NAME.match(body) or re.match(r"[0-9@*#?$!-]", body)
-        if not m:
-            return Opaque(f"unsupported expansion ${{{_short(body)}}}", span, quoted)
-        rest = body[m.end():]
-        if not rest:
-            return Param(m.group(), "", None, span, quoted)
-        op = re.match(r":-|:=|:\+|-|=|\+", rest)
-        if not op:
-            return Opaque(f"unsupported expansion ${{{_short(body)}}}", span, quoted)
-        sub = _Lexer(self.t, self.path)
-        arg_at = body_at + m.end() + len(op.group())
-        sub.i = arg_at
-        arg_parts = sub.parts_until(arg_at + len(rest) - len(op.group()), quoted)
-        return Param(m.group(), op.group(), tuple(arg_parts), span, quoted)
-
-    def parts_until(self, stop: int, quoted: bool) -> list:
-        """Parts of a ``${VAR:-word}`` argument (quotes and expansions allowed, no splitting)."""
-        t = self.t
-        out: list = []
-        while self.i < stop:
-            c = t[self.i]
-            if c == "'" and not quoted:
-                end = t.find("'", self.i + 1, stop)
-                end = stop if end < 0 else end
-                out.append(Lit(t[self.i + 1:end], (self.i + 1, end), True))
-                self.i = end + 1
-            elif c in "$`":
-                out.append(self._dollar(True))
-            elif c == '"' and not quoted:
-                self.i += 1
-            else:
-                start = self.i
-                while self.i < stop and t[self.i] not in "$`" and not (t[self.i] in "'\"" and not quoted):
-                    self.i += 1
-                out.append(Lit(t[start:self.i], (start, self.i), True))
-        return out
-
-    def _heredoc_head(self, strip_tabs: bool) -> None:
-        t, n = self.t, len(self.t)
-        while self.i < n and t[self.i] in " \t":
-            self.i += 1
-        m = re.match(r"['\"]?([A-Za-z0-9_]+)['\"]?", t[self.i:])
-        if not m:
-            raise self.error("here-document without a delimiter", self.i)
-        self.i += len(m.group())
-        self.heredocs.append((m.group(1), strip_tabs))
-
-    def _heredoc_bodies(self) -> None:
-        for delim, strip_tabs in self.heredocs:
-            while self.i < len(self.t):
-                end = self.t.find("\n", self.i)
-                end = len(self.t) if end < 0 else end
-                line = self.t[self.i:end]
-                self.i = end + 1
-                if (line.lstrip("\t") if strip_tabs else line) == delim:
-                    break
-        self.heredocs = []
-
-
-def _match(t: str, i: int, open_: str, close: str) -> int:
-    """Index of the bracket closing the one at ``i`` (quotes skipped), or -1."""
-    depth = 0
-    j = i
-    while j < len(t):
-        c = t[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "'" and open_ != "{":
-            k = t.find("'", j + 1)
-            if k < 0:
-                return -1
-            j = k + 1
-            continue
-        if c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    return -1
-
-
 def _rooted(problem: str) -> bool:
     """Whether a problem message already names the variable assignment it starts from."""
     return " (line " in problem
-
-
-def _short(s: str) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= 60 else s[:57] + "..."
-
-
-def _static(word: Word) -> str | None:
-    """The text of a word made only of unquoted literals, else None."""
-    if all(isinstance(p, Lit) and not p.quoted for p in word.parts):
-        return "".join(p.text for p in word.parts)
-    return None
 
 
 # ------------------------------------------------------------------------------------------ script
@@ -448,7 +98,7 @@ class Script:
 
     @classmethod
     def parse(cls, text: str, path: str, pinned: dict[str, str] | None = None) -> Script:
-        commands = _Lexer(text, path).run()
+        commands = tokenize(text, path)
         script = cls(text, path, commands, dict(pinned or {}))
         script._evaluate()
         return script
@@ -459,18 +109,18 @@ class Script:
             self.vars[name] = (Seg(value, None, (), None, None),)
         for cmd in self.commands:
             words = list(cmd.words)
-            head = _static(words[0])
+            head = static_text(words[0])
             if head in _DECLARERS:
-                words = [w for w in words[1:] if not (_static(w) or "").startswith("-")]
+                words = [w for w in words[1:] if not (static_text(w) or "").startswith("-")]
                 for w in words:
                     if not self._assign(w, cmd) and head != "export":
-                        name = _static(w)
-                        if name and _NAME.fullmatch(name):
+                        name = static_text(w)
+                        if name and NAME.fullmatch(name):
                             self.vars.setdefault(name, (Seg("", None, (), None, None),))
                 continue
             if head == "unset":
                 for w in words[1:]:
-                    self.vars.pop(_static(w) or "", None)
+                    self.vars.pop(static_text(w) or "", None)
                 continue
             n_assign = 0
             for w in words:
@@ -492,7 +142,7 @@ class Script:
         deps: tuple[str, ...] = ()
         if len(rest) == 1 and isinstance(rest[0], Arith):
             value = tuple(Seg(s.text, s.span, s.via, s.problem, name) for s in value)
-            deps = tuple(_NAME.findall(rest[0].expr))
+            deps = tuple(NAME.findall(rest[0].expr))
         if append:
             value = self.vars.get(name, ()) + value
         if problem_of(value) and not _rooted(problem_of(value)):
@@ -517,7 +167,7 @@ class Script:
             self.warnings.append(f"the script passes its own arguments (${part.name}) on; flags given on its "
                                  "command line are not seen")
             return ()
-        if not _NAME.fullmatch(part.name):
+        if not NAME.fullmatch(part.name):
             return (Seg("", None, (ref,), f"${part.name} is a positional or special parameter of the shell"),)
         value = self.lookup(part.name)
         is_set = value is not None
@@ -543,7 +193,7 @@ class Script:
             try:
                 return (Seg(str(self.arith(part.expr)), None),)
             except ValueError as exc:
-                msg = str(exc) if _rooted(str(exc)) else f"$(({_short(part.expr)})): {exc}"
+                msg = str(exc) if _rooted(str(exc)) else f"$(({shorten(part.expr)})): {exc}"
                 return (Seg("", None, (), msg),)
         assert isinstance(part, Opaque)
         return (Seg("", None, (), part.reason),)
@@ -606,19 +256,20 @@ def _assign_name(word: Word) -> tuple[str, bool, tuple] | None:
     return m.group(1), bool(m.group(2)), rest
 
 
-def _split(seg: Seg):
+def _split(seg: Seg) -> Iterator[tuple[Seg | None, bool]]:
     """Word splitting of an unquoted expansion: pieces with their spans, and field boundaries."""
     pos = 0
     for m in re.finditer(r"[ \t\n]+", seg.text):
         if m.start() > pos:
-            yield _sub(seg, pos, m.start()), False
+            yield seg_slice(seg, pos, m.start()), False
         yield None, True
         pos = m.end()
     if pos < len(seg.text):
-        yield _sub(seg, pos, len(seg.text)), False
+        yield seg_slice(seg, pos, len(seg.text)), False
 
 
-def _sub(seg: Seg, i: int, j: int) -> Seg:
+def seg_slice(seg: Seg, i: int, j: int) -> Seg:
+    """Characters [i, j) of a segment, with the matching part of its script span."""
     span = (seg.span[0] + i, seg.span[0] + j) if seg.span else None
     return Seg(seg.text[i:j], span, seg.via, seg.problem, seg.arith)
 
@@ -739,209 +390,7 @@ def _check(value: int) -> int:
     return value
 
 
-# ------------------------------------------------------------------------------------------ launch flags
-@dataclass
-class Flag:
-    """One ``--name [values…]`` occurrence on the launch command (``--name=value`` included)."""
-
-    name: str
-    token: Value
-    values: list[Value]
-    line: int
-
-
-class FlagSet:
-    """The argparse-style flags of the script's launch command (``torchrun … pretrain_gpt.py --flags``).
-
-    Flags before the program (``--nproc_per_node``…) are the launcher's; a flag's values are the tokens up to
-    the next ``--flag``; the last occurrence wins, as with argparse. Values are resolved only when asked for.
-    """
-
-    def __init__(self, script: Script, command: Command | None) -> None:
-        self.script = script
-        self.command = command
-        self.program = ""
-        self.launcher: dict[str, Flag] = {}
-        self.flags: dict[str, list[Flag]] = {}
-        self.notes: list[str] = list(script.warnings)
-        script.warnings.clear()
-        if command is None:
-            return
-        current: Flag | None = None
-        target = self.launcher
-        for token in script.expand_words(command.words):
-            raw = text_of(token)
-            if not self.program and raw.endswith(".py") and not raw.startswith("-"):
-                self.program, target, current = raw, {}, None
-                continue
-            if raw.startswith("--") and len(raw) > 2 and not problem_of(token):
-                name, eq, _rest = raw.partition("=")
-                head = _cut(token, 0, len(name))
-                current = Flag(name, head, [_cut(token, len(name) + 1, len(raw))] if eq else [],
-                               self._line(head))
-                if target is self.launcher and self.program == "":
-                    self.launcher[name] = current
-                else:
-                    self.flags.setdefault(name, []).append(current)
-            elif current is not None:
-                current.values.append(token)
-
-    def _line(self, token: Value) -> int:
-        span = next((s.span for s in token if s.span), None)
-        if span is None:
-            ref = next((s.via[0] for s in token if s.via), None)
-            span = ref.span if ref else None
-        if span is None and self.command is not None:
-            return self.command.line
-        return line_of(self.script.text, span[0]) if span else 0
-
-    # queries
-    def names(self) -> list[str]:
-        return list(self.flags)
-
-    def has(self, name: str) -> bool:
-        return name in self.flags
-
-    def last(self, name: str) -> Flag | None:
-        found = self.flags.get(name)
-        return found[-1] if found else None
-
-    def where(self, name: str) -> str:
-        """``--flag`` plus the variables its value came through and its line, for provenance."""
-        flag = self.last(name)
-        if flag is None:
-            return name
-        names = [r.name for tok in flag.values[:1] for s in tok for r in s.via
-                 if r.name.isupper() and not r.name.endswith("_ARGS")]
-        via = f" ${names[-1]}" if names else ""
-        return f"{name}{via} (line {flag.line})"
-
-    def raw(self, name: str) -> str:
-        """The values of the last ``name`` as written after expansion (unresolved parts left empty)."""
-        flag = self.last(name)
-        return " ".join(text_of(tok) for tok in flag.values) if flag else ""
-
-    def _resolved(self, flag: Flag, token: Value) -> str:
-        problem = problem_of(token)
-        if problem:
-            raise ConfigError(f"{flag.name} cannot be resolved: {problem}; the estimator never runs commands — "
-                              "write the value into the script (or pass --devices N for the device count)",
-                              path=self.script.path, line=flag.line, key=flag.name)
-        return text_of(token)
-
-    def values(self, name: str) -> tuple[str, ...] | None:
-        flag = self.last(name)
-        if flag is None:
-            return None
-        return tuple(self._resolved(flag, tok) for tok in flag.values)
-
-    def text(self, name: str) -> str | None:
-        flag = self.last(name)
-        if flag is None:
-            return None
-        if not flag.values:
-            raise ConfigError(f"{name} needs a value", path=self.script.path, line=flag.line, key=name)
-        return self._resolved(flag, flag.values[0]).strip()
-
-    def int(self, name: str, minimum: int | None = None) -> int | None:
-        raw = self.text(name)
-        if raw is None:
-            return None
-        flag = self.last(name)
-        if not re.fullmatch(r"[-+]?\d+", raw) or len(raw) > 19:
-            raise ConfigError(f"{name} expects an integer, got {raw!r}", path=self.script.path,
-                              line=flag.line if flag else None, key=name)
-        value = int(raw)
-        if minimum is not None and value < minimum:
-            raise ConfigError(f"{name} must be at least {minimum}, got {value}", path=self.script.path,
-                              line=flag.line if flag else None, key=name)
-        return value
-
-    def float(self, name: str) -> float | None:
-        raw = self.text(name)
-        if raw is None:
-            return None
-        try:
-            value = float(raw)
-        except ValueError:
-            value = float("nan")
-        if value != value or value in (float("inf"), float("-inf")):
-            flag = self.last(name)
-            raise ConfigError(f"{name} expects a number, got {raw!r}", path=self.script.path,
-                              line=flag.line if flag else None, key=name)
-        return value
-
-    def int_list(self, name: str) -> list[int]:
-        """``a,b,c`` (or space-separated values) as non-negative integers."""
-        values = self.values(name)
-        if values is None:
-            return []
-        items = [x for v in values for x in re.split(r"[,\s]+", v.strip().strip("[]")) if x]
-        if not items or not all(x.isdigit() and len(x) < 10 for x in items):
-            flag = self.last(name)
-            raise ConfigError(f"{name} expects comma-separated non-negative integers, got {' '.join(values)!r}",
-                              path=self.script.path, line=flag.line if flag else None, key=name)
-        return [int(x) for x in items]
-
-    def launcher_value(self, names: tuple[str, ...]) -> tuple[str, str | None] | None:
-        """(text, problem) of the first launcher flag present among ``names``."""
-        for name in names:
-            flag = self.launcher.get(name)
-            if flag is not None and flag.values:
-                return text_of(flag.values[0]).strip(), problem_of(flag.values[0])
-        return None
-
-
-def _cut(token: Value, i: int, j: int) -> Value:
-    """The segments covering characters [i, j) of a token's text."""
-    out: list[Seg] = []
-    pos = 0
-    for seg in token:
-        a, b = max(i, pos), min(j, pos + len(seg.text))
-        if a < b or (seg.problem and i <= pos < j):
-            out.append(_sub(seg, a - pos, b - pos) if a < b else seg)
-        pos += len(seg.text)
-    return tuple(out)
-
-
-def launch_flags(script: Script) -> FlagSet:
-    """Flags of the launch command: the command running a ``.py`` program with the most ``--`` flags."""
-    best: tuple[int, Command] | None = None
-    for cmd in script.commands:
-        statics = ["".join(p.text for p in w.parts if isinstance(p, Lit)) for w in cmd.words]
-        if not any(s.endswith(".py") for s in statics):
-            continue
-        fields = script.expand_words(cmd.words)
-        score = sum(1 for f in fields if text_of(f).startswith("--"))
-        if best is None or score > best[0]:
-            best = (score, cmd)
-        script.warnings.clear()
-    return FlagSet(script, best[1] if best else None)
-
-
-# ------------------------------------------------------------------------------------------ editing
-class Editor:
-    """Span replacements on the script text, applied together (overlaps are refused)."""
-
-    def __init__(self, text: str, path: str) -> None:
-        self.text = text
-        self.path = path
-        self.edits: list[tuple[int, int, str]] = []
-
-    def replace(self, span: tuple[int, int], new: str) -> None:
-        self.edits.append((span[0], span[1], new))
-
-    def apply(self) -> str:
-        out = self.text
-        last = len(out) + 1
-        for start, end, new in sorted(set(self.edits), key=lambda e: (e[0], e[1]), reverse=True):
-            if end > last:
-                raise ConfigError("two edits of the script overlap; change fewer fields at once", path=self.path)
-            out = out[:start] + new + out[end:]
-            last = start
-        return out
-
-
+# ------------------------------------------------------------------------------------------ spans
 def literal_span(token: Value) -> tuple[int, int] | None:
     """The script span defining a token when it is one literal run (possibly behind variables)."""
     segs = [s for s in token if s.text or s.problem]
@@ -968,5 +417,5 @@ def local_span(token: Value, depth: int) -> tuple[int, int] | None:
     return min(starts), max(ends)
 
 
-__all__ = ["Assignment", "Command", "Editor", "Flag", "FlagSet", "Ref", "Script", "Seg", "Value", "column_of",
-           "launch_flags", "line_of", "literal_span", "local_span", "problem_of", "text_of"]
+__all__ = ["Assignment", "Ref", "Script", "Seg", "Value", "literal_span", "local_span", "problem_of", "seg_slice",
+           "text_of"]

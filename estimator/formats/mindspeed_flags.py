@@ -1,0 +1,32 @@
+"""The vocabulary of MindSpeed launch scripts (spec §11.2): which flags and shell variables mean what, shared by
+the script reader and writer so that both speak of the same names."""
+
+from __future__ import annotations
+
+# Reading.format of the two kinds of MindSpeed file
+SCRIPT, MODEL = "mindspeed_script", "mindspeed_model"
+# text that marks a .sh file as a MindSpeed / Megatron launch script
+MARKERS = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--num-layers", "--micro-batch-size",
+           "--global-batch-size", "pretrain_gpt.py", "pretrain_vlm.py", "posttrain_gpt.py")
+# --context-parallel-algo value -> cp_algo (the adaptive variants are priced as their base algorithm) …
+CP_ALGOS = {"megatron_cp_algo": "ring", "ulysses_cp_algo": "ulysses", "hybrid_cp_algo": "hybrid",
+            "adaptive_cp_algo": "ring", "hybrid_adaptive_cp_algo": "hybrid"}
+# … and the value written for each cp_algo
+CP_ALGO_FLAGS = {"ring": "megatron_cp_algo", "ulysses": "ulysses_cp_algo", "hybrid": "hybrid_cp_algo"}
+TOKENIZER_VOCAB = {"Llama2Tokenizer": 32000, "GPT2BPETokenizer": 50257}
+# shell variables that state the devices per node, the node count, and the micro-batches per step
+PER_NODE_VARS = ("NPUS_PER_NODE", "GPUS_PER_NODE", "NPROC_PER_NODE")
+NODE_VARS = ("NNODES", "NUM_NODES")
+MICRO_BATCH_VARS = ("GRAD_ACC_STEP", "GRAD_ACC_STEPS", "GRADIENT_ACCUMULATION_STEPS", "ACC_STEPS")
+# flags a new flag is written next to when no related flag is present
+ANCHORS = ("--pipeline-model-parallel-size", "--tensor-model-parallel-size", "--micro-batch-size",
+           "--global-batch-size", "--seq-length", "--num-layers")
+RECOMPUTE_FLAGS = ("--recompute-granularity", "--recompute-method", "--recompute-num-layers",
+                   "--recompute-activation-function", "--recompute-activation-function-num-layers",
+                   "--recompute-norm", "--recompute-norm-num-layers", "--recompute-modules",
+                   "--enable-recompute-layers-per-pp-rank", "--recompute-mla-up-proj")
+# Strategy fields a launch script has no flag for, and those a MindSpeed-MM model.json owns
+FIXED_FIELDS = ("d_rep", "d_sh", "n_s", "offset", "offset_rule", "mtp_in_offset", "emb_out_in_offset",
+                "master_bytes", "n_optimizer_states", "dropout_mask_bytes", "norm_bytes", "loss_bytes", "reduce_bytes",
+                "vocab_emb_dp", "vocab_parallel_loss", "recompute_slice_activation")
+MODEL_JSON_FIELDS = ("vision_partition", "frozen_modules")

@@ -1,0 +1,323 @@
+"""MindSpeed-MM ``model.json`` (spec §11.2): reading its modules' shapes and layer lists, and writing a changed
+layer split or recompute back into the JSON text in place.
+
+Each object with a ``model_id`` is a module; the text decoder is the priced language model, a vision encoder
+and its projector become ``model.vision``. The file owns the per-module layout (``pipeline_num_layers``,
+``recompute_*``, ``freeze``), so those values win over a launch script's (``MODEL_FILE_LAYOUT_KEYS``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..layout import _d27_counts as d27_counts  # layers per slot without a list: the layout's own split
+from ..parsed import ParsedConfig, SourceFile
+from ..strategy import Strategy
+from .mindspeed_flags import MODEL
+from .mindspeed_script_write import recompute_flags
+from .support import Collector, Reading, refusal
+from .text_edits import Editor
+
+
+def is_model_json(data: dict) -> bool:
+    """A MindSpeed-MM model.json: objects with ``model_id`` (or a ``text_decoder`` object)."""
+    if "model_id" in data or isinstance(data.get("text_decoder"), dict):
+        return True
+    return any(isinstance(v, dict) and "model_id" in v for v in data.values())
+
+
+# model.json key -> ModelSpec field; the first key present wins (upstream aliases k_lora_rank, n_shared_exp)
+_JSON_MODEL = (("num_layers", "num_layers"), ("hidden_size", "hidden_size"), ("ffn_hidden_size", "ffn_hidden_size"),
+               ("num_attention_heads", "num_attention_heads"), ("qk_nope_head_dim", "head_dim"),
+               ("kv_channels", "head_dim"), ("v_head_dim", "v_head_dim"), ("padded_vocab_size", "vocab_size"),
+               ("vocab_size", "vocab_size"), ("make_vocab_size_divisible_by", "make_vocab_divisible_by"),
+               ("num_moe_experts", "num_experts"), ("num_experts", "num_experts"),
+               ("moe_router_topk", "experts_per_token"), ("moe_intermediate_size", "moe_ffn_hidden_size"),
+               ("moe_ffn_hidden_size", "moe_ffn_hidden_size"), ("n_shared_experts", "num_shared_experts"),
+               ("n_shared_exp", "num_shared_experts"),
+               ("moe_shared_expert_intermediate_size", "shared_ffn_hidden_size"),
+               ("first_k_dense_replace", "first_k_dense"), ("moe_layer_freq", "moe_layer_freq"),
+               ("q_lora_rank", "q_lora_rank"), ("kv_lora_rank", "kv_lora_rank"), ("k_lora_rank", "kv_lora_rank"),
+               ("qk_rope_head_dim", "qk_rope_head_dim"), ("mtp_num_layers", "mtp_layers"))
+_TMP = (("tp", "tp"), ("pp", "pp"), ("dp", "dp"), ("cp", "cp"), ("ep", "ep"), ("etp", "etp"), ("vpp", "vpp"),
+        ("mbs", "micro_batch_size"), ("seqlen", "seq_length"))
+
+
+def _modules(data: dict, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], dict]]:
+    """Every object carrying ``model_id``, with its key path (depth-limited)."""
+    found = [(prefix, data)] if "model_id" in data else []
+    if len(prefix) < 4:
+        for key, value in data.items():
+            if isinstance(value, dict):
+                found.extend(_modules(value, (*prefix, str(key))))
+    return found
+
+
+def text_module(data: dict) -> tuple[tuple[str, ...], dict] | None:
+    """The language model of a model.json: ``text_decoder``, else the top object when it has a shape."""
+    mods = _modules(data)
+    for path, mod in mods:
+        if path and path[-1] == "text_decoder":
+            return path, mod
+    if "num_layers" in data and "hidden_size" in data:
+        return (), data
+    return next(((p, m) for p, m in mods if p and "num_layers" in m and "vision" not in "".join(p)), None)
+
+
+def _jint(mod: dict, key: str, where: str, path: str, minimum: int = 0) -> int | None:
+    value = mod.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{where}{key} must be an integer ≥ {minimum}; got {value!r}", path=path,
+                          key=f"{where}{key}")
+    return value
+
+
+def _jlayers(value: Any, where: str, path: str) -> tuple:
+    ok = isinstance(value, list) and value and (
+        all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value) or
+        all(isinstance(r, list) and r and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in r)
+            for r in value))
+    if not ok:
+        raise ConfigError(f"{where}pipeline_num_layers must be a list of per-stage layer counts (or one list per "
+                          f"virtual chunk); got {value!r}", path=path, key=f"{where}pipeline_num_layers")
+    return tuple(tuple(r) if isinstance(r, list) else r for r in value)
+
+
+def model_json_values(data: dict, out: Collector) -> None:
+    """One cost model per ``model_id`` object: the text decoder, the vision encoder and its projector."""
+    path = out.path
+    found = text_module(data)
+    if found is None:
+        raise ConfigError("no language model in this model.json: expected a text_decoder object (or num_layers and "
+                          "hidden_size at the top)", path=path, key="text_decoder")
+    tpath, mod = found
+    where = "".join(f"{k}." for k in tpath)
+    out.put("options.framework", "mindspeed", "MindSpeed-MM model.json")
+    out.put("model.name", str(mod.get("model_id") or data.get("model_id") or Path(path).stem), f"{where}model_id")
+    mla = bool(mod.get("multi_head_latent_attention")) or bool(mod.get("kv_lora_rank") or mod.get("k_lora_rank"))
+    for key, name in _JSON_MODEL:
+        if f"model.{name}" in out.values or (key == "qk_nope_head_dim" and not mla):
+            continue
+        value = _jint(mod, key, where, path)
+        if value is not None:
+            out.put(f"model.{name}", value, where + key)
+    if mod.get("num_query_groups") is not None and mod.get("group_query_attention", True) and not mla:
+        out.put("model.num_kv_heads", _jint(mod, "num_query_groups", where, path, 1), where + "num_query_groups")
+    for key, name, invert in (("untie_embeddings_and_output_weights", "tie_embeddings", True),
+                              ("qk_layernorm", "qk_norm", False), ("use_qk_norm", "qk_norm", False),
+                              ("gated_linear_unit", "gated_ffn", False), ("swiglu", "gated_ffn", False),
+                              ("add_qkv_bias", "qkv_bias", False)):
+        if isinstance(mod.get(key), bool) and f"model.{name}" not in out.values:
+            out.put(f"model.{name}", mod[key] != invert, where + key)
+    bias = mod.get("add_bias_linear")
+    if isinstance(mod.get("disable_bias_linear"), bool):
+        bias = not mod["disable_bias_linear"]
+    if isinstance(bias, bool):
+        for name in ("out_bias", "mlp_bias") + (() if "model.qkv_bias" in out.values else ("qkv_bias",)):
+            out.put(f"model.{name}", bias, where + "add_bias_linear")
+    if isinstance(mod.get("normalization"), str):
+        out.put("model.norm", "rms" if "rms" in mod["normalization"].lower() else "layer", where + "normalization")
+    if "pipeline_num_layers" in mod:
+        layers = _jlayers(mod["pipeline_num_layers"], where, path)
+        out.put("strategy.partition", layers, where + "pipeline_num_layers")
+        if isinstance(layers[0], tuple):
+            out.put("strategy.vpp", len(layers), where + "pipeline_num_layers", raw=f"{len(layers)} chunk lists")
+    _json_recompute(mod, where, out)
+    if mod.get("freeze") is True:
+        out.put("strategy.frozen_modules", ("embedding", "body", "output", "mtp"), where + "freeze")
+    _vision(data, out)
+    for mpath, other in _modules(data):
+        known = mpath in ((), tpath) or (mpath and mpath[-1] in ("vision_encoder", "vision_projector"))
+        if not known:
+            out.warn("W-UNMODELLED", f"module {'.'.join(mpath)} (model_id {other.get('model_id')!r}) is not priced")
+    tmp = data.get("tmp")
+    if isinstance(tmp, dict):
+        for key, name in _TMP:
+            value = _jint(tmp, key, "tmp.", path, 1)
+            if value is not None:
+                out.put(f"strategy.{name}", value, f"tmp.{key}")
+        if "strategy.pp" in out.values:
+            out.assume("strategy.micro_batches", out.values["strategy.pp"], "upstream tmp block: m = pp")
+        out.put("strategy.sharding", "zero1", "tmp block (upstream: optimizer sharding on)")
+
+
+def _json_recompute(mod: dict, where: str, out: Collector) -> None:
+    gran, method = mod.get("recompute_granularity"), mod.get("recompute_method")
+    n = _jint(mod, "recompute_num_layers", where, out.path)
+    if gran == "full" and method == "block":
+        out.put("strategy.full_counts", n if n is not None else 1, where + "recompute_num_layers")
+        out.put("strategy.recompute", "none", where + "recompute_method")
+    elif gran == "full":
+        out.put("strategy.recompute", "full", where + "recompute_granularity")
+        if n is not None and n > 1:
+            out.put("strategy.uniform_group", n, where + "recompute_num_layers")
+    elif gran == "selective":
+        out.put("strategy.recompute", "selective", where + "recompute_granularity")
+    elif gran is not None:
+        raise ConfigError(f"{where}recompute_granularity {gran!r}: expected full or selective", path=out.path,
+                          key=where + "recompute_granularity")
+
+
+def _vision(data: dict, out: Collector) -> None:
+    enc = proj = None
+    epath = ""
+    for mpath, mod in _modules(data):
+        if mpath and mpath[-1] == "vision_encoder":
+            enc, epath = mod, "".join(f"{k}." for k in mpath)
+        elif mpath and mpath[-1] == "vision_projector":
+            proj = mod
+    if enc is None:
+        return
+    path = out.path
+    need = {k: _jint(enc, k, epath, path, 1) for k in ("num_layers", "hidden_size", "num_attention_heads")}
+    if None in need.values():
+        out.warn("W-UNMODELLED", f"{epath[:-1]} lacks num_layers/hidden_size/num_attention_heads; not priced")
+        return
+    ffn = _jint(enc, "ffn_hidden_size", epath, path, 1) or _jint(enc, "intermediate_size", epath, path, 1)
+    vision = {**need, "ffn_hidden_size": ffn or 4 * need["hidden_size"],
+              "frozen": enc.get("freeze") is True, "projector_frozen": bool(proj and proj.get("freeze") is True),
+              "gated_ffn": bool(enc.get("gated_linear_unit") or enc.get("swiglu")),
+              "norm": "rms" if "rms" in str(enc.get("normalization", "LayerNorm")).lower() else "layer"}
+    for key, name in (("num_query_groups", "num_kv_heads"), ("kv_channels", "head_dim"), ("patch_size", "patch_size"),
+                      ("in_channels", "in_channels"), ("temporal_patch_size", "temporal_patch_size"),
+                      ("spatial_merge_size", "spatial_merge_size"),
+                      ("max_position_embeddings", "num_position_embeddings")):
+        value = _jint(enc, key, epath, path, 1)
+        if value is not None:
+            vision[name] = value
+    out_hidden = enc.get("llm_hidden_size") or (proj or {}).get("hidden_size")
+    if isinstance(out_hidden, int) and not isinstance(out_hidden, bool) and out_hidden > 0:
+        vision["out_hidden_size"] = out_hidden
+    out.put("model.vision", vision, epath + "*", raw=f"{need['num_layers']} layers, h {need['hidden_size']}")
+    if "pipeline_num_layers" in enc:
+        layers = _jlayers(enc["pipeline_num_layers"], epath, path)
+        if isinstance(layers[0], tuple):
+            layers = tuple(sum(r[i] for r in layers) for i in range(len(layers[0])))  # type: ignore[index]
+        out.put("strategy.vision_partition", layers, epath + "pipeline_num_layers")
+
+
+def read_model_json(data: dict, text: str, path: str) -> Reading:
+    out = Collector(path)
+    model_json_values(data, out)
+    role = "both" if isinstance(data.get("tmp"), dict) else "model"
+    return out.reading(MODEL, role, text, path)
+
+
+# ------------------------------------------------------------------------------------------ writing
+def _json_members(text: str) -> dict[tuple[str, ...], tuple[int, int, int]]:
+    """(key path) -> (member start, value start, value end) for every object member of a JSON text."""
+    out: dict[tuple[str, ...], tuple[int, int, int]] = {}
+    ws = re.compile(r"\s*")
+    string = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+    def value(i: int, path: tuple[str, ...]) -> int:
+        i = ws.match(text, i).end()  # type: ignore[union-attr]
+        c = text[i]
+        if c == "{":
+            i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
+            while text[i] != "}":
+                m = string.match(text, i)
+                assert m is not None
+                key = json.loads(m.group())
+                colon = ws.match(text, m.end()).end()  # type: ignore[union-attr]
+                start = ws.match(text, colon + 1).end()  # type: ignore[union-attr]
+                end = value(start, (*path, key))
+                out[(*path, key)] = (i, start, end)
+                i = ws.match(text, end).end()  # type: ignore[union-attr]
+                if text[i] == ",":
+                    i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
+            return i + 1
+        if c == "[":
+            i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
+            while text[i] != "]":
+                i = ws.match(text, value(i, path)).end()  # type: ignore[union-attr]
+                if text[i] == ",":
+                    i += 1
+                i = ws.match(text, i).end()  # type: ignore[union-attr]
+            return i + 1
+        if c == '"':
+            return string.match(text, i).end()  # type: ignore[union-attr]
+        return re.compile(r"[^\s,}\]]+").match(text, i).end()  # type: ignore[union-attr]
+
+    value(0, ())
+    return out
+
+
+def write_model_json(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
+    """pipeline_num_layers (text and vision) and recompute_* of the text decoder, edited in place."""
+    old = parsed.baseline_strategy
+    text, path = source.text, source.path
+    data = json.loads(text)
+    found = text_module(data)
+    if found is None:
+        raise refusal("no text_decoder in this model.json", path)
+    tpath, mod = found
+    members = _json_members(text)
+    edits: dict[str, Any] = {}
+    p, vp = strategy.pp, strategy.vpp
+    stated = mod.get("pipeline_num_layers")
+    shape_ok = isinstance(stated, list) and (len(stated) == p if vp == 1 else
+                                             len(stated) == vp and all(isinstance(r, list) and len(r) == p
+                                                                       for r in stated))
+    if strategy.partition is not None or ("pipeline_num_layers" in mod and not shape_ok):
+        if strategy.partition is not None:
+            layers: Any = [list(r) if isinstance(r, tuple) else r for r in strategy.partition]
+        else:
+            split = d27_counts(int(mod.get("num_layers") or parsed.model.num_layers) + len(strategy.noop_layers),
+                               p * vp)
+            layers = split if vp == 1 else [split[j * p:(j + 1) * p] for j in range(vp)]
+        if layers != mod.get("pipeline_num_layers"):
+            edits["pipeline_num_layers"] = layers
+    if strategy.recompute != old.recompute:
+        plan = strategy.recompute
+        want = recompute_flags(path, strategy)
+        if plan.default_mode == "selective" or plan.switches:
+            raise refusal("model.json states full recompute only (recompute_granularity/method/num_layers)", path)
+        edits["recompute_granularity"] = want["--recompute-granularity"]
+        edits["recompute_method"] = want["--recompute-method"]
+        edits["recompute_num_layers"] = None if want["--recompute-num-layers"] is None else \
+            int(want["--recompute-num-layers"])
+    frozen = bool({"body", "embedding"} & set(strategy.frozen_modules))
+    if strategy.frozen_modules != old.frozen_modules and frozen != (mod.get("freeze") is True):
+        edits["freeze"] = bool({"body", "embedding"} & set(strategy.frozen_modules))
+    vision = [(mp, m) for mp, m in _modules(data) if mp and mp[-1] == "vision_encoder"]
+    changes = [((*tpath, k), v) for k, v in edits.items()]
+    if vision and ("pipeline_num_layers" in vision[0][1] or strategy.vision_partition is not None):
+        vpath, vmod = vision[0]
+        vis = list(strategy.vision_partition) if strategy.vision_partition is not None else \
+            [int(vmod.get("num_layers") or 0)] + [0] * (p - 1)
+        if vis != vmod.get("pipeline_num_layers"):
+            changes.append(((*vpath, "pipeline_num_layers"), vis))
+    editor = Editor(text, path)
+    for key_path, value in changes:
+        _json_edit(text, members, editor, key_path, value)
+    return editor.apply()
+
+
+def _json_edit(text: str, members: dict, editor: Editor, key_path: tuple[str, ...], value: Any) -> None:
+    rendered = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    if key_path in members:
+        start, vstart, vend = members[key_path]
+        if value is None:
+            before = text.rfind(",", 0, start)
+            after = re.compile(r"\s*,").match(text, vend)
+            span = (before, vend) if after is None else (start, after.end())
+            editor.replace(span, "")
+            return
+        editor.replace((vstart, vend), rendered)
+        return
+    if value is None:
+        return
+    siblings = [v for k, v in members.items() if k[:-1] == key_path[:-1]]
+    if not siblings:
+        raise refusal("cannot add a key to an empty object", key=".".join(key_path))
+    last = max(siblings, key=lambda v: v[2])
+    line_start = text.rfind("\n", 0, last[0]) + 1
+    indent = text[line_start:last[0]] if not text[line_start:last[0]].strip() else " "
+    editor.replace((last[2], last[2]), f",\n{indent}{json.dumps(key_path[-1])}: {rendered}")

@@ -1,0 +1,380 @@
+"""The syntax of the bash subset launch scripts use (spec §11.2): text to commands made of words made of parts.
+
+Understood: single and double quotes, backslash-newline continuations, comments, ``;``/``&&``/``|``
+separators, redirections and here-documents (skipped), ``$VAR``/``${VAR}``/``${VAR<op>word}`` (``:-``, ``-``,
+``:=``, ``=``, ``:+``, ``+``) and ``$((…))``. Command substitutions and arrays become ``Opaque`` parts: they
+would need execution, which never happens. ``if``/``for``/``while``/``case`` and function bodies raise a
+command's ``depth`` so that evaluation can mark their assignments conditional. Every part keeps its span in the
+script text, for error locations and for writers that edit a literal in place.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPENERS = {"if", "for", "while", "until", "case", "select"}
+_CLOSERS = {"fi", "done", "esac"}
+_LEADING = {"then", "else", "elif", "do", "!", "{", "}", "time"}
+
+
+# ------------------------------------------------------------------------------------------ parts
+@dataclass(frozen=True)
+class Lit:
+    text: str
+    span: tuple[int, int]
+    quoted: bool
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    op: str  # "" | ":-" | "-" | ":=" | "=" | ":+" | "+" | "?" (unsupported)
+    arg: tuple | None  # the word after the operator (a tuple of parts)
+    span: tuple[int, int]
+    quoted: bool
+
+
+@dataclass(frozen=True)
+class Arith:
+    expr: str
+    span: tuple[int, int]
+    quoted: bool
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """Something that would need execution (command substitution) or is not supported."""
+
+    reason: str
+    span: tuple[int, int]
+    quoted: bool
+
+
+@dataclass(frozen=True)
+class Word:
+    parts: tuple
+    span: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Command:
+    words: tuple[Word, ...]
+    line: int
+    depth: int  # > 0: inside if/for/while/case/function (conditional)
+
+
+def line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def column_of(text: str, pos: int) -> int:
+    return pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+# ------------------------------------------------------------------------------------------ lexer
+class _Lexer:
+    def __init__(self, text: str, path: str) -> None:
+        self.t = text
+        self.path = path
+        self.i = 0
+        self.commands: list[Command] = []
+        self.words: list[Word] = []
+        self.parts: list = []
+        self.word_start = -1
+        self.depth = 0
+        self.skip_next = False  # the next word is a redirection target
+        self.heredocs: list[tuple[str, bool]] = []
+
+    def error(self, message: str, pos: int) -> ConfigError:
+        return ConfigError(message, path=self.path, line=line_of(self.t, pos), column=column_of(self.t, pos))
+
+    # word assembly
+    def add(self, part: object, start: int) -> None:
+        if self.word_start < 0:
+            self.word_start = start
+        self.parts.append(part)
+
+    def end_word(self) -> None:
+        if self.word_start >= 0:
+            word = Word(tuple(self.parts), (self.word_start, self.i))
+            if self.skip_next:
+                self.skip_next = False
+            else:
+                self.words.append(word)
+        self.parts, self.word_start = [], -1
+
+    def end_command(self) -> None:
+        self.end_word()
+        words = self.words
+        self.words = []
+        if words and static_text(words[0]) == "function":
+            self.depth += any(static_text(w) == "{" for w in words)
+            return
+        while words and static_text(words[0]) in _LEADING | _OPENERS | _CLOSERS:
+            key = static_text(words[0])
+            if key in _OPENERS:
+                self.depth += 1
+                return  # the rest of an if/while head is a test, a for head a list: not assignments
+            if key in _CLOSERS:
+                self.depth = max(0, self.depth - 1)
+            elif key == "{":
+                self.depth += 1
+            elif key == "}":
+                self.depth = max(0, self.depth - 1)
+            words = words[1:]
+        if words:
+            self.commands.append(Command(tuple(words), line_of(self.t, words[0].span[0]), self.depth))
+
+    def run(self) -> list[Command]:
+        t, n = self.t, len(self.t)
+        while self.i < n:
+            c = t[self.i]
+            if c == "\\" and self.i + 1 < n and t[self.i + 1] == "\n":
+                self.i += 2
+            elif c == "\\" and self.i + 1 < n:
+                self.add(Lit(t[self.i + 1], (self.i + 1, self.i + 2), True), self.i)
+                self.i += 2
+            elif c in " \t\r":
+                self.end_word()
+                self.i += 1
+            elif c == "\n":
+                self.end_command()
+                self.i += 1
+                self._heredoc_bodies()
+            elif c == "#" and self.word_start < 0:
+                while self.i < n and t[self.i] != "\n":
+                    self.i += 1
+            elif c == "'":
+                end = t.find("'", self.i + 1)
+                if end < 0:
+                    raise self.error("unterminated single quote", self.i)
+                self.add(Lit(t[self.i + 1:end], (self.i + 1, end), True), self.i)
+                self.i = end + 1
+            elif c == '"':
+                self._double()
+            elif c == "$" or c == "`":
+                self.add(self._dollar(False), self.i)
+            elif c in ";&|":
+                self.end_word()
+                self.i += 2 if t[self.i:self.i + 2] in (";;", "&&", "||", "|&") else 1
+                self.end_command()
+            elif c in "()":
+                if c == "(" and self.parts and isinstance(self.parts[-1], Lit) and \
+                        self.parts[-1].text.endswith("=") and not self.parts[-1].quoted:
+                    start = self.i
+                    close = _match(t, self.i, "(", ")")
+                    if close < 0:
+                        raise self.error("unterminated array '('", start)
+                    self.i = close + 1
+                    self.add(Opaque("arrays are not supported", (start, self.i), False), start)
+                    continue
+                self.end_word()
+                if c == "(" and t[self.i:self.i + 2] == "()" and self.words:
+                    self.i += 2  # function definition: its { body } counts as conditional
+                    self.end_command()
+                    continue
+                self.i += 1
+                self.end_command()
+            elif c in "<>":
+                if self.parts and all(isinstance(p, Lit) and p.text.isdigit() for p in self.parts):
+                    self.parts, self.word_start = [], -1  # the fd number of 2>&1
+                self.end_word()
+                op = re.match(r"<<<|<<-?|>>|>&|<&|>\||<>|[<>]", t[self.i:])
+                assert op is not None
+                self.i += len(op.group())
+                if op.group().startswith("<<") and op.group() != "<<<":
+                    self._heredoc_head(op.group() == "<<-")
+                else:
+                    self.skip_next = True
+            else:
+                start = self.i
+                while self.i < n and t[self.i] not in " \t\r\n\\'\"$`;&|()<>":
+                    self.i += 1
+                if self.i == start:  # a lone character the loop above does not take
+                    self.i += 1
+                self.add(Lit(t[start:self.i], (start, self.i), False), start)
+        self.end_command()
+        return self.commands
+
+    def _double(self) -> None:
+        t, n = self.t, len(self.t)
+        start = self.i
+        self.i += 1
+        run = self.i
+        parts: list = []
+
+        def flush(stop: int) -> None:
+            if stop > run:
+                parts.append(Lit(t[run:stop], (run, stop), True))
+
+        while True:
+            if self.i >= n:
+                raise self.error("unterminated double quote", start)
+            c = t[self.i]
+            if c == '"':
+                flush(self.i)
+                self.i += 1
+                break
+            if c == "\\" and self.i + 1 < n and t[self.i + 1] in '$`"\\\n':
+                flush(self.i)
+                if t[self.i + 1] != "\n":
+                    parts.append(Lit(t[self.i + 1], (self.i + 1, self.i + 2), True))
+                self.i += 2
+                run = self.i
+            elif c in "$`":
+                flush(self.i)
+                parts.append(self._dollar(True))
+                run = self.i
+            else:
+                self.i += 1
+        if not parts:
+            parts.append(Lit("", (start + 1, start + 1), True))
+        for part in parts:
+            self.add(part, start)
+
+    def _dollar(self, quoted: bool) -> object:
+        t, n, start = self.t, len(self.t), self.i
+        if t[start] == "`":
+            end = start + 1
+            while end < n and t[end] != "`":
+                end += 2 if t[end] == "\\" else 1
+            if end >= n:
+                raise self.error("unterminated backquote", start)
+            self.i = end + 1
+            return Opaque(f"command substitution `{shorten(t[start + 1:end])}` (never executed)",
+                          (start, self.i), quoted)
+        nxt = t[start + 1:start + 2]
+        if t.startswith("$((", start):
+            close = _match(t, start + 1, "(", ")")
+            if close < 0 or t[close - 1] != ")":
+                raise self.error("unterminated $((", start)
+            self.i = close + 1
+            return Arith(t[start + 3:close - 1], (start, self.i), quoted)
+        if nxt == "(":
+            close = _match(t, start + 1, "(", ")")
+            if close < 0:
+                raise self.error("unterminated $(", start)
+            self.i = close + 1
+            return Opaque(f"command substitution $({shorten(t[start + 2:close])}) (never executed)",
+                          (start, self.i), quoted)
+        if nxt == "{":
+            close = _match(t, start + 1, "{", "}")
+            if close < 0:
+                raise self.error("unterminated ${", start)
+            self.i = close + 1
+            return self._brace(t[start + 2:close], start + 2, (start, self.i), quoted)
+        m = NAME.match(t, start + 1)
+        if m:
+            self.i = m.end()
+            return Param(m.group(), "", None, (start, self.i), quoted)
+        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+            self.i = start + 2
+            return Param(nxt, "", None, (start, self.i), quoted)
+        self.i = start + 1
+        return Lit("$", (start, start + 1), quoted)
+
+    def _brace(self, body: str, body_at: int, span: tuple[int, int], quoted: bool) -> object:
+        m = NAME.match(body) or re.match(r"[0-9@*#?$!-]", body)
+        if not m:
+            return Opaque(f"unsupported expansion ${{{shorten(body)}}}", span, quoted)
+        rest = body[m.end():]
+        if not rest:
+            return Param(m.group(), "", None, span, quoted)
+        op = re.match(r":-|:=|:\+|-|=|\+", rest)
+        if not op:
+            return Opaque(f"unsupported expansion ${{{shorten(body)}}}", span, quoted)
+        sub = _Lexer(self.t, self.path)
+        arg_at = body_at + m.end() + len(op.group())
+        sub.i = arg_at
+        arg_parts = sub.parts_until(arg_at + len(rest) - len(op.group()), quoted)
+        return Param(m.group(), op.group(), tuple(arg_parts), span, quoted)
+
+    def parts_until(self, stop: int, quoted: bool) -> list:
+        """Parts of a ``${VAR:-word}`` argument (quotes and expansions allowed, no splitting)."""
+        t = self.t
+        out: list = []
+        while self.i < stop:
+            c = t[self.i]
+            if c == "'" and not quoted:
+                end = t.find("'", self.i + 1, stop)
+                end = stop if end < 0 else end
+                out.append(Lit(t[self.i + 1:end], (self.i + 1, end), True))
+                self.i = end + 1
+            elif c in "$`":
+                out.append(self._dollar(True))
+            elif c == '"' and not quoted:
+                self.i += 1
+            else:
+                start = self.i
+                while self.i < stop and t[self.i] not in "$`" and not (t[self.i] in "'\"" and not quoted):
+                    self.i += 1
+                out.append(Lit(t[start:self.i], (start, self.i), True))
+        return out
+
+    def _heredoc_head(self, strip_tabs: bool) -> None:
+        t, n = self.t, len(self.t)
+        while self.i < n and t[self.i] in " \t":
+            self.i += 1
+        m = re.match(r"['\"]?([A-Za-z0-9_]+)['\"]?", t[self.i:])
+        if not m:
+            raise self.error("here-document without a delimiter", self.i)
+        self.i += len(m.group())
+        self.heredocs.append((m.group(1), strip_tabs))
+
+    def _heredoc_bodies(self) -> None:
+        for delim, strip_tabs in self.heredocs:
+            while self.i < len(self.t):
+                end = self.t.find("\n", self.i)
+                end = len(self.t) if end < 0 else end
+                line = self.t[self.i:end]
+                self.i = end + 1
+                if (line.lstrip("\t") if strip_tabs else line) == delim:
+                    break
+        self.heredocs = []
+
+
+def tokenize(text: str, path: str) -> list[Command]:
+    """The commands of a script, in order (nothing is executed)."""
+    return _Lexer(text, path).run()
+
+
+def _match(t: str, i: int, open_: str, close: str) -> int:
+    """Index of the bracket closing the one at ``i`` (quotes skipped), or -1."""
+    depth = 0
+    j = i
+    while j < len(t):
+        c = t[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "'" and open_ != "{":
+            k = t.find("'", j + 1)
+            if k < 0:
+                return -1
+            j = k + 1
+            continue
+        if c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def shorten(s: str) -> str:
+    """``s`` on one line, cut to 60 characters, for messages."""
+    s = " ".join(s.split())
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def static_text(word: Word) -> str | None:
+    """The text of a word made only of unquoted literals, else None."""
+    if all(isinstance(p, Lit) and not p.quoted for p in word.parts):
+        return "".join(p.text for p in word.parts)
+    return None
