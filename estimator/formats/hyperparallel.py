@@ -142,12 +142,14 @@ def present(data: Any, keys: tuple[str, ...]) -> bool:
 
 
 def yaml_node(root: Any, keys: tuple[str, ...]) -> tuple[Any, Any] | None:
-    """(key node, value node) at ``keys`` in a composed YAML tree."""
+    """(key node, value node) at ``keys`` in a composed YAML tree; of duplicate keys the last, as PyYAML
+    (which the reader uses) keeps the last."""
     cur, found = root, None
     for key in keys:
         if not isinstance(cur, yaml.MappingNode):
             return None
-        found = next(((k, v) for k, v in cur.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+        found = next(((k, v) for k, v in reversed(cur.value) if isinstance(k, yaml.ScalarNode) and k.value == key),
+                     None)
         if found is None:
             return None
         cur = found[1]

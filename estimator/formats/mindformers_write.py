@@ -200,8 +200,9 @@ def _dtype_name(width: float, target: _Target, key: str) -> str:
     if width == 4:
         return "float32"
     if width == 2:
-        compute = target.data.get("model", {}).get("model_config", {}).get("compute_dtype") \
-            if isinstance(target.data.get("model"), dict) else None
+        model = target.data.get("model")
+        config = model.get("model_config") if isinstance(model, dict) else None
+        compute = config.get("compute_dtype") if isinstance(config, dict) else None
         try:
             is_fp16 = isinstance(compute, str) and mindformers_dtype(compute, key, target.path)[0] == 2 and \
                 "16" in compute and "bf" not in compute.lower()

@@ -296,11 +296,12 @@ def write_model_json(source: SourceFile, parsed: ParsedConfig, strategy: Strateg
             changes.append(((*vpath, "pipeline_num_layers"), vis))
     editor = Editor(text, path)
     for key_path, value in changes:
-        _json_edit(text, members, editor, key_path, value)
+        _json_edit(text, members, editor, key_path, value, path)
     return editor.apply()
 
 
-def _json_edit(text: str, members: dict, editor: Editor, key_path: tuple[str, ...], value: Any) -> None:
+def _json_edit(text: str, members: dict, editor: Editor, key_path: tuple[str, ...], value: Any,
+               path: str | None = None) -> None:
     rendered = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
     if key_path in members:
         start, vstart, vend = members[key_path]
@@ -316,7 +317,7 @@ def _json_edit(text: str, members: dict, editor: Editor, key_path: tuple[str, ..
         return
     siblings = [v for k, v in members.items() if k[:-1] == key_path[:-1]]
     if not siblings:
-        raise refusal("cannot add a key to an empty object", key=".".join(key_path))
+        raise refusal("cannot add a key to an empty object", path=path, key=".".join(key_path))
     last = max(siblings, key=lambda v: v[2])
     line_start = text.rfind("\n", 0, last[0]) + 1
     indent = text[line_start:last[0]] if not text[line_start:last[0]].strip() else " "

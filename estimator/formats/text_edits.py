@@ -34,7 +34,9 @@ class Editor:
 
     def apply(self) -> str:
         try:
-            return apply_edits(self.text, set(self.edits))  # the same edit asked for twice is made once
+            # the same edit asked for twice is made once; dict.fromkeys keeps the order (a set would make the
+            # order of several insertions at one place depend on PYTHONHASHSEED)
+            return apply_edits(self.text, list(dict.fromkeys(self.edits)))
         except ValueError:
             raise ConfigError("two edits of the script overlap; change fewer fields at once", path=self.path) \
                 from None
