@@ -81,7 +81,7 @@ def _is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _d27_counts(l_eff: int, n_slots: int) -> list[int]:
+def balanced_counts(l_eff: int, n_slots: int) -> list[int]:
     """No offset (DECISION D27): one extra layer to the first ``rem`` slots in the order
     n-2 down to 1, then n-1, then 0 (later slots hold fewer micro-batches; the last carries the head)."""
     base, rem = divmod(l_eff, n_slots)
@@ -341,7 +341,7 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
                                       "while a later stage holds more (legal, usually unintended)"))
                 break
     else:
-        counts = _d27_counts(l_eff, n_slots)
+        counts = balanced_counts(l_eff, n_slots)
 
     # positions in model order
     noop = set(inp.noop_layers)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .layout import Layout, _d27_counts
+from .layout import Layout, balanced_counts
 from .strategy import RecomputePlan, Strategy
 
 
@@ -38,7 +38,7 @@ def _map(values: list[float], p_new: int) -> list[float]:
 
 def _split(total: int, parts: int) -> list[int]:
     """A stage's layers over its chunks, later chunks first getting the remainder as D27 does."""
-    return _d27_counts(total, parts) if parts > 1 else [total]
+    return balanced_counts(total, parts) if parts > 1 else [total]
 
 
 def rescale(strategy: Strategy, layout: Layout, p_new: int, vp_new: int) -> Strategy:
@@ -49,7 +49,7 @@ def rescale(strategy: Strategy, layout: Layout, p_new: int, vp_new: int) -> Stra
         return strategy  # the layout check reports it
     new_stage = _largest_remainder(_map([float(x) for x in old_stage], p_new), l_eff)
     if any(c < vp_new for c in new_stage):  # repair: fall back to the balanced layout
-        new_stage = [sum(_d27_counts(l_eff, p_new * vp_new)[k::p_new]) for k in range(p_new)]
+        new_stage = [sum(balanced_counts(l_eff, p_new * vp_new)[k::p_new]) for k in range(p_new)]
     grid = [_split(new_stage[k], vp_new) for k in range(p_new)]  # [stage][chunk]
     changes: dict = {}
     if strategy.partition is not None or strategy.offset is not None:

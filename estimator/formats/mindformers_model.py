@@ -148,7 +148,7 @@ class ModelReader(MindFormersSource):
                 if first is not None:
                     self.put_at("model.first_k_dense", first, (*base, "first_k_dense_replace"))
                 etp = self.int_at((*base, "expert_model_parallel"), 1, MAX_DEGREE)
-                if etp is not None and etp > 1:
+                if etp is not None:  # stated, 1 included: the experts' FFN split (P-MF-ETP)
                     self.put_at("strategy.etp", etp, (*base, "expert_model_parallel"))
                 gmm = self.bool_at((*base, "use_gmm"))
                 if gmm is not None:

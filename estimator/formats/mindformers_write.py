@@ -240,14 +240,12 @@ def write_strategy(source: SourceFile, parsed: ParsedConfig, strategy: Strategy)
     changed = {k: v for k, v in new.items() if (old[k] != v if k in old else
                                                   not (_MF_DEFAULTS.get(k, object()) == v and
                                                        not has_key(merged, *_PATHS[k])))}
-    if "etp" in changed:
+    if "etp" in changed and moe_path is None:
         default = framework_defaults("mindformers").default_etp(strategy.tp, strategy.ep, strategy.dp, strategy.cp)
-        if moe_path is None:
+        if changed["etp"] == default:
+            del changed["etp"]  # the mcore default already gives it
+        else:
             problems.append(f"strategy.etp {changed['etp']} (mcore MindFormers has no expert_model_parallel key)")
-        elif changed["etp"] == default:
-            changed["etp"] = 1  # expert_model_parallel 1 means "MindFormers' default"
-        elif changed["etp"] == 1:
-            problems.append(f"strategy.etp 1 (with expert_model_parallel 1 MindFormers uses the default {default})")
     if problems:
         raise refusal("MindFormers cannot express " + "; ".join(problems), path=source.path)
     patch = YamlPatch(source.text, source.path)

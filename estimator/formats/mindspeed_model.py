@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..layout import _d27_counts as d27_counts  # layers per slot without a list: the layout's own split
+from ..layout import balanced_counts  # layers per slot without a list: the layout's own split (D27)
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
 from .mindspeed_flags import MODEL
@@ -269,7 +269,7 @@ def write_model_json(source: SourceFile, parsed: ParsedConfig, strategy: Strateg
         if strategy.partition is not None:
             layers: Any = [list(r) if isinstance(r, tuple) else r for r in strategy.partition]
         else:
-            split = d27_counts(int(mod.get("num_layers") or parsed.model.num_layers) + len(strategy.noop_layers),
+            split = balanced_counts(int(mod.get("num_layers") or parsed.model.num_layers) + len(strategy.noop_layers),
                                p * vp)
             layers = split if vp == 1 else [split[j * p:(j + 1) * p] for j in range(vp)]
         if layers != mod.get("pipeline_num_layers"):
