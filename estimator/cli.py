@@ -68,6 +68,22 @@ def _estimate_or_explain(parsed: ParsedConfig, explain: bool = False) -> Result:
         raise
 
 
+def write_to_output(files: dict[str, str], output: str) -> None:
+    """``-o OUT``: the new text of one changed file to OUT, or of several into the directory OUT (atomic,
+    keeping OUT.bak when it exists)."""
+    from pathlib import Path
+
+    from .export import write_atomic
+
+    out = Path(output)
+    if len(files) > 1 and not out.is_dir():
+        raise SappError(f"{len(files)} files change ({', '.join(files)}); -o must name a directory")
+    targets = {str(out / Path(p).name) if out.is_dir() else str(out): text for p, text in files.items()}
+    write_atomic(targets, backup=True)
+    for path in targets:
+        print(f"wrote {path}", file=sys.stderr)
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     parsed = load_plan(args)
     result = _estimate_or_explain(parsed, args.explain)
@@ -93,7 +109,6 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write the (edited) strategy back into the source format; prints, diffs or writes atomically."""
     import difflib
-    from pathlib import Path
 
     from .export import export, write_atomic
 
@@ -108,13 +123,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output and args.in_place:
         raise SappError("use either -o OUT or --in-place, not both")
     if args.output:
-        out = Path(args.output)
-        if len(files) > 1 and not out.is_dir():
-            raise SappError(f"{len(files)} files change ({', '.join(files)}); -o must name a directory")
-        targets = {str(out / Path(p).name) if out.is_dir() else str(out): text for p, text in files.items()}
-        write_atomic(targets, backup=True)
-        for path in targets:
-            print(f"wrote {path}", file=sys.stderr)
+        write_to_output(files, args.output)
     elif args.in_place:
         backups = write_atomic(files, backup=True)
         for path in files:
@@ -156,18 +165,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.apply:
         if not 1 <= args.apply <= len(result.ranked):
             raise SappError(f"--apply {args.apply}: only {len(result.ranked)} ranked strategies")
-        from .export import export, write_atomic
+        from .export import export
 
         chosen = result.ranked[args.apply - 1].strategy
         files = export(parsed, chosen)
         if args.output:
-            from pathlib import Path
-
-            out = Path(args.output)
-            if len(files) > 1 and not out.is_dir():
-                raise SappError(f"{len(files)} files change; -o must name a directory")
-            write_atomic({str(out / Path(p).name) if out.is_dir() else str(out): t for p, t in files.items()})
-            print(f"wrote strategy #{args.apply} to {args.output}", file=sys.stderr)
+            write_to_output(files, args.output)
         else:
             for path, text in files.items():
                 print(f"# ---- {path} with strategy #{args.apply}")
@@ -206,16 +209,10 @@ def cmd_balance(args: argparse.Namespace) -> int:
         for note in res.notes:
             print(f"note: {note}")
     if args.output:
-        from pathlib import Path
 
-        from .export import export, write_atomic
+        from .export import export
 
-        files = export(parsed, res.strategy)
-        out = Path(args.output)
-        if len(files) > 1 and not out.is_dir():
-            raise SappError(f"{len(files)} files change; -o must name a directory")
-        write_atomic({str(out / Path(p).name) if out.is_dir() else str(out): t for p, t in files.items()})
-        print(f"wrote the balanced strategy to {args.output}", file=sys.stderr)
+        write_to_output(export(parsed, res.strategy), args.output)
     return 0
 
 
