@@ -51,16 +51,24 @@ def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], 
     # The other micro-batches' activations A_h add a constant per replay point, so the largest instant of a
     # backward depends only on its chunk: walk each chunk's backward once, then add the largest A_h among the
     # points followed by that chunk's backward (P-FSDP-POINTS).
-    instants: list[Instant] = []
     totals: list[Num] = []
     chosen: list[tuple[Num, Num, list[Instant], str]] = []  # per chunk: (A_h, instant index, instants, point)
+    picked: list[np.ndarray] = []  # the search: per chunk, the winning instant's four fields, shape (4, n)
     for j in sorted({pt.backward_chunk for pt in points}):
         a_h, where_ = _largest_other_activations([pt for pt in points if pt.backward_chunk == j], act_chunk, j)
         walk = _instants(pricer, rows, j, 0.0, "")
-        k_j = argmax_first([inst.dynamic for inst in walk])  # ties go to the earliest instant
-        totals.append(a_h + pick(k_j, [inst.dynamic for inst in walk]))
+        dynamic = [inst.dynamic for inst in walk]
+        k_j = argmax_first(dynamic)  # ties go to the earliest instant
+        if isinstance(k_j, np.ndarray):
+            # one gather of all four fields instead of one per field (the search's hot path)
+            flat = [x for inst in walk for x in (inst.gradients, inst.activations, inst.comm, inst.working)]
+            arrays = np.broadcast_arrays(k_j, *flat)
+            fields = np.stack(arrays[1:], dtype=np.float64).reshape(len(walk), 4, *arrays[0].shape)
+            best_j = np.take_along_axis(fields, k_j[None, None, ...], axis=0)[0]
+            best_j[1] = best_j[1] + a_h
+            picked.append(best_j)
+        totals.append(a_h + pick(k_j, dynamic))
         chosen.append((a_h, k_j, walk, where_))
-        instants.extend(walk)
     c = argmax_first(totals)
     if isinstance(c, int):
         a_h, k_j, walk, where_ = chosen[c]
@@ -68,10 +76,9 @@ def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], 
         names = inst.name + (f" after {where_}" if len(points) > 1 else "")
         best = Instant(names, inst.gradients, inst.activations + a_h, inst.comm, inst.working)
     else:
-        fields = ("gradients", "activations", "comm", "working")
-        per_chunk = [[pick(k_j, [getattr(inst, f_) for inst in walk]) + (a_h if f_ == "activations" else 0.0)
-                      for f_ in fields] for a_h, k_j, walk, _ in chosen]
-        best = Instant("", *(pick(c, [vals[n] for vals in per_chunk]) for n in range(len(fields))))
+        stacked = np.stack(np.broadcast_arrays(*picked))
+        won = np.take_along_axis(stacked, np.broadcast_to(c, stacked.shape[2:])[None, None, ...], axis=0)[0]
+        best = Instant("", *won)
         names = ""
     params = sum(row.static.parameters for row in rows)
     states = 0.0 if f.swap_optimizer else sum(row.static.optimizer_states for row in rows)
