@@ -285,10 +285,12 @@ def process_groups(r: Resolved, stage: int) -> int:
     return groups
 
 
-def reserve_bytes(r: Resolved, dynamic: float, stage: int) -> tuple[float, int]:
-    """[RESERVE] reserve_fixed + frag_fraction·(activations + working) + comm_lib_per_group·groups (D6)."""
+def reserve_bytes(r: Resolved, dynamic: float, stage: int, groups: int | None = None) -> tuple[float, int]:
+    """[RESERVE] reserve_fixed + frag_fraction·(activations + working) + comm_lib_per_group·groups (D6);
+    ``groups`` when the caller already counted them."""
     opts = r.options
-    groups = process_groups(r, stage)
+    if groups is None:
+        groups = process_groups(r, stage)
     return opts.reserve + opts.frag_fraction * dynamic + opts.comm_lib_per_group * groups, groups
 
 

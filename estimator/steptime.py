@@ -310,7 +310,7 @@ def _row_comm(ctx: _Ctx, row: Row, backward: bool) -> dict[str, tuple[Num, Num, 
 
 
 # ------------------------------------------------------------------------------------------ stages
-def _pp_sends(r: Resolved, stage: int, chunk: int) -> tuple[int, int]:
+def pp_sends(r: Resolved, stage: int, chunk: int) -> tuple[int, int]:
     """(forward, backward) hand-overs of a chunk that leave the stage (V schedules turn on the last stage)."""
     sched, p, vp = r.flags.schedule, r.par.p, r.par.vp
     q = slot_index(sched, p, vp, stage, chunk)
@@ -351,7 +351,7 @@ def stage_times(ctx: _Ctx, stage: int, rows: Sequence[Row]) -> StageTimes:
         hw_flops = hw_flops + rt.flops.hardware
     exp_pp = 1 - k.o_pp
     for j in range(vp):
-        n_fwd, n_bwd = _pp_sends(r, stage, j)
+        n_fwd, n_bwd = pp_sends(r, stage, j)
         send = exp_pp * C.pp_boundary(ctx.M_p, ctx.pp)
         cF[j] = cF[j] + n_fwd * send
         cB[j] = cB[j] + n_bwd * send
@@ -527,4 +527,4 @@ def estimate_step_time(model: ModelSpec, strategy: Strategy, hardware: Hardware,
 
 __all__ = ["COMM_KINDS", "KNOBS", "PARTS", "Knobs", "StageTimes", "StepTime", "compute_time", "elementwise_time",
            "estimate_step_time", "knobs", "pipe_1f1b", "pipe_dualpipev", "pipe_gpipe", "pipe_interleaved",
-           "pipe_seq1f1b", "pipe_zbv", "pipeline_time", "row_time", "stage_times", "step_time"]
+           "pipe_seq1f1b", "pipe_zbv", "pipeline_time", "pp_sends", "row_time", "stage_times", "step_time"]

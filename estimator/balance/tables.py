@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..estimate import layout_inputs
+from ..estimate import layout_inputs, process_groups
 from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout
 from ..parsed import ParsedConfig
 from ..resolve import resolve
 from ..schedules import inflight_profile
 from ..stage import Row, StagePricer
-from ..steptime import _Ctx, stage_times
+from ..steptime import _Ctx, pp_sends, stage_times
 from .solver import Choice
 
 OPTION_OF = {(False, False): "none", (True, False): "selective", (False, True): "comm", (True, True): "both"}
@@ -65,6 +65,14 @@ class StageTables:
         self._kinds = [(pos.kind, pos.block) for pos in self.positions]
         self._time_cache: dict[tuple, float] = {}
         self._choice_cache: dict[tuple, tuple[float, float, tuple[str, ...]]] = {}
+        # A stage's rows depend on i only through first/last, its time only through its pipeline sends, its
+        # memory only through μ_i and the process groups: the stage-independent parts are priced once.
+        self._rows_cache: dict[tuple, list[Row]] = {}
+        self._sums_cache: dict[tuple, _Sums] = {}
+        self._peak_cache: dict[tuple, float] = {}
+        self._list_cache: dict[tuple, list[Choice]] = {}
+        self._sends = [tuple(pp_sends(self.r, i, j) for j in range(int(self.r.par.vp))) for i in range(self.p)]
+        self._groups = [process_groups(self.r, i) for i in range(self.p)]
 
     # -------------------------------------------------------------------------------- positions
     def _positions(self) -> list[Position]:
@@ -119,17 +127,17 @@ class StageTables:
 
     def stage_time(self, i: int, rows: list[Row]) -> float:
         """S_i = F + B + W + Rc per micro-batch (§7.5), from the step-time model."""
-        key = (i, tuple((row.item.kind, row.item.block, row.item.option, id(row.cost)) for row in rows))
+        key = (self._sends[i], tuple((row.item.kind, row.item.block, row.item.option, id(row.cost)) for row in rows))
         got = self._time_cache.get(key)
         if got is None:
             times = stage_times(self.ctx, i, rows)
             got = self._time_cache[key] = float(times.F + times.B + times.W + times.Rc)
         return got
 
-    def memory(self, i: int, rows: list[Row]) -> tuple[float, float]:
+    def memory(self, i: int, rows: list[Row], key: tuple | None = None) -> tuple[float, float]:
         """(stage total, optimizer-step peak), as ``estimate.price_stage`` prices one chunk (§6.8–§6.11);
-        FSDP2 plans instant by instant (§12)."""
-        from ..estimate import optimizer_step_peak, profile_points, reserve_bytes, working_for_chunk
+        FSDP2 plans instant by instant (§12). ``key`` names ``rows`` for the stage-independent caches."""
+        from ..estimate import optimizer_step_peak, profile_points, reserve_bytes
 
         f = self.r.flags
         if f.fsdp2:
@@ -137,20 +145,22 @@ class StageTables:
 
             stage = fsdp.price_stage(self.pricer, i, profile_points(self.profile[i]), rows, False)
             return float(stage.total), float(stage.optimizer_step_peak)
-        gamma = self.pricer.gamma
-        params = sum(row.static.parameters for row in rows)
-        grads = gamma * sum(row.static.gradients for row in rows)
-        states = 0.0 if f.swap_optimizer else sum(row.static.optimizer_states for row in rows)
-        acts = self.mu[i] * sum(row.act for row in rows)
-        working, _ = working_for_chunk(self.pricer, rows, 0)
-        if f.comm_buffer_mode == "upstream_sum":
-            transient = sum(max(row.parts[0], row.parts[1], row.parts[3]) + row.parts[2] for row in rows)
-        else:
-            transient = max(row.transient for row in rows)
-        resident = sum(row.resident for row in rows)
-        reserve, groups = reserve_bytes(self.r, acts + working, i)
-        total = params + grads + states + acts + resident + transient + working + reserve
-        return float(total), float(optimizer_step_peak(self.r, rows, resident, groups))
+        sums = self._sums_cache.get(key) if key is not None else None
+        if sums is None:
+            sums = _Sums.of(self, rows)
+            if key is not None:
+                self._sums_cache[key] = sums
+        acts = self.mu[i] * sums.act
+        groups = self._groups[i]
+        reserve = reserve_bytes(self.r, acts + sums.working, i, groups)[0]
+        total = sums.params + sums.grads + sums.states + acts + sums.resident + sums.transient + sums.working + reserve
+        peak_key = (key, groups)
+        peak = self._peak_cache.get(peak_key) if key is not None else None
+        if peak is None:
+            peak = float(optimizer_step_peak(self.r, rows, sums.resident, groups))
+            if key is not None:
+                self._peak_cache[peak_key] = peak
+        return float(total), peak
 
     # -------------------------------------------------------------------------------- choices
     def assignments(self, c: int) -> Iterator[Assignment]:
@@ -169,19 +179,55 @@ class StageTables:
         """Every assignment of a slot. A stage's cost depends only on the kinds it holds (not on which model
         indices they are), so slots with the same kinds share their priced choices."""
         kinds = tuple(self._kinds[a:a + c])
+        listed = self._list_cache.get((i, kinds))
+        if listed is not None:
+            return listed
         out = []
         seen: set[tuple[str, ...]] = set()
         for assign in self.assignments(c):
             key = (i, kinds, assign)
             cached = self._choice_cache.get(key)
             if cached is None:
-                rows = self.rows(i, a, c, assign)
+                rows_key = (i == 0, i == self.p - 1, kinds, assign)
+                rows = self._rows_cache.get(rows_key)
+                if rows is None:
+                    rows = self._rows_cache[rows_key] = self.rows(i, a, c, assign)
                 signature = tuple(row.item.option for row in rows)
-                total, opt_peak = self.memory(i, rows)
+                total, opt_peak = self.memory(i, rows, rows_key)
                 cached = self._choice_cache[key] = (self.stage_time(i, rows), max(total, opt_peak), signature)
             time_, memory, signature = cached
             if signature in seen:  # e.g. counts beyond the layers of a slot with noop positions
                 continue
             seen.add(signature)
             out.append(Choice(time_, memory, assign))
+        self._list_cache[(i, kinds)] = out
         return out
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """The stage-independent sums of one stage's rows (non-FSDP2 memory)."""
+
+    params: float
+    grads: float      # γ·Σ gradients
+    states: float
+    act: float        # Σ stored activations of one micro-batch (× μ_i per stage)
+    working: float
+    transient: float
+    resident: float
+
+    @classmethod
+    def of(cls, tables: StageTables, rows: list[Row]) -> _Sums:
+        from ..estimate import working_for_chunk
+
+        f = tables.r.flags
+        params = sum(row.static.parameters for row in rows)
+        grads = tables.pricer.gamma * sum(row.static.gradients for row in rows)
+        states = 0.0 if f.swap_optimizer else sum(row.static.optimizer_states for row in rows)
+        working, _ = working_for_chunk(tables.pricer, rows, 0)
+        if f.comm_buffer_mode == "upstream_sum":
+            transient = sum(max(row.parts[0], row.parts[1], row.parts[3]) + row.parts[2] for row in rows)
+        else:
+            transient = max(row.transient for row in rows)
+        resident = sum(row.resident for row in rows)
+        return cls(params, grads, states, sum(row.act for row in rows), working, transient, resident)
