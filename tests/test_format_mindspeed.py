@@ -231,6 +231,15 @@ def test_shell_subset():
         assert (err.value.line, err.value.column) == where
 
 
+def test_zero_device_launcher_is_refused_with_the_flags_named(tmp_path):
+    script = tmp_path / "zero.sh"
+    script.write_text("torchrun --nproc_per_node 0 --nnodes 2 pretrain_gpt.py --num-layers 4 --hidden-size 64 "
+                      "--num-attention-heads 4 --seq-length 128 --vocab-size 1000\n")
+    with pytest.raises(ConfigError, match=r"--nproc_per_node × --nnodes is 0 × 2 = 0 devices") as err:
+        parse([str(script)])
+    assert str(script) in str(err.value) and "--devices N" in str(err.value)
+
+
 def test_malformed_model_json_has_line_and_column(tmp_path):
     bad = tmp_path / "model.json"
     bad.write_text('{\n  "model_id": "x",\n  "text_decoder": {"num_layers": 4,,}\n}\n')

@@ -71,6 +71,9 @@ def device_count(script: Script, flags: FlagSet) -> tuple[int, str] | str:
             problems.append(a[1] or b[1] or "")
             continue
         if a[0].isdigit() and b[0].isdigit():
+            if int(a[0]) * int(b[0]) == 0:
+                problems.append(f"{how} is {a[0]} × {b[0]} = 0 devices; give both a positive count")
+                continue
             return int(a[0]) * int(b[0]), how
     per_node = first_int(script, PER_NODE_VARS)
     nodes = first_int(script, NODE_VARS)
