@@ -213,7 +213,8 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile | list[Point
     cat["reserve"] = reserve
     total = sum(cat.values())
     opt_peak = optimizer_step_peak(r, rows, resident, groups)
-    notes = (working_note, transient_note, f"{groups} process groups")
+    # (formatting an array of group counts would cost the search more than pricing the stage)
+    notes = (working_note, transient_note, "" if is_array(groups) else f"{groups} process groups")
     source = partial(_layer_rows, rows, counts, gamma, swap, (working, transient, reserve), notes)
     tree = stage_explain(pricer, stage, cat, source(), point_text, rows) if explain else None
     return StageResult(index=stage, layer_source=source, bytes_by_category=cat, total=total,
