@@ -54,23 +54,32 @@ def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], 
     totals: list[Num] = []
     chosen: list[tuple[Num, Num, list[Instant], str]] = []  # per chunk: (A_h, instant index, instants, point)
     picked: list[np.ndarray] = []  # the search: per chunk, the winning instant's four fields, shape (4, n)
-    for j in sorted({pt.backward_chunk for pt in points}):
+    vector = is_array(par.t, par.d, par.cp)
+    chunks = sorted({pt.backward_chunk for pt in points})
+    others = _other_activations_vector(points, act_chunk, chunks) if vector else {}
+    for j in chunks:
+        if vector:
+            a_h = others[j]
+            # the search: stages holding the same rows share the walk of a chunk's backward (names unused)
+            key = ("fsdp-walk", j, tuple((row.chunk, row.item.kind, row.item.block, row.item.option, id(row.cost))
+                                         for row in rows))
+            cached = pricer.memo.get(key)
+            if cached is None:
+                cached = pricer.memo[key] = _best_instant_vector(_instants(pricer, rows, j, 0.0, ""))
+            fields_j, dynamic_j = cached
+            best_j = fields_j.copy()
+            best_j[1] = best_j[1] + a_h
+            picked.append(best_j)
+            totals.append(a_h + dynamic_j)
+            continue
         a_h, where_ = _largest_other_activations([pt for pt in points if pt.backward_chunk == j], act_chunk, j)
         walk = _instants(pricer, rows, j, 0.0, "")
         dynamic = [inst.dynamic for inst in walk]
         k_j = argmax_first(dynamic)  # ties go to the earliest instant
-        if isinstance(k_j, np.ndarray):
-            # one gather of all four fields instead of one per field (the search's hot path)
-            flat = [x for inst in walk for x in (inst.gradients, inst.activations, inst.comm, inst.working)]
-            arrays = np.broadcast_arrays(k_j, *flat)
-            fields = np.stack(arrays[1:], dtype=np.float64).reshape(len(walk), 4, *arrays[0].shape)
-            best_j = np.take_along_axis(fields, k_j[None, None, ...], axis=0)[0]
-            best_j[1] = best_j[1] + a_h
-            picked.append(best_j)
         totals.append(a_h + pick(k_j, dynamic))
         chosen.append((a_h, k_j, walk, where_))
     c = argmax_first(totals)
-    if isinstance(c, int):
+    if not vector and isinstance(c, int):
         a_h, k_j, walk, where_ = chosen[c]
         inst = walk[k_j]
         names = inst.name + (f" after {where_}" if len(points) > 1 else "")
@@ -113,28 +122,47 @@ def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], 
                        kinds=frozenset(row.item.kind for row in rows), explain=tree)
 
 
+def _best_instant_vector(walk: list[Instant]) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate, the four fields of the largest instant of a walk (ties to the earliest), shape (4, n),
+    and its dynamic sum — one gather for all fields."""
+    dynamic = [inst.dynamic for inst in walk]
+    k = argmax_first(dynamic)
+    flat = [x for inst in walk for x in (inst.gradients, inst.activations, inst.comm, inst.working)]
+    arrays = np.broadcast_arrays(k, *flat)
+    fields = np.stack(arrays[1:], dtype=np.float64).reshape(len(walk), 4, *arrays[0].shape)
+    return np.take_along_axis(fields, arrays[0][None, None, ...], axis=0)[0], pick(k, dynamic)
+
+
 def _largest_other_activations(points: list, act_chunk: list[Num], chunk: int) -> tuple[Num, str]:
-    """max over the points followed by ``chunk``'s backward of A_h = Σ_j n_j·A_chunk(j) − A_chunk(chunk)
-    (−∞ for candidates that have no such point), and the counts of the winning point (scalar case)."""
-    if not is_array(*act_chunk, *(pt.valid for pt in points)):
-        values = [sum(n * a for n, a in zip(pt.counts, act_chunk, strict=True)) - act_chunk[chunk] for pt in points]
-        k = argmax_first(values)
-        return values[k], str(tuple(points[k].counts))
-    # the search: points of one micro-batch count share a validity mask; one matrix product per count
+    """max over the points followed by ``chunk``'s backward of A_h = Σ_j n_j·A_chunk(j) − A_chunk(chunk),
+    and the counts of the winning point (one plan)."""
+    values = [sum(n * a for n, a in zip(pt.counts, act_chunk, strict=True)) - act_chunk[chunk] for pt in points]
+    k = argmax_first(values)
+    return values[k], str(tuple(points[k].counts))
+
+
+def _other_activations_vector(points: list, act_chunk: list[Num], chunks: list[int]) -> dict[int, np.ndarray]:
+    """The search's A_h per backward chunk: −∞ for candidates with no point followed by that chunk. Points of
+    one micro-batch count share a validity mask: one matrix product per mask for every chunk."""
     size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *[np.shape(pt.valid) for pt in points])
     acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
         len(act_chunk), -1)
-    out = np.full(acts.shape[1], -np.inf)
+    out = {j: np.full(acts.shape[1], -np.inf) for j in chunks}
     groups: dict[int, list] = {}
     for pt in points:
         groups.setdefault(id(pt.valid), []).append(pt)
     for pts in groups.values():
         valid = pts[0].valid
         idx = np.arange(acts.shape[1]) if valid is True else np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
-        if len(idx):
-            counts = np.array([pt.counts for pt in pts], dtype=np.float64)
-            out[idx] = np.maximum(out[idx], (counts @ acts[:, idx]).max(axis=0) - acts[chunk, idx])
-    return out.reshape(size), ""
+        if not len(idx):
+            continue
+        values = np.array([pt.counts for pt in pts], dtype=np.float64) @ acts[:, idx]  # [P, C]
+        backward = np.array([pt.backward_chunk for pt in pts])
+        for j in chunks:
+            rows = values[backward == j]
+            if len(rows):
+                out[j][idx] = np.maximum(out[j][idx], rows.max(axis=0) - acts[j, idx])
+    return {j: v.reshape(size) for j, v in out.items()}
 
 
 def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: str) -> list[Instant]:

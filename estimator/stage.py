@@ -103,6 +103,7 @@ class StagePricer:
         self._local: dict[tuple[str, str, bool], Local] = {}
         self._static: dict[tuple[str, str, bool], StaticBytes] = {}
         self._rows: dict[tuple, Row] = {}
+        self.memo: dict[tuple, object] = {}  # derived per-pricer results other modules reuse across stages
         vision = r.model.vision
         self.vision_frozen = bool(vision is not None and (vision.frozen or "vision" in f.frozen))
 
