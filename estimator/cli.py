@@ -309,13 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     # the desktop app (sapp_gui); Qt is imported only when the command runs
     gui = sub.add_parser("gui", help="open the desktop app (or render it with --screenshot)",
                          description="Open configs in the SAPP Planner window.")
-    gui.add_argument("paths", nargs="*", metavar="FILE", help="config file(s) making one plan")
-    gui.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
-    gui.add_argument("--devices", type=int, metavar="N", help="device count, for formats that do not state it")
-    gui.add_argument("--framework", metavar="NAME", help="read the files as this framework's format")
-    gui.add_argument("--screenshot", metavar="OUT.png", help="render offscreen once the first estimate is drawn, "
-                                                             "save the PNG and exit")
-    gui.add_argument("--size", metavar="WxH", help="window size for --screenshot (default 1400x900)")
+    # one argument list for `sapp gui` and `python -m sapp_gui` (sapp_gui.app imports Qt only when run)
+    from sapp_gui.app import add_arguments as add_gui_arguments
+
+    add_gui_arguments(gui)
     gui.set_defaults(func=lambda a: __import__("sapp_gui.app", fromlist=["run"]).run(a))
 
     sea = sub.add_parser("search", help="search the fastest strategies that fit",

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from estimator.cli import main
+from estimator.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = ROOT / "resources" / "examples" / "deepseek_v3_671b.plan.yaml"
@@ -238,3 +239,14 @@ def test_user_family_profiles(tmp_path):
     finally:
         profiles._USER_DIRS.remove(tmp_path)
         profiles.all_profiles.cache_clear()
+
+
+def test_a_broken_user_profile_folder_is_refused_and_not_registered(tmp_path):
+    """One malformed user profile must not make every config unreadable: the folder is refused by name."""
+    from estimator import profiles
+
+    (tmp_path / "bad.yaml").write_text("name: bad\nffn_gated: false\nnot_a_field: 3\n")
+    with pytest.raises(ConfigError, match="not_a_field"):
+        profiles.add_profile_dir(tmp_path)
+    assert tmp_path not in profiles._USER_DIRS
+    assert "default" in profiles.all_profiles()

@@ -56,11 +56,20 @@ _USER_DIRS: list[Path] = []
 
 def add_profile_dir(folder: str | Path) -> None:
     """Also read family profiles (YAML of the shipped shape) from ``folder``; a user profile with the name of a
-    shipped one replaces it. The desktop app registers its config folder at start."""
+    shipped one replaces it. The desktop app registers its config folder at start. A folder whose profiles do
+    not load raises ConfigError (naming the file) and is not registered, so one broken file cannot make every
+    config unreadable."""
     path = Path(folder)
-    if path not in _USER_DIRS:
-        _USER_DIRS.append(path)
+    if path in _USER_DIRS:
+        return
+    _USER_DIRS.append(path)
+    all_profiles.cache_clear()
+    try:
+        all_profiles()
+    except ConfigError:
+        _USER_DIRS.remove(path)
         all_profiles.cache_clear()
+        raise
 
 
 def _load(text: str, where: str) -> dict[str, Any]:
