@@ -1,7 +1,9 @@
-"""Desktop-app latency: edit → chart updated (p50/p95 over 50 edits on the DeepSeek-V3 example) and cold start
-to the first chart. Prints numbers, asserts nothing.
+"""Desktop-app latency: edit → chart updated (p50/p95 over 50 edits on the DeepSeek-V3 example), cold start
+to the first chart, and search → first results in the Search tab (the DeepSeek-V3 MindFormers example with tp,
+pp and recompute auto, then larger spaces, with the longest stall of the GUI thread while the worker searches).
+Prints numbers, asserts nothing.
 
-    .venv/bin/python benchmarks/bench_gui.py [--edits 50] [--cold-runs 3]
+    .venv/bin/python benchmarks/bench_gui.py [--edits 50] [--cold-runs 3] [--search-runs 3]
 
 Runs offscreen. "after debounce" starts when the debounce timer hands the plan to the worker; "edit →" starts
 at the form commit (so it includes the ≤ 30 ms debounce). "drawn" is when the chart items hold the new
@@ -22,6 +24,11 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXAMPLE = ROOT / "resources" / "examples" / "deepseek_v3_671b.plan.yaml"
+SEARCH_EXAMPLE = ROOT / "resources" / "examples" / "mindformers_deepseek_v3_671b.yaml"
+SEARCH_SPACES = [("tp, pp, rec auto", {"tp": "auto", "pp": "auto", "rec": "auto"}),
+                 ("tp, pp, rec, mbs, vpp auto", {"tp": "auto", "pp": "auto", "rec": "auto", "mbs": "auto",
+                                                 "vpp": "auto"}),
+                 ("all auto", {d: "auto" for d in ("tp", "pp", "cp", "ep", "etp", "vpp", "mbs", "os", "sp", "rec")})]
 EDITS = [{"strategy.tp": 8}, {"strategy.tp": 2}, {"strategy.tp": 4}, {"strategy.ep": 16}, {"strategy.ep": 8},
          {"strategy.micro_batch_size": 2}, {"strategy.micro_batch_size": 1}, {"strategy.pp": 8},
          {"strategy.pp": 16}, {"strategy.recompute": "full"}, {"strategy.recompute": "none"}]
@@ -57,7 +64,7 @@ def cold_child(path: str) -> None:
         loop.exec()
         app.processEvents()  # the first paint of the chart
         print(f"FIRST_CHART {time.time():.6f}", flush=True)
-        window.runner.shutdown()
+        window.shutdown_workers()
 
 
 def cold_start(runs: int) -> list[float]:
@@ -130,7 +137,7 @@ def edit_latency(n: int) -> dict[str, list[float]]:
         stats["after debounce→painted"].append(painted - marks["launched"])
         stats["estimate (worker)"].append(float(window.time_label.text().split()[1]) / 1000)
         done += 1
-    window.runner.shutdown()
+    window.shutdown_workers()
     window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
     window.close()
     tmp.cleanup()
@@ -138,10 +145,74 @@ def edit_latency(n: int) -> dict[str, list[float]]:
     return stats
 
 
+def search_latency(runs: int) -> list[tuple[str, int, list[float], list[float], list[float]]]:
+    """Per space: (name, candidates, click → table filled, click → painted, longest GUI-thread stall)."""
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from sapp_gui.app import make_app
+    from sapp_gui.main_window import MainWindow
+    from sapp_gui.settings import Settings
+
+    make_app()
+    import tempfile
+
+    tmp = tempfile.TemporaryDirectory()
+    window = MainWindow(Settings.at(Path(tmp.name) / "s.ini"))
+    window.resize(1400, 900)
+    window.show()
+    loop = QEventLoop()
+    window.estimate_drawn.connect(lambda _r: loop.quit())
+    QTimer.singleShot(60000, loop.quit)
+    window.open_paths([str(SEARCH_EXAMPLE)])
+    loop.exec()
+    panel = window.workspace_tabs.search
+    window.show_tab("search")
+    QApplication.processEvents()
+    out = []
+    for name, dims in SEARCH_SPACES:
+        panel.space.set_dims(dims)
+        filled, painted, stalls, candidates = [], [], [], 0
+        for _ in range(runs):
+            ticks: list[float] = []
+            ticker = QTimer()
+            ticker.setInterval(10)
+            ticker.timeout.connect(lambda t=ticks: t.append(time.perf_counter()))
+            done = QEventLoop()
+            panel.results_shown.connect(done.quit)
+            guard = QTimer()
+            guard.setSingleShot(True)
+            guard.timeout.connect(done.quit)
+            guard.start(300000)
+            ticker.start()
+            start = time.perf_counter()
+            window.run_search()
+            done.exec()
+            shown = time.perf_counter()
+            QApplication.processEvents()
+            painted.append(time.perf_counter() - start)
+            ticker.stop()
+            guard.stop()
+            panel.results_shown.disconnect(done.quit)
+            if panel.result is None:
+                continue
+            candidates = panel.result.candidates
+            filled.append(shown - start)
+            gaps = [b - a for a, b in zip([start, *ticks], [*ticks, shown], strict=True)]
+            stalls.append(max(gaps))
+        out.append((name, candidates, filled, painted, stalls))
+    window.shutdown_workers()
+    window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
+    window.close()
+    tmp.cleanup()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--edits", type=int, default=50)
     parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--search-runs", type=int, default=3)
     parser.add_argument("--cold-child", metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_child:
@@ -157,6 +228,14 @@ def main() -> None:
     for name, values in stats.items():
         p50, p95 = percentile(values, 0.5) * 1000, percentile(values, 0.95) * 1000
         print(f"  {name:24s} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms   max {max(values) * 1000:7.1f} ms")
+    print(f"\nsearch → first results ({SEARCH_EXAMPLE.name}, {args.search_runs} runs each; click on Run search "
+          "→ ranked table, Pareto and stage bars filled; stall = longest gap between GUI-thread timer ticks):")
+    for name, candidates, filled, painted, stalls in search_latency(args.search_runs):
+        if not filled:
+            print(f"  {name:28s} no result")
+            continue
+        print(f"  {name:28s} {candidates:>9,} candidates   first results median {statistics.median(filled):6.2f} s "
+              f"(painted {statistics.median(painted):6.2f} s)   GUI stall max {max(stalls) * 1000:6.0f} ms")
     cold = cold_start(args.cold_runs)
     if cold:
         print(f"\ncold start → first chart painted ({len(cold)} runs, process spawn to first paint): "

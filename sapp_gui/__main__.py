@@ -4,4 +4,5 @@ import sys
 
 from sapp_gui.app import main
 
-sys.exit(main())
+if __name__ == "__main__":  # a worker process imports this module too (multiprocessing): it must not start an app
+    sys.exit(main())

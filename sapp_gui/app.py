@@ -31,9 +31,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
     parser.add_argument("--devices", type=int, metavar="N", help="device count, for formats that do not state it")
     parser.add_argument("--framework", metavar="NAME", help="read the files as this framework's format")
+    parser.add_argument("--device", metavar="PRESET",
+                        help="device preset for files that do not name their hardware (A2, A3, H100-80G, ...)")
     parser.add_argument("--screenshot", metavar="OUT.png",
                         help="render the window offscreen once the first estimate is drawn, save it, exit")
     parser.add_argument("--size", metavar="WxH", help="window size for --screenshot (default 1400x900)")
+    parser.add_argument("--tab", choices=("memory", "search", "compare", "balance", "schedule"),
+                        help="with --screenshot: the tab to show, its analysis run first (search: the default "
+                             "space; balance: the balancer; compare: current vs pinned file; schedule: the timeline)")
+    parser.add_argument("--language", metavar="CODE", choices=("system", "en", "zh_CN"),
+                        help="interface language: en, zh_CN (Simplified Chinese) or system (default: the View ▸ "
+                             "Language setting)")
     return parser
 
 
@@ -83,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if screenshot and not os.environ.get("QT_QPA_PLATFORM"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     open_args = {"framework": getattr(args, "framework", None), "devices": getattr(args, "devices", None),
-                 "model": getattr(args, "model", None)}
+                 "model": getattr(args, "model", None), "device": getattr(args, "device", None)}
     paths = [str(p) for p in getattr(args, "paths", [])]
     try:
         for module in ("PySide6.QtWidgets", "pyqtgraph"):
@@ -93,11 +101,13 @@ def run(args: argparse.Namespace) -> int:
               "pip install -e '.[gui]' (or scripts/bootstrap.sh)", file=sys.stderr)
         return 1
     app = make_app()
+    interface_language = getattr(args, "language", None)
     if screenshot:
-        return take_screenshot(app, paths, Path(screenshot), size, open_args, started)
+        return take_screenshot(app, paths, Path(screenshot), size, open_args, started, interface_language,
+                               getattr(args, "tab", None))
     from .main_window import MainWindow
 
-    window = MainWindow()
+    window = MainWindow(interface_language=interface_language)
     window.show()
     if paths:
         window.open_paths(paths, **open_args)
@@ -127,7 +137,7 @@ def make_app() -> object:
 
 
 def take_screenshot(app: object, paths: list[str], out: Path, size: tuple[int, int], open_args: dict,
-                    started: float) -> int:
+                    started: float, interface_language: str | None = None, tab: str | None = None) -> int:
     """Show the window offscreen, wait for the first estimate (or failure), save a PNG, return the status."""
     import tempfile
 
@@ -137,7 +147,8 @@ def take_screenshot(app: object, paths: list[str], out: Path, size: tuple[int, i
     from .settings import Settings
 
     with tempfile.TemporaryDirectory(prefix="sapp-gui-") as tmp:
-        window = MainWindow(Settings.at(Path(tmp) / "settings.ini"))  # a fresh layout, no recent-files noise
+        # a fresh layout, no recent-files noise
+        window = MainWindow(Settings.at(Path(tmp) / "settings.ini"), interface_language=interface_language)
         window.resize(*size)
         window.show()
         outcome: dict[str, object] = {}
@@ -152,11 +163,16 @@ def take_screenshot(app: object, paths: list[str], out: Path, size: tuple[int, i
             timer.start(int(SCREENSHOT_TIMEOUT_S * 1000))
             loop.exec()
         first_chart = time.perf_counter() - started
+        if tab and "result" in outcome:
+            problem = window.run_tab(tab, SCREENSHOT_TIMEOUT_S)
+            if problem:
+                outcome.pop("result")
+                outcome["error"] = f"{tab}: {problem}"
         for _ in range(3):
             app.processEvents()  # type: ignore[attr-defined]
         out.parent.mkdir(parents=True, exist_ok=True)
         saved = window.grab().save(str(out), "PNG")
-        window.runner.shutdown()
+        window.shutdown_workers()
         window.close()
         if not saved:
             print(f"sapp gui: error: cannot write {out}", file=sys.stderr)

@@ -7,20 +7,18 @@ Heights are drawn in GiB; the data kept for hit tests and exports is in bytes (`
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, Qt, Signal
-from PySide6.QtGui import QColor, QCursor, QFont, QImage, QPainter, QPen
-from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QFileDialog, QGraphicsItem, QLabel, QMenu, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QCursor, QFont, QPen
+from PySide6.QtWidgets import QGraphicsItem, QLabel, QToolTip, QVBoxLayout, QWidget
 
 from estimator.result import CATEGORIES
 from estimator.units import GiB
 
-from .style import CATEGORY_COLORS, CATEGORY_LABELS, SELECTION
+from .chart_export import ExportableChart
+from .language import category_label, translate
+from .style import CATEGORY_COLORS, SELECTION
 
 pg.setConfigOptions(antialias=False, background="w", foreground="#222222")  # bars are axis-aligned: crisp and faster
 
@@ -31,7 +29,7 @@ def category_brush(category: str, alpha: int = 255) -> QColor:
     return color
 
 
-class StackedBarChart(QWidget):
+class StackedBarChart(ExportableChart, QWidget):
     """Bars × categories, stacked bottom-up in CATEGORIES order."""
 
     segment_clicked = Signal(int, str)  # bar index, category
@@ -53,7 +51,7 @@ class StackedBarChart(QWidget):
         item.hideButtons()
         item.getViewBox().setMouseEnabled(False, False)
         item.showGrid(x=False, y=True, alpha=0.18)
-        item.setLabel("left", "Memory per device (GiB)")
+        item.setLabel("left", translate("Charts", "Memory per device (GiB)"))
         item.setLabel("bottom", x_label)
         tick_font = QFont(self.font())
         tick_font.setPointSizeF(max(7.5, self.font().pointSizeF() * 0.9))
@@ -69,7 +67,7 @@ class StackedBarChart(QWidget):
         self.bars: dict[str, pg.BarGraphItem] = {}
         for cat in CATEGORIES:
             bar = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=category_brush(cat),
-                                  pen=pg.mkPen("#ffffff", width=0.8), name=CATEGORY_LABELS[cat])
+                                  pen=pg.mkPen("#ffffff", width=0.8), name=cat)
             self.bars[cat] = bar
             item.addItem(bar)
         self.selection_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
@@ -82,6 +80,7 @@ class StackedBarChart(QWidget):
         self.selected: tuple[int, str] | None = None
         self.hover_index = -1
         self._ticks: list[tuple[float, str]] = []
+        self._tick_request: tuple[list[str], int, int | None] = ([], 40, None)
         self._y_top = 0.0
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -95,6 +94,14 @@ class StackedBarChart(QWidget):
         self.plot.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.plot.customContextMenuRequested.connect(self._context_menu)
         self.plot.installEventFilter(self)
+
+    def set_labels(self, title: str, x_label: str) -> None:
+        """Title and axis names (again after a language change)."""
+        self.title.setText(title)
+        self.plot.setAccessibleName(title)
+        item = self.plot.getPlotItem()
+        item.setLabel("left", translate("Charts", "Memory per device (GiB)"))
+        item.setLabel("bottom", x_label)
 
     # ------------------------------------------------------------------------------------ data
     def set_stack(self, x: np.ndarray, stack: np.ndarray, width: float = 0.7) -> None:
@@ -118,8 +125,12 @@ class StackedBarChart(QWidget):
     def totals(self) -> np.ndarray:
         return self.stack.sum(axis=1)
 
-    def set_ticks(self, labels: list[str], max_labels: int = 40) -> None:
-        """Category ticks; the axis is only redrawn when they change (what-if edits rarely change them)."""
+    def set_ticks(self, labels: list[str], max_labels: int = 40, px_per_label: int | None = None) -> None:
+        """Category ticks, thinned to ``max_labels`` (or to one per ``px_per_label`` pixels of plot width, again
+        on every resize); the axis is only redrawn when they change (what-if edits rarely change them)."""
+        self._tick_request = (list(labels), max_labels, px_per_label)
+        if px_per_label:
+            max_labels = max(2, min(max_labels, int(self.plot.width() // px_per_label)))
         step = max(1, int(np.ceil(len(labels) / max_labels)))
         ticks = [(float(i), text) for i, text in enumerate(labels) if i % step == 0]
         if ticks != self._ticks:
@@ -213,14 +224,17 @@ class StackedBarChart(QWidget):
             share = 100.0 * row[k] / total if total else 0.0
             weight = ("<b>", "</b>") if cat == category else ("", "")
             lines.append(f"<tr><td><span style='color:{CATEGORY_COLORS[cat]}'>■</span> {weight[0]}"
-                         f"{CATEGORY_LABELS[cat]}{weight[1]}</td><td align='right'>&nbsp;{row[k] / GiB:,.2f} GiB"
+                         f"{category_label(cat)}{weight[1]}</td><td align='right'>&nbsp;{row[k] / GiB:,.2f} GiB"
                          f"</td><td align='right'>&nbsp;{share:4.1f}%</td></tr>")
-        lines.append(f"<tr><td><b>Total</b></td><td align='right'>&nbsp;<b>{total / GiB:,.2f} GiB</b></td>"
+        total_word = translate("Charts", "Total")
+        lines.append(f"<tr><td><b>{total_word}</b></td><td align='right'>&nbsp;<b>{total / GiB:,.2f} GiB</b></td>"
                      "<td></td></tr></table>")
         return "".join(lines)
 
     # --------------------------------------------------------------------------------- keyboard
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.plot and event.type() == QEvent.Type.Resize and self._tick_request[2]:
+            self.set_ticks(*self._tick_request)
         if watched is self.plot and event.type() == QEvent.Type.KeyPress and len(self.x):
             key = event.key()  # type: ignore[attr-defined]
             i, cat = self.selected or (0, CATEGORIES[0])
@@ -248,51 +262,12 @@ class StackedBarChart(QWidget):
             rows.append([i, *(round(v / GiB, 4) for v in row), round(row.sum() / GiB, 4)])
         return rows
 
-    def export_png(self, path: str | Path, scale: float = 2.0) -> None:
-        """The chart with its title and legend, at ``scale`` × the on-screen size."""
-        size = self.size()
-        image = QImage(max(1, int(size.width() * scale)), max(1, int(size.height() * scale)),
-                       QImage.Format.Format_ARGB32)
-        image.setDevicePixelRatio(scale)
-        image.fill(QColor("white"))
-        painter = QPainter(image)
-        self.render(painter, QPoint(0, 0))
-        painter.end()
-        if not image.save(str(path), "PNG"):
-            raise OSError(f"cannot write {path}")
-
-    def export_svg(self, path: str | Path) -> None:
-        generator = QSvgGenerator()
-        generator.setFileName(str(path))
-        generator.setSize(self.size())
-        generator.setViewBox(self.rect())
-        generator.setResolution(self.logicalDpiX())
-        generator.setTitle(self.title.text())
-        painter = QPainter(generator)
-        self.render(painter, QPoint(0, 0))
-        painter.end()
-
-    def export_csv(self, path: str | Path) -> None:
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh).writerows(self.csv_rows())
+    def export_title(self) -> str:
+        return self.title.text()
 
     def _context_menu(self, pos: QPoint) -> None:
         menu = self.export_menu(self)
         menu.exec(self.plot.mapToGlobal(pos))
-
-    def export_menu(self, parent: QWidget) -> QMenu:
-        menu = QMenu("Export chart", parent)
-        menu.addAction("Export as PNG…", lambda: self.ask_export("png"))
-        menu.addAction("Export as SVG…", lambda: self.ask_export("svg"))
-        menu.addAction("Export numbers as CSV…", lambda: self.ask_export("csv"))
-        return menu
-
-    def ask_export(self, kind: str) -> None:
-        filters = {"png": "PNG image (*.png)", "svg": "SVG image (*.svg)", "csv": "CSV table (*.csv)"}
-        path, _ = QFileDialog.getSaveFileName(self, f"Export chart as {kind.upper()}", f"chart.{kind}",
-                                              filters[kind])
-        if path:
-            getattr(self, f"export_{kind}")(path)
 
 
 def nice_ceil(value: float) -> float:

@@ -16,31 +16,46 @@ from estimator.result import CATEGORIES, Result
 from estimator.units import GiB
 
 from .bars import StackedBarChart, category_brush, outline_pen
-from .style import CAPACITY, CATEGORY_COLORS, CATEGORY_LABELS, OVER_BUDGET
+from .language import category_label, translate
+from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET
 
 PAIR_OFFSET = 0.21
 PAIR_WIDTH = 0.4
 
 
-def legend_html(pinned: bool = False) -> str:
-    items = [f"<span style='color:{CATEGORY_COLORS[c]}; font-size:13pt'>■</span>&nbsp;{CATEGORY_LABELS[c]}"
-             for c in reversed(CATEGORIES)]
-    items.append(f"<span style='color:{CAPACITY}'><b>———</b></span>&nbsp;capacity")
-    items.append(f"<span style='color:{OVER_BUDGET}'><b>- - -</b></span>&nbsp;budget")
-    items.append(f"<span style='color:{OVER_BUDGET}; font-size:13pt'>□</span>&nbsp;over&nbsp;budget")
+def nb(text: str) -> str:
+    """Keep a legend entry on one line."""
+    return text.replace(" ", "&nbsp;")
+
+
+def category_legend_items() -> list[str]:
+    return [f"<span style='color:{CATEGORY_COLORS[c]}; font-size:13pt'>■</span>&nbsp;{nb(category_label(c))}"
+            for c in reversed(CATEGORIES)]
+
+
+def legend_html(pinned: bool = False, lines: bool = True) -> str:
+    items = category_legend_items()
+    if lines:
+        capacity, budget = nb(translate("Charts", "capacity")), nb(translate("Charts", "budget"))
+        over = nb(translate("Charts", "over budget"))
+        items.append(f"<span style='color:{CAPACITY}'><b>———</b></span>&nbsp;{capacity}")
+        items.append(f"<span style='color:{OVER_BUDGET}'><b>- - -</b></span>&nbsp;{budget}")
+        items.append(f"<span style='color:{OVER_BUDGET}; font-size:13pt'>□</span>&nbsp;{over}")
     if pinned:
-        items.append("<span style='color:#9a9a9a; font-size:13pt'>▥</span>&nbsp;pinned&nbsp;(left)")
+        left = nb(translate("Charts", "pinned (left)"))
+        items.append(f"<span style='color:#9a9a9a; font-size:13pt'>▥</span>&nbsp;{left}")
     return "&nbsp;&nbsp; ".join(items)
 
 
 class StageChart(StackedBarChart):
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("Memory per pipeline stage", "Pipeline stage", parent)
+        super().__init__(translate("Charts", "Memory per pipeline stage"), translate("Charts", "Pipeline stage"),
+                         parent)
         self.setObjectName("stageChart")
         self.legend = QLabel(legend_html())
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.legend.setAccessibleName("Chart legend")
+        self.legend.setAccessibleName(translate("Charts", "Chart legend"))
         self.header_layout.insertWidget(1, self.legend)
         item = self.plot.getPlotItem()
         self.capacity_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(CAPACITY, width=1.6), label="",
@@ -95,8 +110,8 @@ class StageChart(StackedBarChart):
         self._draw_lines(result)
         peak = result.peak_stage
         verdict_color = OVER_BUDGET if over[peak] else "#111111"
-        self.peak_label.setHtml(f"<div style='color:{verdict_color}; font-weight:bold'>peak "
-                                f"{totals[peak] / GiB:,.2f} GiB</div>")
+        peak_text = translate("Charts", "peak {0} GiB").format(f"{totals[peak] / GiB:,.2f}")
+        self.peak_label.setHtml(f"<div style='color:{verdict_color}; font-weight:bold'>{peak_text}</div>")
         # anchored on the bar's inner edge so that the label never runs off the plot at either end
         if peak < n / 2:
             self.peak_label.setAnchor((0.0, 1.0))
@@ -105,7 +120,7 @@ class StageChart(StackedBarChart):
             self.peak_label.setAnchor((1.0, 1.0))
             self.peak_label.setPos(float(x[peak] + width / 2), float(totals[peak] / GiB))
         labels = [str(i) for i in range(n)]
-        self.set_ticks(labels)
+        self.set_ticks(labels, px_per_label=22)
         self.legend.setText(legend_html(paired))
         tops = [totals.max(initial=0.0), result.capacity, result.budget, opt.max(initial=0.0)]
         if pinned is not None:
@@ -154,10 +169,18 @@ class StageChart(StackedBarChart):
         self.budget_line.setPos(result.budget / GiB)
         same = abs(result.capacity - result.budget) < 0.005 * GiB
         self.budget_line.setVisible(not same)
-        cap_text = f"capacity = budget {result.capacity / GiB:,.2f} GiB" if same else \
-            f"capacity {result.capacity / GiB:,.2f} GiB"
+        cap = f"{result.capacity / GiB:,.2f}"
+        cap_text = translate("Charts", "capacity = budget {0} GiB").format(cap) if same else \
+            translate("Charts", "capacity {0} GiB").format(cap)
         self.capacity_line.label.setFormat(cap_text)
-        self.budget_line.label.setFormat(f"budget {result.budget / GiB:,.2f} GiB")
+        self.budget_line.label.setFormat(translate("Charts", "budget {0} GiB").format(f"{result.budget / GiB:,.2f}"))
+
+    def retranslate(self) -> None:
+        self.set_labels(translate("Charts", "Memory per pipeline stage"), translate("Charts", "Pipeline stage"))
+        self.legend.setAccessibleName(translate("Charts", "Chart legend"))
+        self.legend.setText(legend_html(self.pinned is not None))
+        if self.result is not None:
+            self.set_result(self.result, self.pinned)
 
     # ----------------------------------------------------------------------------------- queries
     def data(self) -> dict[str, object]:
@@ -174,14 +197,16 @@ class StageChart(StackedBarChart):
         assert self.result is not None
         stage = self.result.stages[index]
         budget = self.result.budget
-        title = (f"Stage {index}: {stage.total / GiB:,.2f} GiB "
-                 f"({100 * stage.total / budget:.1f}% of the {budget / GiB:,.2f} GiB budget)" if budget else
-                 f"Stage {index}: {stage.total / GiB:,.2f} GiB")
+        total = f"{stage.total / GiB:,.2f}"
+        title = (translate("Charts", "Stage {0}: {1} GiB ({2}% of the {3} GiB budget)").format(
+            index, total, f"{100 * stage.total / budget:.1f}", f"{budget / GiB:,.2f}") if budget else
+            translate("Charts", "Stage {0}: {1} GiB").format(index, total))
         html = self.breakdown_html(index, category, title)
-        html += f"<br>optimizer-step peak {stage.optimizer_step_peak / GiB:,.2f} GiB"
+        html += "<br>" + translate("Charts", "optimizer-step peak {0} GiB").format(
+            f"{stage.optimizer_step_peak / GiB:,.2f}")
         if self.pinned is not None and index < len(self.pinned.stages):
             delta = stage.total - self.pinned.stages[index].total
-            html += f"<br>vs pinned: {delta / GiB:+,.2f} GiB"
+            html += "<br>" + translate("Charts", "vs pinned: {0} GiB").format(f"{delta / GiB:+,.2f}")
         return html
 
     def csv_rows(self) -> list[list[object]]:

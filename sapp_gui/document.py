@@ -3,14 +3,15 @@ the GUI adds on top of ``estimator.parsed.apply_changes`` (hardware presets, per
 fit a new pipeline depth, step values for the degree spin boxes, which field an estimator error belongs to).
 
 No Qt imports: every rule here is unit-tested without a QApplication. The undo stack (``commands.py``)
-stores whole ``DocState`` snapshots, which is cheap because ParsedConfig is immutable.
+stores whole ``DocState`` snapshots, which is cheap because ParsedConfig is immutable. The texts it makes
+(tooltips, edit notes) go through ``tr``, which the GUI points at its Qt translations (``language.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,26 @@ from typing import Any
 from estimator.errors import ConfigError, SappError
 from estimator.fields import ALIASES, SIZE_FIELDS, canonical_values
 from estimator.formats import parse
+from estimator.formats.plan_writer import strategy_fields
 from estimator.hardware import Hardware, find_preset, load_presets
 from estimator.parsed import ParsedConfig, Provenance, apply_changes
+from estimator.strategy import Strategy
 from estimator.units import fmt_gib, parse_size
 from estimator.warnings import Assumption
+
+from .style import QT_TRANSLATE_NOOP
+
+_translator: Callable[[str], str] = str
+
+
+def set_translator(fn: Callable[[str], str]) -> None:
+    """Route the document's texts (context "Document") through ``fn`` (the GUI's translations)."""
+    global _translator
+    _translator = fn
+
+
+def tr(text: str) -> str:
+    return _translator(text)
 
 HOLD_WORLD = "world"
 HOLD_DP = "dp"
@@ -139,20 +156,22 @@ class Document:
         return self.state.parsed
 
     def open(self, paths: Sequence[str | Path], *, framework: str | None = None, devices: int | None = None,
-             model: str | Path | None = None) -> ParsedConfig:
-        """Read ``paths`` into a new document (raises SappError with the file, key and fix)."""
+             model: str | Path | None = None, device: str | None = None) -> ParsedConfig:
+        """Read ``paths`` into a new document (raises SappError with the file, key and fix). ``device`` names a
+        device preset for files that do not state their hardware (the CLI's ``--device``)."""
         paths = tuple(str(p) for p in paths)
         self.preset_problem = ""
+        overrides = {"hardware.device": device} if device else None
         try:
             parsed = parse(list(paths), framework=framework, devices=devices, model=model,
-                           preset_dirs=self.preset_dirs)
+                           preset_dirs=self.preset_dirs, overrides=overrides)
         except ConfigError as exc:  # a broken user preset must not make every config unreadable
             if not exc.path or not any(str(exc.path).startswith(str(d)) for d in self.preset_dirs):
                 raise
-            self.preset_problem = f"user presets ignored: {exc}"
-            parsed = parse(list(paths), framework=framework, devices=devices, model=model)
+            self.preset_problem = tr(QT_TRANSLATE_NOOP("Document", "user presets ignored: {0}")).format(exc)
+            parsed = parse(list(paths), framework=framework, devices=devices, model=model, overrides=overrides)
         self.paths = paths
-        self.open_args = {"framework": framework, "devices": devices, "model": model}
+        self.open_args = {"framework": framework, "devices": devices, "model": model, "device": device}
         self.original = parsed
         self._original_values = self._values_of(parsed)
         self.state = DocState(parsed)
@@ -227,19 +246,20 @@ class Document:
         mark = self.mark(key)
         was = _show(self.original_value(key), key)
         if mark == "edited":
-            return f"edited here (the file gives {was})"
+            return tr(QT_TRANSLATE_NOOP("Document", "edited here (the file gives {0})")).format(was)
         if mark == "derived" and prov is not None:
-            return f"{prov.describe()} (was {was})"
+            return tr(QT_TRANSLATE_NOOP("Document", "{0} (was {1})")).format(prov.describe(), was)
         if prov is not None and prov.source not in ("edit", "derived"):
             return prov.describe()
         if prov is not None and self.original is not None and key in self.original.provenance:
             return self.original.provenance[key].describe()
         if assumptions and key in assumptions:
             a = assumptions[key]
-            return f"default: {a.source}"
+            return tr(QT_TRANSLATE_NOOP("Document", "default: {0}")).format(a.source)
         if key.startswith("hardware.") and self.original is not None:
-            return f"device preset {self.parsed.hardware.id or self.parsed.hardware.name}"
-        return "default"
+            return tr(QT_TRANSLATE_NOOP("Document", "device preset {0}")).format(
+                self.parsed.hardware.id or self.parsed.hardware.name)
+        return tr(QT_TRANSLATE_NOOP("Document", "default"))
 
     def is_modified(self) -> bool:
         if self.state is None or self.original is None:
@@ -319,22 +339,35 @@ class Document:
         for key, attr in (("strategy.offset", "offset"), ("strategy.partition", "partition")):
             if _is_list(getattr(st, attr)) and key not in out:
                 out[key] = None
-                notes.append(f"{attr} was written for {st.pp} stages; cleared (even layer split over {pp})")
+                notes.append(tr(QT_TRANSLATE_NOOP("Document", "{0} was written for {1} stages; cleared (even layer "
+                                                              "split over {2})")).format(attr, st.pp, pp))
         counts = st.recompute.full_counts
         if _is_list(counts) and "strategy.full_counts" not in out and "strategy.recompute" not in out:
             total = sum(_flat_ints(counts))
             per_slot = round(total / (pp * vpp))
             out.update(self.recompute_changes(counts=per_slot))
-            notes.append(f"full-recompute counts {list(_flat_ints(counts))} were written for {st.pp} stages; "
-                         f"now {per_slot} per stage (the same {total} layers in total)")
+            notes.append(tr(QT_TRANSLATE_NOOP("Document", "full-recompute counts {0} were written for {1} stages; "
+                                                          "now {2} per stage (the same {3} layers in total)")).format(
+                list(_flat_ints(counts)), st.pp, per_slot, total))
         for key in _PER_STAGE_COUNTS:
             attr = key.split(".")[1]
             value = getattr(st.recompute, attr)
             if _is_list(value) and key not in out:
                 total = sum(_flat_ints(value))
                 out[key] = round(total / (pp * vpp))
-                notes.append(f"{attr} refitted to {out[key]} per stage")
+                notes.append(tr(QT_TRANSLATE_NOOP("Document", "{0} refitted to {1} per stage")).format(attr, out[key]))
         return out
+
+    def changes_to(self, strategy: Strategy, *, pin: Sequence[str] = ()) -> dict[str, Any]:
+        """The edit (canonical ``strategy.*`` keys) that turns the current strategy into ``strategy``: every
+        field whose canonical value differs (``estimator.formats.plan_writer.strategy_fields``), plus the
+        fields in ``pin`` even when equal (a search result gives dp and the micro-batch count together with
+        the degrees, so the hold rules must not re-derive them)."""
+        before, after = strategy_fields(self.parsed.strategy), strategy_fields(strategy)
+        changes = {f"strategy.{k}": v for k, v in after.items() if before.get(k) != v}
+        for name in pin:
+            changes[f"strategy.{name}"] = after[name]
+        return changes
 
     def recompute_changes(self, *, mode: str | None = None, counts: Any = _KEEP) -> dict[str, Any]:
         """Edits that set the recompute mode and/or the per-stage full-recompute counts independently
@@ -411,5 +444,5 @@ def _show(value: Any, key: str = "") -> str:
     if isinstance(value, tuple):
         return "[" + ", ".join(_show(v) for v in value) + "]"
     if value is None:
-        return "unset"
+        return tr(QT_TRANSLATE_NOOP("Document", "unset"))
     return repr(value) if isinstance(value, str) else str(value)

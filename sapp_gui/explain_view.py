@@ -20,6 +20,8 @@ from estimator.explain import Quantity
 from estimator.result import CATEGORIES, StageResult
 from estimator.units import fmt_bytes
 
+from .language import category_label, translate
+
 MAX_DEPTH = 8
 
 
@@ -34,11 +36,12 @@ def find_trace(total: Quantity, category: str, stage: StageResult, row: int | No
         leaf = layer_node(total, category, stage, row)
         if leaf is not None:
             return leaf, ""
-        return node, "no per-layer trace for this category: the stage's value is shown"
+        return node, translate("Explain", "no per-layer trace for this category: the stage's value is shown")
     folded = next((c for c in total.children if c.op == "max" or "dynamic" in c.label), None)
     if folded is not None:
-        return folded, f"{category} is priced inside this maximum"
-    return total, f"{category} has no separate trace: the stage total is shown"
+        return folded, translate("Explain", "{0} is priced inside this maximum").format(category_label(category))
+    return total, translate("Explain", "{0} has no separate trace: the stage total is shown").format(
+        category_label(category))
 
 
 def category_node(total: Quantity, category: str) -> Quantity | None:
@@ -70,15 +73,13 @@ class ExplainView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("explainView")
-        self.heading = QLabel("Select a bar segment to see how its number is computed.")
+        self.heading = QLabel(translate("Explain", "Select a bar segment to see how its number is computed."))
         self.heading.setWordWrap(True)
         self.heading.setTextFormat(Qt.TextFormat.RichText)
         self.tree = QTreeWidget()
         self.tree.setColumnCount(2)
-        self.tree.setHeaderLabels(["Quantity", "Value"])
         self.tree.setAlternatingRowColors(True)
         self.tree.setUniformRowHeights(True)
-        self.tree.setAccessibleName("Explain trace")
         header = self.tree.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
@@ -90,7 +91,7 @@ class ExplainView(QWidget):
         mono.setStyleHint(QFont.StyleHint.Monospace)
         mono.setPointSizeF(self.font().pointSizeF() * 0.92)
         self.formula.setFont(mono)
-        self.copy_button = QPushButton("Copy as text")
+        self.copy_button = QPushButton()
         self.copy_button.setEnabled(False)
         self.copy_button.clicked.connect(self.copy)
         layout = QVBoxLayout(self)
@@ -105,6 +106,12 @@ class ExplainView(QWidget):
         self.quantity: Quantity | None = None
         self.tree.currentItemChanged.connect(self._on_current)
         self._quantities: list[Quantity] = []
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.tree.setHeaderLabels([translate("Explain", "Quantity"), translate("Explain", "Value")])
+        self.tree.setAccessibleName(translate("Explain", "Explain trace"))
+        self.copy_button.setText(translate("Explain", "Copy as text"))
 
     def show_message(self, text: str) -> None:
         self.quantity = None
@@ -135,7 +142,8 @@ class ExplainView(QWidget):
         if q.op == "formula" and q.template:
             tip += [f"= {q.template}", f"= {q.substituted()}"] if q.substituted() != q.template else [f"= {q.template}"]
         elif q.op in ("sum", "max"):
-            tip.append("sum of the rows below" if q.op == "sum" else "largest of the rows below")
+            tip.append(translate("Explain", "sum of the rows below") if q.op == "sum"
+                       else translate("Explain", "largest of the rows below"))
         item.setToolTip(0, "\n".join(tip))
         item.setToolTip(1, "\n".join(tip))
         item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -161,8 +169,9 @@ class ExplainView(QWidget):
             if sub and sub != q.template:
                 lines.append(f"  = {sub}")
         elif q.op in ("sum", "max") and q.children:
-            word = "sum" if q.op == "sum" else "maximum"
-            lines.append(f"  = {word} of {len(q.children)} children" + (f" ({q.note})" if q.note else ""))
+            text = translate("Explain", "sum of {0} children") if q.op == "sum" else \
+                translate("Explain", "maximum of {0} children")
+            lines.append("  = " + text.format(len(q.children)) + (f" ({q.note})" if q.note else ""))
         self.formula.setText("\n".join(lines))
 
     def text(self) -> str:

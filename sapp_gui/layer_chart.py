@@ -10,15 +10,30 @@ from estimator.result import CATEGORIES, LayerRow, StageResult
 from estimator.units import GiB
 
 from .bars import StackedBarChart
+from .language import translate
+from .style import QT_TRANSLATE_NOOP
 
 OPTION_MARKS = {"full": "F", "selective": "S", "comm": "C", "both": "S+C"}
 KIND_SHORT = {"embedding": "emb", "output": "out", "mtp": "mtp", "embedding_copy": "emb copy", "vision": "vit",
               "noop": "noop", "working": "work", "buffers": "buf", "reserve": "res", "gradients": "grads",
               "activations": "act"}
-KIND_NAMES = {"embedding": "Embedding", "output": "Output head", "embedding_copy": "Embedding copy (MTP)",
-              "working": "Working overhead", "buffers": "Communication buffers", "reserve": "Reserve",
-              "vision": "Vision tower", "noop": "No-op layer", "gradients": "Gradients (FSDP2, stage level)",
-              "activations": "Activations (FSDP2, stage level)"}
+KIND_NAMES = {"embedding": QT_TRANSLATE_NOOP("LayerChart", "Embedding"),
+              "output": QT_TRANSLATE_NOOP("LayerChart", "Output head"),
+              "embedding_copy": QT_TRANSLATE_NOOP("LayerChart", "Embedding copy (MTP)"),
+              "working": QT_TRANSLATE_NOOP("LayerChart", "Working overhead"),
+              "buffers": QT_TRANSLATE_NOOP("LayerChart", "Communication buffers"),
+              "reserve": QT_TRANSLATE_NOOP("LayerChart", "Reserve"),
+              "vision": QT_TRANSLATE_NOOP("LayerChart", "Vision tower"),
+              "noop": QT_TRANSLATE_NOOP("LayerChart", "No-op layer"),
+              "gradients": QT_TRANSLATE_NOOP("LayerChart", "Gradients (FSDP2, stage level)"),
+              "activations": QT_TRANSLATE_NOOP("LayerChart", "Activations (FSDP2, stage level)")}
+LAYER_KINDS = {"dense": QT_TRANSLATE_NOOP("LayerChart", "Dense layer {0}"),
+               "moe": QT_TRANSLATE_NOOP("LayerChart", "MoE layer {0}"),
+               "mtp": QT_TRANSLATE_NOOP("LayerChart", "MTP layer {0}")}
+RECOMPUTE_NAMES = {"full": QT_TRANSLATE_NOOP("LayerChart", "full recompute"),
+                   "selective": QT_TRANSLATE_NOOP("LayerChart", "selective recompute"),
+                   "comm": QT_TRANSLATE_NOOP("LayerChart", "comm recompute"),
+                   "both": QT_TRANSLATE_NOOP("LayerChart", "selective + comm recompute")}
 
 
 def row_label(row: LayerRow, chunks: int = 1) -> str:
@@ -38,19 +53,20 @@ def row_label(row: LayerRow, chunks: int = 1) -> str:
 def row_title(row: LayerRow) -> str:
     """Long name: ``MoE layer 12 (full recompute), chunk 0``."""
     if row.index is not None:
-        kind = {"dense": "Dense", "moe": "MoE", "mtp": "MTP"}.get(row.kind, row.kind)
-        text = f"{kind} layer {row.index}"
+        template = LAYER_KINDS.get(row.kind)
+        text = translate("LayerChart", template).format(row.index) if template else f"{row.kind} {row.index}"
     else:
-        text = KIND_NAMES.get(row.kind, row.kind)
+        name = KIND_NAMES.get(row.kind)
+        text = translate("LayerChart", name) if name else row.kind
     if row.option and row.option != "none":
-        text += f" ({row.option} recompute)"
+        option = RECOMPUTE_NAMES.get(row.option)
+        text += f" ({translate('LayerChart', option) if option else row.option})"
     return text
 
 
 class LayerChart(StackedBarChart):
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("Per layer", "Layer  (emb = embedding, d/m = dense/MoE layer; recompute ·F full, "
-                                      "·S selective, ·C comm)", parent)
+        super().__init__(translate("LayerChart", "Per layer"), self.axis_text(), parent)
         self.setObjectName("layerChart")
         self.stage: StageResult | None = None
         self.chunks = 1
@@ -66,23 +82,34 @@ class LayerChart(StackedBarChart):
         self.set_y_top(top * 1.08)
         pad = max(0.0, (6 - len(rows)) / 2)
         item.setXRange(-0.6 - pad, len(rows) - 0.4 + pad, padding=0)
-        self.title.setText(f"Stage {stage.index}, per layer: {stage.total / GiB:,.2f} GiB in {len(rows)} rows"
-                           f" <span style='font-weight:normal; color:#555'>(peak point: {stage.peak_instant})"
-                           "</span>")
+        head = translate("LayerChart", "Stage {0}, per layer: {1} GiB in {2} rows").format(
+            stage.index, f"{stage.total / GiB:,.2f}", len(rows))
+        peak = translate("LayerChart", "peak point: {0}").format(stage.peak_instant)
+        self.title.setText(f"{head} <span style='font-weight:normal; color:#555'>({peak})</span>")
+
+    @staticmethod
+    def axis_text() -> str:
+        return translate("LayerChart", "Layer  (emb = embedding, d/m = dense/MoE layer; recompute ·F full, "
+                                       "·S selective, ·C comm)")
+
+    def retranslate(self) -> None:
+        self.set_labels(translate("LayerChart", "Per layer"), self.axis_text())
+        if self.stage is not None:
+            self.set_stage(self.stage, self.chunks)
 
     def clear(self) -> None:
         self.stage = None
         self.set_stack(np.zeros(0), np.zeros((0, len(CATEGORIES))))
-        self.title.setText("Per layer")
+        self.title.setText(translate("LayerChart", "Per layer"))
 
     def hover_html(self, index: int, category: str) -> str:
         assert self.stage is not None
         row = self.stage.layers[index]
-        title = row_title(row) + (f", chunk {row.chunk}" if self.chunks > 1 else "")
+        title = row_title(row) + (translate("LayerChart", ", chunk {0}").format(row.chunk) if self.chunks > 1 else "")
         html = self.breakdown_html(index, category, title)
         extra = []
         if row.inflight:
-            extra.append(f"activations of {row.inflight} micro-batch(es) in flight")
+            extra.append(translate("LayerChart", "activations of {0} micro-batch(es) in flight").format(row.inflight))
         if row.note:
             extra.append(row.note)
         if extra:

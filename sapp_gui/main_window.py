@@ -1,6 +1,7 @@
-"""The main window: forms on the left, summary + stage chart + layer chart in the centre, Explain and the
-warnings/assumptions list on the right. Edits become undoable DocState swaps; every state change requests a
-debounced estimate on the worker; results of older states are dropped by the runner."""
+"""The main window: forms on the left; in the centre the summary tiles over tabs (Memory: stage chart + layer
+chart; Search, Compare, Balance, Schedule — see workspace.py); Explain and the warnings/assumptions list on the
+right. Edits become undoable DocState swaps; every state change requests a debounced estimate on the worker;
+results of older states are dropped by the runner."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -22,41 +22,48 @@ from PySide6.QtWidgets import (
 )
 
 from estimator.errors import SappError
-from estimator.export import export
 from estimator.result import Result
 from estimator.units import GiB
 
+from . import language
 from .chart import StageChart
 from .commands import StateCommand
 from .document import DocState, Document, FieldError
 from .explain_view import ExplainView
+from .export_dialog import ExportMixin
 from .forms import FormsPanel
+from .language import translate
 from .layer_chart import LayerChart
-from .menus import build_menus, fill_recent_menu
-from .presets import user_presets_dir
+from .menus import build_menus, check_language, fill_recent_menu, retranslate_menus
+from .presets import register_user_profiles, user_presets_dir
 from .resources import icon_path
 from .selection import SelectionController
 from .settings import Settings
 from .start_page import StartPage
 from .summary import NotesList, SummaryPanel
 from .worker import EstimateFn, EstimateRunner, Outcome
+from .workspace import WorkspaceMixin, WorkspaceTabs
 
 DEFAULT_SIZE = (1400, 900)
 
 
-class MainWindow(QMainWindow):
+class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
     estimate_drawn = Signal(object)   # Result now on the chart
     estimate_failed = Signal(object)  # the error of the current state (the chart keeps the last valid result)
     document_opened = Signal()
 
     def __init__(self, settings: Settings | None = None, *, presets_dir: Path | None = None,
-                 examples_dir: Path | None = None, estimate_fn: EstimateFn | None = None) -> None:
+                 examples_dir: Path | None = None, estimate_fn: EstimateFn | None = None,
+                 interface_language: str | None = None) -> None:
         super().__init__()
         self.setObjectName("mainWindow")
         self.settings = settings or Settings()
+        # the language is installed before any text is set (``interface_language`` overrides the setting once)
+        language.apply(language.resolve(interface_language or self.settings.language()))
         self.presets_dir = presets_dir or user_presets_dir()
         self.examples_dir = examples_dir
         self.doc = Document(preset_dirs=(self.presets_dir,))
+        self.profile_problem = register_user_profiles(self.presets_dir.parent / "profiles")
         self.doc.hold = self.settings.hold()
         self.runner = EstimateRunner(self, estimate_fn=estimate_fn)
         self.runner.finished.connect(self._on_estimate)
@@ -72,9 +79,12 @@ class MainWindow(QMainWindow):
         self._dock_visible: dict[QDockWidget, bool] = {}
         self._build()
         self.actions_ = build_menus(self)
+        check_language(self.actions_, self.settings.language())
+        self._connect_workspace()
         self._refresh_recent()
         self._update_actions()
         self._restore_layout()
+        self._time_text = ""
         icon = icon_path()
         if icon is not None:
             self.setWindowIcon(QIcon(str(icon)))
@@ -100,12 +110,13 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(self.layer_chart)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 2)
+        self.workspace_tabs = WorkspaceTabs(self.doc, self.splitter)
         self.workspace = QWidget()
         box = QVBoxLayout(self.workspace)
         box.setContentsMargins(6, 6, 6, 6)
         box.addWidget(self.banner)
         box.addWidget(self.summary)
-        box.addWidget(self.splitter, 1)
+        box.addWidget(self.workspace_tabs, 1)
         self.stack = QStackedWidget()
         self.stack.addWidget(self.start_page)
         self.stack.addWidget(self.workspace)
@@ -121,11 +132,11 @@ class MainWindow(QMainWindow):
         self.forms.setMinimumWidth(320)
         self.explain.setMinimumWidth(270)
         self.notes.setMinimumWidth(270)
-        self.forms_dock = self._dock("Strategy", "formsDock", self.forms, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self.explain_dock = self._dock("Explain", "explainDock", self.explain, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.notes_dock = self._dock("Warnings && assumptions", "notesDock", self.notes,
-                                     Qt.DockWidgetArea.RightDockWidgetArea)
+        self.forms_dock = self._dock("formsDock", self.forms, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.explain_dock = self._dock("explainDock", self.explain, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.notes_dock = self._dock("notesDock", self.notes, Qt.DockWidgetArea.RightDockWidgetArea)
         self.docks = (self.forms_dock, self.explain_dock, self.notes_dock)
+        self._dock_titles()
         self.time_label = QLabel("")
         self.time_label.setObjectName("estimateTime")
         self.statusBar().addPermanentWidget(self.time_label)
@@ -134,14 +145,35 @@ class MainWindow(QMainWindow):
             widget.setAcceptDrops(False)
         self.setAcceptDrops(True)
 
-    def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
-        dock = QDockWidget(title, self)
+    def _dock(self, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(self)
         dock.setObjectName(name)
         dock.setWidget(widget)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
                          | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         self.addDockWidget(area, dock)
         return dock
+
+    def _dock_titles(self) -> None:
+        self.forms_dock.setWindowTitle(translate("MainWindow", "Strategy"))
+        self.explain_dock.setWindowTitle(translate("MainWindow", "Explain"))
+        self.notes_dock.setWindowTitle(translate("MainWindow", "Warnings && assumptions"))
+
+    def retranslate(self) -> None:
+        """Every visible text again, in the language now installed (View ▸ Language)."""
+        self._dock_titles()
+        retranslate_menus(self, self.actions_)
+        self.start_page.retranslate()
+        self.forms.retranslate(self.assumptions)
+        self.summary.retranslate()
+        self.chart.retranslate()
+        self.layer_chart.retranslate()
+        self.explain.retranslate()
+        self.selection.retranslate()
+        self.notes.retranslate()
+        self.workspace_tabs.retranslate()
+        self._set_title()
+        self._show_time()
 
     def _restore_layout(self) -> None:
         self.resize(*DEFAULT_SIZE)
@@ -188,8 +220,8 @@ class MainWindow(QMainWindow):
     # -------------------------------------------------------------------------------------- open
     def open_dialog(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(
-            self, "Open config(s)", self.settings.last_dir(),
-            "Configs (*.yaml *.yml *.json *.toml *.sh);;All files (*)")
+            self, translate("MainWindow", "Open config(s)"), self.settings.last_dir(),
+            translate("MainWindow", "Configs (*.yaml *.yml *.json *.toml *.sh);;All files (*)"))
         if paths:
             self.settings.set_last_dir(str(Path(paths[0]).parent))
             self.open_paths(paths)
@@ -202,12 +234,14 @@ class MainWindow(QMainWindow):
             self.doc.open(paths, **kwargs)
         except SappError as exc:
             needs_devices = "--devices" in str(exc)
-            self._open_failed(f"Cannot open {', '.join(Path(p).name for p in paths)}: {exc}",
+            names = ", ".join(Path(p).name for p in paths)
+            self._open_failed(translate("MainWindow", "Cannot open {0}: {1}").format(names, exc),
                               (list(paths), dict(kwargs)) if needs_devices else None)
             return False
         except Exception as exc:
-            self._open_failed(f"Cannot open {', '.join(Path(p).name for p in paths)}: internal error in the "
-                              f"reader ({type(exc).__name__}: {exc})")
+            names = ", ".join(Path(p).name for p in paths)
+            self._open_failed(translate("MainWindow", "Cannot open {0}: internal error in the reader ({1})").format(
+                names, f"{type(exc).__name__}: {exc}"))
             return False
         self.settings.add_recent(list(paths), kwargs)
         self._refresh_recent()
@@ -222,9 +256,10 @@ class MainWindow(QMainWindow):
         self._show_workspace()
         self.forms.hardware.refresh_presets()
         self._refresh_document()
+        self.workspace_tabs.on_document_opened(self.doc.parsed, self.doc.open_args)
         self.runner.request_now(self.doc.parsed)
         self.document_opened.emit()
-        self.statusBar().showMessage(f"Opened {self.doc.title}", 4000)
+        self.statusBar().showMessage(translate("MainWindow", "Opened {0}").format(self.doc.title), 4000)
         return True
 
     def _open_failed(self, message: str, retry: tuple[list[str], dict] | None = None) -> None:
@@ -244,8 +279,9 @@ class MainWindow(QMainWindow):
         self.forms.refresh({})
         self.undo_stack.clear()
         self.result = None
+        self.workspace_tabs.on_document_closed()
         self._show_start_page()
-        self.setWindowTitle("SAPP Planner[*]")
+        self._set_title()
         self.setWindowModified(False)
         self._update_actions()
 
@@ -261,7 +297,8 @@ class MainWindow(QMainWindow):
         if missing:
             self.settings.remove_recent(paths)
             self._refresh_recent()
-            self._open_failed(f"No longer there: {', '.join(missing)} (removed from the recent list)")
+            self._open_failed(translate("MainWindow", "No longer there: {0} (removed from the recent list)").format(
+                ", ".join(missing)))
             return False
         return self.open_paths(paths, **(args or {}))
 
@@ -295,8 +332,9 @@ class MainWindow(QMainWindow):
         except FieldError as exc:
             self.field_errors = exc.errors
             self.forms.set_errors(self.field_errors)
-            self._show_banner(f"Not applied: {exc}")
-            self.statusBar().showMessage(f"Not applied: {exc}", 8000)
+            message = translate("MainWindow", "Not applied: {0}").format(exc)
+            self._show_banner(message)
+            self.statusBar().showMessage(message, 8000)
             return False
         current = self.doc.parsed
         if state.parsed.values == current.values and state.parsed.hardware == current.hardware:
@@ -309,32 +347,37 @@ class MainWindow(QMainWindow):
         self.doc.set_state(state)
         self.runner.request(state.parsed)  # first: the forms refresh inside the debounce window
         self._refresh_document()
+        self.workspace_tabs.on_plan_changed(state.parsed)
 
     def _refresh_document(self) -> None:
         self.field_errors = {}
         self.banner.setVisible(False)
         self.forms.refresh(self.assumptions)
         self.forms.set_errors({})
-        self.setWindowTitle(f"{self.doc.title} — SAPP Planner[*]")
+        self._set_title()
         self.setWindowModified(self.doc.is_modified())
         self._update_notes()
         self._update_actions()
+
+    def _set_title(self) -> None:
+        self.setWindowTitle(f"{self.doc.title} — SAPP Planner[*]" if self.doc.loaded else "SAPP Planner[*]")
 
     def reset_to_file(self) -> None:
         if not self.doc.loaded or not self.doc.is_modified():
             return
         self.undo_stack.push(StateCommand(self._apply_state, self.doc.state, self.doc.original_state(),  # type: ignore[arg-type]
-                                          "Reset to file"))
+                                          translate("MainWindow", "Reset to file")))
 
     def _on_preset_saved(self, preset_id: str) -> None:
-        self.edit({"hardware.device": preset_id}, f"Device → {preset_id}")
+        self.edit({"hardware.device": preset_id}, translate("MainWindow", "Device → {0}").format(preset_id))
 
     def _update_actions(self) -> None:
         acts = getattr(self, "actions_", None)
         if acts is None:
             return
         loaded = self.doc.loaded
-        for action in (acts.export, acts.save_as, acts.close, acts.pin, acts.reset):
+        for action in (acts.export, acts.save_as, acts.close, acts.pin, acts.reset, acts.report,
+                       acts.compare_current, acts.named["run_search"], acts.named["run_balance"]):
             action.setEnabled(loaded)
         acts.unpin.setEnabled(self.pinned is not None)
 
@@ -351,8 +394,10 @@ class MainWindow(QMainWindow):
         self.forms.set_result(result)
         self.banner.setVisible(False)
         self.forms.set_errors(self.field_errors)
-        self.time_label.setText(f"estimate {outcome.elapsed * 1000:.0f} ms")
+        self._time_text = f"{outcome.elapsed * 1000:.0f}"
+        self._show_time()
         self.selection.set_result(result, outcome.parsed, outcome.generation)
+        self.workspace_tabs.on_estimate(outcome.parsed, result)
         self.estimate_drawn.emit(result)
         assumptions = {a.field: a for a in (*outcome.parsed.assumptions, *result.assumptions)}
         if assumptions != self.assumptions:
@@ -364,14 +409,26 @@ class MainWindow(QMainWindow):
         error = outcome.error
         assert error is not None
         self.last_error = error
-        message = str(error) if isinstance(error, SappError) else f"internal error: {type(error).__name__}: {error}"
+        message = str(error) if isinstance(error, SappError) else \
+            translate("MainWindow", "internal error: {0}").format(f"{type(error).__name__}: {error}")
         self.field_errors = self.doc.error_fields(error, self.last_touched)
         self.forms.set_errors(self.field_errors)
-        kept = "The chart still shows the last valid estimate." if self.result is not None else ""
-        self._show_banner(f"This combination cannot be priced. {message} {kept}".strip())
-        self.time_label.setText("estimate failed")
+        kept = translate("MainWindow", "The chart still shows the last valid estimate.") if self.result is not None \
+            else ""
+        head = translate("MainWindow", "This combination cannot be priced.")
+        self._show_banner(f"{head} {message} {kept}".strip())
+        self._time_text = "failed"
+        self._show_time()
         self._update_notes()
         self.estimate_failed.emit(error)
+
+    def _show_time(self) -> None:
+        if not self._time_text:
+            self.time_label.setText("")
+        elif self._time_text == "failed":
+            self.time_label.setText(translate("MainWindow", "estimate failed"))
+        else:
+            self.time_label.setText(translate("MainWindow", "estimate {0} ms").format(self._time_text))
 
     def _show_banner(self, text: str) -> None:
         self.banner.setText(text)
@@ -386,6 +443,8 @@ class MainWindow(QMainWindow):
         errors = [str(self.last_error)] if self.last_error is not None else []
         if self.doc.preset_problem:
             errors.append(self.doc.preset_problem)
+        if self.profile_problem:
+            errors.append(self.profile_problem)
         self.notes.set_notes(warnings=(*parsed.warnings, *(result.warnings if result else ())),
                              assumptions=(*parsed.assumptions, *(result.assumptions if result else ())),
                              edits=self.doc.state.notes if self.doc.state else (), errors=errors)
@@ -397,8 +456,8 @@ class MainWindow(QMainWindow):
         self.pinned = self.result
         self.chart.set_result(self.result, self.pinned)
         self.summary.set_result(self.doc.parsed, self.result, self.pinned)
-        self.statusBar().showMessage(f"Pinned: peak {self.result.peak_bytes / GiB:,.2f} GiB; later estimates are "
-                                     "drawn beside it", 5000)
+        self.statusBar().showMessage(translate("MainWindow", "Pinned: peak {0} GiB; later estimates are drawn beside "
+                                                             "it").format(f"{self.result.peak_bytes / GiB:,.2f}"), 5000)
         self._update_actions()
 
     def clear_baseline(self) -> None:
@@ -408,75 +467,6 @@ class MainWindow(QMainWindow):
             self.summary.set_result(self.doc.parsed, self.result)
         self._update_actions()
 
-    # ---------------------------------------------------------------------------------- export
-    def export_strategy(self) -> QWidget | None:
-        """Compute the writer's new texts and show them as a diff (non-modal); None when nothing to do."""
-        from .export_dialog import ExportDialog
-
-        if not self.doc.loaded or self.doc.original is None:
-            return None
-        try:
-            files = export(self.doc.original, self.doc.parsed.strategy)
-        except SappError as exc:
-            self._show_banner(f"Export is not available for this config: {exc}")
-            return None
-        except Exception as exc:
-            self._show_banner(f"Export failed: internal error in the writer ({type(exc).__name__}: {exc})")
-            return None
-        if not files:
-            self.statusBar().showMessage("Nothing to export: the strategy is the one in the file", 6000)
-            return None
-        originals = {s.path: s.text for s in self.doc.original.sources}
-        dialog = ExportDialog(files, originals, self)
-        dialog.written.connect(self._after_export)
-        self.export_dialog = dialog
-        dialog.open()
-        return dialog
-
-    def save_strategy_as(self) -> None:
-        dialog = self.export_strategy()
-        if dialog is not None:
-            dialog.choose_save_as()  # type: ignore[attr-defined]
-
-    def _after_export(self, written: list[str]) -> None:
-        dialog = self.export_dialog
-        saved_as = getattr(dialog, "saved_as", {}) if dialog is not None else {}
-        self.statusBar().showMessage("Wrote " + ", ".join(written), 8000)
-        if saved_as:  # continue on the new file(s), the unchanged sources (config.json) stay
-            changed = set(getattr(dialog, "files", {}))
-            paths = [p for p in self.doc.paths if p not in changed] + list(saved_as)
-            carried = self.doc.carried_edits()
-            self.doc.state = self.doc.original_state()  # the edits are in the new files: no prompt
-            if self.open_paths(paths, **self.doc.open_args) and carried:
-                self.edit(carried, "carried edits")
-                self.undo_stack.clear()
-            return
-        self.doc.reread()
-        self.undo_stack.clear()
-        self._refresh_document()
-        self.runner.request(self.doc.parsed)
-
-    # ------------------------------------------------------------------------------- closing
-    def ask_unsaved(self) -> str:
-        """"export", "discard" or "cancel" (tests replace this)."""
-        box = QMessageBox(QMessageBox.Icon.Question, "Unsaved edits",
-                          "The strategy has edits that are not written to the config.", parent=self)
-        export_button = box.addButton("Export…", QMessageBox.ButtonRole.AcceptRole)
-        discard = box.addButton("Discard", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.exec()
-        clicked = box.clickedButton()
-        return "export" if clicked is export_button else "discard" if clicked is discard else "cancel"
-
-    def confirm_discard(self) -> bool:
-        if not self.doc.loaded or not self.doc.is_modified():
-            return True
-        answer = self.ask_unsaved()
-        if answer == "export":
-            dialog = self.export_strategy()
-            return dialog is not None and bool(dialog.exec())  # type: ignore[attr-defined]
-        return answer == "discard"
-
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self.confirm_discard():
             event.ignore()
@@ -485,8 +475,13 @@ class MainWindow(QMainWindow):
             for dock in self.docks:
                 dock.setVisible(self._dock_visible.get(dock, True))
         self.settings.save_window(self.saveGeometry(), self.saveState())
-        self.runner.shutdown()
+        self.shutdown_workers()
         event.accept()
+
+    def shutdown_workers(self) -> None:
+        """Stop and join every worker (estimates, search, balance, compare, schedule)."""
+        self.runner.shutdown()
+        self.workspace_tabs.shutdown()
 
     # ----------------------------------------------------------------------------- keyboard
     def focus_forms(self) -> None:
@@ -505,8 +500,7 @@ class MainWindow(QMainWindow):
         self.explain.tree.setFocus()
 
     def about(self) -> None:
-        from estimator import __version__
+        from .menus import show_about
 
-        QMessageBox.about(self, "About SAPP Planner",
-                          f"SAPP Planner {__version__}\nPer-stage memory of LLM training plans on NPU/GPU clusters.")
+        show_about(self)
 

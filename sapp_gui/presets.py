@@ -17,7 +17,11 @@ import yaml
 
 from estimator.errors import ConfigError
 from estimator.hardware import Hardware, hardware_from_mapping, shipped_presets
+from estimator.profiles import add_profile_dir
 from estimator.units import MiB
+
+from .document import tr
+from .style import QT_TRANSLATE_NOOP
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 
@@ -93,3 +97,13 @@ def user_preset_ids(folder: Path) -> set[str]:
         if isinstance(data, dict) and data.get("id"):
             ids.add(str(data["id"]).lower())
     return ids
+
+
+def register_user_profiles(folder: Path) -> str:
+    """Make the family profiles in ``folder`` (the user's edited copies, ``estimator.profiles.profile_yaml``
+    shape) take part in every estimate; returns why they could not, or ""."""
+    try:
+        add_profile_dir(folder)
+    except ConfigError as exc:
+        return tr(QT_TRANSLATE_NOOP("Document", "user profiles ignored: {0}")).format(exc)
+    return ""

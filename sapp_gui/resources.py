@@ -47,18 +47,21 @@ class Example:
     description: str = ""
     framework: str | None = None
     devices: int | None = None
+    device: str | None = None   # device preset for files that do not name their hardware (``--device``)
 
     def open_args(self) -> dict[str, object]:
-        return {k: v for k, v in (("framework", self.framework), ("devices", self.devices)) if v}
+        return {k: v for k, v in (("framework", self.framework), ("devices", self.devices),
+                                  ("device", self.device)) if v}
 
     @property
     def key(self) -> str:
         return " + ".join(p.name for p in self.paths)
 
 
-def load_examples(folder: Path | None = None) -> list[Example]:
+def load_examples(folder: Path | None = None, lang: str | None = None) -> list[Example]:
     """The examples that exist: indexed entries (hidden when a file is missing) first, in index order, then
-    every other file of the folder under its own name. A broken index is ignored (files still listed)."""
+    every other file of the folder under its own name. A broken index is ignored (files still listed).
+    With ``lang`` (e.g. "zh_CN") an entry's ``title_<lang>`` / ``description_<lang>`` are used when given."""
     folder = folder or examples_dir()
     if not folder.is_dir():
         return []
@@ -79,9 +82,11 @@ def load_examples(folder: Path | None = None) -> list[Example]:
         covered.update(names)
         if not paths or not all(p.is_file() for p in paths):
             continue
-        out.append(Example(title=str(entry.get("title") or paths[0].name), paths=paths,
-                           description=str(entry.get("description") or ""),
-                           framework=entry.get("framework"), devices=_int_or_none(entry.get("devices"))))
+        title = (lang and entry.get(f"title_{lang}")) or entry.get("title") or paths[0].name
+        description = (lang and entry.get(f"description_{lang}")) or entry.get("description") or ""
+        out.append(Example(title=str(title), paths=paths, description=str(description),
+                           framework=entry.get("framework"), devices=_int_or_none(entry.get("devices")),
+                           device=str(entry["device"]) if entry.get("device") else None))
     for path in sorted(folder.iterdir()):
         if path.name == INDEX_NAME or path.name.startswith(".") or not path.is_file():
             continue

@@ -11,11 +11,14 @@ from estimator.result import Result
 
 from .chart import StageChart
 from .explain_view import ExplainView, find_trace
+from .language import category_label, translate
 from .layer_chart import LayerChart, row_title
-from .style import CATEGORY_LABELS
 from .worker import EstimateRunner, Outcome
 
-HINT = "Click a bar segment (or select one with the arrow keys in the chart) to see how its number is computed."
+
+def hint() -> str:
+    return translate("Selection", "Click a bar segment (or select one with the arrow keys in the chart) to see how "
+                                  "its number is computed.")
 
 
 class SelectionController(QObject):
@@ -36,7 +39,7 @@ class SelectionController(QObject):
         self.result, self.parsed, self.explained, self.selection = None, None, None, None
         self.generation = -1
         self.layer_chart.clear()
-        self.explain.show_message(HINT)
+        self.explain.show_message(hint())
 
     def _chunks(self) -> int:
         return max(1, self.parsed.strategy.vpp) if self.parsed is not None else 1
@@ -48,7 +51,7 @@ class SelectionController(QObject):
             if self.selection is not None:
                 self.selection = None
                 self.chart.clear_selection()
-                self.explain.show_message(HINT)
+                self.explain.show_message(hint())
             self.layer_chart.set_stage(result.stages[result.peak_stage], self._chunks())
             return
         stage, category, row = self.selection
@@ -80,27 +83,35 @@ class SelectionController(QObject):
         stage, category, row = self.selection
         explained = self.explained
         if explained is None or explained.result is None:
-            self.explain.show_message(f"Computing the trace of stage {stage}, {CATEGORY_LABELS[category]}…")
+            self.explain.show_message(translate("Selection", "Computing the trace of stage {0}, {1}…").format(
+                stage, category_label(category)))
             self.runner.request_explain(self.parsed, self.generation)
             return
         stage_result = explained.result.stages[stage]
         total = stage_result.explain
         if total is None:
-            self.explain.show_message("No trace for this stage.")
+            self.explain.show_message(translate("Selection", "No trace for this stage."))
             return
         node, note = find_trace(total, category, stage_result, row)
-        title = f"Stage {stage} · {CATEGORY_LABELS[category]}"
+        stage_word = translate("Selection", "Stage {0}").format(stage)
+        title = f"{stage_word} · {category_label(category)}"
         if row is not None:
-            title = f"Stage {stage} · {row_title(stage_result.layers[row])} · {CATEGORY_LABELS[category]}"
+            title = f"{stage_word} · {row_title(stage_result.layers[row])} · {category_label(category)}"
         if note:
             title += f" <span style='font-weight:normal; color:#555'>({note})</span>"
         self.explain.show_quantity(node, title)
+
+    def retranslate(self) -> None:
+        if self.selection is None:
+            self.explain.show_message(hint())
+        else:
+            self._show()
 
     def _on_explain(self, outcome: Outcome) -> None:
         if outcome.generation != self.generation:
             return  # the trace of bars no longer drawn
         if outcome.error is not None or outcome.result is None:
-            self.explain.show_message(f"No trace: {outcome.error}")
+            self.explain.show_message(translate("Selection", "No trace: {0}").format(outcome.error))
             return
         self.explained = outcome
         self._show()

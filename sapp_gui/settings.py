@@ -1,5 +1,6 @@
-"""A small typed wrapper over QSettings: recent files, window geometry and dock layout, last directory and
-the hold lock. Recent entries are lists of paths (a launch script plus its model.json is one entry)."""
+"""A small typed wrapper over QSettings: recent files, window geometry and dock layout, last directory, the
+hold lock and the interface language. Recent entries are lists of paths (a launch script plus its model.json
+is one entry)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,12 @@ class Settings:
 
     def set_hold(self, hold: str) -> None:
         self.q.setValue("edit/hold", hold)
+
+    def language(self) -> str:
+        """"system" (follow the locale), "en" or "zh_CN"."""
+        value = str(self.q.value("ui/language", "system") or "system")
+        return value if value in ("system", "en", "zh_CN") else "system"
+
+    def set_language(self, code: str) -> None:
+        self.q.setValue("ui/language", code)
+        self.q.sync()

@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from . import language
+from .language import translate
 from .resources import Example, load_examples
 
 
@@ -68,16 +70,14 @@ class StartPage(QWidget):
         super().__init__(parent)
         self.setObjectName("startPage")
         self.examples_folder = examples_folder
-        title = QLabel("SAPP Planner")
+        title = QLabel("SAPP Planner")  # the product's name: never translated
         font = QFont(self.font())
         font.setPointSizeF(self.font().pointSizeF() * 2.0)
         font.setBold(True)
         title.setFont(font)
-        subtitle = QLabel("Drop a training config anywhere on this window (several files together: a launch "
-                          "script with its model.json, a TOML with its config.json), or open one. Every pipeline "
-                          "stage's memory is shown against the device, and you can try other parallel degrees.")
+        self.subtitle = subtitle = QLabel()
         subtitle.setWordWrap(True)
-        self.open_button = QPushButton("&Open config…")
+        self.open_button = QPushButton()
         self.open_button.setObjectName("open")
         self.open_button.clicked.connect(self.open_dialog_requested)
         self.message = QLabel("")
@@ -89,13 +89,13 @@ class StartPage(QWidget):
         self.retry_box = QWidget()
         retry_row = QHBoxLayout(self.retry_box)
         retry_row.setContentsMargins(0, 0, 0, 0)
-        devices_label = QLabel("This config does not state the device count. &Devices:")
+        self.devices_label = devices_label = QLabel()
         self.devices = QSpinBox()
         self.devices.setObjectName("devices")
         self.devices.setRange(1, 1_000_000)
         self.devices.setValue(8)
         devices_label.setBuddy(self.devices)
-        self.retry_button = QPushButton("Open with this device count")
+        self.retry_button = QPushButton()
         self.retry_button.setObjectName("retry")
         self.retry_button.clicked.connect(self._retry_open)
         retry_row.addWidget(devices_label)
@@ -106,21 +106,21 @@ class StartPage(QWidget):
 
         self.examples = QListWidget()
         self.examples.setObjectName("examples")
-        self.examples.setAccessibleName("Bundled examples")
+
         self.examples.setItemDelegate(TwoLineDelegate(self.examples))
         self.examples.itemActivated.connect(self._activate)
         self.examples.itemDoubleClicked.connect(self._activate)
         self.recent = QListWidget()
         self.recent.setObjectName("recent")
-        self.recent.setAccessibleName("Recent files")
+
         self.recent.setItemDelegate(TwoLineDelegate(self.recent))
         self.recent.itemActivated.connect(self._activate)
         self.recent.itemDoubleClicked.connect(self._activate)
 
         grid = QGridLayout()
-        examples_label = QLabel("&Examples (written in the frameworks' own formats; export works on them)")
+        self.examples_label = examples_label = QLabel()
         examples_label.setBuddy(self.examples)
-        recent_label = QLabel("&Recent")
+        self.recent_label = recent_label = QLabel()
         recent_label.setBuddy(self.recent)
         grid.addWidget(examples_label, 0, 0)
         grid.addWidget(recent_label, 0, 1)
@@ -142,11 +142,31 @@ class StartPage(QWidget):
         layout.addWidget(self.retry_box)
         layout.addSpacing(8)
         layout.addLayout(grid, 1)
+        self._recent: list[tuple[list[str], dict]] = []
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.subtitle.setText(translate("StartPage", "Drop a training config anywhere on this window (several files "
+                                                     "together: "
+                                             "a launch script with its model.json, a TOML with its config.json), or "
+                                             "open one. Every pipeline stage's memory is shown against the device, "
+                                             "and you can try other parallel degrees, search the strategy space, "
+                                             "balance the pipeline and see the schedule."))
+        self.open_button.setText(translate("StartPage", "&Open config…"))
+        self.devices_label.setText(translate("StartPage", "This config does not state the device count. &Devices:"))
+        self.retry_button.setText(translate("StartPage", "Open with this device count"))
+        self.examples.setAccessibleName(translate("StartPage", "Bundled examples"))
+        self.recent.setAccessibleName(translate("StartPage", "Recent files"))
+        self.examples_label.setText(translate("StartPage", "&Examples (written in the frameworks' own formats; "
+                                                           "export works "
+                                                   "on them)"))
+        self.recent_label.setText(translate("StartPage", "&Recent"))
         self.reload_examples()
+        self.set_recent(self._recent)
 
     def reload_examples(self) -> list[Example]:
         self.examples.clear()
-        found = load_examples(self.examples_folder)
+        found = load_examples(self.examples_folder, language.current())
         for example in found:
             text = example.title + (f"\n{example.description}" if example.description else "")
             item = QListWidgetItem(text)
@@ -154,23 +174,25 @@ class StartPage(QWidget):
             item.setToolTip("\n".join(str(p) for p in example.paths))
             self.examples.addItem(item)
         if not found:
-            item = QListWidgetItem("No bundled examples found.")
+            item = QListWidgetItem(translate("StartPage", "No bundled examples found."))
             item.setData(Qt.ItemDataRole.UserRole, ([], {}))  # never read an unset role (see forms/fields.py)
             item.setFlags(Qt.ItemFlag.NoItemFlags)
             self.examples.addItem(item)
         return found
 
     def set_recent(self, entries: list[tuple[list[str], dict]]) -> None:
+        self._recent = list(entries)
         self.recent.clear()
         for paths, args in entries:
-            extra = f"  ({args['devices']} devices)" if args.get("devices") else ""
+            extra = "  " + translate("StartPage", "({0} devices)").format(args["devices"]) if args.get("devices") \
+                else ""
             folder = str(Path(paths[0]).parent)
             item = QListWidgetItem(" + ".join(Path(p).name for p in paths) + extra + "\n" + folder)
             item.setData(Qt.ItemDataRole.UserRole, (paths, args))
             item.setToolTip("\n".join(paths))
             self.recent.addItem(item)
         if not entries:
-            item = QListWidgetItem("Nothing opened yet.")
+            item = QListWidgetItem(translate("StartPage", "Nothing opened yet."))
             item.setData(Qt.ItemDataRole.UserRole, ([], {}))
             item.setFlags(Qt.ItemFlag.NoItemFlags)
             self.recent.addItem(item)

@@ -1,12 +1,18 @@
-"""The summary strip (verdict, peak, headroom, devices, global batch, parameters) and the list of warnings,
-assumptions and what the last edit adapted."""
+"""The summary tiles (verdict, peak, headroom, step time, tokens/s per device, MFU, devices, global batch,
+parameters) and the list of warnings, assumptions and what the last edit adapted.
+
+The tiles flow into as many columns as the width allows (one row on a wide window, two beside the docks).
+The step-time tile's tooltip is the breakdown of the step into its parts (compute, exposed communication,
+pipeline bubble, optimizer step); the Schedule tab shows the same parts as a table.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QResizeEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QListWidget, QListWidgetItem, QWidget
 
 from estimator.parsed import ParsedConfig
@@ -14,7 +20,30 @@ from estimator.result import Result
 from estimator.units import GiB
 from estimator.warnings import Assumption, EstimateWarning
 
-from .style import FITS, OVER_BUDGET
+from .language import translate
+from .style import FITS, OVER_BUDGET, QT_TRANSLATE_NOOP
+
+CARD_MIN_WIDTH = 110
+
+# step-time parts (estimator.steptime.PARTS), in the order they are listed
+PART_NAMES: dict[str, str] = {
+    "fwd": QT_TRANSLATE_NOOP("StepParts", "forward"),
+    "bwd": QT_TRANSLATE_NOOP("StepParts", "backward"),
+    "recompute": QT_TRANSLATE_NOOP("StepParts", "recompute"),
+    "tp": QT_TRANSLATE_NOOP("StepParts", "TP communication"),
+    "cp": QT_TRANSLATE_NOOP("StepParts", "CP communication"),
+    "ep": QT_TRANSLATE_NOOP("StepParts", "EP communication"),
+    "dp": QT_TRANSLATE_NOOP("StepParts", "DP communication"),
+    "pp": QT_TRANSLATE_NOOP("StepParts", "PP communication"),
+    "fsdp": QT_TRANSLATE_NOOP("StepParts", "FSDP communication"),
+    "bubble": QT_TRANSLATE_NOOP("StepParts", "pipeline bubble"),
+    "optimizer": QT_TRANSLATE_NOOP("StepParts", "optimizer step"),
+}
+
+
+def part_name(key: str) -> str:
+    name = PART_NAMES.get(key)
+    return translate("StepParts", name) if name else key
 
 
 def fmt_count(n: float) -> str:
@@ -27,16 +56,38 @@ def fmt_count(n: float) -> str:
     return f"{n:,.0f}"
 
 
+def fmt_seconds(s: float) -> str:
+    return f"{s:,.3f} s" if s < 100 else f"{s:,.1f} s"
+
+
+def parts_html(result: Result) -> str:
+    """The step time split into its parts: seconds and share, largest first."""
+    total = result.step_time_s or 0.0
+    if not total:
+        return ""
+    head = translate("Summary", "Step time {0} per optimizer step").format(fmt_seconds(total))
+    rows = [f"<b>{head}</b><table cellspacing='0' cellpadding='1'>"]
+    for key, value in sorted(result.parts.items(), key=lambda kv: -kv[1]):
+        if value <= 0:
+            continue
+        rows.append(f"<tr><td>{part_name(key)}</td><td align='right'>&nbsp;{value:,.3f} s</td>"
+                    f"<td align='right'>&nbsp;{100 * value / total:4.1f}%</td></tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
 class _Card(QFrame):
-    def __init__(self, caption: str, parent: QWidget | None = None) -> None:
+    def __init__(self, name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setObjectName(f"card_{caption.lower().replace(' ', '_')}")
+        self.setObjectName(f"card_{name}")
+        self.setMinimumWidth(CARD_MIN_WIDTH - 10)
         layout = QGridLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.setVerticalSpacing(0)
-        self.caption = QLabel(caption)
+        self.caption = QLabel("")
         self.caption.setProperty("sappRole", "note")
+        self.caption.setWordWrap(True)
         self.value = QLabel("–")
         font = QFont(self.font())
         font.setPointSizeF(self.font().pointSizeF() * 1.35)
@@ -48,59 +99,127 @@ class _Card(QFrame):
         for row, widget in enumerate((self.caption, self.value, self.sub)):
             widget.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(widget, row, 0)
+        self.extra_tip = ""
 
-    def set(self, value: str, sub: str = "", color: str | None = None) -> None:
+    def set(self, value: str, sub: str = "", color: str | None = None, tip: str = "") -> None:
         self.value.setText(value)
         self.value.setStyleSheet(f"color: {color};" if color else "")
         self.sub.setText(sub)
-        self.setToolTip(f"{self.caption.text()}: {value}" + (f" ({sub})" if sub else ""))
+        self.extra_tip = tip
+        self.setToolTip(tip or f"{self.caption.text()}: {value}" + (f" ({sub})" if sub else ""))
 
 
 class SummaryPanel(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("summary")
-        layout = QGridLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setHorizontalSpacing(6)
-        self.verdict = _Card("Verdict")
-        self.peak = _Card("Peak")
-        self.headroom = _Card("Headroom")
-        self.devices = _Card("Devices")
-        self.batch = _Card("Global batch")
-        self.params = _Card("Parameters")
-        self.cards = (self.verdict, self.peak, self.headroom, self.devices, self.batch, self.params)
-        for col, card in enumerate(self.cards):
-            layout.addWidget(card, 0, col)
-            layout.setColumnStretch(col, 1)
+        self.grid = QGridLayout(self)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.setHorizontalSpacing(6)
+        self.grid.setVerticalSpacing(4)
+        names = ("verdict", "peak", "headroom", "step_time", "throughput", "mfu", "devices", "batch", "params")
+        self.verdict, self.peak, self.headroom, self.step_time, self.throughput, self.mfu, self.devices, \
+            self.batch, self.params = (_Card(n) for n in names)
+        self.cards = (self.verdict, self.peak, self.headroom, self.step_time, self.throughput, self.mfu,
+                      self.devices, self.batch, self.params)
         self.context = QLabel("")
         self.context.setWordWrap(True)
         self.context.setProperty("sappRole", "note")
-        layout.addWidget(self.context, 1, 0, 1, len(self.cards))
+        self.columns = 0
+        self._flow(5)
+        # an explicit minimum width: the tiles re-flow on resize, so the columns they have now must never make
+        # the window wider (a hidden page of the central stack is resized to the whole window)
+        self.setMinimumWidth(3 * (CARD_MIN_WIDTH + 6))
         self.fits: bool | None = None
+        self._last: tuple[ParsedConfig, Result, Result | None] | None = None
+        self.retranslate()
 
+    # ------------------------------------------------------------------------------------- layout
+    def _flow(self, columns: int) -> None:
+        """Lay the tiles out in ``columns`` columns (rows as needed), the context line under them."""
+        columns = max(1, min(columns, len(self.cards)))
+        if columns == self.columns:
+            return
+        self.columns = columns
+        for card in self.cards:
+            self.grid.removeWidget(card)
+        self.grid.removeWidget(self.context)
+        for col in range(len(self.cards)):
+            self.grid.setColumnStretch(col, 1 if col < columns else 0)
+        for k, card in enumerate(self.cards):
+            self.grid.addWidget(card, k // columns, k % columns)
+        rows = -(-len(self.cards) // columns)
+        self.grid.addWidget(self.context, rows, 0, 1, columns)
+
+    def columns_for(self, width: int) -> int:
+        fit = max(1, (width + 6) // (CARD_MIN_WIDTH + 6))
+        if fit >= len(self.cards):
+            return len(self.cards)
+        return -(-len(self.cards) // -(-len(self.cards) // fit))  # the same tiles per row, rows balanced
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._flow(self.columns_for(event.size().width()))
+
+    def retranslate(self) -> None:
+        captions = (translate("Summary", "Verdict"), translate("Summary", "Peak"), translate("Summary", "Headroom"),
+                    translate("Summary", "Step time"), translate("Summary", "Tokens/s/device"),
+                    translate("Summary", "MFU"), translate("Summary", "Devices"), translate("Summary", "Global batch"),
+                    translate("Summary", "Parameters"))
+        for card, caption in zip(self.cards, captions, strict=True):
+            card.caption.setText(caption)
+        if self._last is not None:
+            self.set_result(*self._last)
+
+    # --------------------------------------------------------------------------------------- data
     def set_result(self, parsed: ParsedConfig, result: Result, pinned: Result | None = None) -> None:
+        self._last = (parsed, result, pinned)
         st = parsed.strategy
         self.fits = result.fits
-        limit = "optimizer step decides" if result.limit == "optimizer_step" else "peak decides"
-        self.verdict.set("Fits" if result.fits else "Does not fit", limit, FITS if result.fits else OVER_BUDGET)
+        limit = translate("Summary", "optimizer step decides") if result.limit == "optimizer_step" else \
+            translate("Summary", "peak decides")
+        self.verdict.set(translate("Summary", "Fits") if result.fits else translate("Summary", "Does not fit"), limit,
+                         FITS if result.fits else OVER_BUDGET)
         peak_text = f"{result.peak_bytes / GiB:,.2f} GiB"
-        sub = f"stage {result.peak_stage}"
+        sub = translate("Summary", "stage {0}").format(result.peak_stage)
         if pinned is not None:
-            sub += f", {(result.peak_bytes - pinned.peak_bytes) / GiB:+,.2f} GiB vs pinned"
+            delta = f"{(result.peak_bytes - pinned.peak_bytes) / GiB:+,.2f}"
+            sub += translate("Summary", ", {0} GiB vs pinned").format(delta)
         self.peak.set(peak_text, sub)
         self.headroom.set(f"{result.headroom / GiB:,.2f} GiB",
-                          f"budget {result.budget / GiB:,.2f} GiB",
+                          translate("Summary", "budget {0} GiB").format(f"{result.budget / GiB:,.2f}"),
                           FITS if result.headroom >= 0 else OVER_BUDGET)
+        self._set_time(result, pinned)
         self.devices.set(f"{result.world_size:,}", f"dp {st.dp} × tp {st.tp} × pp {st.pp} × cp {st.cp}")
         self.batch.set(f"{result.global_batch_size:,}",
                        f"mbs {st.micro_batch_size} × dp {st.dp} × m {st.micro_batches}"
                        + (f" × {st.n_acc}" if st.n_acc > 1 else ""))
-        params_sub = f"{fmt_count(result.parameters_active)} active" if parsed.model.is_moe else "dense"
+        params_sub = translate("Summary", "{0} active").format(fmt_count(result.parameters_active)) \
+            if parsed.model.is_moe \
+            else translate("Summary", "dense")
         self.params.set(fmt_count(result.parameters_total), params_sub)
         if result.parameters_mtp:
             self.params.setToolTip(self.params.toolTip() + f"; MTP {fmt_count(result.parameters_mtp)}")
-        hw = parsed.hardware
+        self.context.setText(self._context(parsed, result))
+
+    def _set_time(self, result: Result, pinned: Result | None) -> None:
+        if result.step_time_s is None:
+            for card in (self.step_time, self.throughput, self.mfu):
+                card.set("–", translate("Summary", "not priced"))
+            return
+        largest = max(result.parts.items(), key=lambda kv: kv[1], default=("", 0.0))
+        sub = translate("Summary", "most: {0}").format(part_name(largest[0])) if largest[1] > 0 else ""
+        if pinned is not None and pinned.step_time_s is not None:
+            sub = translate("Summary", "{0} vs pinned").format(f"{result.step_time_s - pinned.step_time_s:+,.3f} s")
+        self.step_time.set(fmt_seconds(result.step_time_s), sub, tip=parts_html(result))
+        cluster = (result.tokens_per_s_per_device or 0.0) * result.world_size
+        self.throughput.set(f"{result.tokens_per_s_per_device:,.0f}",
+                            translate("Summary", "{0} tokens/s in all").format(fmt_count(cluster)))
+        self.mfu.set(f"{(result.mfu or 0.0) * 100:.1f}%", translate("Summary", "model FLOPs utilisation"))
+
+    @staticmethod
+    def _context(parsed: ParsedConfig, result: Result) -> str:
+        st = parsed.strategy
         extras = []
         if st.vpp > 1:
             extras.append(f"vpp {st.vpp}")
@@ -108,16 +227,21 @@ class SummaryPanel(QFrame):
             extras.append(f"ep {st.ep}")
         if st.sequence_parallel:
             extras.append("SP")
-        self.context.setText(
-            f"{parsed.model.name} · {parsed.framework} · {hw.name} · seq {st.seq_length:,} · schedule "
-            f"{result.echo.get('strategy', {}).get('schedule', st.schedule_name)}"
-            + ("".join(f" · {x}" for x in extras)))
+        schedule = result.echo.get("strategy", {}).get("schedule", st.schedule_name)
+        text = translate("Summary", "{0} · {1} · {2} · seq {3} · schedule {4}").format(
+            parsed.model.name, parsed.framework, parsed.hardware.name, f"{st.seq_length:,}", schedule)
+        return text + "".join(f" · {x}" for x in extras)
 
     def clear(self) -> None:
         for card in self.cards:
             card.set("–")
         self.context.clear()
         self.fits = None
+        self._last = None
+
+    def data(self) -> dict[str, Any]:
+        """What the tiles show (tests)."""
+        return {card.objectName()[5:]: (card.value.text(), card.sub.text()) for card in self.cards}
 
 
 class NotesList(QListWidget):
@@ -128,16 +252,19 @@ class NotesList(QListWidget):
         self.setObjectName("notes")
         self.setWordWrap(True)
         self.setAlternatingRowColors(True)
-        self.setAccessibleName("Warnings and assumptions")
+        self.setAccessibleName(translate("Notes", "Warnings and assumptions"))
+        self._last: dict[str, Any] = {}
 
     def set_notes(self, *, warnings: Iterable[EstimateWarning] = (), assumptions: Iterable[Assumption] = (),
                   edits: Iterable[str] = (), errors: Iterable[str] = ()) -> None:
+        self._last = {"warnings": tuple(warnings), "assumptions": tuple(assumptions), "edits": tuple(edits),
+                      "errors": tuple(errors)}
         self.clear()
-        groups = [("Errors", [str(e) for e in errors], OVER_BUDGET),
-                  ("Adapted by the last edit", list(edits), "#0072B2"),
-                  ("Warnings", [str(w) for w in dict.fromkeys(warnings)], "#A05A00"),
-                  ("Assumptions (defaults the estimator filled in)",
-                   [str(a) for a in dict.fromkeys(assumptions)], "#444444")]
+        groups = [(translate("Notes", "Errors"), [str(e) for e in self._last["errors"]], OVER_BUDGET),
+                  (translate("Notes", "Adapted by the last edit"), list(self._last["edits"]), "#0072B2"),
+                  (translate("Notes", "Warnings"), [str(w) for w in dict.fromkeys(self._last["warnings"])], "#A05A00"),
+                  (translate("Notes", "Assumptions (defaults the estimator filled in)"),
+                   [str(a) for a in dict.fromkeys(self._last["assumptions"])], "#444444")]
         for title, lines, color in groups:
             if not lines:
                 continue
@@ -153,7 +280,11 @@ class NotesList(QListWidget):
                 item.setToolTip(line)
                 self.addItem(item)
         if self.count() == 0:
-            self.addItem(QListWidgetItem("No warnings; every value comes from the files."))
+            self.addItem(QListWidgetItem(translate("Notes", "No warnings; every value comes from the files.")))
+
+    def retranslate(self) -> None:
+        self.setAccessibleName(translate("Notes", "Warnings and assumptions"))
+        self.set_notes(**self._last)
 
     def lines(self) -> list[str]:
         return [self.item(i).text() for i in range(self.count())]

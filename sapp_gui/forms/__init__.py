@@ -11,6 +11,7 @@ from estimator.result import Result
 from estimator.warnings import Assumption
 
 from ..document import Document
+from ..language import translate
 from .fields import FieldForm, FieldRow
 from .hardware import HardwareForm
 from .memory import MemoryForm
@@ -30,15 +31,27 @@ class FormsPanel(QTabWidget):
         self.hardware = HardwareForm(doc, presets_dir)
         self.model = ModelForm(doc)
         self.forms: tuple[FieldForm, ...] = (self.parallel, self.memory, self.hardware, self.model)
-        for form, title in zip(self.forms, ("&Parallel", "&Memory", "&Hardware", "Mo&del"), strict=True):
+        for form in self.forms:
             scroll = QScrollArea()
             scroll.setWidget(form)
             scroll.setWidgetResizable(True)
             scroll.setFrameShape(QFrame.Shape.NoFrame)
             scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-            self.addTab(scroll, title)
+            self.addTab(scroll, "")
             form.edited.connect(self.edited)
         self.setEnabled(False)
+        self._tab_titles()
+
+    def _tab_titles(self) -> None:
+        for i, title in enumerate((translate("Forms", "&Parallel"), translate("Forms", "&Memory"),
+                                   translate("Forms", "&Hardware"),
+                                   translate("Forms", "Mo&del"))):
+            self.setTabText(i, title)
+
+    def retranslate(self, assumptions: dict[str, Assumption]) -> None:
+        self._tab_titles()
+        for form in self.forms:
+            form.retranslate(assumptions)
 
     def refresh(self, assumptions: dict[str, Assumption]) -> None:
         self.setEnabled(self.doc.loaded)

@@ -27,6 +27,7 @@ from estimator.units import GiB
 from estimator.warnings import Assumption
 
 from ..document import Document
+from ..language import translate
 
 NONE_INT = -1  # spin boxes show their special-value text ("default") at the minimum
 
@@ -43,7 +44,7 @@ class IntEditor(QSpinBox):
         self.setAccelerated(True)
         self.setRange(minimum - 1 if optional else minimum, maximum)
         if optional:
-            self.setSpecialValueText("default")
+            self.setSpecialValueText(translate("Forms", "default"))
         self.valueChanged.connect(lambda v: self.committed.emit(self.field_value()))
 
     def field_value(self) -> int | None:
@@ -51,9 +52,9 @@ class IntEditor(QSpinBox):
             return None
         return self.value()
 
-    def set_field_value(self, value: Any, none_text: str = "default") -> None:
+    def set_field_value(self, value: Any, none_text: str = "") -> None:
         if self.optional:
-            self.setSpecialValueText(none_text)
+            self.setSpecialValueText(none_text or translate("Forms", "default"))
         self.setValue(self.minimum() if value is None else int(value))
 
     def stepBy(self, steps: int) -> None:
@@ -85,7 +86,7 @@ class GiBEditor(QDoubleSpinBox):
         self.setSuffix(" GiB")
         self.setSingleStep(1.0)
         if optional:
-            self.setSpecialValueText("none")
+            self.setSpecialValueText(translate("Forms", "none"))
         self.valueChanged.connect(lambda v: self.committed.emit(self.field_value()))
 
     def field_value(self) -> float | None:
@@ -93,9 +94,10 @@ class GiBEditor(QDoubleSpinBox):
             return None
         return self.value() * GiB
 
-    def set_field_value(self, value: Any, none_text: str = "none") -> None:
+    def set_field_value(self, value: Any, none_text: str = "") -> None:
         if self.optional:
-            self.setSpecialValueText(none_text)
+            self.setSpecialValueText(translate("Forms", "none") if not none_text or none_text == "default"
+                                     else none_text)
         self.setValue(0.0 if value is None else float(value) / GiB)
 
 
@@ -106,8 +108,9 @@ class ChoiceEditor(QComboBox):
 
     committed = Signal(object)
 
-    def __init__(self, choices: list[tuple[str, Any]]) -> None:
+    def __init__(self, choices: list[tuple[str, Any]], context: str = "") -> None:
         super().__init__()
+        self.context = context  # labels are translated in this context when set (QT_TRANSLATE_NOOP sources)
         # long labels must not widen the form beyond its dock: the popup still shows them in full
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.setMinimumContentsLength(8)
@@ -131,7 +134,14 @@ class ChoiceEditor(QComboBox):
     def _append(self, label: str, value: Any) -> None:
         self._values.append(value)
         self._labels.append(label)
-        self.addItem(label)
+        self.addItem(self._shown_label(label))
+
+    def _shown_label(self, label: str) -> str:
+        return translate(self.context, label) if self.context else label
+
+    def retranslate(self) -> None:
+        for i, label in enumerate(self._labels):
+            self.setItemText(i, self._shown_label(label))
 
     def value_at(self, index: int) -> Any:
         return self._values[index] if 0 <= index < len(self._values) else None
@@ -150,19 +160,24 @@ class ChoiceEditor(QComboBox):
         if index < 0:
             self._append(_show(value), value)
             index = len(self._values) - 1
-        if value is None and none_text and none_text != "default":
+        if value is None and none_text and none_text != translate("Forms", "default"):
             self.setItemText(index, none_text)  # "default (4 B)": what the default resolves to
         elif value is None:
-            self.setItemText(index, self._labels[index])
+            self.setItemText(index, self._shown_label(self._labels[index]))
         self.setCurrentIndex(index)
 
 
 class BoolEditor(QCheckBox):
     committed = Signal(object)
 
-    def __init__(self, text: str = "") -> None:
-        super().__init__(text)
+    def __init__(self, text: str = "", context: str = "") -> None:
+        super().__init__(translate(context, text) if context and text else text)
+        self.source_text, self.context = text, context
         self.toggled.connect(lambda on: self.committed.emit(bool(on)))
+
+    def retranslate(self) -> None:
+        if self.context and self.source_text:
+            self.setText(translate(self.context, self.source_text))
 
     def field_value(self) -> bool:
         return self.isChecked()
@@ -178,7 +193,7 @@ class CountsEditor(QLineEdit):
 
     def __init__(self) -> None:
         super().__init__()
-        self.setPlaceholderText("e.g. 4 or 3, 4, 4, 0")
+        self.setPlaceholderText(translate("Forms", "e.g. 4 or 3, 4, 4, 0"))
         self._shown = ""
         self.editingFinished.connect(self._finish)
 
@@ -250,14 +265,17 @@ def _repolish(widget: QWidget) -> None:
 
 
 class FieldRow:
-    """One field: label, editor and the error line under it."""
+    """One field: label, editor and the error line under it. ``label`` and ``help_text`` are source texts
+    (marked with QT_TRANSLATE_NOOP in ``context``), translated whenever they are shown."""
 
     def __init__(self, key: str, label: str, editor: QWidget, help_text: str = "",
                  to_changes: Callable[[Any], dict[str, Any]] | None = None,
-                 read_value: Callable[[Document], Any] | None = None) -> None:
-        self.key, self.label_text, self.editor, self.help = key, label, editor, help_text
+                 read_value: Callable[[Document], Any] | None = None, context: str = "Forms") -> None:
+        self.key, self.editor = key, editor
+        self.label_source, self.help_source, self.context = label, help_text, context
         self.to_changes = to_changes or (lambda value: {key: value})
         self.read_value = read_value or (lambda doc: doc.value(key))
+        label = self.label_text
         self.label = QLabel(label)
         self.label.setBuddy(editor)
         self.error = QLabel()
@@ -277,14 +295,32 @@ class FieldRow:
         self._shown: tuple[Any, str] | None = None
         self._tip = ""
 
+    @property
+    def label_text(self) -> str:
+        return translate(self.context, self.label_source) if self.label_source else ""
+
+    @property
+    def help(self) -> str:
+        return translate(self.context, self.help_source) if self.help_source else ""
+
+    def retranslate(self) -> None:
+        """Labels and tooltips again (the next ``refresh`` redraws them)."""
+        self.label.setText(self.label_text)
+        self.editor.setAccessibleName(self.label_text.replace("&", ""))
+        self.mark = "?"  # forces the label (with its mark) to be set again
+        self._shown = None
+        self._tip = ""
+        if hasattr(self.editor, "retranslate"):
+            self.editor.retranslate()  # type: ignore[attr-defined]
+
     def refresh(self, doc: Document, assumptions: dict[str, Assumption]) -> None:
         """Show the document's value, mark and provenance; widgets are touched only where something changed
         (repolishing every editor on every edit would dominate the edit → chart latency)."""
         value = self.read_value(doc)
-        none_text = "default"
+        none_text = translate("Forms", "default")
         if value is None and self.key in assumptions:
             unit = " B" if self.key.endswith("_bytes") else ""
-            none_text = f"default ({_show(assumptions[self.key].value)}{unit})"
+            none_text = translate("Forms", "default ({0})").format(f"{_show(assumptions[self.key].value)}{unit}")
         if (value, none_text) != self._shown or self.error.text():
             self.editor.blockSignals(True)
             try:
@@ -306,7 +342,8 @@ class FieldRow:
         tip = f"<b>{text}</b> <span style='color:#666'>({self.key})</span>"
         if self.help:
             tip += f"<br>{self.help}"
-        tip += f"<br><i>Value from:</i> {doc.describe(self.key, assumptions)}"
+        value_from = translate("Forms", "Value from:")
+        tip += f"<br><i>{value_from}</i> {doc.describe(self.key, assumptions)}"
         if self.error.text():
             tip += f"<br><span style='color:#B8420A'>{self.error.text()}</span>"
         if tip != self._tip:
@@ -352,11 +389,18 @@ class FieldForm(QWidget):
         if value == row.read_value(self.doc) and not row.error.isVisible():
             return
         shown = _show(value) if not isinstance(value, float) or row.key not in _SIZE_KEYS else f"{value / GiB:.2f} GiB"
-        self.edited.emit(row.to_changes(value), f"{row.label_text.replace('&', '')} → {shown or 'default'}")
+        shown = shown or translate("Forms", "default")
+        self.edited.emit(row.to_changes(value), f"{row.label_text.replace('&', '')} → {shown}")
 
     def refresh(self, assumptions: dict[str, Assumption]) -> None:
         for row in self.rows.values():
             row.refresh(self.doc, assumptions)
+
+    def retranslate(self, assumptions: dict[str, Assumption]) -> None:
+        for row in self.rows.values():
+            row.retranslate()
+        if self.doc.loaded:
+            self.refresh(assumptions)
 
     def set_errors(self, errors: dict[str, str]) -> None:
         for key, row in self.rows.items():

@@ -1,7 +1,8 @@
 """Fixtures for the desktop-app tests (pytest-qt, QT_QPA_PLATFORM=offscreen set by tests/conftest.py).
 
 Every window gets its own settings file, user-preset folder and config folder under tmp_path, so nothing
-touches the user's real settings; every window's worker pool is drained at teardown.
+touches the user's real settings; every window's workers are joined at teardown; the interface language is
+English unless a test switches it (and it is English again after every test).
 """
 
 from __future__ import annotations
@@ -15,15 +16,23 @@ from gui_helpers import DENSE_PLAN, DSV3_PLAN
 
 
 @pytest.fixture(autouse=True)
-def _gui_isolation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, qapp: object) -> None:
+def _gui_isolation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, qapp: object) -> Iterator[None]:
     from PySide6.QtCore import QStandardPaths
 
     from sapp_gui.style import APP_STYLESHEET
 
     QStandardPaths.setTestModeEnabled(True)
     monkeypatch.setenv("SAPP_CONFIG_DIR", str(tmp_path / "config"))
-    qapp.setStyle("Fusion")  # type: ignore[attr-defined]
-    qapp.setStyleSheet(APP_STYLESHEET)  # type: ignore[attr-defined]
+    monkeypatch.setenv("SAPP_LANG", "en")  # "system" means English here, whatever the machine's locale
+    # once per session: setting either re-polishes every live widget, which costs ~0.5 s per test
+    if qapp.property("sappTestStyled") is not True:  # type: ignore[attr-defined]
+        qapp.setStyle("Fusion")  # type: ignore[attr-defined]
+        qapp.setStyleSheet(APP_STYLESHEET)  # type: ignore[attr-defined]
+        qapp.setProperty("sappTestStyled", True)  # type: ignore[attr-defined]
+    yield
+    from sapp_gui import language
+
+    language.apply(language.ENGLISH)  # translators are application-wide
 
 
 @pytest.fixture
@@ -46,7 +55,7 @@ def make_window(qtbot, tmp_path: Path) -> Iterator[Callable[..., object]]:
 
     yield make
     for window in windows:
-        window.runner.shutdown()
+        window.shutdown_workers()
 
 
 @pytest.fixture

@@ -60,3 +60,46 @@ def type_into(qtbot, widget, text: str) -> None:
         widget.lineEdit().selectAll()
     qtbot.keyClicks(widget, text)
     qtbot.keyClick(widget, Qt.Key.Key_Enter)
+
+
+MF_DSV3 = EXAMPLES / "mindformers_deepseek_v3_671b.yaml"
+MF_QWEN3 = EXAMPLES / "mindformers_qwen3_32b.yaml"
+MS_DSV3 = EXAMPLES / "mindspeed_deepseek_v3_671b_pretrain.sh"
+TT_LLAMA = EXAMPLES / "torchtitan_llama3_70b.toml"
+
+
+def run_search(qtbot, window, dims: dict | None = None, timeout: int = 60000):
+    """Set the search space (``{"tp": "auto", "pp": ("list", "4,8")}``), run it and wait for the table."""
+    panel = window.workspace_tabs.search
+    window.show_tab("search")
+    if dims is not None:
+        panel.space.set_dims(dims)
+    with qtbot.waitSignal(panel.results_shown, timeout=timeout) as blocker:
+        assert window.run_search() is not None
+    return blocker.args[0]
+
+
+def save_shot(widget, name: str):
+    """A PNG of ``widget`` under tests/artifacts/ (git-ignored); returns its path."""
+    from PySide6.QtWidgets import QApplication
+
+    for _ in range(5):  # let deferred layouts (axis widths, splitter sizes) settle before grabbing
+        QApplication.processEvents()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    assert widget.grab().save(str(path), "PNG")
+    return path
+
+
+def held_search(parsed, space, progress=None, cancel=None):
+    """A search that reports pricing and then waits for Cancel before searching (runs in the worker process,
+    so it lives in an importable module)."""
+    import time
+
+    from estimator.search import search
+
+    progress(0, 1, "price")
+    deadline = time.monotonic() + 30
+    while not cancel() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return search(parsed, space, progress=progress, cancel=cancel)

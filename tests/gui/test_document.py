@@ -142,6 +142,13 @@ def test_examples_index(tmp_path: Path) -> None:
     shipped = load_examples(ROOT / "resources" / "examples")
     assert any(e.paths[0].name == DSV3_PLAN.name for e in shipped)
     assert all(all(p.is_file() for p in e.paths) for e in shipped)
+    # the A3 launch script opens on the A3 preset its title promises
+    a3 = next(e for e in shipped if e.paths[0].name == "mindspeed_deepseek_v3_671b_pretrain.sh")
+    assert a3.open_args() == {"device": "A3"} and "A3" in a3.title
+    doc = Document()
+    parsed = doc.open(a3.paths, **a3.open_args())
+    assert parsed.hardware.name.startswith("Ascend A3") and doc.open_args["device"] == "A3"
+    assert doc.reread().hardware.name.startswith("Ascend A3")
 
 
 def test_qt_free_modules_do_not_import_qt() -> None:

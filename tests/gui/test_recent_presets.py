@@ -87,3 +87,32 @@ def test_a_broken_user_preset_does_not_block_opening(qtbot, make_window, dense_p
     window = make_window(presets_dir=presets)
     open_and_wait(qtbot, window, [dense_plan])
     assert any("user presets ignored" in line for line in window.notes.lines())
+
+
+def test_user_family_profiles_take_part_and_a_broken_one_is_named(qtbot, make_window, dense_plan: Path,
+                                                                  tmp_path: Path) -> None:
+    from estimator import profiles
+
+    config = tmp_path / "cfg"
+    (config / "profiles").mkdir(parents=True)
+    baseline = open_and_wait(qtbot, make_window(), [dense_plan]).parameters_total
+    # an edited copy of the shipped default profile (the same name replaces it): LayerNorm, two vectors per norm
+    edited = profiles.get_profile("default").to_dict()
+    text = profiles.profile_yaml(profiles.FamilyProfile.from_dict({**edited, "norm": "layer"}))
+    (config / "profiles" / "default.yaml").write_text(text)
+    try:
+        window = make_window(presets_dir=config / "presets")
+        assert window.profile_problem == ""
+        result = open_and_wait(qtbot, window, [dense_plan])
+        norms = 2 * 32 + 1  # two per layer and the final one, hidden 4096 wide
+        assert result.parameters_total == baseline + norms * 4096
+    finally:
+        if config / "profiles" in profiles._USER_DIRS:
+            profiles._USER_DIRS.remove(config / "profiles")
+        profiles.all_profiles.cache_clear()
+    broken = tmp_path / "broken"
+    (broken / "profiles").mkdir(parents=True)
+    (broken / "profiles" / "x.yaml").write_text("name: x\nno_such_field: 1\n")
+    window = make_window(presets_dir=broken / "presets")
+    open_and_wait(qtbot, window, [dense_plan])
+    assert any("user profiles ignored" in line and "no_such_field" in line for line in window.notes.lines())

@@ -83,3 +83,15 @@ def test_without_display_and_screenshot_exits_2() -> None:
     proc = subprocess.run([sys.executable, "-m", "sapp_gui", "--screenshot", "x.png", "--size", "12"], cwd=ROOT,
                           env=_env_without_display(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "WIDTHxHEIGHT" in proc.stderr
+
+
+@pytest.mark.parametrize("tab", ["search", "schedule"])
+def test_cli_screenshot_of_a_tab_in_chinese(tab: str) -> None:
+    """``--tab`` runs the tab's analysis first (the search in its worker process); ``--language`` picks zh_CN."""
+    out = ARTIFACTS / f"cli_{tab}_zh_CN.png"
+    out.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "sapp_gui", str(EXAMPLES / "mindformers_deepseek_v3_671b.yaml"),
+                           "--screenshot", str(out), "--tab", tab, "--language", "zh_CN"],
+                          cwd=ROOT, env=_env_without_display(), capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert QImage(str(out)).width() == 1400

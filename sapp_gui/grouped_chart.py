@@ -1,0 +1,214 @@
+"""Stacked per-stage bars of several strategies, grouped per stage (compare view, balance before/after).
+
+Stage i of every strategy that has a stage i stands side by side around x = i, in the order the strategies
+were given; a stage only one strategy has is drawn alone, centred. Each bar carries its strategy's tag
+above it (A, B, …) unless the strategy is drawn ``faded`` (the "before" of a balance), which is drawn with
+pale colours and a dashed outline like the pinned baseline of the stage chart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QLabel, QWidget
+
+from estimator.result import CATEGORIES, Result
+from estimator.units import GiB
+
+from .bars import StackedBarChart, category_brush, outline_pen
+from .chart import legend_html
+from .language import translate
+from .style import CAPACITY, OVER_BUDGET
+
+GROUP_WIDTH = 0.84
+FADED_ALPHA = 80
+
+
+@dataclass(frozen=True)
+class ChartEntry:
+    tag: str          # short mark above the bars ("A")
+    name: str         # long name (legend, hover)
+    result: Result
+    faded: bool = False
+
+
+class GroupedStageChart(StackedBarChart):
+    def __init__(self, title: str, parent: QWidget | None = None) -> None:
+        super().__init__(title, translate("Charts", "Pipeline stage"), parent)
+        self._title_source = title
+        self.legend = QLabel(legend_html())
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.header_layout.insertWidget(1, self.legend)
+        item = self.plot.getPlotItem()
+        self.capacity_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(CAPACITY, width=1.4), label="",
+                                             labelOpts={"position": 0.985, "color": CAPACITY,
+                                                        "anchors": [(1, 1), (1, 1)], "fill": (255, 255, 255, 210)})
+        self.budget_line = pg.InfiniteLine(angle=0, pen=outline_pen(OVER_BUDGET, 1.4, dashed=True), label="",
+                                           labelOpts={"position": 0.985, "color": OVER_BUDGET,
+                                                      "anchors": [(1, 0), (1, 0)], "fill": (255, 255, 255, 210)})
+        for line in (self.capacity_line, self.budget_line):
+            line.setZValue(15)
+            item.addItem(line)
+        self.over_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.5, brush=None,
+                                         pen=pg.mkPen(OVER_BUDGET, width=2.5))
+        self.over_item.setZValue(18)
+        item.addItem(self.over_item)
+        self.tag_items: list[pg.TextItem] = []
+        self.tags_drawn = False
+        self.entries: list[ChartEntry] = []
+        self.bar_entry = np.zeros(0, dtype=int)   # which entry each drawn bar belongs to
+        self.bar_stage = np.zeros(0, dtype=int)   # and which of its stages
+
+    # -------------------------------------------------------------------------------------- data
+    @staticmethod
+    def layout(stage_counts: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """Bar positions for strategies with ``stage_counts`` stages: (x, entry, stage, width)."""
+        slots = max(stage_counts, default=0)
+        widest = max((sum(1 for n in stage_counts if n > i) for i in range(slots)), default=1)
+        width = GROUP_WIDTH / max(widest, 1)
+        xs, entries, stages = [], [], []
+        for i in range(slots):
+            members = [k for k, n in enumerate(stage_counts) if n > i]
+            for j, k in enumerate(members):
+                xs.append(i + (j - (len(members) - 1) / 2) * width)
+                entries.append(k)
+                stages.append(i)
+        return np.array(xs, dtype=float), np.array(entries, dtype=int), np.array(stages, dtype=int), width
+
+    def set_entries(self, entries: list[ChartEntry]) -> None:
+        self.entries = list(entries)
+        x, entry, stage, width = self.layout([len(e.result.stages) for e in entries])
+        self.bar_entry, self.bar_stage = entry, stage
+        stack = np.array([[entries[k].result.stages[i].bytes_by_category[c] for c in CATEGORIES]
+                          for k, i in zip(entry, stage, strict=True)], dtype=float).reshape(len(x), len(CATEGORIES))
+        self.set_stack(x, stack, width * 0.92)
+        self._style_faded(entry)
+        totals = stack.sum(axis=1)
+        opt = np.array([entries[k].result.stages[i].optimizer_step_peak for k, i in zip(entry, stage, strict=True)])
+        budgets = np.array([entries[k].result.budget for k in entry])
+        over = (np.maximum(totals, opt) > budgets) if len(x) else np.zeros(0, dtype=bool)
+        self.over_item.setOpts(x=x[over], height=totals[over] / GiB, y0=np.zeros(int(over.sum())), width=self.width)
+        self._draw_lines()
+        slots = int(stage.max()) + 1 if len(stage) else 0
+        self.set_ticks([str(i) for i in range(slots)], px_per_label=22)
+        tops = [totals.max(initial=0.0)] + [max(e.result.capacity, e.result.budget) for e in entries]
+        self.set_y_top(max(tops) / GiB * 1.12 if entries else 1.0)
+        pad = max(0.0, (3 - slots) / 2)
+        self.plot.getPlotItem().setXRange(-0.6 - pad, max(slots, 1) - 0.4 + pad, padding=0)
+        self._draw_tags(x, totals, entry)
+        self.legend.setText(self._legend())
+
+    def _style_faded(self, entry: np.ndarray) -> None:
+        faded = [self.entries[k].faded for k in entry]
+        if not any(faded):
+            for cat in CATEGORIES:
+                self.bars[cat].setOpts(brushes=None, pens=None, brush=category_brush(cat),
+                                       pen=pg.mkPen("#ffffff", width=0.8))
+            return
+        solid_pen, faded_pen = pg.mkPen("#ffffff", width=0.8), outline_pen("#8a8a8a", 0.8, dashed=True)
+        for cat in CATEGORIES:
+            brushes = [category_brush(cat, FADED_ALPHA if f else 255) for f in faded]
+            self.bars[cat].setOpts(brushes=brushes, pens=[faded_pen if f else solid_pen for f in faded])
+
+    def _draw_tags(self, x: np.ndarray, totals: np.ndarray, entry: np.ndarray) -> None:
+        item = self.plot.getPlotItem()
+        for label in self.tag_items:
+            item.removeItem(label)
+        self.tag_items = []
+        self.tags_drawn = False
+        if sum(1 for e in self.entries if not e.faded) < 2:
+            return  # one solid strategy (balance "after"): the legend says which is which
+        (x_lo, x_hi), _ = self.plot.getPlotItem().getViewBox().viewRange()
+        bar_px = self.width * max(self.plot.width() - 60, 100) / max(x_hi - x_lo, 1.0)
+        if bar_px < 11:
+            return  # too narrow for a letter each: the legend gives the order within a stage
+        font = QFont(self.font())
+        font.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.85))
+        font.setBold(True)
+        for xi, top, k in zip(x, totals, entry, strict=True):
+            e = self.entries[k]
+            if e.faded:
+                continue
+            label = pg.TextItem(e.tag, color="#222222", anchor=(0.5, 1.0))
+            label.setFont(font)
+            label.setPos(float(xi), float(top / GiB))
+            item.addItem(label)
+            self.tag_items.append(label)
+        self.tags_drawn = True
+
+    def _draw_lines(self) -> None:
+        capacities = {round(e.result.capacity) for e in self.entries}
+        budgets = {round(e.result.budget) for e in self.entries}
+        shared = len(capacities) == 1 and len(budgets) == 1
+        self.capacity_line.setVisible(shared)
+        self.budget_line.setVisible(shared)
+        if not shared:
+            return
+        capacity, budget = self.entries[0].result.capacity, self.entries[0].result.budget
+        self.capacity_line.setPos(capacity / GiB)
+        self.budget_line.setPos(budget / GiB)
+        same = abs(capacity - budget) < 0.005 * GiB
+        self.budget_line.setVisible(not same)
+        cap = f"{capacity / GiB:,.2f}"
+        self.capacity_line.label.setFormat(translate("Charts", "capacity = budget {0} GiB").format(cap) if same else
+                                           translate("Charts", "capacity {0} GiB").format(cap))
+        self.budget_line.label.setFormat(translate("Charts", "budget {0} GiB").format(f"{budget / GiB:,.2f}"))
+
+    def _legend(self) -> str:
+        html = legend_html(lines=self.capacity_line.isVisible())
+        faded = [e for e in self.entries if e.faded]
+        solid = [e for e in self.entries if not e.faded]
+        names = []
+        pale, full = translate("Charts", "pale"), translate("Charts", "solid")
+        for e in faded:
+            names.append(f"<span style='color:#8a8a8a'>▥ {pale}</span> = {e.name}")
+        for e in solid:
+            names.append(f"<b>{e.tag}</b> = {e.name}" if len(solid) > 1 else f"▮ {full} = {e.name}")
+        if len(solid) > 1 and not self.tags_drawn:
+            order = " ".join(e.tag for e in solid)
+            names.append(translate("Charts", "(in each stage from left to right: {0})").format(order))
+        return html + ("<br>" + "&nbsp;&nbsp; ".join(names) if names else "")
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.plot and event.type() == QEvent.Type.Resize and self.entries:
+            QTimer.singleShot(0, self._redraw_tags)  # after the view box has its new size
+        return super().eventFilter(watched, event)
+
+    def _redraw_tags(self) -> None:
+        if self.entries and len(self.x) == len(self.bar_entry):
+            self._draw_tags(self.x, self.totals(), self.bar_entry)
+            self.legend.setText(self._legend())
+
+    def clear(self) -> None:
+        self.set_entries([])
+
+    def retranslate(self, title: str) -> None:
+        self.set_labels(title, translate("Charts", "Pipeline stage"))
+        self.set_entries(self.entries)
+
+    # ----------------------------------------------------------------------------------- queries
+    def data(self) -> dict[str, object]:
+        """What is drawn (tests): per bar its strategy, stage, position and per-category GiB."""
+        return {"x": self.x.copy(), "entry": self.bar_entry.copy(), "stage": self.bar_stage.copy(),
+                "width": self.width, "totals_gib": self.totals() / GiB,
+                "by_category_gib": {c: self.heights(c).copy() for c in CATEGORIES},
+                "tags": [item.textItem.toPlainText() for item in self.tag_items]}
+
+    def hover_html(self, index: int, category: str) -> str:
+        e = self.entries[int(self.bar_entry[index])]
+        stage = int(self.bar_stage[index])
+        head = translate("Charts", "{0} · stage {1}").format(f"{e.tag} ({e.name})", stage)
+        return self.breakdown_html(index, category, head)
+
+    def csv_rows(self) -> list[list[object]]:
+        rows: list[list[object]] = [["strategy", "stage", *(f"{c} (GiB)" for c in CATEGORIES), "total (GiB)"]]
+        for i, row in enumerate(self.stack):
+            e = self.entries[int(self.bar_entry[i])]
+            rows.append([f"{e.tag}: {e.name}", int(self.bar_stage[i]), *(round(v / GiB, 4) for v in row),
+                         round(row.sum() / GiB, 4)])
+        return rows

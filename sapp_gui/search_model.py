@@ -1,0 +1,230 @@
+"""The table of a search's strategies: a Qt model over the ranked rows (and the Pareto rows that are not
+ranked), sortable by the numbers (not the text) and filterable with small conditions such as
+``tp>=4 pp=8 rec=full mfu>30`` or free text.
+
+The rows are whatever ``estimator.search`` returned (top K plus the Pareto front, at most a few hundred),
+never one per candidate, so the model stays small whatever the candidate count.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QBrush, QColor
+
+from estimator.search import RankedRow, SearchResult
+from estimator.units import GiB
+
+from .language import translate
+from .style import PARETO, QT_TRANSLATE_NOOP
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+@dataclass(frozen=True)
+class SearchRow:
+    rank: int | None         # 1-based rank by step time among those that fit (None: Pareto-only row)
+    row: RankedRow
+    pareto: bool
+
+    @property
+    def decisive_peak(self) -> float:
+        return max(self.row.peak_bytes, self.row.optimizer_step_peak)
+
+
+def recompute_text(row: RankedRow) -> str:
+    plan = row.strategy.recompute
+    return "per-stage" if plan.full_counts is not None else plan.default_mode
+
+
+# (key, header, tooltip, display(row) -> str, sort value(row) -> number/str)
+Column = tuple[str, str, str, Callable[[SearchRow], str], Callable[[SearchRow], Any]]
+
+COLUMNS: list[Column] = [
+    ("rank", QT_TRANSLATE_NOOP("SearchTable", "#"),
+     QT_TRANSLATE_NOOP("SearchTable", "rank by step time among the strategies that fit (P: on the Pareto front only)"),
+     lambda r: str(r.rank) if r.rank is not None else "P", lambda r: r.rank if r.rank is not None else 10**9),
+    ("dp", "DP", QT_TRANSLATE_NOOP("SearchTable", "data-parallel degree"),
+     lambda r: str(r.row.strategy.dp), lambda r: r.row.strategy.dp),
+    ("tp", "TP", QT_TRANSLATE_NOOP("SearchTable", "tensor-parallel degree"),
+     lambda r: str(r.row.strategy.tp), lambda r: r.row.strategy.tp),
+    ("pp", "PP", QT_TRANSLATE_NOOP("SearchTable", "pipeline stages"),
+     lambda r: str(r.row.strategy.pp), lambda r: r.row.strategy.pp),
+    ("vpp", "VPP", QT_TRANSLATE_NOOP("SearchTable", "virtual pipeline chunks per stage"),
+     lambda r: str(r.row.strategy.vpp), lambda r: r.row.strategy.vpp),
+    ("cp", "CP", QT_TRANSLATE_NOOP("SearchTable", "context-parallel degree"),
+     lambda r: str(r.row.strategy.cp), lambda r: r.row.strategy.cp),
+    ("ep", "EP", QT_TRANSLATE_NOOP("SearchTable", "expert-parallel degree"),
+     lambda r: str(r.row.strategy.ep), lambda r: r.row.strategy.ep),
+    ("etp", "ETP", QT_TRANSLATE_NOOP("SearchTable", "expert tensor-parallel degree"),
+     lambda r: str(r.row.strategy.etp or 1), lambda r: r.row.strategy.etp or 1),
+    ("mbs", "MBS", QT_TRANSLATE_NOOP("SearchTable", "micro-batch size"),
+     lambda r: str(r.row.strategy.micro_batch_size), lambda r: r.row.strategy.micro_batch_size),
+    ("m", "M", QT_TRANSLATE_NOOP("SearchTable", "micro-batches per step"),
+     lambda r: str(r.row.strategy.micro_batches), lambda r: r.row.strategy.micro_batches),
+    ("sp", "SP", QT_TRANSLATE_NOOP("SearchTable", "sequence parallel"),
+     lambda r: "on" if r.row.strategy.sequence_parallel else "off", lambda r: int(r.row.strategy.sequence_parallel)),
+    ("rec", QT_TRANSLATE_NOOP("SearchTable", "Recompute"), QT_TRANSLATE_NOOP("SearchTable", "recompute mode"),
+     lambda r: recompute_text(r.row), lambda r: recompute_text(r.row)),
+    ("schedule", QT_TRANSLATE_NOOP("SearchTable", "Schedule"), QT_TRANSLATE_NOOP("SearchTable", "pipeline schedule"),
+     lambda r: r.row.strategy.schedule_name, lambda r: r.row.strategy.schedule_name),
+    ("peak", QT_TRANSLATE_NOOP("SearchTable", "Peak GiB"),
+     QT_TRANSLATE_NOOP("SearchTable", "peak memory per device, the optimizer step included"),
+     lambda r: f"{r.decisive_peak / GiB:,.2f}", lambda r: r.decisive_peak),
+    ("stage", QT_TRANSLATE_NOOP("SearchTable", "Stage"), QT_TRANSLATE_NOOP("SearchTable", "the peak stage"),
+     lambda r: str(r.row.peak_stage), lambda r: r.row.peak_stage),
+    ("step", QT_TRANSLATE_NOOP("SearchTable", "Step s"), QT_TRANSLATE_NOOP("SearchTable", "step time, seconds"),
+     lambda r: f"{r.row.step_time_s:,.3f}", lambda r: r.row.step_time_s),
+    ("tok", QT_TRANSLATE_NOOP("SearchTable", "Tok/s/dev"),
+     QT_TRANSLATE_NOOP("SearchTable", "tokens per second per device"),
+     lambda r: f"{r.row.tokens_per_s_per_device:,.0f}", lambda r: r.row.tokens_per_s_per_device),
+    ("mfu", "MFU %", QT_TRANSLATE_NOOP("SearchTable", "model FLOPs utilisation"),
+     lambda r: f"{r.row.mfu * 100:.1f}", lambda r: r.row.mfu * 100),
+    ("headroom", QT_TRANSLATE_NOOP("SearchTable", "Headroom GiB"),
+     QT_TRANSLATE_NOOP("SearchTable", "budget minus the peak"),
+     lambda r: f"{r.row.headroom / GiB:,.2f}", lambda r: r.row.headroom),
+    ("pareto", QT_TRANSLATE_NOOP("SearchTable", "Pareto"),
+     QT_TRANSLATE_NOOP("SearchTable", "on the Pareto front of step time vs peak memory"),
+     lambda r: "●" if r.pareto else "", lambda r: int(r.pareto)),
+]
+COLUMN_KEYS = [c[0] for c in COLUMNS]
+NUMERIC = {"rank", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "peak", "stage", "step", "tok", "mfu",
+           "headroom"}
+
+
+def strategy_key(row: RankedRow) -> tuple[Any, ...]:
+    """Identity of a strategy inside one search (ranked and Pareto lists share objects' values)."""
+    st = row.strategy
+    return (st.dp, st.tp, st.pp, st.vpp, st.cp, st.ep, st.etp, st.micro_batch_size, st.micro_batches,
+            st.sequence_parallel, recompute_text(row), st.schedule_name, st.sharding.os, round(row.step_time_s, 9),
+            round(row.peak_bytes))
+
+
+def build_rows(result: SearchResult) -> list[SearchRow]:
+    """Ranked rows first (by step time), then the Pareto rows that did not make the top K."""
+    pareto_keys = {strategy_key(r) for r in result.pareto}
+    rows = [SearchRow(k + 1, r, strategy_key(r) in pareto_keys) for k, r in enumerate(result.ranked)]
+    ranked_keys = {strategy_key(r) for r in result.ranked}
+    rows += [SearchRow(None, r, True) for r in result.pareto if strategy_key(r) not in ranked_keys]
+    return rows
+
+
+class SearchTableModel(QAbstractTableModel):
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[SearchRow] = []
+
+    def set_rows(self, rows: list[SearchRow]) -> None:
+        self.beginResetModel()
+        self.rows = list(rows)
+        self.endResetModel()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 — Qt's signature
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        key, _header, _tip, show, sort = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return show(row)
+        if role == SORT_ROLE:
+            return sort(row)
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return int((Qt.AlignmentFlag.AlignRight if key in NUMERIC else Qt.AlignmentFlag.AlignHCenter)
+                       | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and key == "pareto":
+            return QBrush(QColor(PARETO))
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(COLUMNS):
+            return None
+        _key, header, tip, _show, _sort = COLUMNS[section]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return translate("SearchTable", header)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return translate("SearchTable", tip)
+        return None
+
+    def retranslate(self) -> None:
+        self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(COLUMNS) - 1)
+
+
+# ------------------------------------------------------------------------------------------ filtering
+_OPS: dict[str, Callable[[Any, Any], bool]] = {"<=": operator.le, ">=": operator.ge, "!=": operator.ne,
+                                               "==": operator.eq, "=": operator.eq, "<": operator.lt,
+                                               ">": operator.gt}
+_COND = re.compile(r"^([a-z_/%]+)\s*(<=|>=|!=|==|=|<|>)\s*([^\s]+)$")
+_ALIASES = {"recompute": "rec", "mb": "m", "peakgib": "peak", "step_s": "step", "steps": "step", "tokens": "tok",
+            "tok/s": "tok", "mfu%": "mfu", "sched": "schedule", "#": "rank"}
+
+
+def parse_filter(text: str) -> tuple[list[tuple[str, Callable[[Any, Any], bool], Any]], list[str]]:
+    """Conditions ``key op value`` (on the column keys) and the remaining free-text words."""
+    conditions, words = [], []
+    spaced = re.sub(r"\s*(<=|>=|!=|==|=|<|>)\s*", r"\1", text.strip().lower())
+    for token in spaced.replace(",", " ").split():
+        match = _COND.match(token)
+        if not match:
+            words.append(token)
+            continue
+        key, op, raw = match.groups()
+        key = _ALIASES.get(key, key)
+        if key not in COLUMN_KEYS:
+            words.append(token)
+            continue
+        value: Any = raw
+        if key in NUMERIC:
+            try:
+                value = float(raw)
+            except ValueError:
+                words.append(token)
+                continue
+        conditions.append((key, _OPS[op], value))
+    return conditions, words
+
+
+class SearchFilterProxy(QSortFilterProxyModel):
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.setSortRole(SORT_ROLE)
+        self.conditions: list[tuple[str, Callable[[Any, Any], bool], Any]] = []
+        self.words: list[str] = []
+        self.pareto_only = False
+
+    def set_filter(self, text: str, pareto_only: bool = False) -> None:
+        self.beginFilterChange()
+        self.conditions, self.words = parse_filter(text)
+        self.pareto_only = pareto_only
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
+        model = self.sourceModel()
+        if not isinstance(model, SearchTableModel) or source_row >= len(model.rows):
+            return True
+        row = model.rows[source_row]
+        if self.pareto_only and not row.pareto:
+            return False
+        for key, op, value in self.conditions:
+            k = COLUMN_KEYS.index(key)
+            have = COLUMNS[k][4](row) if key in NUMERIC else COLUMNS[k][3](row).lower()
+            if key == "mfu" or key == "peak" or key == "headroom":
+                have = float(COLUMNS[k][3](row).replace(",", ""))  # what is shown: mfu in %, GiB
+            if not op(have, value):
+                return False
+        if self.words:
+            text = " ".join(f"{key}={COLUMNS[k][3](row)}".lower() for k, key in enumerate(COLUMN_KEYS))
+            return all(word in text for word in self.words)
+        return True

@@ -1,0 +1,164 @@
+"""The result tabs of the Search panel: the table of strategies that fit (sortable by the numbers, filtered by
+conditions or text, the Pareto front alone on request, exports) and the refusals by rule with an example
+each. ``current_changed(source row)`` reports the selection in ``rows`` order (the model's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from estimator.search import SearchResult
+
+from .language import translate
+from .search_model import SearchFilterProxy, SearchRow, SearchTableModel
+
+
+class SearchResultsTabs(QTabWidget):
+    current_changed = Signal(int)     # source row of the table's current row
+    export_requested = Signal(str)    # "csv" | "json"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("searchResultTabs")
+        self.rows: list[SearchRow] = []
+        self.model = SearchTableModel(self)
+        self.proxy = SearchFilterProxy(self)
+        self.proxy.setSourceModel(self.model)
+        self.table = QTableView()
+        self.table.setObjectName("searchTable")
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._on_current(cur))
+        self.filter = QLineEdit()
+        self.filter.setObjectName("searchFilter")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.apply_filter)
+        self.pareto_only = QCheckBox()
+        self.pareto_only.setObjectName("paretoOnly")
+        self.pareto_only.toggled.connect(self.apply_filter)
+        self.filter_label = QLabel()
+        self.filter_label.setBuddy(self.filter)
+        self.shown_label = QLabel("")
+        self.shown_label.setProperty("sappRole", "note")
+        self.export_button = QToolButton()
+        self.export_button.setObjectName("exportSearch")
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.export_button.setEnabled(False)
+        menu = QMenu(self.export_button)
+        self.export_csv_action = menu.addAction("", lambda: self.export_requested.emit("csv"))
+        self.export_json_action = menu.addAction("", lambda: self.export_requested.emit("json"))
+        self.export_button.setMenu(menu)
+        filter_row = QHBoxLayout()
+        for widget, stretch in ((self.filter_label, 0), (self.filter, 1), (self.pareto_only, 0),
+                                (self.shown_label, 0), (self.export_button, 0)):
+            filter_row.addWidget(widget, stretch)
+        table_page = QWidget()
+        table_box = QVBoxLayout(table_page)
+        table_box.setContentsMargins(0, 4, 0, 0)
+        table_box.addLayout(filter_row)
+        table_box.addWidget(self.table, 1)
+        self.refused = QTableWidget(0, 3)
+        self.refused.setObjectName("refusals")
+        self.refused.verticalHeader().setVisible(False)
+        self.refused.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.refused.setWordWrap(True)
+        header = self.refused.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.addTab(table_page, "")
+        self.addTab(self.refused, "")
+        self.result: SearchResult | None = None
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.filter_label.setText(translate("SearchPanel", "&Filter:"))
+        self.filter.setPlaceholderText(translate("SearchPanel", "e.g. tp>=4 pp=8 rec=full mfu>30, or any text"))
+        self.pareto_only.setText(translate("SearchPanel", "Pareto front only"))
+        self.export_button.setText(translate("SearchPanel", "Export"))
+        self.export_csv_action.setText(translate("SearchPanel", "Table as CSV…"))
+        self.export_json_action.setText(translate("SearchPanel", "Result as JSON…"))
+        self.refused.setHorizontalHeaderLabels([translate("SearchPanel", "Rule"),
+                                                translate("SearchPanel", "Candidates"),
+                                                translate("SearchPanel", "Example")])
+        self.model.retranslate()
+        self._tab_titles()
+        self.apply_filter()
+
+    def set_result(self, result: SearchResult | None, rows: list[SearchRow]) -> None:
+        """Show a search's rows (in the current sort order and filter) and its refusals."""
+        self.result, self.rows = result, list(rows)
+        self.model.set_rows(self.rows)
+        header = self.table.horizontalHeader()
+        self.table.sortByColumn(header.sortIndicatorSection(), header.sortIndicatorOrder())
+        self.apply_filter()
+        items = sorted(result.refusals.items(), key=lambda kv: -kv[1]) if result is not None else []
+        self.refused.setRowCount(len(items))
+        for i, (code, count) in enumerate(items):
+            example = result.examples.get(code, "") if result is not None else ""
+            for j, text in enumerate((code, f"{count:,}", example)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(text)
+                if j == 1:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.refused.setItem(i, j, item)
+        self.refused.resizeRowsToContents()
+        self.export_button.setEnabled(result is not None)
+        self._tab_titles()
+
+    def _tab_titles(self) -> None:
+        if self.result is None:
+            self.setTabText(0, translate("SearchPanel", "Strategies that fit"))
+            self.setTabText(1, translate("SearchPanel", "Refused"))
+            return
+        refused = sum(self.result.refusals.values())
+        self.setTabText(0, translate("SearchPanel", "Strategies that fit ({0})").format(len(self.rows)))
+        self.setTabText(1, translate("SearchPanel", "Refused ({0})").format(f"{refused:,}"))
+
+    def apply_filter(self, *_args: object) -> None:
+        self.proxy.set_filter(self.filter.text(), self.pareto_only.isChecked())
+        self.shown_label.setText(translate("SearchPanel", "{0} of {1} shown").format(self.proxy.rowCount(),
+                                                                                      len(self.rows)))
+
+    def visible_rows(self) -> list[int]:
+        """Source row indices in the table's current (sorted, filtered) order."""
+        return [self.proxy.mapToSource(self.proxy.index(r, 0)).row() for r in range(self.proxy.rowCount())]
+
+    def select(self, source_row: int) -> None:
+        """Make ``rows[source_row]`` the current row (showing every row again if the filter hides it)."""
+        index = self.proxy.mapFromSource(self.model.index(source_row, 0))
+        if not index.isValid():
+            self.filter.clear()
+            self.pareto_only.setChecked(False)
+            index = self.proxy.mapFromSource(self.model.index(source_row, 0))
+        self.table.selectionModel().setCurrentIndex(
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+        self.table.scrollTo(index)
+
+    def _on_current(self, index: Any) -> None:
+        if index.isValid():
+            self.current_changed.emit(self.proxy.mapToSource(index).row())

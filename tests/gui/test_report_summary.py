@@ -1,0 +1,107 @@
+"""Step time in the summary tiles (with its breakdown), File ▸ Export report (HTML and Markdown), chart exports
+of the new panels, and the background task runner the panels share."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from gui_helpers import open_and_wait, run_search
+
+from sapp_gui.tasks import TaskRunner
+
+
+def test_summary_shows_step_time_throughput_and_mfu(qtbot, window, dsv3_plan) -> None:
+    result = open_and_wait(qtbot, window, [dsv3_plan])
+    tiles = window.summary.data()
+    assert tiles["step_time"][0] == f"{result.step_time_s:,.3f} s"
+    assert tiles["throughput"][0] == f"{result.tokens_per_s_per_device:,.0f}"
+    assert tiles["mfu"][0] == f"{result.mfu * 100:.1f}%"
+    tip = window.summary.step_time.toolTip()
+    largest = max(result.parts, key=result.parts.get)
+    assert f"{result.parts[largest]:,.3f} s" in tip
+    assert tip.count("<tr>") == sum(1 for v in result.parts.values() if v > 0)
+    # the tiles re-flow: one row when wide, more rows when narrow, never wider than the window allows
+    window.summary.resize(1300, window.summary.height())
+    assert window.summary.columns_for(1300) == 9
+    assert window.summary.columns_for(600) == 5
+    assert window.summary.minimumWidth() < 400
+
+
+def test_export_report_html_and_markdown(qtbot, window, dsv3_plan, tmp_path) -> None:
+    result = open_and_wait(qtbot, window, [dsv3_plan])
+    html = window.export_report(tmp_path / "out" / "plan.html")
+    assert html == [str(tmp_path / "out" / "plan.html")]
+    text = (tmp_path / "out" / "plan.html").read_text(encoding="utf-8")
+    assert "<svg" in text and "Memory per stage" in text and window.doc.parsed.model.name in text
+    assert f"{result.peak_bytes / 2**30:.2f} GiB" in text
+    assert "Step time" in text and "Assumptions" in text
+    md = window.export_report(tmp_path / "plan.md")
+    assert sorted(md) == sorted([str(tmp_path / "plan.md"), str(tmp_path / "plan.svg")])
+    body = (tmp_path / "plan.md").read_text(encoding="utf-8")
+    assert "![per-stage memory](plan.svg)" in body and "| stage |" in body
+    assert (tmp_path / "plan.svg").read_text(encoding="utf-8").startswith("<svg")
+    # a name without a suffix gets .html
+    assert window.export_report(tmp_path / "noext") == [str(tmp_path / "noext.html")]
+    assert window.actions_.report.isEnabled()
+
+
+def test_every_chart_exports_png_and_svg(qtbot, window, dsv3_plan, tmp_path) -> None:
+    open_and_wait(qtbot, window, [dsv3_plan])
+    run_search(qtbot, window, {"tp": "auto", "pp": "auto", "rec": "fixed"})
+    window.compare_current()
+    for k, (_title, chart) in enumerate(window.exportable_charts()):
+        for kind in chart.export_kinds():
+            path = tmp_path / f"chart{k}.{kind}"
+            getattr(chart, f"export_{kind}")(path)
+            assert path.stat().st_size > 50, (chart.objectName(), kind)
+
+
+def test_task_runner_delivers_only_the_newest_request(qtbot) -> None:
+    runner = TaskRunner(name="test")
+    gate = threading.Event()
+    outcomes = []
+    runner.finished.connect(outcomes.append)
+
+    def slow(x, progress=None, cancel=None):
+        gate.wait(10)
+        return x
+
+    runner.submit(slow, 1, controls=True)
+    runner.submit(slow, 2, controls=True)          # supersedes 1
+    with qtbot.waitSignal(runner.finished, timeout=10000) as blocker:
+        runner.submit(slow, 3, controls=True)      # supersedes 2 (dropped before it ran)
+        gate.set()
+    assert blocker.args[0].value == 3 and not blocker.args[0].cancelled
+    qtbot.waitUntil(lambda: not runner.busy, timeout=10000)
+    assert [o.value for o in outcomes] == [3]
+
+    def until_cancelled(progress=None, cancel=None):
+        progress(1, 2, "price")
+        assert cancel.wait(10)
+        return "partial"
+
+    with qtbot.waitSignal(runner.progress, timeout=10000):
+        runner.submit(until_cancelled, controls=True)
+    with qtbot.waitSignal(runner.finished, timeout=10000) as blocker:
+        runner.cancel()
+    assert blocker.args[0].value == "partial" and blocker.args[0].cancelled
+
+    def fails():
+        raise ValueError("boom")
+
+    with qtbot.waitSignal(runner.finished, timeout=10000) as blocker:
+        runner.submit(fails)
+    assert isinstance(blocker.args[0].error, ValueError)
+    runner.shutdown()
+    assert not runner.busy
+
+
+@pytest.mark.parametrize("name", ["memory", "search", "compare", "balance", "schedule"])
+def test_analysis_actions_follow_the_document(qtbot, window, dense_plan, name) -> None:
+    actions = window.actions_
+    assert not actions.named["run_search"].isEnabled() and not actions.report.isEnabled()
+    open_and_wait(qtbot, window, [dense_plan])
+    assert actions.named["run_search"].isEnabled() and actions.report.isEnabled()
+    actions.named[f"show_{name}"].trigger()
+    assert window.workspace_tabs.currentWidget() is window.workspace_tabs.page(name)

@@ -1,0 +1,180 @@
+"""The Search tab: a run fills the ranked table (sorted, filterable) and the Pareto scatter, a click on a point
+selects its strategy, Cancel gives a flagged partial result, Apply puts a strategy into the forms (undoable),
+exports, and a large space does not freeze the GUI thread."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+
+import numpy as np
+from gui_helpers import edit_and_wait, held_search, open_and_wait, run_search
+from PySide6.QtCore import QPoint, Qt, QTimer
+
+from estimator.search import SearchSpace, parse_dims, search
+from estimator.units import GiB
+
+DIMS = {"tp": "auto", "pp": "auto", "rec": "auto"}
+
+
+def visible(panel, column: str) -> list:
+    from sapp_gui.search_model import COLUMN_KEYS, COLUMNS
+
+    k = COLUMN_KEYS.index(column)
+    return [COLUMNS[k][4](panel.rows[i]) for i in panel.visible_rows()]
+
+
+def test_run_fills_the_ranked_table_sorted_and_filterable(qtbot, window, dsv3_plan) -> None:
+    open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    result = run_search(qtbot, window, DIMS)
+    # the very result the estimator gives for the same space
+    parsed = window.doc.parsed
+    expected = search(parsed, SearchSpace(parsed.strategy.world_size, parsed.strategy.global_batch_size,
+                                          parse_dims(["tp=auto", "pp=auto", "rec=auto"]), top_k=50))
+    assert [r.step_time_s for r in result.ranked] == [r.step_time_s for r in expected.ranked]
+    assert result.fitting == expected.fitting and result.refusals == expected.refusals
+    ranked = [r for r in panel.rows if r.rank is not None]
+    assert len(ranked) == len(result.ranked) > 3
+    assert panel.model.rowCount() == len(panel.rows) == panel.proxy.rowCount()
+    assert sum(r.pareto for r in panel.rows) == len(result.pareto)
+    # sorted by rank = by step time
+    steps = visible(panel, "step")
+    assert steps[:len(ranked)] == sorted(steps[:len(ranked)])
+    assert visible(panel, "rank")[:len(ranked)] == list(range(1, len(ranked) + 1))
+    # the first row is selected and its per-stage bars drawn
+    first = result.ranked[0]
+    assert panel.current_row == 0
+    data = panel.stage_chart.data()
+    assert data["stages"] == first.strategy.pp
+    np.testing.assert_allclose(data["totals_gib"], [s.total / GiB for s in first.result.stages])
+    # a click on the "Peak GiB" header sorts by the number, not the text
+    from sapp_gui.search_model import COLUMN_KEYS
+
+    header = panel.table.horizontalHeader()
+    column = COLUMN_KEYS.index("peak")
+    panel.table.sortByColumn(column, Qt.SortOrder.DescendingOrder)
+    peaks = visible(panel, "peak")
+    assert peaks == sorted(peaks, reverse=True)
+    assert header.sortIndicatorSection() == column
+    # filters: conditions on columns, and "Pareto front only"
+    panel.filter.setText("tp=8 rec=full")
+    rows = [panel.rows[i] for i in panel.visible_rows()]
+    assert rows and all(r.row.strategy.tp == 8 and r.row.strategy.recompute.default_mode == "full" for r in rows)
+    assert len(rows) == sum(1 for r in panel.rows if r.row.strategy.tp == 8
+                            and r.row.strategy.recompute.default_mode == "full")
+    panel.filter.clear()
+    panel.pareto_only.setChecked(True)
+    assert panel.proxy.rowCount() == len(result.pareto)
+    panel.pareto_only.setChecked(False)
+    # refusals by rule with an example each
+    assert panel.refused.rowCount() == len(result.refusals)
+    shown = {panel.refused.item(i, 0).text(): int(panel.refused.item(i, 1).text().replace(",", ""))
+             for i in range(panel.refused.rowCount())}
+    assert shown == result.refusals
+    assert all(panel.refused.item(i, 2).text() for i in range(panel.refused.rowCount()))
+    assert panel.first_results_s is not None
+
+
+def test_click_on_a_pareto_point_selects_the_strategy(qtbot, window, dsv3_plan) -> None:
+    open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    run_search(qtbot, window, DIMS)
+    chart = panel.pareto
+    assert chart.data()["points"] == len(panel.rows)
+    target = next(i for i, r in enumerate(panel.rows) if r.pareto and i != panel.current_row)
+    pos = chart.plot.mapFromScene(chart.point_scene_pos(target))
+    with qtbot.waitSignal(panel.row_shown, timeout=20000) as blocker:
+        qtbot.mouseClick(chart.plot.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(pos.x(), pos.y()))
+    assert panel.current_row == target
+    assert chart.data()["selected"] == target
+    index = panel.table.selectionModel().currentIndex()
+    assert panel.proxy.mapToSource(index).row() == target
+    row = panel.rows[target].row
+    assert blocker.args[0].peak_stage == row.peak_stage
+    np.testing.assert_allclose(panel.stage_chart.data()["totals_gib"],
+                               [s.total / GiB for s in blocker.args[0].stages])
+
+
+def test_cancel_gives_a_flagged_partial_result(qtbot, window, dsv3_plan) -> None:
+    open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    panel.search_fn = held_search  # reports pricing, then waits for Cancel (in the worker process)
+    window.show_tab("search")
+    panel.space.set_dims({"tp": "auto", "pp": "auto", "rec": "auto", "mbs": "auto"})
+    with qtbot.waitSignal(panel.search_runner.progress, timeout=20000):
+        window.run_search()
+    assert panel.cancel_button.isEnabled() and not panel.run_button.isEnabled()
+    assert panel.progress.isVisible()
+    with qtbot.waitSignal(panel.results_shown, timeout=30000) as blocker:
+        qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+    result = blocker.args[0]
+    assert result.cancelled
+    assert "Cancelled: partial result" in panel.summary.text()
+    assert len(panel.rows) == len(result.ranked) + sum(1 for r in panel.rows if r.rank is None)
+    assert panel.run_button.isEnabled() and not panel.progress.isVisible()
+
+
+def test_apply_puts_the_strategy_into_the_forms_and_undo_restores(qtbot, window, dsv3_plan) -> None:
+    original = open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    result = run_search(qtbot, window, DIMS)
+    target = next(k for k, r in enumerate(panel.rows)
+                  if r.rank is not None and r.row.strategy.tp != window.doc.parsed.strategy.tp)
+    panel.select_row(target)
+    row = panel.rows[target].row
+    applied = edit_and_wait(qtbot, window, lambda: qtbot.mouseClick(panel.apply_button, Qt.MouseButton.LeftButton))
+    st = window.doc.parsed.strategy
+    assert (st.dp, st.tp, st.pp, st.micro_batches) == (row.strategy.dp, row.strategy.tp, row.strategy.pp,
+                                                       row.strategy.micro_batches)
+    assert window.doc.changes_to(row.strategy) == {}
+    assert window.forms.row("strategy.tp").editor.value() == row.strategy.tp
+    assert window.forms.row("strategy.pp").editor.value() == row.strategy.pp
+    assert window.forms.row("strategy.tp").mark == "edited"
+    assert applied.peak_bytes == row.result.peak_bytes == row.peak_bytes
+    assert applied.step_time_s == row.step_time_s
+    assert window.undo_stack.count() == 1 and "Search #" in window.undo_stack.undoText()
+    restored = edit_and_wait(qtbot, window, window.undo_stack.undo)
+    assert restored.peak_bytes == original.peak_bytes
+    assert window.forms.row("strategy.tp").editor.value() == 4
+    assert not window.doc.is_modified()
+    assert result.ranked  # the table is still there after the undo
+    assert len(panel.rows) >= len(result.ranked)
+
+
+def test_search_table_exports_csv_and_json(qtbot, window, dsv3_plan, tmp_path) -> None:
+    open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    result = run_search(qtbot, window, DIMS)
+    panel.export_csv(tmp_path / "s.csv")
+    panel.export_json(tmp_path / "s.json")
+    with open(tmp_path / "s.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][0] == "list" and len(rows) == 1 + len(result.ranked) + len(result.pareto)
+    data = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert len(data["ranked"]) == len(result.ranked) and data["candidates"] == result.candidates
+    for kind in ("png", "svg", "csv"):
+        getattr(panel.pareto, f"export_{kind}")(tmp_path / f"pareto.{kind}")
+        assert (tmp_path / f"pareto.{kind}").stat().st_size > 100
+
+
+def test_a_large_space_keeps_the_window_responsive(qtbot, window, dsv3_plan) -> None:
+    """all=auto on DeepSeek-V3 is ~800,000 candidates: the GUI thread keeps serving its event loop."""
+    open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    ticks: list[float] = []
+    timer = QTimer()
+    timer.setInterval(20)
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    progress: list[tuple[int, int, str]] = []
+    panel.search_runner.progress.connect(lambda d, t, p: progress.append((d, t, p)))
+    dims = {name: "auto" for name in ("tp", "pp", "cp", "ep", "etp", "vpp", "mbs", "os", "sp", "rec")}
+    timer.start()
+    result = run_search(qtbot, window, dims, timeout=120000)
+    timer.stop()
+    assert result.candidates > 100_000
+    gaps = np.diff(ticks)
+    assert len(ticks) > 20
+    assert gaps.max() < 2.0, f"the GUI thread was blocked for {gaps.max():.2f} s"
+    assert any(p == "price" and t > 0 for _d, t, p in progress)
