@@ -17,8 +17,9 @@ for arg in "$@"; do
   esac
 done
 
-# System packages: venv support for Debian's own Python, and the libraries Qt loads even offscreen.
-apt_packages=(python3-venv python3-pip libgl1 libegl1 libfontconfig1 fonts-dejavu-core libglib2.0-0
+# System packages: venv support for Debian's own Python, the libraries Qt loads even offscreen, and a CJK font
+# (WenQuanYi Micro Hei, 5 MB) so the Chinese interface does not render as boxes.
+apt_packages=(python3-venv python3-pip libgl1 libegl1 libfontconfig1 fonts-dejavu-core fonts-wqy-microhei libglib2.0-0
               libdbus-1-3 libxkbcommon0 libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0
               libxcb-keysyms1 libxcb-render-util0 libxcb-shape0)
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
