@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from estimator.errors import SappError
@@ -35,6 +36,7 @@ class WorkspaceTabs(QTabWidget):
         self.setObjectName("workspaceTabs")
         self.setDocumentMode(True)
         self.doc = doc
+        self._warmed_up = False
         self.memory = memory_page
         self.search = SearchPanel(doc)
         self.compare = CompareView()
@@ -57,12 +59,9 @@ class WorkspaceTabs(QTabWidget):
 
     # ------------------------------------------------------------------------------- document events
     def on_document_opened(self, parsed: ParsedConfig, open_args: dict[str, Any]) -> None:
-        from . import jobs
-
-        jobs.warm_up()  # the search/balance worker processes fork from a server that has the estimator loaded
         self.search.on_plan_changed(parsed, reset=True)
         self.balance.on_plan_changed(reset=True)
-        self.compare.open_args = {k: v for k, v in open_args.items() if k == "devices" and v}
+        self.compare.open_args = {k: v for k, v in open_args.items() if k in ("devices", "device") and v}
         self.schedule.set_plan(None)
 
     def on_document_closed(self) -> None:
@@ -75,6 +74,14 @@ class WorkspaceTabs(QTabWidget):
         self.balance.on_plan_changed()
 
     def on_estimate(self, parsed: ParsedConfig, result: Result) -> None:
+        if not self._warmed_up:
+            from . import jobs
+
+            # the search/balance worker processes fork from a server that has the estimator loaded; started a
+            # second after the first chart so that its imports do not compete with the cold start on a small
+            # machine (a search started sooner starts the server itself)
+            QTimer.singleShot(1000, self, jobs.warm_up)
+            self._warmed_up = True
         self.schedule.set_plan(parsed)
 
     def shutdown(self) -> None:
