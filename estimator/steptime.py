@@ -227,12 +227,16 @@ def elementwise_time(k_ew: float, act_bytes: Num, rate_hbm: Num) -> Num:
 
 def row_time(ctx: _Ctx, row: Row) -> RowTime:
     """A row's times; rows sharing a cost (same kind, block, option, head) share them (cached per plan)."""
-    item = row.item
-    key = (item.kind, item.block, item.option, item.group, item.keeps_input, id(row.cost))
+    key = _row_key(row)
     got = ctx.row_cache.get(key)
     if got is None:
         got = ctx.row_cache[key] = _row_time(ctx, row)
     return got
+
+
+def _row_key(row: Row) -> tuple:
+    item = row.item
+    return (item.kind, item.block, item.option, item.group, item.keeps_input, id(row.cost))
 
 
 def _row_time(ctx: _Ctx, row: Row) -> RowTime:
@@ -488,7 +492,17 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]]) -> StepTime:
     ctx = _Ctx(pricer)
     r = ctx.r
     par, sched = r.par, r.flags.schedule
-    stages = tuple(stage_times(ctx, i, rows) for i, rows in enumerate(rows_per_stage))
+    # stages holding the same rows (in cost terms) that send the same pipeline hand-overs take the same time:
+    # price each such stage once (most middle stages of a uniform stack)
+    seen: dict[tuple, StageTimes] = {}
+    timed = []
+    for i, rows in enumerate(rows_per_stage):
+        key = (tuple((_row_key(row), row.chunk) for row in rows), tuple(pp_sends(r, i, j) for j in range(par.vp)))
+        got = seen.get(key)
+        if got is None:
+            got = seen[key] = stage_times(ctx, i, rows)
+        timed.append(got)
+    stages = tuple(timed)
     units = par.m * par.n_s  # micro-batches (slices) per flush
     t_pipe = pipeline_time(sched, stages, par.m, par.vp, par.n_s)
     S = [st.S for st in stages]
