@@ -50,9 +50,10 @@ def export(parsed: ParsedConfig, strategy: Strategy | None = None) -> dict[str, 
     return out
 
 
-def write_atomic(files: dict[str, str], *, backup: bool = True) -> list[str]:
-    """Write every file or none: all texts go to temp files next to their targets first, then each is
-    renamed over its target (keeping ``TARGET.bak`` when ``backup``). Returns the backup paths."""
+def write_atomic(files: dict[str, str | bytes], *, backup: bool = True) -> list[str]:
+    """Write every file or none: all contents (text, or bytes for images) go to temp files next to their targets
+    first, then each is renamed over its target (keeping ``TARGET.bak`` when ``backup``). Returns the backup
+    paths."""
     staged: list[tuple[str, str]] = []
     umask = os.umask(0)
     os.umask(umask)
@@ -61,8 +62,12 @@ def write_atomic(files: dict[str, str], *, backup: bool = True) -> list[str]:
             target = Path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
+            if isinstance(text, bytes):
+                with os.fdopen(fd, "wb") as raw:
+                    raw.write(text)
+            else:
+                with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                    fh.write(text)
             if target.exists():
                 shutil.copymode(target, tmp)
             else:  # a new file gets the usual permissions, not mkstemp's private 0600

@@ -5,12 +5,16 @@ CSV. Mixed into every chart of the app (stage, layer, compare, balance, Pareto, 
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
+from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
+
+from estimator.errors import SappError
+from estimator.export import write_atomic
 
 from .language import translate
 
@@ -23,13 +27,21 @@ def render_png(widget: QWidget, path: str | Path, scale: float = 2.0) -> None:
     painter = QPainter(image)
     widget.render(painter, QPoint(0, 0))
     painter.end()
-    if not image.save(str(path), "PNG"):
-        raise OSError(f"cannot write {path}")
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG"):
+        raise SappError(f"cannot encode the chart as PNG for {path}")
+    buffer.close()
+    write_atomic({str(path): bytes(data.data())}, backup=True)
 
 
 def render_svg(widget: QWidget, path: str | Path, title: str = "") -> None:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     generator = QSvgGenerator()
-    generator.setFileName(str(path))
+    generator.setOutputDevice(buffer)
     generator.setSize(widget.size())
     generator.setViewBox(widget.rect())
     generator.setResolution(widget.logicalDpiX())
@@ -38,8 +50,10 @@ def render_svg(widget: QWidget, path: str | Path, title: str = "") -> None:
     painter = QPainter(generator)
     widget.render(painter, QPoint(0, 0))
     painter.end()
-    if not Path(path).is_file():
-        raise OSError(f"cannot write {path}")
+    buffer.close()
+    if not data.size():
+        raise SappError(f"cannot render the chart as SVG for {path}")
+    write_atomic({str(path): bytes(data.data())}, backup=True)
 
 
 class ExportableChart:
@@ -55,8 +69,9 @@ class ExportableChart:
         render_svg(self, path, self.export_title())  # type: ignore[arg-type]
 
     def export_csv(self, path: str | Path) -> None:
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh).writerows(self.csv_rows())  # type: ignore[attr-defined]
+        buffer = io.StringIO()
+        csv.writer(buffer).writerows(self.csv_rows())  # type: ignore[attr-defined]
+        write_atomic({str(path): buffer.getvalue()}, backup=True)
 
     def export_kinds(self) -> tuple[str, ...]:
         return ("png", "svg", "csv") if hasattr(self, "csv_rows") else ("png", "svg")
@@ -79,7 +94,11 @@ class ExportableChart:
                    "csv": translate("Charts", "CSV table (*.csv)")}
         path, _ = QFileDialog.getSaveFileName(self, translate("Charts", "Export chart as {0}").format(  # type: ignore[arg-type]
             kind.upper()), f"chart.{kind}", filters[kind])
-        if path:
+        if not path:
+            return None
+        try:
             getattr(self, f"export_{kind}")(path)
-            return path
-        return None
+        except SappError as exc:
+            QMessageBox.warning(self, translate("Charts", "Export chart"), str(exc))  # type: ignore[arg-type]
+            return None
+        return path

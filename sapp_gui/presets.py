@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from estimator.errors import ConfigError
+from estimator.export import write_atomic
 from estimator.hardware import Hardware, hardware_from_mapping, shipped_presets
 from estimator.profiles import add_profile_dir
 from estimator.units import MiB
@@ -80,7 +81,7 @@ def save_preset(folder: Path, hw: Hardware, preset_id: str, name: str | None = N
     hardware_from_mapping(mapping, str(path))  # the file must load back
     folder.mkdir(parents=True, exist_ok=True)
     header = "# SAPP Planner user device preset (same shape as estimator/presets/*.yaml)\n"
-    path.write_text(header + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    write_atomic({str(path): header + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True)}, backup=True)
     return path
 
 

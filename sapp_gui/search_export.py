@@ -8,6 +8,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
+from estimator.export import write_atomic
 from estimator.search import SearchResult
 from estimator.search.report import write_csv
 
@@ -18,7 +19,7 @@ def write_search(result: SearchResult, path: str | Path, kind: str) -> None:
     if kind == "csv":
         write_csv(result, path)
     elif kind == "json":
-        Path(path).write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+        write_atomic({str(path): json.dumps(result.to_dict(), indent=2) + "\n"}, backup=True)
     else:
         raise ValueError(f"unknown export kind {kind!r}; one of {', '.join(KINDS)}")
 

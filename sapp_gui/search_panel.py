@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -408,7 +409,11 @@ class SearchPanel(QWidget):
     def ask_export(self, kind: str) -> str | None:
         path = ask_search_path(self, kind) if self.result is not None else None
         if path:
-            self.export(path, kind)
+            try:
+                self.export(path, kind)
+            except SappError as exc:
+                QMessageBox.warning(self, translate("SearchPanel", "Export the search result"), str(exc))
+                return None
             self.status.emit(translate("SearchPanel", "Wrote {0}").format(path))
         return path
 

@@ -119,7 +119,8 @@ def render_html(parsed: ParsedConfig, result: Result, chart_svg: str | None = No
 
 
 def write_report(parsed: ParsedConfig, result: Result, path: str | Path, chart_svg: str | None = None) -> list[str]:
-    """Write an .html or .md report (Markdown gets its chart as NAME.svg beside it). Returns the files written."""
+    """Write an .html or .md report (Markdown gets its chart as NAME.svg beside it), atomically, keeping
+    ``FILE.bak`` of a file it replaces. Returns the files written."""
     from ..export import write_atomic
 
     target = Path(path)
@@ -129,7 +130,7 @@ def write_report(parsed: ParsedConfig, result: Result, path: str | Path, chart_s
         files = {str(target): render_markdown(parsed, result, chart.name), str(chart): svg}
     else:
         files = {str(target): render_html(parsed, result, svg)}
-    write_atomic(files, backup=False)
+    write_atomic(files, backup=True)
     return list(files)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 from ..parsed import ParsedConfig
@@ -54,10 +55,18 @@ def render_search(parsed: ParsedConfig, space: SearchSpace, result: SearchResult
     return "\n".join(lines)
 
 
+def csv_text(result: SearchResult) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(("list", *COLUMNS[1:], "peak bytes", "headroom bytes"))
+    for name, rows in (("ranked", result.ranked), ("pareto", result.pareto)):
+        for row in rows:
+            writer.writerow((name, *row_cells("", row)[1:], round(row.peak_bytes), round(row.headroom)))
+    return buffer.getvalue()
+
+
 def write_csv(result: SearchResult, path: str | Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(("list", *COLUMNS[1:], "peak bytes", "headroom bytes"))
-        for name, rows in (("ranked", result.ranked), ("pareto", result.pareto)):
-            for row in rows:
-                writer.writerow((name, *row_cells("", row)[1:], round(row.peak_bytes), round(row.headroom)))
+    """The ranked table and the Pareto front as CSV, written atomically (``FILE.bak`` of a replaced file)."""
+    from ..export import write_atomic
+
+    write_atomic({str(path): csv_text(result)}, backup=True)

@@ -105,7 +105,10 @@ def test_pinned_baseline_shows_deltas(qtbot, window, dsv3_plan: Path) -> None:
 def test_exports(qtbot, window, dsv3_plan: Path, tmp_path: Path) -> None:
     result = open_and_wait(qtbot, window, [dsv3_plan])
     png, svg, csv_path = tmp_path / "c.png", tmp_path / "c.svg", tmp_path / "c.csv"
+    png.write_bytes(b"an older image")  # replaced atomically, kept as c.png.bak
     window.chart.export_png(png)
+    assert (tmp_path / "c.png.bak").read_bytes() == b"an older image"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temp file left
     window.chart.export_svg(svg)
     window.chart.export_csv(csv_path)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

@@ -148,7 +148,9 @@ def test_search_table_exports_csv_and_json(qtbot, window, dsv3_plan, tmp_path) -
     panel = window.workspace_tabs.search
     result = run_search(qtbot, window, DIMS)
     panel.export_csv(tmp_path / "s.csv")
+    (tmp_path / "s.json").write_text("{}")
     panel.export_json(tmp_path / "s.json")
+    assert (tmp_path / "s.json.bak").read_text() == "{}"
     with open(tmp_path / "s.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh))
     assert rows[0][0] == "list" and len(rows) == 1 + len(result.ranked) + len(result.pareto)
