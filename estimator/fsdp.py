@@ -56,7 +56,7 @@ def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], 
     picked: list[np.ndarray] = []  # the search: per chunk, the winning instant's four fields, shape (4, n)
     vector = is_array(par.t, par.d, par.cp)
     chunks = sorted({pt.backward_chunk for pt in points})
-    others = _other_activations_vector(points, act_chunk, chunks) if vector else {}
+    others = _other_activations_vector(points, act_chunk, chunks, pricer.memo) if vector else {}
     for j in chunks:
         if vector:
             a_h = others[j]
@@ -141,27 +141,38 @@ def _largest_other_activations(points: list, act_chunk: list[Num], chunk: int) -
     return values[k], str(tuple(points[k].counts))
 
 
-def _other_activations_vector(points: list, act_chunk: list[Num], chunks: list[int]) -> dict[int, np.ndarray]:
+def _other_activations_vector(points: list, act_chunk: list[Num], chunks: list[int],
+                              memo: dict | None = None) -> dict[int, np.ndarray]:
     """The search's A_h per backward chunk: −∞ for candidates with no point followed by that chunk. Points of
-    one micro-batch count share a validity mask: one matrix product per mask for every chunk."""
+    one micro-batch count share a validity mask (and the masks split the candidates): one matrix product per
+    mask for every chunk. ``memo`` (the pricer's) keeps each mask's candidate indices across stages."""
     size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *[np.shape(pt.valid) for pt in points])
     acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
         len(act_chunk), -1)
-    out = {j: np.full(acts.shape[1], -np.inf) for j in chunks}
+    n = acts.shape[1]
+    out = {j: np.full(n, -np.inf) for j in chunks}
     groups: dict[int, list] = {}
     for pt in points:
         groups.setdefault(id(pt.valid), []).append(pt)
+    memo = {} if memo is None else memo
     for pts in groups.values():
         valid = pts[0].valid
-        idx = np.arange(acts.shape[1]) if valid is True else np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
+        key = ("fsdp-mask", id(valid), size)
+        cached = memo.get(key)
+        if cached is None or cached[0] is not valid:
+            idx = np.arange(n) if valid is True else np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
+            cached = memo[key] = (valid, idx)
+        idx = cached[1]
         if not len(idx):
             continue
-        values = np.array([pt.counts for pt in pts], dtype=np.float64) @ acts[:, idx]  # [P, C]
-        backward = np.array([pt.backward_chunk for pt in pts])
-        for j in chunks:
-            rows = values[backward == j]
-            if len(rows):
-                out[j][idx] = np.maximum(out[j][idx], rows.max(axis=0) - acts[j, idx])
+        sub = acts[:, idx]
+        values = np.array([pt.counts for pt in pts], dtype=np.float64) @ sub  # [P_mask, C_mask]
+        by_chunk: dict[int, list[int]] = {}
+        for k, pt in enumerate(pts):
+            by_chunk.setdefault(pt.backward_chunk, []).append(k)
+        for j, ks in by_chunk.items():
+            best = (values[ks[0]] if len(ks) == 1 else values[ks].max(axis=0)) - sub[j]
+            out[j][idx] = np.maximum(out[j][idx], best)
     return {j: v.reshape(size) for j, v in out.items()}
 
 
