@@ -8,7 +8,9 @@ pickles back (ConfigError takes keyword arguments).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +24,10 @@ def context() -> Any:
     milliseconds and never inherits the GUI's threads), spawn elsewhere."""
     global _context
     if _context is None:
+        # a job computes on one core at a lower priority, so the window keeps the other and stays responsive
+        # on a two-core machine (numpy reads these when the fork server imports it)
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, "1")
         if sys.platform.startswith("linux"):
             _context = multiprocessing.get_context("forkserver")
             _context.set_forkserver_preload(PRELOAD)
@@ -59,6 +65,8 @@ def search_job(parsed: Any, space: Any, progress: Any = None, cancel: Any = None
 
 def child_main(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], controls: bool, cancel: Any) -> None:
     """Entry point of the child process."""
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: no os.nice on Windows
+        os.nice(5)
     try:
         kwargs: dict[str, Any] = {}
         if controls:

@@ -191,16 +191,13 @@ class ProcessRunner(QObject):
         with self._lock:
             self.generation += 1
             generation = self.generation
-        receive, send = ctx.Pipe(duplex=False)
         cancel = ctx.Event()
-        process = ctx.Process(target=jobs.child_main, args=(send, fn, args, controls, cancel),
-                              name=f"sapp-{self.name}-{generation}", daemon=True)
-        process.start()
-        send.close()
-        reader = threading.Thread(target=self._read, args=(generation, receive, process, tag), daemon=True,
-                                  name=f"sapp-{self.name}-reader-{generation}")
+        # the process starts on the reader thread: the first start waits for the fork server to import the
+        # estimator (~0.4 s), which the GUI thread must not
+        reader = threading.Thread(target=self._run, args=(generation, ctx, fn, args, controls, cancel, tag),
+                                  daemon=True, name=f"sapp-{self.name}-reader-{generation}")
         with self._lock:
-            self._running[generation] = (process, cancel, reader)
+            self._running[generation] = (None, cancel, reader)
         reader.start()
         self.started.emit(generation)
         return generation
@@ -213,12 +210,12 @@ class ProcessRunner(QObject):
                 event.set()
 
     def discard(self) -> None:
-        """Forget every request and stop the running job at once."""
+        """Forget every request and stop the running job at once (one still starting stops as it starts)."""
         with self._lock:
             self.generation += 1
             running = list(self._running.values())
         for process, _event, _reader in running:
-            if process.is_alive():
+            if process is not None and process.is_alive():
                 process.terminate()
 
     @property
@@ -233,8 +230,35 @@ class ProcessRunner(QObject):
         for reader in readers:
             reader.join(timeout_s)
 
-    def _read(self, generation: int, conn: Any, process: Any, tag: Any) -> None:
+    def _run(self, generation: int, ctx: Any, fn: Callable[..., Any], args: tuple[Any, ...], controls: bool,
+             cancel: Any, tag: Any) -> None:
+        """The reader thread: start the job's process, then relay its messages."""
+        from . import jobs
+
         start = time.perf_counter()
+        receive, send = ctx.Pipe(duplex=False)
+        process = ctx.Process(target=jobs.child_main, args=(send, fn, args, controls, cancel),
+                              name=f"sapp-{self.name}-{generation}", daemon=True)
+        try:
+            process.start()
+        except Exception as exc:  # e.g. arguments that do not pickle: an outcome, not a silent thread death
+            send.close()
+            receive.close()
+            with self._lock:
+                self._running.pop(generation, None)
+            self._bridge.done.emit(TaskOutcome(generation, None, RuntimeError(
+                f"cannot start the worker process: {type(exc).__name__}: {exc}"), time.perf_counter() - start,
+                False, tag))
+            return
+        send.close()
+        with self._lock:
+            superseded = generation != self.generation
+            self._running[generation] = (process, cancel, threading.current_thread())
+        if superseded:
+            process.terminate()
+        self._read(generation, receive, process, tag, start)
+
+    def _read(self, generation: int, conn: Any, process: Any, tag: Any, start: float) -> None:
         value: Any = None
         error: BaseException | None = None
         try:

@@ -93,7 +93,10 @@ def test_cancel_stops_a_long_balance_at_once(qtbot, window) -> None:
     with qtbot.waitSignal(view.runner.started, timeout=10000):
         window.run_balance()
     assert view.cancel_button.isEnabled() and not view.run_button.isEnabled()
+    # the process starts on the runner's reader thread (the GUI thread never waits for the fork server)
+    qtbot.waitUntil(lambda: all(p is not None for p, _e, _r in view.runner._running.values()), timeout=10000)
     processes = [p for p, _e, _r in view.runner._running.values()]
+    assert processes
     qtbot.mouseClick(view.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not view.runner.busy, timeout=10000)
     assert all(not p.is_alive() for p in processes)

@@ -105,3 +105,23 @@ def test_analysis_actions_follow_the_document(qtbot, window, dense_plan, name) -
     assert actions.named["run_search"].isEnabled() and actions.report.isEnabled()
     actions.named[f"show_{name}"].trigger()
     assert window.workspace_tabs.currentWidget() is window.workspace_tabs.page(name)
+
+
+def test_process_runner_starts_off_the_gui_thread_and_keeps_only_the_newest(qtbot) -> None:
+    from sapp_gui.tasks import ProcessRunner
+
+    runner = ProcessRunner(name="test")
+    outcomes = []
+    runner.finished.connect(outcomes.append)
+    runner.submit(pow, 2, 5)                       # superseded while its process may still be starting
+    with qtbot.waitSignal(runner.finished, timeout=30000) as blocker:
+        runner.submit(pow, 2, 10)
+    assert blocker.args[0].value == 1024 and blocker.args[0].error is None
+    qtbot.waitUntil(lambda: not runner.busy, timeout=10000)
+    assert [o.value for o in outcomes] == [1024]
+    # arguments that cannot travel to the worker are an outcome naming the problem, not a dead thread
+    with qtbot.waitSignal(runner.finished, timeout=10000) as blocker:
+        runner.submit(pow, lambda: 0, 2)
+    assert "cannot start the worker process" in str(blocker.args[0].error)
+    runner.shutdown()
+    assert not runner.busy
