@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QTabWidget, QWidget
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
 from estimator.errors import SappError
 from estimator.parsed import ParsedConfig
@@ -31,6 +31,12 @@ TAB_NAMES = ("memory", "search", "compare", "balance", "schedule")
 
 
 class WorkspaceTabs(QTabWidget):
+    """Memory plus the analysis tabs. The analysis panels are built when first needed (shown, or used through
+    ``search`` / ``compare`` / ``balance`` / ``schedule``), the rest in idle time after the first chart, so
+    they do not delay the first chart at start; a panel built late catches up with the document."""
+
+    panel_created = Signal(str, QWidget)
+
     def __init__(self, doc: Document, memory_page: QWidget, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("workspaceTabs")
@@ -38,13 +44,70 @@ class WorkspaceTabs(QTabWidget):
         self.doc = doc
         self._warmed_up = False
         self.memory = memory_page
-        self.search = SearchPanel(doc)
-        self.compare = CompareView()
-        self.balance = BalanceView(doc)
-        self.schedule = ScheduleView()
-        for page in (self.memory, self.search, self.compare, self.balance, self.schedule):
-            self.addTab(page, "")
+        self._panels: dict[str, QWidget] = {}
+        self._hosts: dict[str, QWidget] = {}
+        self._open_args: dict[str, Any] = {}
+        self._estimated: ParsedConfig | None = None  # the plan of the chart on screen (the schedule's)
+        self.addTab(memory_page, "")
+        for name in TAB_NAMES[1:]:
+            host = QWidget()
+            host.setObjectName(f"{name}Tab")
+            layout = QVBoxLayout(host)
+            layout.setContentsMargins(0, 0, 0, 0)
+            self._hosts[name] = host
+            self.addTab(host, "")
+        self.currentChanged.connect(lambda index: self.panel(TAB_NAMES[index]) if index > 0 else None)
         self.retranslate()
+
+    # ------------------------------------------------------------------------------------ panels
+    def panel(self, name: str) -> QWidget:
+        """The panel of an analysis tab, built on first use."""
+        got = self._panels.get(name)
+        if got is not None:
+            return got
+        doc = self.doc
+        panel: QWidget = {"search": lambda: SearchPanel(doc), "compare": CompareView,
+                          "balance": lambda: BalanceView(doc), "schedule": ScheduleView}[name]()
+        self._panels[name] = panel
+        self._hosts[name].layout().addWidget(panel)
+        # catch up with the document
+        if name == "search" and doc.loaded:
+            panel.on_plan_changed(doc.parsed, reset=True)  # type: ignore[attr-defined]
+        elif name == "balance":
+            panel.on_plan_changed(reset=True)  # type: ignore[attr-defined]
+        elif name == "compare":
+            panel.open_args = dict(self._open_args)  # type: ignore[attr-defined]
+        elif name == "schedule":
+            panel.set_plan(self._estimated)  # type: ignore[attr-defined]
+        self.panel_created.emit(name, panel)
+        return panel
+
+    def _built(self) -> list[QWidget]:
+        return list(self._panels.values())
+
+    def build_all(self) -> None:
+        """Build the panels not built yet, one per event-loop turn (idle time after the first chart)."""
+        missing = [name for name in TAB_NAMES[1:] if name not in self._panels]
+        if missing:
+            self.panel(missing[0])
+            if len(missing) > 1:
+                QTimer.singleShot(0, self, self.build_all)
+
+    @property
+    def search(self) -> SearchPanel:
+        return self.panel("search")  # type: ignore[return-value]
+
+    @property
+    def compare(self) -> CompareView:
+        return self.panel("compare")  # type: ignore[return-value]
+
+    @property
+    def balance(self) -> BalanceView:
+        return self.panel("balance")  # type: ignore[return-value]
+
+    @property
+    def schedule(self) -> ScheduleView:
+        return self.panel("schedule")  # type: ignore[return-value]
 
     def page(self, name: str) -> QWidget:
         return self.widget(TAB_NAMES.index(name))
@@ -54,39 +117,57 @@ class WorkspaceTabs(QTabWidget):
                                   translate("Workspace", "Compare"),
                                   translate("Workspace", "Balance"), translate("Workspace", "Schedule"))):
             self.setTabText(i, text)
-        for panel in (self.search, self.compare, self.balance, self.schedule):
-            panel.retranslate()
+        for panel in self._built():
+            panel.retranslate()  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------------------- document events
     def on_document_opened(self, parsed: ParsedConfig, open_args: dict[str, Any]) -> None:
-        self.search.on_plan_changed(parsed, reset=True)
-        self.balance.on_plan_changed(reset=True)
-        self.compare.open_args = {k: v for k, v in open_args.items() if k in ("devices", "device") and v}
-        self.schedule.set_plan(None)
+        self._open_args = {k: v for k, v in open_args.items() if k in ("devices", "device") and v}
+        self._estimated = None
+        built = self._panels
+        if "search" in built:
+            self.search.on_plan_changed(parsed, reset=True)
+        if "balance" in built:
+            self.balance.on_plan_changed(reset=True)
+        if "compare" in built:
+            self.compare.open_args = dict(self._open_args)
+        if "schedule" in built:
+            self.schedule.set_plan(None)
 
     def on_document_closed(self) -> None:
-        self.search.search_runner.discard()
-        self.balance.on_plan_changed(reset=True)
-        self.schedule.set_plan(None)
+        self._estimated = None
+        built = self._panels
+        if "search" in built:
+            self.search.search_runner.discard()
+        if "balance" in built:
+            self.balance.on_plan_changed(reset=True)
+        if "schedule" in built:
+            self.schedule.set_plan(None)
 
     def on_plan_changed(self, parsed: ParsedConfig) -> None:
-        self.search.on_plan_changed(parsed)
-        self.balance.on_plan_changed()
+        if "search" in self._panels:
+            self.search.on_plan_changed(parsed)
+        if "balance" in self._panels:
+            self.balance.on_plan_changed()
 
     def on_estimate(self, parsed: ParsedConfig, result: Result) -> None:
+        self._estimated = parsed
         if not self._warmed_up:
             from . import jobs
+
+            QTimer.singleShot(100, self, self.build_all)  # the other tabs, once this chart is painted
 
             # the search/balance worker processes fork from a server that has the estimator loaded; started a
             # second after the first chart so that its imports do not compete with the cold start on a small
             # machine (a search started sooner starts the server itself)
             QTimer.singleShot(1000, self, jobs.warm_up)
             self._warmed_up = True
-        self.schedule.set_plan(parsed)
+        if "schedule" in self._panels:
+            self.schedule.set_plan(parsed)
 
     def shutdown(self) -> None:
-        for panel in (self.search, self.compare, self.balance, self.schedule):
-            panel.shutdown()
+        for panel in self._built():
+            panel.shutdown()  # type: ignore[attr-defined]
 
 
 class WorkspaceMixin:
@@ -95,12 +176,20 @@ class WorkspaceMixin:
 
     def _connect_workspace(self: MainWindow) -> None:  # type: ignore[misc]
         tabs = self.workspace_tabs
-        tabs.search.apply_requested.connect(self.edit)
-        tabs.balance.apply_requested.connect(self.edit)
-        tabs.search.compare_requested.connect(self._compare_from_search)
-        tabs.search.status.connect(lambda text: self.statusBar().showMessage(text, 8000))
-        tabs.compare.add_current_requested.connect(self.compare_current)
-        tabs.compare.add_pinned_requested.connect(self.compare_pinned)
+        for name, panel in tabs._panels.items():  # built before this ran
+            self._connect_panel(name, panel)
+        tabs.panel_created.connect(self._connect_panel)
+
+    def _connect_panel(self: MainWindow, name: str, panel: Any) -> None:  # type: ignore[misc]
+        if name == "search":
+            panel.apply_requested.connect(self.edit)
+            panel.compare_requested.connect(self._compare_from_search)
+            panel.status.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        elif name == "balance":
+            panel.apply_requested.connect(self.edit)
+        elif name == "compare":
+            panel.add_current_requested.connect(self.compare_current)
+            panel.add_pinned_requested.connect(self.compare_pinned)
 
     def show_tab(self: MainWindow, name: str) -> QWidget:  # type: ignore[misc]
         page = self.workspace_tabs.page(name)
