@@ -125,3 +125,17 @@ def test_process_runner_starts_off_the_gui_thread_and_keeps_only_the_newest(qtbo
     assert "cannot start the worker process" in str(blocker.args[0].error)
     runner.shutdown()
     assert not runner.busy
+
+
+def test_panels_built_late_catch_up_with_the_document(qtbot, make_window, dense_plan) -> None:
+    window = make_window()
+    tabs = window.workspace_tabs
+    tabs.build_all = lambda: None  # keep them unbuilt: only use builds them here
+    open_and_wait(qtbot, window, [dense_plan])
+    assert not tabs._panels
+    assert tabs.search.space.devices.value() == 64  # dp 4 × tp 4 × pp 4 of the open plan
+    assert tabs.schedule.parsed is window.doc.parsed
+    # a panel built late is wired like the others: Apply from the search lands in the forms
+    with qtbot.waitSignal(window.estimate_drawn, timeout=10000):
+        tabs.search.apply_requested.emit({"strategy.tp": 2}, "Apply test")
+    assert window.doc.parsed.strategy.tp == 2 and window.doc.parsed.strategy.dp == 8
