@@ -18,6 +18,7 @@ import yaml
 from .errors import ConfigError
 from .records import Record
 from .units import parse_size
+from .yamlio import load_data
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def shipped_presets() -> tuple[Hardware, ...]:
     out = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
-            out.append(hardware_from_mapping(yaml.safe_load(entry.read_text(encoding="utf-8")),
+            out.append(hardware_from_mapping(load_data(entry.read_text(encoding="utf-8")),
                                              f"estimator/presets/{entry.name}"))
     return tuple(out)
 

@@ -14,9 +14,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError
+from ..yamlio import load_data
 
 # sizing fields that are not ModelSpec fields: consumed here
 _SIZING = ("ffn_dim_multiplier", "multiple_of")
@@ -30,7 +29,7 @@ def _families() -> dict[str, dict[str, Any]]:
         if not entry.name.endswith(".yaml"):
             continue
         where = f"estimator/flavors/{entry.name}"
-        data = yaml.safe_load(entry.read_text(encoding="utf-8")) or {}
+        data = load_data(entry.read_text(encoding="utf-8")) or {}
         if not isinstance(data, dict) or not isinstance(data.get("flavors"), dict) or "model" not in data:
             raise ConfigError("a flavor file needs 'model' and a 'flavors' mapping", path=where)
         data["_path"] = where

@@ -18,6 +18,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..records import Record
+from ..yamlio import load_data
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def add_profile_dir(folder: str | Path) -> None:
 
 def _load(text: str, where: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text) or {}
+        data = load_data(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ConfigError(f"malformed YAML: {getattr(exc, 'problem', exc)}", path=where,
