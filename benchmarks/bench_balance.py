@@ -1,5 +1,6 @@
 """Pipeline balancing timings (issue 5, spec §9): DeepSeek-V3 671B at pp 16 (MindFormers, every stage's layer
-count and full / selective / comm recompute counts chosen exactly) and the same plan under a tighter budget.
+count and full / selective / comm recompute counts chosen exactly), the same plan under a tighter budget, and the
+interleaved Qwen3-32B example (pp 4 × vpp 2: counts and recompute per chunk).
 Prints wall time per run (first and best of three), the objective before and after, and the goal. Prints only.
 
     .venv/bin/python benchmarks/bench_balance.py
@@ -19,6 +20,8 @@ GiB = 2**30
 CASES = [
     ("DeepSeek-V3 671B, MindFormers, pp 16, the plan's budget", "deepseek_v3_671b_mindformers.plan.yaml", None),
     ("DeepSeek-V3 671B, MindFormers, pp 16, budget 48 GiB", "deepseek_v3_671b_mindformers.plan.yaml", 48 * GiB),
+    ("Qwen3-32B, MindFormers, pp 4 × vpp 2 (interleaved)", "../../resources/examples/mindformers_qwen3_32b.yaml",
+     None),
 ]
 
 

@@ -126,8 +126,13 @@ def test_balance_mindspeed_uses_one_recompute_count():
 
 def test_balance_refuses_what_it_cannot_express():
     parsed = parse([str(PLAN)])
-    with pytest.raises(ConfigError, match="vpp"):
-        balance(apply_changes(parsed, {"strategy.vpp": 2, "strategy.offset": None, "strategy.recompute": "full"}))
+    with pytest.raises(ConfigError, match="cannot state layers per model chunk"):
+        balance(apply_changes(parsed, {"strategy.vpp": 2, "strategy.offset": None, "strategy.recompute": "full",
+                                       "options.framework": "mindspeed", "strategy.sharding": "zero1",
+                                       "strategy.param_bytes": 2}))
+    with pytest.raises(ConfigError, match="dualpipev schedule"):
+        balance(apply_changes(parsed, {"strategy.vpp": 2, "strategy.offset": None, "strategy.recompute": "full",
+                                       "strategy.schedule": "dualpipev"}))
     with pytest.raises(ConfigError, match="torchtitan cannot express"):
         balance(apply_changes(parsed, {"options.framework": "torchtitan"}))
 
@@ -156,3 +161,83 @@ def test_balance_hyperparallel_fsdp2_is_priced_by_instants():
         assert total == pytest.approx(res.after.stages[i].total, rel=1e-12)
         a += c
     assert "activation_checkpoint.layers" in res.snippets
+
+
+# ------------------------------------------------------------------------- interleaved (vp > 1)
+TINY_INTERLEAVED = """\
+model: {name: tiny, hidden_size: 512, num_layers: 6, num_attention_heads: 8, num_kv_heads: 8,
+        ffn_hidden_size: 2048, vocab_size: 32000}
+strategy: {dp: 1, tp: 1, pp: 2, vpp: 2, micro_batch_size: 4, micro_batches: 4, seq_length: 4096}
+hardware: {device: A2}
+options: {framework: mindformers}
+"""
+
+
+@pytest.mark.parametrize("budget_gib", [9.0, 7.5, 7.0, 6.0])
+def test_interleaved_balance_equals_brute_force_over_every_layout(tmp_path, monkeypatch, budget_gib):
+    """p 2 × vp 2, 6 layers, counts per chunk within base 1 ± 2 and full recompute per chunk: every layout
+    priced by estimate(); the balancer's objective (re-priced by estimate) is the brute-force optimum."""
+    import dataclasses
+    import itertools
+
+    import estimator.balance as balancer
+    from estimator.estimate import estimate
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY_INTERLEAVED)
+    parsed = parse([str(path)])
+    assert parsed.strategy.schedule_name == "interleaved"
+    monkeypatch.setattr(balancer, "_options_for", lambda _parsed: ("full",))
+    p, vp, layers, base = 2, 2, 6, 1
+    kappa = parsed.strategy.micro_batches * vp - 1
+    budget = budget_gib * 2**30
+    best = math.inf
+    for counts in itertools.product(range(1, 4), repeat=p * vp):  # [slot q = j·p + i]
+        if sum(counts) != layers:
+            continue
+        for fulls in itertools.product(*[range(c + 1) for c in counts]):
+            grid = tuple(tuple(fulls[j * p + i] for i in range(p)) for j in range(vp))
+            plan = dataclasses.replace(parsed.strategy.recompute, default_mode="none", full_counts=grid,
+                                       sel_counts=None, comm_counts=None, ranges=(), uniform_group=0)
+            offsets = tuple(tuple(counts[j * p + i] - base for i in range(p)) for j in range(vp))
+            res = estimate(parsed.model, parsed.strategy.replace(recompute=plan, offset=offsets, partition=None),
+                           parsed.hardware, parsed.options)
+            if any(max(s.total, s.optimizer_step_peak) > budget for s in res.stages):
+                continue
+            times = [float(t.F + t.B + t.W + t.Rc) for t in res.step.stages]
+            best = min(best, sum(times) + kappa * max(times))
+    if math.isinf(best):
+        with pytest.raises(SappError, match="fits the budget"):
+            balance(parsed, budget=budget)
+        return
+    res = balance(parsed, budget=budget)
+    assert res.exact and res.objective_after == pytest.approx(best, rel=1e-12)
+    assert all(max(s.total, s.optimizer_step_peak) <= budget for s in res.after.stages)
+
+
+def test_interleaved_balance_of_the_qwen3_example():
+    """MindFormers Qwen3-32B, pp 4 × vpp 2: offsets and full/selective/comm recompute per [chunk][stage], priced
+    exactly as estimate() prices the balanced plan."""
+    from estimator.balance.chunks import ChunkedTables
+    from estimator.balance.tables import Assignment
+
+    parsed = parse([str(ROOT / "resources" / "examples" / "mindformers_qwen3_32b.yaml")])
+    res = balance(parsed)
+    assert res.exact and res.after.fits and res.objective_after < res.objective_before
+    assert res.strategy.offset == res.chunk_offsets and len(res.chunk_offsets) == 2
+    assert sum(map(sum, res.chunk_offsets)) == 0 and sum(res.counts) == 64
+    assert res.snippets["model.model_config.offset"].startswith("[[")
+    assert res.strategy.recompute.full_counts == res.chunk_recompute["full"]
+    from estimator.balance import _options_for
+
+    tables = ChunkedTables(parsed, _options_for(parsed), 2)
+    for i, stage in enumerate(res.after.stages):
+        vector = tuple(res.chunk_offsets[j][i] + tables.base for j in range(2))
+        assert vector == stage.layer_counts
+        want = tuple(Assignment(*(res.chunk_recompute[name][j][i] for name in ("full", "selective", "comm")))
+                     for j in range(2))
+        chosen = [ch for ch in tables._vector_choices(i, vector) if ch.assignment.chunks == want]
+        assert chosen, f"stage {i}: the chosen assignment is on its vector's front"
+        step = res.after.step.stages[i]
+        assert chosen[0].time == pytest.approx(float(step.F + step.B + step.W + step.Rc), rel=1e-12)
+        assert chosen[0].memory == pytest.approx(max(stage.total, stage.optimizer_step_peak), rel=1e-12)

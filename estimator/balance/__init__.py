@@ -16,10 +16,12 @@ from ..estimate import estimate
 from ..parsed import ParsedConfig
 from ..result import Result
 from ..strategy import Strategy
+from .chunks import ChunkedTables
 from .solver import Solution, solve
 from .tables import Assignment, StageTables
 
 DELTA = 4  # counts within base ± δ (editable, §9.2)
+DELTA_CHUNKED = 2  # per chunk when vp > 1: a stage's choices grow as (2δ + 1)^vp
 
 
 @dataclass
@@ -36,6 +38,10 @@ class BalanceResult:
     snippets: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # interleaved plans (vp > 1): per [chunk][stage], as MindFormers writes them; the per-stage fields above
+    # then hold the stage's sums over its chunks
+    chunk_offsets: tuple[tuple[int, ...], ...] | None = None
+    chunk_recompute: dict[str, tuple[tuple[int, ...], ...]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def stage_rows(res: Result) -> list[dict[str, Any]]:
@@ -49,7 +55,10 @@ class BalanceResult:
                 "after": {"peak_bytes": round(self.after.peak_bytes), "fits": self.after.fits,
                           "step_time_s": self.after.step_time_s, "stages": stage_rows(self.after)},
                 "objective_before": self.objective_before, "objective_after": self.objective_after,
-                "exact": self.exact, "snippets": self.snippets, "notes": self.notes, "seconds": self.seconds}
+                "exact": self.exact, "snippets": self.snippets, "notes": self.notes, "seconds": self.seconds,
+                **({"chunk_offsets": [list(r) for r in self.chunk_offsets],
+                    "chunk_recompute": {k: [list(r) for r in v] for k, v in (self.chunk_recompute or {}).items()}}
+                   if self.chunk_offsets is not None else {})}
 
 
 def _kappa(parsed: ParsedConfig) -> tuple[float, bool]:
@@ -58,6 +67,8 @@ def _kappa(parsed: ParsedConfig) -> tuple[float, bool]:
     schedule = st.schedule_name
     if schedule == "1f1b":
         return float(st.micro_batches - 1), True
+    if schedule == "interleaved":  # D28: times ÷ vp and κ = m·vp − 1; the common factor 1/vp leaves the argmin
+        return float(st.micro_batches * st.vpp - 1), True
     if schedule == "seq1f1b":
         return float(st.micro_batches * st.n_s - 1), True
     # GPipe separates forward and backward maxima: Σ S + (m − 1)·max S bounds it from above
@@ -80,9 +91,13 @@ def _check_supported(parsed: ParsedConfig) -> None:
         raise ConfigError("torchtitan cannot express per-stage layer counts or recompute (§9.1): only the "
                           "whole-model activation_checkpoint mode; compare modes with `sapp estimate --set "
                           "strategy.recompute=…` or `sapp search --dims rec=auto`", key="options.framework")
-    if st.vpp > 1 or st.schedule_name in ("zbv", "dualpipev", "interleaved", "seqsmartvpp"):
-        raise ConfigError(f"balancing {st.schedule_name} with vpp {st.vpp} is not supported yet: the balancer "
-                          "prices one chunk per stage (vpp 1, schedules 1f1b, gpipe, seq1f1b)", key="strategy.vpp")
+    if st.schedule_name in ("zbv", "dualpipev", "seqsmartvpp"):
+        raise ConfigError(f"balancing the {st.schedule_name} schedule is not supported yet (schedules 1f1b, "
+                          "interleaved, gpipe, seq1f1b are)", key="strategy.schedule")
+    if st.vpp > 1 and fw != "mindformers":
+        raise ConfigError(f"{fw} cannot state layers per model chunk (vpp {st.vpp}): only MindFormers' offset "
+                          "[vpp][pp] lists can; balance with vpp 1, or compare chunk layouts with `sapp estimate "
+                          "--set strategy.offset=…`", key="strategy.vpp")
     if parsed.model.vision is not None:
         raise ConfigError("balancing plans with a vision tower is not supported yet", key="model.vision")
     if st.pp < 2:
@@ -96,6 +111,8 @@ def balance(parsed: ParsedConfig, budget: float | None = None, delta: int = DELT
     before = estimate(parsed.model, st, parsed.hardware, parsed.options)
     limit = before.budget if budget is None else budget
     fw = parsed.options.framework
+    if st.vpp > 1:
+        return _balance_chunked(parsed, before, limit, min(delta, DELTA_CHUNKED), start)
     tables = StageTables(parsed, _options_for(parsed))
     total, p = tables.total, tables.p
     base = total // p
@@ -125,6 +142,55 @@ def balance(parsed: ParsedConfig, budget: float | None = None, delta: int = DELT
                          objective_after=objective_after, exact=exact,
                          snippets=_snippets(fw, solution, offsets, recompute), notes=notes,
                          seconds=time.perf_counter() - start)
+
+
+def _balance_chunked(parsed: ParsedConfig, before: Result, limit: float, delta: int, start: float) -> BalanceResult:
+    """vp > 1 (MindFormers interleaved): per stage, counts and recompute per chunk (``chunks``)."""
+    st = parsed.strategy
+    tables = ChunkedTables(parsed, _options_for(parsed), delta)
+    p, vp, base = tables.p, tables.vp, tables.base
+    kappa, exact = _kappa(parsed)
+    solution = solve(p, tables.total, vp * tables.c_min, vp * tables.c_max, tables.choices, kappa, limit)
+    if solution is None:
+        raise SappError(f"no layout within base {base} ± {delta} layers per chunk fits the budget "
+                        f"{limit / 2**30:.2f} GiB with any recompute choice; raise the budget, the device count "
+                        "or the pipeline degree")
+    chosen = [ch.assignment for ch in solution.choices]
+    grid_offsets = tuple(tuple(chosen[i].counts[j] - base for i in range(p)) for j in range(vp))
+    grids = {name: tuple(tuple(getattr(chosen[i], attr)[j] for i in range(p)) for j in range(vp))
+             for name, attr in (("full", "full"), ("selective", "sel"), ("comm", "comm"))}
+    fulls, sels, comms = grids["full"], grids["selective"], grids["comm"]
+
+    def any_above(grid: tuple[tuple[int, ...], ...]) -> bool:
+        return any(x > f for row, frow in zip(grid, fulls, strict=True) for x, f in zip(row, frow, strict=True))
+
+    plan = dataclasses.replace(st.recompute, default_mode="none", full_counts=fulls,
+                               sel_counts=sels if any_above(sels) else None,
+                               comm_counts=comms if any_above(comms) else None, ranges=(), uniform_group=0)
+    strategy = st.replace(recompute=plan, offset=grid_offsets, partition=None)
+    after = estimate(parsed.model, strategy, parsed.hardware, parsed.options)
+    notes = [f"per stage: sums over the stage's {vp} chunks; the config keys give them per chunk [vpp][pp]"]
+    if not (exact and tables.exact):
+        notes.append("the layer kinds differ along the model (dense/MoE, MTP or noop positions): each chunk's "
+                     "kinds are read at its current place, so the optimum is approximate; the result is re-priced "
+                     "by the estimator")
+    recompute = {name: tuple(sum(grid[j][i] for j in range(vp)) for i in range(p)) for name, grid in grids.items()}
+    stage_counts = tuple(sum(a.counts) for a in chosen)
+
+    def lst(grid: tuple[tuple[int, ...], ...]) -> str:
+        return "[" + ", ".join("[" + ", ".join(map(str, row)) + "]" for row in grid) + "]"
+
+    snippets = {"model.model_config.offset": lst(grid_offsets), "recompute_config.recompute": lst(fulls)}
+    if any_above(sels):
+        snippets["recompute_config.select_recompute"] = lst(sels)
+    if any_above(comms):
+        snippets["recompute_config.select_comm_recompute"] = lst(comms)
+    return BalanceResult(strategy=strategy, counts=stage_counts,
+                         offsets=tuple(c - vp * base for c in stage_counts), recompute=recompute,
+                         before=before, after=after, objective_before=_objective(before, kappa),
+                         objective_after=_objective(after, kappa), exact=exact and tables.exact,
+                         snippets=snippets, notes=notes, seconds=time.perf_counter() - start,
+                         chunk_offsets=grid_offsets, chunk_recompute=grids)
 
 
 def _solve_single_n(tables: StageTables, total: int, p: int, c_min: int, c_max: int, kappa: float,

@@ -45,6 +45,38 @@ class Position:
     index: int  # model-order index over body + MTP (−1 for noop)
 
 
+def layer_positions(parsed: ParsedConfig) -> list[Position]:
+    """Layer positions in model order that the partition distributes (§4.1): body layers with noop padding,
+    then MTP modules when they count in the offsets."""
+    st, model = parsed.strategy, parsed.model
+    noop = set(st.noop_layers)
+    body = iter(enumerate(model.body_kinds()))
+    out: list[Position] = []
+    for k in range(model.num_layers + len(noop)):
+        if k in noop:
+            out.append(Position(NOOP, "", -1))
+        else:
+            idx, kind = next(body)
+            out.append(Position(kind, kind, idx))
+    if st.mtp_in_offset:
+        out.extend(Position(MTP, kind, model.num_layers + k) for k, kind in enumerate(model.mtp_kinds()))
+    return out
+
+
+def assignments(options: tuple[str, ...], c: int) -> Iterator[Assignment]:
+    """Every (full, selective, comm) count triple of a c-position slot that ``options`` allows."""
+    body = c  # noop positions never recompute; bounds above the layer count are harmless
+    fulls = range(body + 1) if "full" in options else (0,)
+    for full in fulls:
+        sels = range(full, body + 1) if "selective" in options else (full,)
+        for sel in sels:
+            comms = range(full, body + 1) if "comm" in options else (full,)
+            for comm in comms:
+                if sel > full and comm > full and comm != sel and "both" not in options:
+                    continue
+                yield Assignment(full, max(sel, full), max(comm, full))
+
+
 class StageTables:
     """Prices candidate stages of one plan (vp = 1, not FSDP2)."""
 
@@ -76,21 +108,7 @@ class StageTables:
 
     # -------------------------------------------------------------------------------- positions
     def _positions(self) -> list[Position]:
-        """Layer positions in model order that the partition distributes (§4.1): body layers with noop
-        padding, then MTP modules when they count in the offsets."""
-        st, model = self.parsed.strategy, self.parsed.model
-        noop = set(st.noop_layers)
-        body = iter(enumerate(model.body_kinds()))
-        out: list[Position] = []
-        for k in range(model.num_layers + len(noop)):
-            if k in noop:
-                out.append(Position(NOOP, "", -1))
-            else:
-                idx, kind = next(body)
-                out.append(Position(kind, kind, idx))
-        if st.mtp_in_offset:
-            out.extend(Position(MTP, kind, model.num_layers + k) for k, kind in enumerate(model.mtp_kinds()))
-        return out
+        return layer_positions(self.parsed)
 
     @property
     def total(self) -> int:
@@ -164,16 +182,7 @@ class StageTables:
 
     # -------------------------------------------------------------------------------- choices
     def assignments(self, c: int) -> Iterator[Assignment]:
-        body = c  # noop positions never recompute; bounds above the layer count are harmless
-        fulls = range(body + 1) if "full" in self.options else (0,)
-        for full in fulls:
-            sels = range(full, body + 1) if "selective" in self.options else (full,)
-            for sel in sels:
-                comms = range(full, body + 1) if "comm" in self.options else (full,)
-                for comm in comms:
-                    if sel > full and comm > full and comm != sel and "both" not in self.options:
-                        continue
-                    yield Assignment(full, max(sel, full), max(comm, full))
+        return assignments(self.options, c)
 
     def choices(self, i: int, a: int, c: int) -> list[Choice]:
         """Every assignment of a slot. A stage's cost depends only on the kinds it holds (not on which model

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gui_helpers import EXAMPLES, edit_and_wait, open_and_wait
+from gui_helpers import ARTIFACTS, EXAMPLES, edit_and_wait, open_and_wait
 from PySide6.QtCore import Qt
 
 from estimator.balance import balance
@@ -102,3 +102,24 @@ def test_cancel_stops_a_long_balance_at_once(qtbot, window) -> None:
     assert all(not p.is_alive() for p in processes)
     assert view.result is None and view.message.text() == "Cancelled."
     assert view.run_button.isEnabled() and not view.cancel_button.isEnabled()
+
+
+def test_an_interleaved_plan_is_balanced_per_chunk_and_applied(qtbot, window) -> None:
+    """Qwen3-32B on MindFormers, pp 4 × vpp 2: offsets and recompute lists per [chunk][stage], applied as one
+    undoable edit, then exported into the YAML with the nested lists."""
+    from estimator.export import export
+
+    open_and_wait(qtbot, window, [EXAMPLES / "mindformers_qwen3_32b.yaml"])
+    view = window.workspace_tabs.balance
+    shown = run_balance(qtbot, window)
+    assert shown.chunk_offsets is not None and len(shown.chunk_offsets) == 2
+    text = view.snippets.toPlainText()
+    assert "model.model_config.offset: [[" in text and "[vpp][pp]" in text
+    applied = edit_and_wait(qtbot, window, lambda: qtbot.mouseClick(view.apply_button, Qt.MouseButton.LeftButton))
+    assert window.doc.parsed.strategy.offset == shown.chunk_offsets
+    np.testing.assert_allclose([s.total for s in applied.stages], [s.total for s in shown.after.stages])
+    written = export(window.doc.parsed, window.doc.parsed.strategy)
+    (text_out,) = written.values()
+    assert "offset: [[" in text_out and "recompute: [[" in text_out
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert window.grab().save(str(ARTIFACTS / "gui_panel_balance_interleaved_en.png"))
