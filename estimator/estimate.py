@@ -7,6 +7,7 @@ layout (§4) → take the schedule's in-flight profile (§6.7) → price every s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -79,7 +80,16 @@ def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
 
 # ------------------------------------------------------------------------------------------ stages
 def stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
-    """The priced rows of a stage in model order, with the copies of §5.3 (tied head, MTP embedding)."""
+    """The priced rows of a stage in model order, with the copies of §5.3 (tied head, MTP embedding); built
+    once per pricer and stage (memory and step time both walk them)."""
+    key = ("stage-rows", stage)
+    cached = pricer.memo.get(key)
+    if cached is None:
+        cached = pricer.memo[key] = _stage_rows(pricer, stage)
+    return list(cached)  # type: ignore[call-overload]
+
+
+def _stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
     layout, d = pricer.layout, pricer.r.dims
     slots = layout.stage_slots(stage)
     kinds = {it.kind for s in slots for it in s.items}
@@ -154,6 +164,8 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile | list[Point
         return fsdp.price_stage(pricer, stage, points, stage_rows(pricer, stage), explain)
     rows = stage_rows(pricer, stage)
     f, par = r.flags, r.par
+    if is_array(par.d, par.t, par.cp, par.b, par.m):
+        return _price_stage_vector(pricer, stage, points, rows)
     vp = par.vp
     act_chunk = [sum(row.act for row in rows if row.chunk == j) for j in range(vp)]
     work_chunk = [working_for_chunk(pricer, rows, j) for j in range(vp)]
@@ -223,6 +235,79 @@ def price_stage(pricer: StagePricer, stage: int, prof: StageProfile | list[Point
                        kinds=frozenset(row.item.kind for row in rows), explain=tree)
 
 
+@dataclass(frozen=True)
+class _StageSums:
+    """What a stage's rows give regardless of which micro-batches are in flight (the search shares it among
+    the stages of a group that hold the same rows)."""
+
+    act_chunk: list[Num]
+    work_chunk: list[Num]
+    transient: Num
+    resident: Num
+    params: Num
+    grads: Num
+    states: Num
+    opt_base: Num  # the optimizer-step peak without the per-process-group reserve
+
+
+def _stage_sums(pricer: StagePricer, rows: list[Row]) -> _StageSums:
+    r = pricer.r
+    f, vp = r.flags, r.par.vp
+    act_chunk = [sum(row.act for row in rows if row.chunk == j) for j in range(vp)]
+    work_chunk = [working_for_chunk(pricer, rows, j)[0] for j in range(vp)]
+    if f.schedule in ("zbv", "dualpipev"):
+        ff = [forward_working(rows, j) for j in range(vp)]
+        candidates = [work_chunk[1], ff[0] + work_chunk[1], ff[1] + work_chunk[0]]
+        v_work = pick(argmax_first(candidates), candidates)
+        work_chunk = [v_work, v_work]
+    if pricer.vision_frozen and any(row.item.kind == VISION for row in rows):
+        vision_fwd = pricer.vision_forward_working()
+        work_chunk = [w + vision_fwd for w in work_chunk]
+    if f.comm_buffer_mode == "upstream_sum":
+        transient = sum(max_all([row.parts[0], row.parts[1], row.parts[3]]) + row.parts[2] for row in rows)
+    else:
+        values = [row.transient for row in rows]
+        transient = pick(argmax_first(values), values)
+    resident = sum(row.resident for row in rows)
+    params = grads = states = 0.0
+    for row in rows:
+        st = row.cost.static
+        params += st.parameters
+        grads += st.gradients
+        states += st.optimizer_states
+    return _StageSums(act_chunk, work_chunk, transient, resident, params, grads, states,
+                      optimizer_step_peak(r, rows, resident, 0))
+
+
+def _price_stage_vector(pricer: StagePricer, stage: int, points: list[Point], rows: list[Row]) -> StageResult:
+    """``price_stage`` for the search (arrays of candidates): the same formulas, with the row sums shared by the
+    stages of the group that hold the same rows; no labels, no explain."""
+    r = pricer.r
+    f = r.flags
+    key = ("stage-sums", tuple((row.chunk, row.item.kind, row.item.block, row.item.option, row.item.group,
+                                id(row.cost)) for row in rows))
+    sums = pricer.memo.get(key)
+    if sums is None:
+        sums = pricer.memo[key] = _stage_sums(pricer, rows)
+    assert isinstance(sums, _StageSums)
+    counts, working = _select_point_vector(points, sums.act_chunk, sums.work_chunk, pricer.memo)
+    acts: Num = 0.0
+    for j, a in enumerate(sums.act_chunk):
+        acts = acts + counts[j] * a
+    cat = {"parameters": sums.params, "gradients": pricer.gamma * sums.grads,
+           "optimizer_states": 0.0 if f.swap_optimizer else sums.states, "activations": acts,
+           "communication_buffers": sums.resident + sums.transient, "working_overhead": working, "reserve": 0.0}
+    reserve, groups = reserve_bytes(r, acts + working, stage)
+    cat["reserve"] = reserve
+    opt_peak = sums.opt_base + r.options.comm_lib_per_group * groups
+    source = partial(_layer_rows, rows, counts, pricer.gamma, f.swap_optimizer,
+                     (working, sums.transient, reserve), ("", "", ""))
+    return StageResult(index=stage, layer_source=source, bytes_by_category=cat, total=sum(cat.values()),
+                       peak_vector=tuple(counts), peak_instant="", optimizer_step_peak=opt_peak,
+                       layer_counts=pricer.layout.chunk_counts()[stage],
+                       kinds=frozenset(row.item.kind for row in rows), explain=None)
+
+
 def _layer_rows(rows: list[Row], counts: tuple[int, ...], gamma: float, swap: bool,
                 stage_terms: tuple[float, float, float], notes: tuple[str, str, str]) -> tuple[LayerRow, ...]:
     """Per-layer rows at the peak point plus the synthetic working / buffers / reserve rows."""
@@ -243,10 +328,11 @@ def _layer_rows(rows: list[Row], counts: tuple[int, ...], gamma: float, swap: bo
     return tuple(out)
 
 
-def _select_point_vector(points: list[Point], act_chunk: list[Num],
-                         work: list[Num]) -> tuple[tuple[Num, ...], Num]:
+def _select_point_vector(points: list[Point], act_chunk: list[Num], work: list[Num],
+                         memo: dict | None = None) -> tuple[tuple[Num, ...], Num]:
     """The peak point per candidate: for each set of candidates sharing their points (one micro-batch count),
-    values[P, C] = N[P, vp] @ A[vp, C] + W[chunk_P, C]; the first maximum wins (ties to the earliest point)."""
+    values[P, C] = N[P, vp] @ A[vp, C] + W[chunk_P, C]; the first maximum wins (ties to the earliest point).
+    ``memo`` (the pricer's) keeps each validity mask's candidate indices across the stages of a group."""
     size = np.broadcast_shapes(*[np.shape(x) for x in (*act_chunk, *work)], *[np.shape(pt.valid) for pt in points])
     acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
         len(act_chunk), -1)
@@ -258,9 +344,15 @@ def _select_point_vector(points: list[Point], act_chunk: list[Num],
     groups: dict[int, list[Point]] = {}
     for pt in points:  # points of one micro-batch count share their validity mask object
         groups.setdefault(id(pt.valid), []).append(pt)
+    memo = {} if memo is None else memo
     for pts in groups.values():
         valid = pts[0].valid
-        idx = np.arange(n) if valid is True else np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
+        key = ("point-mask", id(valid), size)
+        cached = memo.get(key)
+        if cached is None or cached[0] is not valid:
+            idx = np.arange(n) if valid is True else np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
+            cached = memo[key] = (valid, idx)
+        idx = cached[1]
         if not len(idx):
             continue
         counts = np.array([pt.counts for pt in pts], dtype=np.float64)       # [P, vp]

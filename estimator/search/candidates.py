@@ -89,25 +89,26 @@ def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates
                 if any(len(v) == 0 for v in lists):
                     continue
                 mesh = np.meshgrid(*lists, indexing="ij")
-                rows = np.stack([x.reshape(-1) for x in mesh], axis=1)
-                block = np.empty((len(rows), len(COLUMNS)), dtype=np.int64)
-                block[:, 0], block[:, 1], block[:, 2], block[:, 3] = t, p, cp, d
-                block[:, 4] = rows[:, 0]
+                rows = np.stack([x.reshape(-1) for x in mesh])  # [7, n]: one contiguous row per column
+                # column-major ([column, candidate]) so that every column is a contiguous view at the end
+                block = np.empty((len(COLUMNS), rows.shape[1]), dtype=np.int64)
+                block[0], block[1], block[2], block[3] = t, p, cp, d
+                block[4] = rows[0]
                 with np.errstate(divide="ignore"):
-                    block[:, 5] = np.where(g % (d * rows[:, 0]) == 0, g // (d * rows[:, 0]), 0)
-                block[:, 6] = rows[:, 1]
-                block[:, 7] = np.where(rows[:, 2] == 0, t, rows[:, 2])  # 0 encodes "= t"
-                block[:, 8] = rows[:, 3]
-                block[:, 9] = rows[:, 4]
-                block[:, 10] = rows[:, 5]
-                block[:, 11] = rows[:, 6]
+                    block[5] = np.where(g % (d * rows[0]) == 0, g // (d * rows[0]), 0)
+                block[6] = rows[1]
+                block[7] = np.where(rows[2] == 0, t, rows[2])  # 0 encodes "= t"
+                block[8] = rows[3]
+                block[9] = rows[4]
+                block[10] = rows[5]
+                block[11] = rows[6]
                 span = cp if st.sharding.span_cp else 1
-                block[:, 12] = np.where(rows[:, 4] % span == 0, rows[:, 4] // span, d)  # FSDP2: d_sh = os/span
+                block[12] = np.where(rows[4] % span == 0, rows[4] // span, d)  # FSDP2: d_sh = os/span
                 blocks.append(block)
     if not blocks:
         return Candidates({c: np.zeros(0, dtype=np.int64) for c in COLUMNS})
-    table = np.concatenate(blocks)
-    return Candidates({name: np.ascontiguousarray(table[:, k]) for k, name in enumerate(COLUMNS)})
+    table = np.concatenate(blocks, axis=1)
+    return Candidates({name: table[k] for k, name in enumerate(COLUMNS)})
 
 
 def _etp_set(framework: str, dim: Dim | None, parsed: int | None, t: int, moe: bool) -> list[int]:
