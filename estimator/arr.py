@@ -97,3 +97,26 @@ def max_all(values: list[Num], default: Num = 0.0) -> Num:
     for v in values[1:]:
         out = maximum(out, v)
     return out
+
+
+def mask_index(valid: object, size: tuple[int, ...], memo: dict) -> slice | np.ndarray:
+    """The flat candidate indices where ``valid`` holds (True: all), kept in ``memo`` per mask object: a slice
+    when they are contiguous (the search orders each group's candidates by micro-batch count, so they are), which
+    indexes without copying."""
+    key = ("mask-index", id(valid), size)
+    cached = memo.get(key)
+    if cached is not None and cached[0] is valid:
+        return cached[1]
+    n = int(np.prod(size))
+    if valid is True:
+        index: slice | np.ndarray = slice(0, n)
+    else:
+        flat = np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
+        contiguous = len(flat) > 0 and int(flat[-1]) - int(flat[0]) + 1 == len(flat)
+        index = slice(int(flat[0]), int(flat[-1]) + 1) if contiguous else flat
+    memo[key] = (valid, index)
+    return index
+
+
+def index_size(index: slice | np.ndarray) -> int:
+    return index.stop - index.start if isinstance(index, slice) else len(index)

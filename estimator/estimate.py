@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import fsdp
-from .arr import Num, argmax_first, gt, is_array, max_all, maximum, pick, valid_or_minus_inf
+from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, max_all, maximum, pick, valid_or_minus_inf
 from .errors import StrategyError
 from .explain import Quantity, max_node, sum_node
 from .hardware import Hardware
@@ -346,21 +346,16 @@ def _select_point_vector(points: list[Point], act_chunk: list[Num], work: list[N
         groups.setdefault(id(pt.valid), []).append(pt)
     memo = {} if memo is None else memo
     for pts in groups.values():
-        valid = pts[0].valid
-        key = ("point-mask", id(valid), size)
-        cached = memo.get(key)
-        if cached is None or cached[0] is not valid:
-            idx = np.arange(n) if valid is True else np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
-            cached = memo[key] = (valid, idx)
-        idx = cached[1]
-        if not len(idx):
+        idx = mask_index(pts[0].valid, size, memo)
+        if not index_size(idx):
             continue
         counts = np.array([pt.counts for pt in pts], dtype=np.float64)       # [P, vp]
         chunk = np.array([pt.backward_chunk for pt in pts], dtype=np.int64)  # [P]
         values = counts @ acts[:, idx] + works[chunk][:, idx]                # [P, C_m]
         best = np.argmax(values, axis=0)
         out_counts[:, idx] = counts[best].T
-        out_work[idx] = works[chunk[best], idx]
+        sub = works[:, idx]
+        out_work[idx] = sub[chunk[best], np.arange(sub.shape[1])]
     return tuple(out_counts[j].reshape(size) for j in range(vp)), out_work.reshape(size)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arr import Num, argmax_first, gt, is_array, maximum, minimum, pick, where
+from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximum, minimum, pick, where
 from .explain import Quantity, sum_node
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .result import CATEGORIES, LayerRow, StageResult
@@ -156,14 +156,8 @@ def _other_activations_vector(points: list, act_chunk: list[Num], chunks: list[i
         groups.setdefault(id(pt.valid), []).append(pt)
     memo = {} if memo is None else memo
     for pts in groups.values():
-        valid = pts[0].valid
-        key = ("fsdp-mask", id(valid), size)
-        cached = memo.get(key)
-        if cached is None or cached[0] is not valid:
-            idx = np.arange(n) if valid is True else np.flatnonzero(np.broadcast_to(valid, size).reshape(-1))
-            cached = memo[key] = (valid, idx)
-        idx = cached[1]
-        if not len(idx):
+        idx = mask_index(pts[0].valid, size, memo)
+        if not index_size(idx):
             continue
         sub = acts[:, idx]
         values = np.array([pt.counts for pt in pts], dtype=np.float64) @ sub  # [P_mask, C_mask]

@@ -92,7 +92,8 @@ def price_candidates(parsed: ParsedConfig, cands: Candidates, derived: dict[str,
                  step_time=np.full(size, np.nan), tokens_per_s_per_device=np.full(size, np.nan),
                  mfu=np.full(size, np.nan))
     keys = group_keys(cands, derived)
-    order = np.argsort(keys, kind="stable")
+    # by group, then by micro-batch count: each count's candidates form one slice of the group (cheap masks)
+    order = np.lexsort((c["m"], keys))
     bounds = np.flatnonzero(np.diff(keys[order])) + 1
     for members in np.split(order, bounds) if size else []:
         for start in range(0, len(members), chunk):
