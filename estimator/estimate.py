@@ -284,8 +284,10 @@ def _price_stage_vector(pricer: StagePricer, stage: int, points: list[Point], ro
     stages of the group that hold the same rows; no labels, no explain."""
     r = pricer.r
     f = r.flags
+    # rows equal in cost terms; a uniform recompute group's walk also reads the layer indices
     key = ("stage-sums", tuple((row.chunk, row.item.kind, row.item.block, row.item.option, row.item.group,
-                                id(row.cost)) for row in rows))
+                                row.item.keeps_input, row.item.index if row.item.group > 1 else 0, id(row.cost))
+                               for row in rows))
     sums = pricer.memo.get(key)
     if sums is None:
         sums = pricer.memo[key] = _stage_sums(pricer, rows)
