@@ -197,7 +197,8 @@ def cmd_balance(args: argparse.Namespace) -> int:
         tb = [float(t.F + t.B + t.W + t.Rc) * 1e3 for t in res.before.step.stages]
         ta = [float(t.F + t.B + t.W + t.Rc) * 1e3 for t in res.after.step.stages]
         for i, (sb, sa) in enumerate(zip(res.before.stages, res.after.stages, strict=True)):
-            layers = f"{sum(sb.layer_counts)}→{sum(sa.layer_counts)}"
+            layers = "→".join("+".join(map(str, c)) if len(c) > 1 else str(sum(c))
+                              for c in (sb.layer_counts, sa.layer_counts))
             rec = f"{res.recompute['full'][i]}/{res.recompute['selective'][i]}/{res.recompute['comm'][i]}"
             print(f"{i:>5}  {layers:>13}  {rec:>13}  {sb.total / GiB:>10.2f}  {sa.total / GiB:>9.2f}  "
                   f"{tb[i]:>9.1f}  {ta[i]:>8.1f}")

@@ -52,6 +52,11 @@ def _run_balance(parsed: ParsedConfig, budget: float | None) -> BalanceResult:
     return balance(parsed, budget=budget)
 
 
+
+def _layers(counts: tuple[int, ...]) -> str:
+    """Layers of a stage; per chunk ("6+10") when it runs several."""
+    return "+".join(map(str, counts)) if len(counts) > 1 else str(sum(counts))
+
 class BalanceView(QWidget):
     apply_requested = Signal(dict, str)
     balanced = Signal(object)      # BalanceResult shown
@@ -210,7 +215,7 @@ class BalanceView(QWidget):
         self.table.setRowCount(rows)
         for i in range(rows):
             sb, sa = res.before.stages[i], res.after.stages[i]
-            cells = [str(i), f"{sum(sb.layer_counts)} → {sum(sa.layer_counts)}", f"{res.offsets[i]:+d}",
+            cells = [str(i), f"{_layers(sb.layer_counts)} → {_layers(sa.layer_counts)}", f"{res.offsets[i]:+d}",
                      f"{res.recompute['full'][i]} / {res.recompute['selective'][i]} / {res.recompute['comm'][i]}",
                      f"{sb.total / GiB:,.2f}", f"{sa.total / GiB:,.2f}", f"{before_ms[i]:,.1f}", f"{after_ms[i]:,.1f}"]
             for j, text in enumerate(cells):

@@ -115,6 +115,8 @@ def test_an_interleaved_plan_is_balanced_per_chunk_and_applied(qtbot, window) ->
     assert shown.chunk_offsets is not None and len(shown.chunk_offsets) == 2
     text = view.snippets.toPlainText()
     assert "model.model_config.offset: [[" in text and "[vpp][pp]" in text
+    after = shown.after.stages[0].layer_counts
+    assert view.table.item(0, 1).text() == f"8+8 → {after[0]}+{after[1]}"  # layers per chunk
     applied = edit_and_wait(qtbot, window, lambda: qtbot.mouseClick(view.apply_button, Qt.MouseButton.LeftButton))
     assert window.doc.parsed.strategy.offset == shown.chunk_offsets
     np.testing.assert_allclose([s.total for s in applied.stages], [s.total for s in shown.after.stages])
