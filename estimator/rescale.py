@@ -75,3 +75,12 @@ def rescale(strategy: Strategy, layout: Layout, p_new: int, vp_new: int) -> Stra
     if rec_changes:
         changes["recompute"] = replace(plan, **rec_changes) if isinstance(plan, RecomputePlan) else plan
     return replace(strategy, **changes) if changes else strategy
+
+
+def rescale_vision(partition: tuple[int, ...] | None, p_new: int) -> tuple[int, ...] | None:
+    """A vision tower's layers per stage mapped onto p_new stages the same way (a tower on the first stages
+    stays there)."""
+    if partition is None or len(partition) == p_new:
+        return partition
+    total = sum(partition)
+    return tuple(_largest_remainder(_map([float(x) for x in partition], p_new), total))

@@ -289,8 +289,12 @@ class WorkspaceMixin:
         timer.setSingleShot(True)
         timer.timeout.connect(lambda: (problem.append(f"nothing after {timeout_s:.0f} s"), loop.quit()))
         timer.start(int(timeout_s * 1000))
-        if start() is None and name == "search":
+        started = start()
+        if started is None and name == "search":
             return tabs.search.summary.text() or "the search did not start"
+        if started is False and name == "compare":  # e.g. the view is full: its message says so
+            self.show_tab(name)
+            return tabs.compare.message.text() or "nothing was added to compare"
         loop.exec()
         self.show_tab(name)
         return problem[0] if problem else ""

@@ -139,3 +139,35 @@ def test_parse_dims_errors():
         parse_dims(["tp=two"])
     dims = parse_dims(["tp=1,2 pp=auto", "rec=full,none"])
     assert dims["tp"].values == (1, 2) and dims["pp"].auto and dims["rec"].values == (2, 0)
+
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "resources" / "examples"
+
+
+@pytest.mark.parametrize("files, overrides", [
+    # DualPipeV with 3 noop layers padding 61 to 64: candidates keep the padding when their recompute changes
+    (["mindspeed_deepseek_v3_671b_pretrain.sh"], {"hardware.device": "A3"}),
+    # a vision tower on the first stage: its per-stage list follows a new pipeline degree
+    (["mindspeed_qwen2_5vl_7b_finetune.sh", "mindspeed_qwen2_5vl_7b_model.json"], None),
+])
+def test_search_of_the_examples_with_layout_padding_and_a_vision_tower(files, overrides):
+    from estimator.formats import parse
+
+    parsed = parse([str(EXAMPLES / f) for f in files], overrides=overrides)
+    st = parsed.strategy
+    space = SearchSpace(devices=st.world_size, global_batch=st.global_batch_size,
+                        dims=parse_dims(["tp=auto", "pp=auto", "rec=auto"]))
+    cands, reason, surv, derived, priced = priced_space(parsed, space)
+    assert len(surv) >= 10
+    pps = set()
+    for k in range(len(surv)):
+        strategy_k = candidate_at(parsed, surv, derived, k)
+        pps.add(strategy_k.pp)
+        if st.noop_layers:
+            assert strategy_k.noop_layers == st.noop_layers
+        result = estimate(parsed.model, strategy_k, parsed.hardware, parsed.options)
+        assert abs(result.peak_bytes - priced.peak[k]) <= 1.0, strategy_k
+        assert abs(result.step_time_s - priced.step_time[k]) <= 1e-9 * result.step_time_s
+    assert len(pps) > 1  # other pipeline degrees than the file's were priced
+    outcome = search(parsed, space)
+    assert outcome.ranked and outcome.fitting > 0

@@ -13,7 +13,7 @@ import numpy as np
 from ..estimate import layout_inputs, stage_rows
 from ..layout import build_layout
 from ..parsed import ParsedConfig
-from ..rescale import rescale
+from ..rescale import rescale, rescale_vision
 from ..resolve import Par, resolve
 from ..strategy import RecomputePlan, Strategy
 from ..vector import price_group, with_par
@@ -58,6 +58,8 @@ def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str)
     elif sharding.mode != "none":
         sharding = dataclasses.replace(sharding, os=row["os"], os_e=sharding.os_e)
     changes["sharding"] = sharding
+    if st.vision_partition is not None and row["p"] != st.pp:
+        changes["vision_partition"] = rescale_vision(st.vision_partition, row["p"])
     candidate = st.replace(**changes)
     if row["rec"] == KEEP_PARSED_REC:
         if (row["p"], row["vp"]) != (st.pp, st.vpp):
@@ -66,7 +68,8 @@ def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str)
         return candidate
     plan = RecomputePlan(default_mode=RECOMPUTE_NAMES[row["rec"]], rule=st.recompute.rule,
                          switches=st.recompute.switches)
-    return candidate.replace(offset=None, partition=None, recompute=plan, noop_layers=())
+    # noop layers stay: they pad the stack so that PP×VPP divides it (the filters count them too)
+    return candidate.replace(offset=None, partition=None, recompute=plan)
 
 
 def group_keys(cands: Candidates, derived: dict[str, np.ndarray]) -> np.ndarray:
