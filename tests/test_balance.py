@@ -241,3 +241,13 @@ def test_interleaved_balance_of_the_qwen3_example():
         step = res.after.step.stages[i]
         assert chosen[0].time == pytest.approx(float(step.F + step.B + step.W + step.Rc), rel=1e-12)
         assert chosen[0].memory == pytest.approx(max(stage.total, stage.optimizer_step_peak), rel=1e-12)
+
+
+def test_a_plan_that_does_not_fit_is_said_so_beside_its_balance():
+    parsed = parse([str(PLAN)])
+    before = balance(parsed).before
+    worst = max(max(s.total, s.optimizer_step_peak) for s in before.stages)
+    res = balance(parsed, budget=worst - 2**30)  # 1 GiB below the plan as written
+    assert res.notes[0].startswith("the plan as written does not fit")
+    assert all(max(s.total, s.optimizer_step_peak) <= worst - 2**30 for s in res.after.stages)
+    assert not any("does not fit" in note for note in balance(parsed).notes)

@@ -107,6 +107,16 @@ def _check_supported(parsed: ParsedConfig) -> None:
 def balance(parsed: ParsedConfig, budget: float | None = None, delta: int = DELTA) -> BalanceResult:
     start = time.perf_counter()
     _check_supported(parsed)
+    result = _balance(parsed, budget, delta, start)
+    limit = result.before.budget if budget is None else budget
+    worst = max(max(s.total, s.optimizer_step_peak) for s in result.before.stages)
+    if worst > limit:
+        result.notes.insert(0, f"the plan as written does not fit: {worst / 2**30:.2f} GiB against the budget "
+                               f"{limit / 2**30:.2f} GiB; the balanced plan fits, which can cost time")
+    return result
+
+
+def _balance(parsed: ParsedConfig, budget: float | None, delta: int, start: float) -> BalanceResult:
     st = parsed.strategy
     before = estimate(parsed.model, st, parsed.hardware, parsed.options)
     limit = before.budget if budget is None else budget
