@@ -76,6 +76,9 @@ def write_to_output(files: dict[str, str], output: str) -> None:
     from .export import write_atomic
 
     out = Path(output)
+    if not files:
+        print(f"nothing changes: the strategy is the one the files state; {out} not written", file=sys.stderr)
+        return
     if len(files) > 1 and not out.is_dir():
         raise SappError(f"{len(files)} files change ({', '.join(files)}); -o must name a directory")
     targets = {str(out / Path(p).name) if out.is_dir() else str(out): text for p, text in files.items()}

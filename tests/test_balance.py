@@ -126,10 +126,6 @@ def test_balance_mindspeed_uses_one_recompute_count():
 
 def test_balance_refuses_what_it_cannot_express():
     parsed = parse([str(PLAN)])
-    with pytest.raises(ConfigError, match="cannot state layers per model chunk"):
-        balance(apply_changes(parsed, {"strategy.vpp": 2, "strategy.offset": None, "strategy.recompute": "full",
-                                       "options.framework": "mindspeed", "strategy.sharding": "zero1",
-                                       "strategy.param_bytes": 2}))
     with pytest.raises(ConfigError, match="dualpipev schedule"):
         balance(apply_changes(parsed, {"strategy.vpp": 2, "strategy.offset": None, "strategy.recompute": "full",
                                        "strategy.schedule": "dualpipev"}))
@@ -251,3 +247,41 @@ def test_a_plan_that_does_not_fit_is_said_so_beside_its_balance():
     assert res.notes[0].startswith("the plan as written does not fit")
     assert all(max(s.total, s.optimizer_step_peak) <= worst - 2**30 for s in res.after.stages)
     assert not any("does not fit" in note for note in balance(parsed).notes)
+
+
+def test_mindspeed_dualpipev_gets_its_one_recompute_count(tmp_path):
+    """MindSpeed-LLM cannot state layers per chunk: the layout stays and N of --recompute-num-layers is the
+    fastest that fits, checked against every N priced by estimate(); the written script re-estimates the same."""
+    import dataclasses
+
+    from estimator.estimate import estimate
+    from estimator.export import export
+
+    path = ROOT / "resources" / "examples" / "mindspeed_deepseek_v3_671b_pretrain.sh"
+    parsed = parse([str(path)], overrides={"hardware.device": "A3"})
+    budget = 58 * 2**30
+    res = balance(parsed, budget=budget)
+    assert res.exact and res.strategy.offset == parsed.strategy.offset
+    assert res.strategy.partition == parsed.strategy.partition
+    assert res.strategy.noop_layers == parsed.strategy.noop_layers
+    fitting = {}
+    for n in range(0, 5):
+        plan = dataclasses.replace(parsed.strategy.recompute, default_mode="none", full_counts=n or None,
+                                   sel_counts=None, comm_counts=None, ranges=(), uniform_group=0)
+        r = estimate(parsed.model, parsed.strategy.replace(recompute=plan), parsed.hardware, parsed.options)
+        if max(max(s.total, s.optimizer_step_peak) for s in r.stages) <= budget:
+            fitting[n] = r.step_time_s
+    best_n = min(fitting, key=fitting.get)
+    assert res.strategy.recompute.full_counts == best_n
+    assert res.objective_after == pytest.approx(fitting[best_n], rel=1e-12)
+    assert f"--recompute-num-layers {best_n}" in res.snippets["recompute"]
+    assert res.notes[0].startswith("the plan as written does not fit")
+    (text,) = export(parsed, res.strategy).values()
+    out = tmp_path / "balanced.sh"
+    out.write_text(text)
+    again = estimate(*_plan_parts(parse([str(out)], overrides={"hardware.device": "A3"})))
+    assert again.peak_bytes == pytest.approx(res.after.peak_bytes, rel=1e-12)
+
+
+def _plan_parts(parsed):
+    return parsed.model, parsed.strategy, parsed.hardware, parsed.options

@@ -157,7 +157,7 @@ def test_search_of_the_examples_with_layout_padding_and_a_vision_tower(files, ov
     st = parsed.strategy
     space = SearchSpace(devices=st.world_size, global_batch=st.global_batch_size,
                         dims=parse_dims(["tp=auto", "pp=auto", "rec=auto"]))
-    cands, reason, surv, derived, priced = priced_space(parsed, space)
+    _cands, _reason, surv, derived, priced = priced_space(parsed, space)
     assert len(surv) >= 10
     pps = set()
     for k in range(len(surv)):

@@ -85,19 +85,26 @@ def _options_for(parsed: ParsedConfig) -> tuple[str, ...]:
     return tuple(opts)
 
 
+def _uniform_n_only(parsed: ParsedConfig) -> bool:
+    """MindSpeed-LLM / Megatron with model chunks (vpp > 1, or a V schedule): their flags cannot state layers per
+    chunk other than through noop layers, so only the one recompute count N is theirs to choose."""
+    st = parsed.strategy
+    return parsed.options.framework in ("mindspeed", "megatron") and (
+        st.vpp > 1 or st.schedule_name in ("zbv", "dualpipev", "seqsmartvpp"))
+
+
 def _check_supported(parsed: ParsedConfig) -> None:
     st, fw = parsed.strategy, parsed.options.framework
     if fw == "torchtitan":
         raise ConfigError("torchtitan cannot express per-stage layer counts or recompute (§9.1): only the "
                           "whole-model activation_checkpoint mode; compare modes with `sapp estimate --set "
                           "strategy.recompute=…` or `sapp search --dims rec=auto`", key="options.framework")
+    if _uniform_n_only(parsed):
+        return  # the layout stays; one recompute count is chosen (``_balance_uniform_n``)
     if st.schedule_name in ("zbv", "dualpipev", "seqsmartvpp"):
         raise ConfigError(f"balancing the {st.schedule_name} schedule is not supported yet (schedules 1f1b, "
-                          "interleaved, gpipe, seq1f1b are)", key="strategy.schedule")
-    if st.vpp > 1 and fw != "mindformers":
-        raise ConfigError(f"{fw} cannot state layers per model chunk (vpp {st.vpp}): only MindFormers' offset "
-                          "[vpp][pp] lists can; balance with vpp 1, or compare chunk layouts with `sapp estimate "
-                          "--set strategy.offset=…`", key="strategy.vpp")
+                          "interleaved, gpipe, seq1f1b are; MindSpeed-LLM plans get their one recompute count)",
+                          key="strategy.schedule")
     if parsed.model.vision is not None:
         raise ConfigError("balancing plans with a vision tower is not supported yet", key="model.vision")
     if st.pp < 2:
@@ -121,6 +128,8 @@ def _balance(parsed: ParsedConfig, budget: float | None, delta: int, start: floa
     before = estimate(parsed.model, st, parsed.hardware, parsed.options)
     limit = before.budget if budget is None else budget
     fw = parsed.options.framework
+    if _uniform_n_only(parsed):
+        return _balance_uniform_n(parsed, before, limit, start)
     if st.vpp > 1:
         return _balance_chunked(parsed, before, limit, min(delta, DELTA_CHUNKED), start)
     tables = StageTables(parsed, _options_for(parsed))
@@ -201,6 +210,59 @@ def _balance_chunked(parsed: ParsedConfig, before: Result, limit: float, delta: 
                          objective_after=_objective(after, kappa), exact=exact and tables.exact,
                          snippets=snippets, notes=notes, seconds=time.perf_counter() - start,
                          chunk_offsets=grid_offsets, chunk_recompute=grids)
+
+
+def _balance_uniform_n(parsed: ParsedConfig, before: Result, limit: float, start: float) -> BalanceResult:
+    """The layout as written and one ``--recompute-num-layers N`` (block method: the first N layers of every
+    chunk): each N priced by ``estimate`` with the schedule's own step time; the fastest that fits wins."""
+    st = parsed.strategy
+    chunk_max = max(max(stage.layer_counts) for stage in before.stages)
+    best: tuple[Strategy, Result, int | None] | None = None
+    # the plan as written first (it may recompute selectively, which no N states): kept unless an N is faster
+    options: list[tuple[Strategy, int | None]] = [(st, None)]
+    for n in range(chunk_max + 1):
+        plan = dataclasses.replace(st.recompute, default_mode="none", full_counts=n or None, sel_counts=None,
+                                   comm_counts=None, ranges=(), uniform_group=0)
+        options.append((st.replace(recompute=plan), n))
+    for strategy, n in options:
+        try:
+            result = before if n is None else estimate(parsed.model, strategy, parsed.hardware, parsed.options)
+        except SappError:
+            continue
+        if max(max(s.total, s.optimizer_step_peak) for s in result.stages) > limit:
+            continue
+        if best is None or (result.step_time_s or 0.0) < (best[1].step_time_s or 0.0):
+            best = (strategy, result, n)
+    if best is None:
+        raise SappError(f"no recompute count N (0…{chunk_max} layers of every chunk) fits the budget "
+                        f"{limit / 2**30:.2f} GiB with the layout as written; raise the budget, the device count "
+                        "or the pipeline degree")
+    strategy, after, chosen = best
+    notes = [f"{st.schedule_name} with vpp {st.vpp}: the layout stays as written and one recompute count N "
+             "(the first N layers of every chunk) is chosen, exactly, by the estimator's own step time"]
+    if chosen is None:
+        notes.append("the plan as written is already the fastest that fits among these")
+    n = chosen if chosen is not None else 0
+    p = len(after.stages)
+    total = sum(sum(stage.layer_counts) for stage in after.stages)
+    base = total // (p * st.vpp)
+    counts = tuple(sum(stage.layer_counts) for stage in after.stages)
+    def count(options: tuple[str, ...]) -> tuple[int, ...]:  # recomputed body layers per stage, from its rows
+        return tuple(sum(1 for row in stage.layers if row.index is not None and row.option in options)
+                     for stage in after.stages)
+
+    recompute = {"full": count(("full",)), "selective": count(("full", "selective", "both")),
+                 "comm": count(("full", "comm", "both"))}
+    if chosen is None:
+        snippets = {"recompute": "as written", "layout": "as written"}
+    else:
+        snippets = {"recompute": f"--recompute-granularity full --recompute-method block --recompute-num-layers "
+                                 f"{n}" if n else "(none)",
+                    "layout": "as written (MindSpeed states layers per chunk only through noop layers)"}
+    return BalanceResult(strategy=strategy, counts=counts, offsets=tuple(c - st.vpp * base for c in counts),
+                         recompute=recompute, before=before, after=after,
+                         objective_before=before.step_time_s or 0.0, objective_after=after.step_time_s or 0.0,
+                         exact=True, snippets=snippets, notes=notes, seconds=time.perf_counter() - start)
 
 
 def _solve_single_n(tables: StageTables, total: int, p: int, c_min: int, c_max: int, kappa: float,
