@@ -193,8 +193,9 @@ def cmd_balance(args: argparse.Namespace) -> int:
         print(json.dumps(res.to_dict(), indent=2))
     else:
         st = parsed.strategy
+        limit = budget if budget is not None else res.before.budget
         print(f"{parsed.model.name} · {parsed.options.framework} · pp {st.pp} · m {st.micro_batches} · budget "
-              f"{res.before.budget / GiB:.2f} GiB ({res.seconds:.2f} s, {'exact' if res.exact else 'approximate'})")
+              f"{limit / GiB:.2f} GiB ({res.seconds:.2f} s, {'exact' if res.exact else 'approximate'})")
         print(f"{'stage':>5}  {'layers':>13}  {'recompute':>13}  {'GiB before':>10}  {'GiB after':>9}  "
               f"{'ms before':>9}  {'ms after':>8}")
         tb = [float(t.F + t.B + t.W + t.Rc) * 1e3 for t in res.before.step.stages]
@@ -205,9 +206,11 @@ def cmd_balance(args: argparse.Namespace) -> int:
             rec = f"{res.recompute['full'][i]}/{res.recompute['selective'][i]}/{res.recompute['comm'][i]}"
             print(f"{i:>5}  {layers:>13}  {rec:>13}  {sb.total / GiB:>10.2f}  {sa.total / GiB:>9.2f}  "
                   f"{tb[i]:>9.1f}  {ta[i]:>8.1f}")
+        fits = max(max(s.total, s.optimizer_step_peak) for s in res.after.stages) <= limit
         print(f"step time {res.before.step_time_s:.3f} s → {res.after.step_time_s:.3f} s; peak "
               f"{res.before.peak_bytes / GiB:.2f} → {res.after.peak_bytes / GiB:.2f} GiB "
-              f"({'fits' if res.after.fits else 'DOES NOT FIT'})   [recompute = full/selective/comm per stage]")
+              f"({'fits' if fits else 'DOES NOT FIT'})   "
+              "[recompute = full/selective/comm per stage]")
         for key, value in res.snippets.items():
             print(f"  {key}: {value}")
         for note in res.notes:

@@ -67,7 +67,7 @@ def test_solver_equals_brute_force_on_random_instances(seed):
 from pathlib import Path  # noqa: E402
 
 from estimator.balance import balance  # noqa: E402
-from estimator.balance.tables import StageTables  # noqa: E402
+from estimator.balance.tables import Assignment, StageTables  # noqa: E402
 from estimator.errors import ConfigError, SappError  # noqa: E402
 from estimator.formats import parse  # noqa: E402
 from estimator.parsed import apply_changes  # noqa: E402
@@ -126,9 +126,9 @@ def test_balance_mindspeed_uses_one_recompute_count():
 
 def test_balance_refuses_what_it_cannot_express():
     parsed = parse([str(PLAN)])
-    with pytest.raises(ConfigError, match="dualpipev schedule"):
+    with pytest.raises(ConfigError, match="seqsmartvpp schedule"):
         balance(apply_changes(parsed, {"strategy.vpp": 2, "strategy.offset": None, "strategy.recompute": "full",
-                                       "strategy.schedule": "dualpipev"}))
+                                       "strategy.schedule": "seqsmartvpp"}))
     with pytest.raises(ConfigError, match="torchtitan cannot express"):
         balance(apply_changes(parsed, {"options.framework": "torchtitan"}))
 
@@ -215,7 +215,6 @@ def test_interleaved_balance_of_the_qwen3_example():
     """MindFormers Qwen3-32B, pp 4 × vpp 2: offsets and full/selective/comm recompute per [chunk][stage], priced
     exactly as estimate() prices the balanced plan."""
     from estimator.balance.chunks import ChunkedTables
-    from estimator.balance.tables import Assignment
 
     parsed = parse([str(ROOT / "resources" / "examples" / "mindformers_qwen3_32b.yaml")])
     res = balance(parsed)
@@ -285,3 +284,44 @@ def test_mindspeed_dualpipev_gets_its_one_recompute_count(tmp_path):
 
 def _plan_parts(parsed):
     return parsed.model, parsed.strategy, parsed.hardware, parsed.options
+
+
+def test_zbv_on_mindformers_is_balanced_by_its_pipeline_time(tmp_path):
+    """ZB-V (MindFormers zero_bubble_v): counts and recompute per chunk in V order, scored by m·S_max + (p − 1)·
+    bubble; the tables price what estimate() prices, and the result is no slower than any uniform layout with
+    one full-recompute count per chunk that fits."""
+    import dataclasses
+
+    from estimator.balance.chunks import ChunkedTables
+    from estimator.estimate import estimate
+
+    path = tmp_path / "zbv.yaml"
+    path.write_text(TINY_INTERLEAVED.replace("num_layers: 6", "num_layers: 12").replace(
+        "vpp: 2,", "vpp: 2, schedule: zbv,"))
+    parsed = parse([str(path)])
+    assert parsed.strategy.schedule_name == "zbv"
+    budget = 7 * 2**30
+    res = balance(parsed, budget=budget)
+    assert not res.exact and any("pipeline time" in note for note in res.notes)
+    assert all(max(s.total, s.optimizer_step_peak) <= budget for s in res.after.stages)
+    assert res.objective_after == pytest.approx(float(res.after.step.pipeline_s), rel=1e-12)
+    # the chosen stages, priced by the tables, are what estimate() prices
+    from estimator.balance import _options_for
+
+    tables = ChunkedTables(parsed, _options_for(parsed), 2)
+    for i, stage in enumerate(res.after.stages):
+        vector = stage.layer_counts
+        want = tuple(Assignment(*(res.chunk_recompute[name][j][i] for name in ("full", "selective", "comm")))
+                     for j in range(2))
+        chosen = [ch for ch in tables._vector_choices(i, vector) if ch.assignment.chunks == want]
+        assert chosen
+        step = res.after.step.stages[i]
+        assert chosen[0].time == pytest.approx(float(step.F + step.B + step.W + step.Rc), rel=1e-12)
+        assert chosen[0].memory == pytest.approx(max(stage.total, stage.optimizer_step_peak), rel=1e-12)
+    # no uniform layout with one full-recompute count per chunk that fits is faster
+    for n in range(0, 4):
+        plan = dataclasses.replace(parsed.strategy.recompute, default_mode="none", full_counts=n or None,
+                                   ranges=(), uniform_group=0)
+        r = estimate(parsed.model, parsed.strategy.replace(recompute=plan), parsed.hardware, parsed.options)
+        if all(max(s.total, s.optimizer_step_peak) <= budget for s in r.stages):
+            assert res.objective_after <= float(r.step.pipeline_s) * (1 + 1e-12)

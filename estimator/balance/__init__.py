@@ -69,6 +69,8 @@ def _kappa(parsed: ParsedConfig) -> tuple[float, bool]:
         return float(st.micro_batches - 1), True
     if schedule == "interleaved":  # D28: times ÷ vp and κ = m·vp − 1; the common factor 1/vp leaves the argmin
         return float(st.micro_batches * st.vpp - 1), True
+    if schedule in ("zbv", "dualpipev"):  # m·τ plus the slowest stage's bubble term (``_v_objective``)
+        return float(st.micro_batches), False
     if schedule == "seq1f1b":
         return float(st.micro_batches * st.n_s - 1), True
     # GPipe separates forward and backward maxima: Σ S + (m − 1)·max S bounds it from above
@@ -101,10 +103,10 @@ def _check_supported(parsed: ParsedConfig) -> None:
                           "strategy.recompute=…` or `sapp search --dims rec=auto`", key="options.framework")
     if _uniform_n_only(parsed):
         return  # the layout stays; one recompute count is chosen (``_balance_uniform_n``)
-    if st.schedule_name in ("zbv", "dualpipev", "seqsmartvpp"):
+    if st.schedule_name == "seqsmartvpp" or (st.schedule_name in ("zbv", "dualpipev") and fw != "mindformers"):
         raise ConfigError(f"balancing the {st.schedule_name} schedule is not supported yet (schedules 1f1b, "
-                          "interleaved, gpipe, seq1f1b are; MindSpeed-LLM plans get their one recompute count)",
-                          key="strategy.schedule")
+                          "interleaved, gpipe, seq1f1b are; ZB-V on MindFormers; MindSpeed-LLM plans get their "
+                          "one recompute count)", key="strategy.schedule")
     if parsed.model.vision is not None:
         raise ConfigError("balancing plans with a vision tower is not supported yet", key="model.vision")
     if st.pp < 2:
@@ -169,7 +171,14 @@ def _balance_chunked(parsed: ParsedConfig, before: Result, limit: float, delta: 
     tables = ChunkedTables(parsed, _options_for(parsed), delta)
     p, vp, base = tables.p, tables.vp, tables.base
     kappa, exact = _kappa(parsed)
-    solution = solve(p, tables.total, vp * tables.c_min, vp * tables.c_max, tables.choices, kappa, limit)
+    objective = None
+    if tables.v_schedule:
+        def objective(choices: list) -> float:  # T-PIPE.zbv / .dualpipev of the layout (ties: earliest stage)
+            times = [ch.time for ch in choices]
+            k = times.index(max(times))
+            return kappa * times[k] + (p - 1) * choices[k].assignment.bubble
+    solution = solve(p, tables.total, vp * tables.c_min, vp * tables.c_max, tables.choices, kappa, limit,
+                     objective)
     if solution is None:
         raise SappError(f"no layout within base {base} ± {delta} layers per chunk fits the budget "
                         f"{limit / 2**30:.2f} GiB with any recompute choice; raise the budget, the device count "
@@ -189,7 +198,11 @@ def _balance_chunked(parsed: ParsedConfig, before: Result, limit: float, delta: 
     strategy = st.replace(recompute=plan, offset=grid_offsets, partition=None)
     after = estimate(parsed.model, strategy, parsed.hardware, parsed.options)
     notes = [f"per stage: sums over the stage's {vp} chunks; the config keys give them per chunk [vpp][pp]"]
-    if not (exact and tables.exact):
+    if tables.v_schedule:
+        notes.append(f"{st.schedule_name}: the objective is the pipeline time m·S_max + (p − 1)·bubble of the "
+                     "slowest stage; each threshold's layout is scored by it, so the result is the best found, "
+                     "not a proven optimum (objective values are the estimator's pipeline time per flush)")
+    elif not (exact and tables.exact):
         notes.append("the layer kinds differ along the model (dense/MoE, MTP or noop positions): each chunk's "
                      "kinds are read at its current place, so the optimum is approximate; the result is re-priced "
                      "by the estimator")
@@ -206,8 +219,10 @@ def _balance_chunked(parsed: ParsedConfig, before: Result, limit: float, delta: 
         snippets["recompute_config.select_comm_recompute"] = lst(comms)
     return BalanceResult(strategy=strategy, counts=stage_counts,
                          offsets=tuple(c - vp * base for c in stage_counts), recompute=recompute,
-                         before=before, after=after, objective_before=_objective(before, kappa),
-                         objective_after=_objective(after, kappa), exact=exact and tables.exact,
+                         before=before, after=after,
+                         objective_before=_pipe(before) if tables.v_schedule else _objective(before, kappa),
+                         objective_after=_pipe(after) if tables.v_schedule else _objective(after, kappa),
+                         exact=exact and tables.exact,
                          snippets=snippets, notes=notes, seconds=time.perf_counter() - start,
                          chunk_offsets=grid_offsets, chunk_recompute=grids)
 
@@ -293,6 +308,10 @@ def _strategy(parsed: ParsedConfig, solution: Solution, base: int) -> Strategy:
     else:
         layout = {"partition": solution.counts, "offset": None}
     return st.replace(recompute=plan, **layout)
+
+
+def _pipe(result: Result) -> float:
+    return float(result.step.pipeline_s) if result.step is not None else 0.0
 
 
 def _objective(result: Result, kappa: float) -> float:

@@ -20,8 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..estimate import layout_inputs, optimizer_step_peak, process_groups, reserve_bytes, working_for_chunk
-from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout, slot_index
+from ..estimate import (
+    forward_working,
+    layout_inputs,
+    optimizer_step_peak,
+    process_groups,
+    reserve_bytes,
+    working_for_chunk,
+)
+from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout, slot_index, slot_position
 from ..parsed import ParsedConfig
 from ..resolve import resolve
 from ..schedules import inflight_profile
@@ -37,6 +44,7 @@ class ChunkedAssignment:
 
     counts: tuple[int, ...]
     chunks: tuple[Assignment, ...]
+    bubble: float = 0.0  # V schedules: the stage's (p − 1)-multiplied term of T-PIPE.zbv / .dualpipev
 
     @property
     def full(self) -> tuple[int, ...]:
@@ -62,10 +70,10 @@ class _Chunk:
     working: float     # W(chunk): the working set of its backward walk
     transient: float   # the largest transient buffer among its rows
     signature: tuple[str, ...]
-
-    def beats(self, other: _Chunk) -> bool:
-        return (self.time <= other.time and self.act <= other.act and self.working <= other.working
-                and self.transient <= other.transient)
+    forward: float = 0.0   # V schedules: the forward working set (the other chunk's backward overlaps it)
+    f: float = 0.0         # chunk F, B + Rc, W of the step-time model (V schedules' bubble term)
+    br: float = 0.0
+    w: float = 0.0
 
 
 class ChunkedTables:
@@ -90,6 +98,9 @@ class ChunkedTables:
         self.c_min, self.c_max = max(1, self.base - delta), self.base + delta
         kinds = {(pos.kind, pos.block) for pos in self.positions}
         self.exact = len(kinds) == 1 and next(iter(kinds))[0] not in (NOOP, MTP)
+        self.v_schedule = self.schedule in ("zbv", "dualpipev")
+        last = slot_position(self.schedule, self.p, self.vp, self.p * self.vp - 1)
+        self.o_stage, self.o_chunk = last  # the stage/chunk holding the output head
         counts = self.layout.counts
         self._starts = [sum(counts[:q]) for q in range(len(counts))]
         self._groups = [process_groups(self.r, i) for i in range(self.p)]
@@ -108,8 +119,8 @@ class ChunkedTables:
         """The rows of chunk j of stage i, in model order, as ``stage_rows`` builds them."""
         pricer, model, st = self.pricer, self.parsed.model, self.parsed.strategy
         tie = self.r.dims.tie
-        holds_e = i == 0 and j == 0
-        holds_o = i == self.p - 1 and j == self.vp - 1
+        holds_e = i == 0 and j == 0  # slot 0 in every schedule
+        holds_o = (i, j) == (self.o_stage, self.o_chunk)
         items: list[Item] = [Item(EMBEDDING, "")] if holds_e else []
         k = 0
         for pos in self._slot_positions(i, j, c):
@@ -126,7 +137,7 @@ class ChunkedTables:
                              for n, kind in enumerate(model.mtp_kinds()))
         rows = [Row(it, j, pricer.cost(it, with_head=not (tie and i == 0))) for it in items]
         # a stage with MTP but not the embedding holds a copy of the table (unless a tied head serves), §5.3
-        if any(it.kind == MTP for it in items) and i != 0 and not (tie and i == self.p - 1):
+        if any(it.kind == MTP for it in items) and i != 0 and not (tie and i == self.o_stage):
             rows.append(pricer.copy_row(j))
         return rows
 
@@ -144,19 +155,25 @@ class ChunkedTables:
             if signature in seen:
                 continue
             seen.add(signature)
-            time_ = 0.0
+            f_sum = br_sum = w_sum = 0.0
             for row in rows:
                 rt = row_time(self.ctx, row)
-                time_ += float(rt.F + rt.B + rt.W + rt.Rc) + sum(float(f + b + rc) for f, b, rc in rt.comm.values())
+                f_sum += float(rt.F) + sum(float(f) for f, _b, _rc in rt.comm.values())
+                br_sum += float(rt.B + rt.Rc) + sum(float(b + rc) for _f, b, rc in rt.comm.values())
+                w_sum += float(rt.W)
+            time_ = f_sum + br_sum + w_sum
             if self.upstream_sum:  # upstream's per-layer sum of buffers, else the largest one (D14)
                 transient = sum(max(row.parts[0], row.parts[1], row.parts[3]) + row.parts[2] for row in rows)
             else:
                 transient = max(row.transient for row in rows)
             found.append(_Chunk(assign, tuple(rows), time_, float(sum(row.act for row in rows)),
-                                float(working_for_chunk(self.pricer, rows, j)[0]), float(transient), signature))
+                                float(working_for_chunk(self.pricer, rows, j)[0]), float(transient), signature,
+                                float(forward_working(rows, j)), f_sum, br_sum, w_sum))
         # drop what another assignment beats on every count; of equal ones the first (fewest recomputed
-        # layers) stays
-        values = np.array([(x.time, x.act, x.working, x.transient) for x in found])
+        # layers) stays (V schedules also compare the chunk's F, B + Rc, W and forward working set)
+        fields = ("f", "br", "w", "act", "working", "transient", "forward") if self.v_schedule else \
+            ("time", "act", "working", "transient")
+        values = np.array([tuple(getattr(x, name) for name in fields) for x in found])
         no_worse = (values[None, :, :] <= values[:, None, :]).all(axis=2)   # [x, y]: y no worse than x
         equal = (values[None, :, :] == values[:, None, :]).all(axis=2)
         earlier = np.arange(len(found))[None, :] < np.arange(len(found))[:, None]
@@ -208,10 +225,15 @@ class ChunkedTables:
         opt_peak = float(optimizer_step_peak(r, rows, resident, groups))
         static = params + grads + states + resident
         # every combination of the chunks' options at once: axis j of the grids indexes chunk j's options
+        names = ("time", "act", "working", "transient", "forward", "f", "br", "w")
         grids = [np.array([getattr(ch, name) for ch in opts]).reshape([-1 if k == j else 1
                                                                        for k in range(self.vp)])
-                 for name in ("time", "act", "working", "transient") for j, opts in enumerate(options)]
-        times, acts, works, transients = (grids[k * self.vp:(k + 1) * self.vp] for k in range(4))
+                 for name in names for j, opts in enumerate(options)]
+        times, acts, works, transients, forwards, fs, brs, ws = (grids[k * self.vp:(k + 1) * self.vp]
+                                                                 for k in range(len(names)))
+        if self.v_schedule:  # V schedules: one working set for every point (as estimate.price_stage)
+            v_work = np.maximum(np.maximum(works[1], forwards[0] + works[1]), forwards[1] + works[0])
+            works = [v_work, v_work]
         dynamic = None
         for pt in self.profile[i].points:
             value = sum(n * a for n, a in zip(pt.counts, acts, strict=True)) + works[pt.backward_chunk]
@@ -222,6 +244,16 @@ class ChunkedTables:
         time_ = constant + sum(times)
         shape = np.broadcast_shapes(*(np.shape(g) for g in grids))
         memory, time_ = np.broadcast_to(memory, shape).ravel(), np.broadcast_to(time_, shape).ravel()
+        bubble = np.zeros(shape).ravel()
+        if self.v_schedule:  # T-PIPE.zbv / .dualpipev: the slowest stage's max over chunks of its bubble term
+            terms = []
+            for j in range(self.vp):
+                f_c = fs[j] + (whole.chunk_F[j] - first[j].f)
+                b_c = brs[j] + (whole.chunk_B[j] + whole.chunk_Rc[j] - first[j].br)
+                w_c = ws[j] + (whole.chunk_W[j] - first[j].w)
+                expr = f_c + b_c - 2 * w_c if self.schedule == "zbv" else (f_c + b_c + w_c) + (b_c + w_c) - 3 * w_c
+                terms.append(np.maximum(0.0, expr))
+            bubble = np.broadcast_to(functools.reduce(np.maximum, terms), shape).ravel()
         # only this vector's time/memory Pareto front can be the fastest fitting choice
         order = np.lexsort((memory, time_))
         running = np.minimum.accumulate(memory[order])
@@ -230,7 +262,7 @@ class ChunkedTables:
         for flat in keep.tolist():
             combo = np.unravel_index(flat, shape)
             out.append(Choice(float(time_[flat]), float(memory[flat]), ChunkedAssignment(
-                vector, tuple(options[j][int(k)].assign for j, k in enumerate(combo)))))
+                vector, tuple(options[j][int(k)].assign for j, k in enumerate(combo)), float(bubble[flat]))))
         return out
 
     def stage_rows(self, i: int, chosen: ChunkedAssignment) -> list[Row]:

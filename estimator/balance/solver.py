@@ -102,9 +102,14 @@ def _min_sum(tstar: np.ndarray, tau: float, total: int) -> tuple[float, list[int
 
 
 def solve(p: int, total: int, c_min: int, c_max: int, table: Table, kappa: float,
-          budget: float | Sequence[float]) -> Solution | None:
+          budget: float | Sequence[float],
+          objective: Callable[[list[Choice]], float] | None = None) -> Solution | None:
     """The layout and per-stage choices minimising Σ t_i + κ·max t_i with every stage within budget (exact over
-    counts in [c_min, c_max]); None when no layout fits."""
+    counts in [c_min, c_max]); None when no layout fits.
+
+    ``objective`` replaces the Σ form for schedules whose time is κ·max t plus a term of the slowest stage (the
+    V schedules): each threshold's min-Σ layout is then scored by it, κ·τ bounds it from below, and the result
+    is the best such layout (not proven optimal: another layout under the same τ could score better)."""
     tstar, argbest = best_table(p, total, c_min, c_max, table, budget)
     finite = np.unique(tstar[np.isfinite(tstar)])
     if not len(finite):
@@ -112,25 +117,31 @@ def solve(p: int, total: int, c_min: int, c_max: int, table: Table, kappa: float
     q_inf, _ = _min_sum(tstar, math.inf, total)
     if not math.isfinite(q_inf):
         return None
+    floor = 0.0 if objective is not None else q_inf
     best_obj, best_counts = math.inf, None
     for tau in finite:  # ascending
-        if kappa * tau + q_inf >= best_obj:
+        if kappa * tau + floor >= best_obj:
             break
-        q, counts = _min_sum(tstar, float(tau), total)
+        _q, counts = _min_sum(tstar, float(tau), total)
         if counts is None:
             continue
-        # with these counts the true max may be below τ: price the layout exactly
-        times = _times(tstar, counts)
-        obj = sum(times) + kappa * max(times)
+        if objective is not None:
+            obj = objective(_chosen(argbest, counts))
+        else:  # with these counts the true max may be below τ: price the layout exactly
+            times = _times(tstar, counts)
+            obj = sum(times) + kappa * max(times)
         if obj < best_obj - 1e-15 * max(1.0, abs(obj)):
             best_obj, best_counts = obj, counts
-        del q
     assert best_counts is not None
+    return Solution(tuple(best_counts), tuple(_chosen(argbest, best_counts)), best_obj)
+
+
+def _chosen(argbest: dict[tuple[int, int, int], Choice], counts: list[int]) -> list[Choice]:
     choices, a = [], 0
-    for i, c in enumerate(best_counts):
+    for i, c in enumerate(counts):
         choices.append(argbest[(i, a, c)])
         a += c
-    return Solution(tuple(best_counts), tuple(choices), best_obj)
+    return choices
 
 
 def _times(tstar: np.ndarray, counts: list[int]) -> list[float]:
