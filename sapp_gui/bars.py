@@ -10,15 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, Qt, Signal
-from PySide6.QtGui import QColor, QCursor, QFont, QPen
-from PySide6.QtWidgets import QGraphicsItem, QLabel, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QCursor, QPen
+from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from estimator.result import CATEGORIES
 from estimator.units import GiB
 
 from .chart_export import ExportableChart
 from .language import category_label, translate
-from .style import CATEGORY_COLORS, SELECTION
+from .plot_style import bold_label, style_axes
+from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET, SELECTION
 
 pg.setConfigOptions(antialias=False, background="w", foreground="#222222")  # bars are axis-aligned: crisp and faster
 
@@ -37,11 +38,8 @@ class StackedBarChart(ExportableChart, QWidget):
 
     def __init__(self, title: str, x_label: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.title = QLabel(title)
+        self.title = bold_label(title)
         self.title.setTextFormat(Qt.TextFormat.RichText)
-        font = self.title.font()
-        font.setBold(True)
-        self.title.setFont(font)
         self.plot = pg.PlotWidget()
         self.plot.setMinimumHeight(160)
         self.plot.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -53,16 +51,7 @@ class StackedBarChart(ExportableChart, QWidget):
         item.showGrid(x=False, y=True, alpha=0.18)
         item.setLabel("left", translate("Charts", "Memory per device (GiB)"))
         item.setLabel("bottom", x_label)
-        tick_font = QFont(self.font())
-        tick_font.setPointSizeF(max(7.5, self.font().pointSizeF() * 0.9))
-        for name in ("left", "bottom"):
-            axis = item.getAxis(name)
-            axis.setStyle(tickFont=tick_font)
-            axis.setTextPen("#222222")
-            axis.enableAutoSIPrefix(False)
-            # replaying the axis picture re-rasterises every tick label on each repaint; a pixmap cache
-            # makes repaints after an edit cheap (the axis is redrawn only when its ticks or range change)
-            axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        style_axes(item, self)
         self.view = item.getViewBox()
         self.bars: dict[str, pg.BarGraphItem] = {}
         for cat in CATEGORIES:
@@ -94,6 +83,36 @@ class StackedBarChart(ExportableChart, QWidget):
         self.plot.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.plot.customContextMenuRequested.connect(self._context_menu)
         self.plot.installEventFilter(self)
+
+    # ------------------------------------------------------------------------------ capacity and budget
+    def add_limit_lines(self, line_width: float, over_width: float, over_pen_width: float) -> None:
+        """The capacity and budget lines, and the outline drawn around bars over the budget."""
+        item = self.plot.getPlotItem()
+        self.capacity_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(CAPACITY, width=line_width), label="",
+                                             labelOpts={"position": 0.985, "color": CAPACITY,
+                                                        "anchors": [(1, 1), (1, 1)], "fill": (255, 255, 255, 210)})
+        self.budget_line = pg.InfiniteLine(angle=0, pen=outline_pen(OVER_BUDGET, line_width, dashed=True), label="",
+                                           labelOpts={"position": 0.985, "color": OVER_BUDGET,
+                                                      "anchors": [(1, 0), (1, 0)], "fill": (255, 255, 255, 210)})
+        for line in (self.capacity_line, self.budget_line):
+            line.setZValue(15)
+            item.addItem(line)
+        self.over_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=over_width, brush=None,
+                                         pen=pg.mkPen(OVER_BUDGET, width=over_pen_width))
+        self.over_item.setZValue(18)
+        item.addItem(self.over_item)
+
+    def show_limits(self, capacity: float, budget: float) -> None:
+        """Place and label the lines; one line when the budget is the capacity."""
+        self.capacity_line.setVisible(True)
+        self.capacity_line.setPos(capacity / GiB)
+        self.budget_line.setPos(budget / GiB)
+        same = abs(capacity - budget) < 0.005 * GiB
+        self.budget_line.setVisible(not same)
+        cap = f"{capacity / GiB:,.2f}"
+        self.capacity_line.label.setFormat(translate("Charts", "capacity = budget {0} GiB").format(cap) if same else
+                                           translate("Charts", "capacity {0} GiB").format(cap))
+        self.budget_line.label.setFormat(translate("Charts", "budget {0} GiB").format(f"{budget / GiB:,.2f}"))
 
     def set_labels(self, title: str, x_label: str) -> None:
         """Title and axis names (again after a language change)."""

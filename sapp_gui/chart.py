@@ -58,19 +58,7 @@ class StageChart(StackedBarChart):
         self.legend.setAccessibleName(translate("Charts", "Chart legend"))
         self.header_layout.insertWidget(1, self.legend)
         item = self.plot.getPlotItem()
-        self.capacity_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(CAPACITY, width=1.6), label="",
-                                             labelOpts={"position": 0.985, "color": CAPACITY,
-                                                        "anchors": [(1, 1), (1, 1)], "fill": (255, 255, 255, 210)})
-        self.budget_line = pg.InfiniteLine(angle=0, pen=outline_pen(OVER_BUDGET, 1.6, dashed=True), label="",
-                                           labelOpts={"position": 0.985, "color": OVER_BUDGET,
-                                                      "anchors": [(1, 0), (1, 0)], "fill": (255, 255, 255, 210)})
-        for line in (self.capacity_line, self.budget_line):
-            line.setZValue(15)
-            item.addItem(line)
-        self.over_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
-                                         pen=pg.mkPen(OVER_BUDGET, width=3))
-        self.over_item.setZValue(18)
-        item.addItem(self.over_item)
+        self.add_limit_lines(1.6, 0.7, 3)
         self.opt_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
                                         pen=outline_pen(OVER_BUDGET, 2.0, dashed=True))
         self.opt_item.setZValue(18)
@@ -165,15 +153,7 @@ class StageChart(StackedBarChart):
             self.delta_labels.append(label)
 
     def _draw_lines(self, result: Result) -> None:
-        self.capacity_line.setPos(result.capacity / GiB)
-        self.budget_line.setPos(result.budget / GiB)
-        same = abs(result.capacity - result.budget) < 0.005 * GiB
-        self.budget_line.setVisible(not same)
-        cap = f"{result.capacity / GiB:,.2f}"
-        cap_text = translate("Charts", "capacity = budget {0} GiB").format(cap) if same else \
-            translate("Charts", "capacity {0} GiB").format(cap)
-        self.capacity_line.label.setFormat(cap_text)
-        self.budget_line.label.setFormat(translate("Charts", "budget {0} GiB").format(f"{result.budget / GiB:,.2f}"))
+        self.show_limits(result.capacity, result.budget)
 
     def retranslate(self) -> None:
         self.set_labels(translate("Charts", "Memory per pipeline stage"), translate("Charts", "Pipeline stage"))

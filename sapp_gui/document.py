@@ -22,6 +22,7 @@ from estimator.formats import parse
 from estimator.formats.plan_writer import strategy_fields
 from estimator.hardware import Hardware, find_preset, load_presets
 from estimator.parsed import ParsedConfig, Provenance, apply_changes
+from estimator.search.candidates import divisors
 from estimator.strategy import Strategy
 from estimator.units import fmt_gib, parse_size
 from estimator.warnings import Assumption
@@ -99,19 +100,6 @@ def canonical_key(key: str) -> str:
     return ALIASES.get(key, key)
 
 
-def divisors(n: int) -> list[int]:
-    n = int(n)
-    if n <= 0:
-        return []
-    small, large = [], []
-    i = 1
-    while i * i <= n:
-        if n % i == 0:
-            small.append(i)
-            if i != n // i:
-                large.append(n // i)
-        i += 1
-    return small + large[::-1]
 
 
 def _flat_ints(value: Any) -> list[int]:

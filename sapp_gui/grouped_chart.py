@@ -22,7 +22,6 @@ from estimator.units import GiB
 from .bars import StackedBarChart, category_brush, outline_pen
 from .chart import legend_html
 from .language import translate
-from .style import CAPACITY, OVER_BUDGET
 
 GROUP_WIDTH = 0.84
 FADED_ALPHA = 80
@@ -44,20 +43,7 @@ class GroupedStageChart(StackedBarChart):
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.header_layout.insertWidget(1, self.legend)
-        item = self.plot.getPlotItem()
-        self.capacity_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(CAPACITY, width=1.4), label="",
-                                             labelOpts={"position": 0.985, "color": CAPACITY,
-                                                        "anchors": [(1, 1), (1, 1)], "fill": (255, 255, 255, 210)})
-        self.budget_line = pg.InfiniteLine(angle=0, pen=outline_pen(OVER_BUDGET, 1.4, dashed=True), label="",
-                                           labelOpts={"position": 0.985, "color": OVER_BUDGET,
-                                                      "anchors": [(1, 0), (1, 0)], "fill": (255, 255, 255, 210)})
-        for line in (self.capacity_line, self.budget_line):
-            line.setZValue(15)
-            item.addItem(line)
-        self.over_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.5, brush=None,
-                                         pen=pg.mkPen(OVER_BUDGET, width=2.5))
-        self.over_item.setZValue(18)
-        item.addItem(self.over_item)
+        self.add_limit_lines(1.4, 0.5, 2.5)
         self.tag_items: list[pg.TextItem] = []
         self.tags_drawn = False
         self.entries: list[ChartEntry] = []
@@ -149,15 +135,7 @@ class GroupedStageChart(StackedBarChart):
         self.budget_line.setVisible(shared)
         if not shared:
             return
-        capacity, budget = self.entries[0].result.capacity, self.entries[0].result.budget
-        self.capacity_line.setPos(capacity / GiB)
-        self.budget_line.setPos(budget / GiB)
-        same = abs(capacity - budget) < 0.005 * GiB
-        self.budget_line.setVisible(not same)
-        cap = f"{capacity / GiB:,.2f}"
-        self.capacity_line.label.setFormat(translate("Charts", "capacity = budget {0} GiB").format(cap) if same else
-                                           translate("Charts", "capacity {0} GiB").format(cap))
-        self.budget_line.label.setFormat(translate("Charts", "budget {0} GiB").format(f"{budget / GiB:,.2f}"))
+        self.show_limits(self.entries[0].result.capacity, self.entries[0].result.budget)
 
     def _legend(self) -> str:
         html = legend_html(lines=self.capacity_line.isVisible())

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from estimator.units import GiB
 
 from .bars import outline_pen
 from .chart_export import ExportableChart
 from .language import translate
+from .plot_style import bold_label, style_axes
 from .search_model import SearchRow
 from .style import MUTED, OVER_BUDGET, PARETO, SELECTION
 
@@ -25,10 +25,7 @@ class ParetoChart(ExportableChart, QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("paretoChart")
-        self.title = QLabel()
-        font = self.title.font()
-        font.setBold(True)
-        self.title.setFont(font)
+        self.title = bold_label()
         self.plot = pg.PlotWidget()
         self.plot.setMinimumHeight(150)
         item = self.plot.getPlotItem()
@@ -36,13 +33,7 @@ class ParetoChart(ExportableChart, QWidget):
         item.hideButtons()
         item.showGrid(x=True, y=True, alpha=0.18)
         item.getViewBox().setMouseEnabled(False, False)
-        tick_font = QFont(self.font())
-        tick_font.setPointSizeF(max(7.5, self.font().pointSizeF() * 0.9))
-        for name in ("left", "bottom"):
-            axis = item.getAxis(name)
-            axis.setStyle(tickFont=tick_font)
-            axis.setTextPen("#222222")
-            axis.enableAutoSIPrefix(False)
+        style_axes(item, self)
         self.others = pg.ScatterPlotItem(size=8, pen=pg.mkPen(MUTED, width=1), brush=pg.mkBrush(230, 230, 230, 255))
         self.front_line = pg.PlotDataItem(pen=pg.mkPen(PARETO, width=1.5, style=Qt.PenStyle.DashLine))
         self.front = pg.ScatterPlotItem(size=10, pen=pg.mkPen("#ffffff", width=1), brush=pg.mkBrush(PARETO))

@@ -17,7 +17,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics
-from PySide6.QtWidgets import QGraphicsItem, QLabel, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from estimator.result import Result
 from estimator.timeline import Timeline
@@ -25,6 +25,7 @@ from estimator.units import GiB
 
 from .chart_export import ExportableChart
 from .language import translate
+from .plot_style import bold_label, style_axes
 from .style import MEMORY_LINE, OP_COLORS, PEAK_MARK
 
 OPS_ROW = (0.08, 0.44)      # band-relative y range of the operations row (0 = top of the band)
@@ -92,10 +93,7 @@ class ScheduleChart(ExportableChart, QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("scheduleChart")
-        self.title = QLabel()
-        font = self.title.font()
-        font.setBold(True)
-        self.title.setFont(font)
+        self.title = bold_label()
         self.plot = pg.PlotWidget()
         item = self.plot.getPlotItem()
         item.setMenuEnabled(False)
@@ -103,14 +101,7 @@ class ScheduleChart(ExportableChart, QWidget):
         item.showGrid(x=True, y=False, alpha=0.15)
         self.view = item.getViewBox()
         self.view.setMouseEnabled(x=True, y=False)  # wheel zooms the time axis; the labels follow
-        tick_font = QFont(self.font())
-        tick_font.setPointSizeF(max(7.5, self.font().pointSizeF() * 0.9))
-        for name in ("left", "bottom"):
-            axis = item.getAxis(name)
-            axis.setStyle(tickFont=tick_font)
-            axis.setTextPen("#222222")
-            axis.enableAutoSIPrefix(False)
-            axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        style_axes(item, self)
         self.op_items: dict[str, pg.BarGraphItem] = {}
         for kind in ("F", "R", "B", "W"):
             bar = pg.BarGraphItem(x0=np.zeros(0), x1=np.zeros(0), y0=np.zeros(0), height=np.zeros(0),

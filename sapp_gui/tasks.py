@@ -41,6 +41,37 @@ class _Bridge(QObject):
     progress = Signal(int, int, int, str)  # generation, done, total, phase
 
 
+class _RunnerBase(QObject):
+    """What both runners share: the signals, the bridge from worker threads to the GUI thread, and delivering
+    only the newest generation's outcome and progress."""
+
+    finished = Signal(object)            # TaskOutcome of the current generation
+    progress = Signal(int, int, str)     # done, total, phase (current generation only)
+    started = Signal(int)                # generation that started running
+
+    def __init__(self, parent: QObject | None, name: str) -> None:
+        super().__init__(parent)
+        self.name = name
+        self.generation = 0
+        self.discarded = 0
+        self._lock = threading.Lock()
+        self._user_cancelled: set[int] = set()
+        self._bridge = _Bridge()  # no parent: it must outlive a window destroyed while a job still runs
+        self._bridge.done.connect(self._on_done)
+        self._bridge.progress.connect(self._on_progress)
+
+    # ------------------------------------------------------------------------------ GUI thread side
+    def _on_done(self, outcome: TaskOutcome) -> None:
+        if outcome.generation != self.generation:
+            self.discarded += 1
+            return
+        self.finished.emit(outcome)
+
+    def _on_progress(self, generation: int, done: int, total: int, phase: str) -> None:
+        if generation == self.generation:
+            self.progress.emit(done, total, phase)
+
+
 @dataclass
 class _Job:
     generation: int
@@ -51,27 +82,15 @@ class _Job:
     cancel: threading.Event
 
 
-class TaskRunner(QObject):
+class TaskRunner(_RunnerBase):
     """Runs one callable at a time off the GUI thread; ``finished`` carries the newest request's outcome."""
 
-    finished = Signal(object)            # TaskOutcome of the current generation
-    progress = Signal(int, int, str)     # done, total, phase (current generation only)
-    started = Signal(int)                # generation that started running
-
     def __init__(self, parent: QObject | None = None, name: str = "task") -> None:
-        super().__init__(parent)
-        self.name = name
-        self.generation = 0
-        self.discarded = 0
-        self._lock = threading.Lock()
+        super().__init__(parent, name)
         self._pending: _Job | None = None
         self._running: _Job | None = None
         self._thread: threading.Thread | None = None
         self._active = False  # a thread is looping (set and cleared under the lock: no lost wake-up)
-        self._user_cancelled: set[int] = set()
-        self._bridge = _Bridge()  # no parent: it must outlive a window destroyed while a job still runs
-        self._bridge.done.connect(self._on_done)
-        self._bridge.progress.connect(self._on_progress)
 
     # ------------------------------------------------------------------------------------ requests
     def submit(self, fn: Callable[..., Any], *args: Any, controls: bool = False, tag: Any = None) -> int:
@@ -146,20 +165,12 @@ class TaskRunner(QObject):
         cancelled = job.generation in self._user_cancelled
         bridge.done.emit(TaskOutcome(job.generation, value, error, time.perf_counter() - start, cancelled, job.tag))
 
-    # ------------------------------------------------------------------------------ GUI thread side
     def _on_done(self, outcome: TaskOutcome) -> None:
         self._user_cancelled.discard(outcome.generation)
-        if outcome.generation != self.generation:
-            self.discarded += 1
-            return
-        self.finished.emit(outcome)
-
-    def _on_progress(self, generation: int, done: int, total: int, phase: str) -> None:
-        if generation == self.generation:
-            self.progress.emit(done, total, phase)
+        super()._on_done(outcome)
 
 
-class ProcessRunner(QObject):
+class ProcessRunner(_RunnerBase):
     """Like TaskRunner, but each job runs in its own process (``jobs.child_main``): a CPU-bound search or
     balance then never competes with the GUI thread for the GIL (a worker *thread* would make every Python
     callback of a repaint wait for it), and a superseded or discarded job is stopped at once (terminated).
@@ -167,21 +178,9 @@ class ProcessRunner(QObject):
 
     ``fn`` and its arguments must pickle (module-level functions, estimator records)."""
 
-    finished = Signal(object)
-    progress = Signal(int, int, str)
-    started = Signal(int)
-
     def __init__(self, parent: QObject | None = None, name: str = "process") -> None:
-        super().__init__(parent)
-        self.name = name
-        self.generation = 0
-        self.discarded = 0
-        self._lock = threading.Lock()
+        super().__init__(parent, name)
         self._running: dict[int, tuple[Any, Any, threading.Thread]] = {}  # generation -> (process, event, reader)
-        self._user_cancelled: set[int] = set()
-        self._bridge = _Bridge()
-        self._bridge.done.connect(self._on_done)
-        self._bridge.progress.connect(self._on_progress)
 
     def submit(self, fn: Callable[..., Any], *args: Any, controls: bool = False, tag: Any = None) -> int:
         from . import jobs
@@ -286,13 +285,3 @@ class ProcessRunner(QObject):
             cancelled = generation in self._user_cancelled
             self._user_cancelled.discard(generation)
         self._bridge.done.emit(TaskOutcome(generation, value, error, time.perf_counter() - start, cancelled, tag))
-
-    def _on_done(self, outcome: TaskOutcome) -> None:
-        if outcome.generation != self.generation:
-            self.discarded += 1
-            return
-        self.finished.emit(outcome)
-
-    def _on_progress(self, generation: int, done: int, total: int, phase: str) -> None:
-        if generation == self.generation:
-            self.progress.emit(done, total, phase)

@@ -28,14 +28,14 @@ from ..estimate import (
     reserve_bytes,
     working_for_chunk,
 )
-from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout, slot_index, slot_position
+from ..layout import MTP, NOOP, build_layout, slot_index, slot_position
 from ..parsed import ParsedConfig
 from ..resolve import resolve
 from ..schedules import inflight_profile
 from ..stage import Row, StagePricer
 from ..steptime import _Ctx, row_time, stage_times
 from .solver import Choice
-from .tables import Assignment, Position, assignments, layer_positions
+from .tables import Assignment, Position, assignments, layer_positions, slot_items
 
 
 @dataclass(frozen=True)
@@ -117,24 +117,11 @@ class ChunkedTables:
 
     def chunk_rows(self, i: int, j: int, c: int, assign: Assignment) -> list[Row]:
         """The rows of chunk j of stage i, in model order, as ``stage_rows`` builds them."""
-        pricer, model, st = self.pricer, self.parsed.model, self.parsed.strategy
+        pricer = self.pricer
         tie = self.r.dims.tie
         holds_e = i == 0 and j == 0  # slot 0 in every schedule
         holds_o = (i, j) == (self.o_stage, self.o_chunk)
-        items: list[Item] = [Item(EMBEDDING, "")] if holds_e else []
-        k = 0
-        for pos in self._slot_positions(i, j, c):
-            if pos.kind == NOOP:
-                items.append(Item(NOOP, ""))
-                continue
-            items.append(Item(pos.kind, pos.block, pos.index, assign.option(k)))
-            k += 1
-        if holds_o:
-            at = max((n for n, it in enumerate(items) if it.index >= 0 and it.kind != MTP), default=len(items) - 1)
-            items.insert(at + 1, Item(OUTPUT, ""))
-            if not st.mtp_in_offset:
-                items.extend(Item(MTP, kind, model.num_layers + n, "none")
-                             for n, kind in enumerate(model.mtp_kinds()))
+        items = slot_items(self.parsed, self._slot_positions(i, j, c), assign, holds_e, holds_o)
         rows = [Row(it, j, pricer.cost(it, with_head=not (tie and i == 0))) for it in items]
         # a stage with MTP but not the embedding holds a copy of the table (unless a tied head serves), §5.3
         if any(it.kind == MTP for it in items) and i != 0 and not (tie and i == self.o_stage):

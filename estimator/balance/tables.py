@@ -63,6 +63,28 @@ def layer_positions(parsed: ParsedConfig) -> list[Position]:
     return out
 
 
+def slot_items(parsed: ParsedConfig, positions: list[Position], assign: Assignment, holds_e: bool,
+               holds_o: bool) -> list[Item]:
+    """The layout items of one slot in model order: the embedding first when it holds it, the body positions
+    with their recompute options, the head after the last body layer, then MTP modules that do not count in the
+    offsets."""
+    items: list[Item] = [Item(EMBEDDING, "")] if holds_e else []
+    k = 0
+    for pos in positions:
+        if pos.kind == NOOP:
+            items.append(Item(NOOP, ""))
+            continue
+        items.append(Item(pos.kind, pos.block, pos.index, assign.option(k)))
+        k += 1
+    if holds_o:
+        at = max((n for n, it in enumerate(items) if it.index >= 0 and it.kind != MTP), default=len(items) - 1)
+        items.insert(at + 1, Item(OUTPUT, ""))
+        if not parsed.strategy.mtp_in_offset:
+            model = parsed.model
+            items.extend(Item(MTP, kind, model.num_layers + n, "none") for n, kind in enumerate(model.mtp_kinds()))
+    return items
+
+
 def assignments(options: tuple[str, ...], c: int) -> Iterator[Assignment]:
     """Every (full, selective, comm) count triple of a c-position slot that ``options`` allows."""
     body = c  # noop positions never recompute; bounds above the layer count are harmless
@@ -117,26 +139,10 @@ class StageTables:
     # -------------------------------------------------------------------------------- rows
     def rows(self, i: int, a: int, c: int, assign: Assignment) -> list[Row]:
         """The rows stage i holds, in model order, as ``stage_rows`` would build them."""
-        pricer, model, st = self.pricer, self.parsed.model, self.parsed.strategy
+        pricer = self.pricer
         tie = self.r.dims.tie
         first, last = i == 0, i == self.p - 1
-        items: list[Item] = []
-        if first:
-            items.append(Item(EMBEDDING, ""))
-        k = 0
-        for pos in self.positions[a:a + c]:
-            if pos.kind == NOOP:
-                items.append(Item(NOOP, ""))
-                continue
-            items.append(Item(pos.kind, pos.block, pos.index, assign.option(k)))
-            k += 1
-        if last:
-            # the head follows the last body layer, then MTP modules that do not count in the offsets
-            at = max((n for n, it in enumerate(items) if it.index >= 0 and it.kind != MTP), default=len(items) - 1)
-            items.insert(at + 1, Item(OUTPUT, ""))
-            if not st.mtp_in_offset:
-                items.extend(Item(MTP, kind, model.num_layers + n, "none")
-                             for n, kind in enumerate(model.mtp_kinds()))
+        items = slot_items(self.parsed, self.positions[a:a + c], assign, first, last)
         rows = [Row(it, 0, pricer.cost(it, with_head=not (tie and first))) for it in items]
         kinds = {it.kind for it in items}
         if MTP in kinds and EMBEDDING not in kinds and not (tie and OUTPUT in kinds):
