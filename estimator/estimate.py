@@ -353,10 +353,10 @@ def _select_point_vector(points: list[Point], act_chunk: list[Num], work: list[N
             continue
         counts = np.array([pt.counts for pt in pts], dtype=np.float64)       # [P, vp]
         chunk = np.array([pt.backward_chunk for pt in pts], dtype=np.int64)  # [P]
-        values = counts @ acts[:, idx] + works[chunk][:, idx]                # [P, C_m]
+        sub = works[:, idx]                                                  # [vp, C_m]
+        values = counts @ acts[:, idx] + sub[chunk]                          # [P, C_m]
         best = np.argmax(values, axis=0)
         out_counts[:, idx] = counts[best].T
-        sub = works[:, idx]
         out_work[idx] = sub[chunk[best], np.arange(sub.shape[1])]
     return tuple(out_counts[j].reshape(size) for j in range(vp)), out_work.reshape(size)
 
