@@ -101,6 +101,14 @@ def cp_ring(M_kv: Num, link: Link) -> tuple[Num, Num]:
     return fwd, 2 * fwd
 
 
+def cp_allgather(M_kv: Num, link: Link) -> tuple[Num, Num]:
+    """[T-COMM.cp_ag] All-gather context parallelism (Llama 3 §3.3.2; Transformer Engine's
+    AttnFuncWithCPAndKVAllGather, torchtitan's rotate method "allgather"): forward all-gathers the local K/V,
+    M = n·M_kv in full; backward gathers them again and reduce-scatters their gradients."""
+    ag = all_gather(link.n * M_kv, link)
+    return ag, 2 * ag
+
+
 def cp_ulysses(M_qkv: Num, M_o: Num, link: Link) -> tuple[Num, Num]:
     """Ulysses: an all-to-all of q, k, v (β_c·(q_w + k_w + v_w)·T/t) and one of the output (β_c·o_w·T/t) each
     way."""
@@ -157,5 +165,6 @@ def dp_times(mode: str, grads: Num, params: Num, gathered: Num, shard: Link, rep
     return DPTimes(per_step=(0.0 if sync_every_mb else rs) + replica_ar, per_mb_fwd=gather, per_mb_bwd=bwd)
 
 
-__all__ = ["DPTimes", "Link", "all_gather", "all_reduce", "all_to_all", "cp_ring", "cp_ulysses", "dp_times",
-           "ep_layer", "level_link", "p2p", "pp_boundary", "reduce_scatter", "tp_embedding", "tp_head", "tp_layer"]
+__all__ = ["DPTimes", "Link", "all_gather", "all_reduce", "all_to_all", "cp_allgather", "cp_ring", "cp_ulysses",
+           "dp_times", "ep_layer", "level_link", "p2p", "pp_boundary", "reduce_scatter", "tp_embedding", "tp_head",
+           "tp_layer"]

@@ -17,6 +17,7 @@ from . import fsdp
 from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, max_all, maximum, pick, valid_or_minus_inf
 from .errors import StrategyError
 from .explain import Quantity, max_node, sum_node
+from .features import fp8_problem
 from .hardware import Hardware
 from .layout import EMBEDDING, MTP, OUTPUT, VISION, Layout, LayoutInputs, build_layout
 from .model import ModelSpec
@@ -75,7 +76,8 @@ def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
         has_layer_list=st.partition is not None or st.offset is not None, schedule=r.flags.schedule,
         cp_algo=r.flags.cp_algo, d=par.d, t=par.t, p=par.p, vp=par.vp, cp=par.cp, ep=par.ep, etp=par.etp, b=par.b,
         m=par.m, s=par.s, sp=par.sp, u=par.u, os=par.os, os_e=par.os_e, domain=dense_domain(r.flags, par),
-        domain_e=par.edp, vpp_group=st.vpp_group or par.p, allow_underfilled=r.options.allow_underfilled_pipeline)
+        domain_e=par.edp, vpp_group=st.vpp_group or par.p, allow_underfilled=r.options.allow_underfilled_pipeline,
+        fp8_problem=fp8_problem(st.fp8, r.fw.name, r.hardware.peak_flops, r.hardware.id or r.hardware.name))
 
 
 # ------------------------------------------------------------------------------------------ stages

@@ -18,7 +18,21 @@ from .errors import ConfigError
 from .hardware import Hardware
 from .model import ModelSpec
 from .options import RunOptions
-from .strategy import RecomputePlan, RecomputeRange, ShardingSpec, Strategy
+from .strategy import (
+    COMPILE_COMPONENTS,
+    CP_ALGOS,
+    FP8_RECIPES,
+    LORA_TARGETS,
+    LOSS_FUSIONS,
+    OFFLOAD_GROUPS,
+    PEFT_METHODS,
+    SCHEDULES,
+    SHARDING_MODES,
+    RecomputePlan,
+    RecomputeRange,
+    ShardingSpec,
+    Strategy,
+)
 from .units import parse_size
 
 SECTIONS = ("model", "strategy", "hardware", "options")
@@ -69,6 +83,13 @@ ALIASES = {
     "strategy.rule": "strategy.selective_rule", "options.reserve_fixed": "options.reserve",
     "model.n_layers": "model.num_layers", "strategy.mbs": "strategy.micro_batch_size",
     "strategy.m": "strategy.micro_batches", "strategy.seq_len": "strategy.seq_length",
+}
+# the values a text field (or each member of a list field) may take
+CHOICES: dict[str, tuple[str, ...]] = {
+    "strategy.cp_algo": CP_ALGOS, "strategy.schedule": SCHEDULES, "strategy.sharding": SHARDING_MODES,
+    "strategy.fp8": FP8_RECIPES, "strategy.compile": COMPILE_COMPONENTS, "strategy.loss_fusion": LOSS_FUSIONS,
+    "strategy.peft": PEFT_METHODS, "strategy.lora_targets": LORA_TARGETS,
+    "strategy.offload_activations": OFFLOAD_GROUPS,
 }
 HARDWARE_FIELDS = ("device", "capacity", "eff_matmul", "hbm_bandwidth", "eff_hbm", "host_link_bandwidth")
 
@@ -198,7 +219,7 @@ def coerce(info: FieldInfo, value: Any, where: str | None = None) -> Any:
         rest = [a for a in args if a is not type(None)]
         kind = rest[0] if len(rest) == 1 else kind
         origin = typing.get_origin(kind)
-    if info.attr in ("offset", "partition", "full_counts", "sel_counts", "comm_counts"):
+    if info.attr in ("offset", "partition", "full_counts", "sel_counts", "comm_counts", "offload_counts"):
         return _counts(value, key, where)
     if info.attr == "ranges":
         if not isinstance(value, (list, tuple)):
@@ -217,7 +238,7 @@ def coerce(info: FieldInfo, value: Any, where: str | None = None) -> Any:
     if kind is str:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ConfigError(f"expected a string, got {value!r}", path=where, key=key)
-        return str(value)
+        return _choice(str(value), key, where)
     if origin is tuple:
         if isinstance(value, str):
             value = [x.strip() for x in value.split(",") if x.strip()]
@@ -227,9 +248,20 @@ def coerce(info: FieldInfo, value: Any, where: str | None = None) -> Any:
         if inner is int:
             return tuple(_int(v, key, where) for v in value)
         if inner is str:
-            return tuple(str(v) for v in value)
+            return tuple(_choice(str(v), key, where) for v in value)
         return tuple(value)
     return value
+
+
+def _choice(value: str, key: str, where: str | None) -> str:
+    """``value`` when ``key`` takes any text or ``value`` is one of its choices; else a ConfigError naming the
+    nearest choice."""
+    allowed = CHOICES.get(key)
+    if allowed is None or value in allowed:
+        return value
+    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(f"{value!r} is not one of {', '.join(allowed)}{hint}", path=where, key=key)
 
 
 RECOMPUTE_MODES = ("none", "selective", "full")

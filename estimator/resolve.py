@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .arr import Num, ceil_div, where
 from .errors import ModelSpecError
+from .features import Features, nf4_bytes, resolve_features, unpriced_warnings
 from .frameworks import FrameworkDefaults, framework_defaults
 from .hardware import Hardware
 from .model import ModelSpec
@@ -102,6 +103,8 @@ class Widths:
     r: float   # β_r residual stream
     l: float   # β_l loss softmax
     rd: float  # β_rd FSDP2 reduce dtype
+    a: float = 2.0   # β_a LoRA adapter stored width (default β_p)
+    q: float = 0.5   # β_q QLoRA base weight bytes per element, quantisation constants included
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ class Flags:
     dtensor_sp: bool  # torchtitan / HyperParallel SP: gathered input saved, no gather buffer (D44)
     frozen: tuple[str, ...]
     causal: bool
+    feat: Features = field(default_factory=Features)  # FP8, compile, overlaps, PEFT, offload (issue 11)
 
 
 @dataclass(frozen=True)
@@ -359,7 +363,10 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     br = float(st.residual_bytes if st.residual_bytes is not None else bc)
     bl = float(st.loss_bytes if st.loss_bytes is not None else 4.0)
     brd = float(st.reduce_bytes if st.reduce_bytes is not None else (fw.reduce_bytes or bg))
-    widths = Widths(p=bp, c=bc, g=bg, m=bm, os=bos, n_os=nos, sm=bsm, dm=bdm, n=bn, r=br, l=bl, rd=brd)
+    feat = resolve_features(st, fw, dims.moe, rec.assumptions)
+    ba = float(st.lora_param_bytes if st.lora_param_bytes is not None else bp)
+    widths = Widths(p=bp, c=bc, g=bg, m=bm, os=bos, n_os=nos, sm=bsm, dm=bdm, n=bn, r=br, l=bl, rd=brd, a=ba,
+                    q=nf4_bytes(st.qlora_double_quant))
 
     # implementation flags (§6.2): strategy / options > profile > framework
     fa = bool(rec.take("strategy.flash_attention", _pick(st.flash_attention, profile.flash_attention), True,
@@ -392,7 +399,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
         fp32_grad_partition=sh.fp32_grad_partition, fsdp2=fsdp2, fsdp_layout=sh.fsdp_layout,
         reshard_after_forward=bool(reshard), reshard_head_unit=sh.reshard_head_unit, fsdp_sync=bool(fsdp_sync),
         schedule=schedule, cp_algo=st.cp_algo, comm_buffer_mode=options.comm_buffer_mode,
-        dtensor_sp=fw.fsdp_native, frozen=tuple(st.frozen_modules), causal=profile.causal,
+        dtensor_sp=fw.fsdp_native, frozen=tuple(st.frozen_modules), causal=profile.causal, feat=feat,
     )
     if persistence != fw.grad_persistence(mode) or options.grad_persistence is None:
         rec.assumptions.append(Assumption("options.grad_persistence", persistence,
@@ -429,7 +436,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     budget = plan_budget(capacity, options)
     return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,
                     dims=dims, widths=widths, flags=flags, par=par, capacity=capacity, budget=budget,
-                    assumptions=tuple(rec.assumptions))
+                    assumptions=tuple(rec.assumptions), warnings=tuple(unpriced_warnings(st)))
 
 
 def plan_budget(capacity: float, options: RunOptions) -> float:

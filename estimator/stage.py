@@ -173,7 +173,7 @@ class StagePricer:
         (ring degree − 1)·β_c·n_kv·(dqk + dv)·T/t (hybrid: the ring degree is cp/u)."""
         d, f, par = self.r.dims, self.r.flags, self.r.par
         block = item.block if item.kind == MTP else item.kind
-        if f.cp_algo == "ulysses" or block.startswith("lin_"):
+        if f.cp_algo in ("ulysses", "allgather") or block.startswith("lin_"):
             return 0.0
         ring = par.cp / par.u if f.cp_algo == "hybrid" else par.cp
         return (ring - 1) * self.r.widths.c * d.n_kv * (d.dqk + d.dv) * self.T / par.t
@@ -274,7 +274,10 @@ class StagePricer:
         if is_block and not block.startswith("lin_"):
             ring = 2 * bc * d.n_kv * (d.dqk + d.dv) * T / par.t
             ulysses = bc * (d.q_w + d.k_w + d.v_w + d.o_w) * T / par.t
-            cp_term = {"ring": ring, "ulysses": ulysses, "hybrid": ring + ulysses}[f.cp_algo] * gt(par.cp, 1)
+            # all-gather CP: the backward holds the gathered K/V and their full-length gradients (4 × cp blocks)
+            gathered = 2 * par.cp * bc * d.n_kv * (d.dqk + d.dv) * T / par.t
+            cp_term = {"ring": ring, "ulysses": ulysses, "hybrid": ring + ulysses,
+                       "allgather": gathered}[f.cp_algo] * gt(par.cp, 1)
         ep_term = 2 * bc * d.h * self.R * gt(par.ep, 1) if (is_block and block.endswith("moe")) else 0.0
         mode = f.sharding_mode
         regather = mode == "zero3" or (mode in ("fsdp", "hsdp") and not f.fsdp2) or \

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # §7.8 defaults. None: the rule in ``knobs`` (o_tp per framework, o_cp per algorithm, o_ep per schedule).
 KNOBS: dict[str, float | None] = {
     "overlap_tp": None,        # 0.5 MindFormers (upstream-validated), else 0.0 (frameworks.o_tp)
-    "overlap_cp": None,        # 0.5 ring, 0.0 Ulysses (hybrid: each part its own)
+    "overlap_cp": None,        # 0.5 ring, 0.0 Ulysses and all-gather (exposed; hybrid: each part its own)
     "overlap_ep": None,        # 0.0; DualPipeV hides EP behind the overlapped pair (1.0)
     "overlap_pp": 0.0,
     "overlap_dp": 0.9,         # per-step gradient reduction / parameter gather (upstream)
@@ -55,6 +55,7 @@ class Knobs:
     o_tp: float
     o_cp_ring: float
     o_cp_ulysses: float
+    o_cp_allgather: float
     o_ep: float
     o_pp: float
     o_dp: float
@@ -77,6 +78,7 @@ def knobs(r: Resolved) -> Knobs:
     return Knobs(
         o_tp=r.fw.o_tp if o_tp is None else o_tp,
         o_cp_ring=0.5 if o_cp is None else o_cp, o_cp_ulysses=0.0 if o_cp is None else o_cp,
+        o_cp_allgather=0.0 if o_cp is None else o_cp,
         o_ep=(1.0 if r.flags.schedule == "dualpipev" else 0.0) if o_ep is None else o_ep,
         o_pp=float(_option(r, "overlap_pp") or 0.0), o_dp=float(_option(r, "overlap_dp") or 0.0),
         o_fsdp=float(_option(r, "overlap_fsdp") or 0.0), k_ew_fwd=float(_option(r, "k_ew_fwd") or 0.0),
@@ -305,6 +307,9 @@ def _row_comm(ctx: _Ctx, row: Row, backward: bool) -> dict[str, tuple[Num, Num, 
         if f.cp_algo in ("ulysses", "hybrid"):
             uf, ub = C.cp_ulysses(ctx.M_qkv, ctx.M_o, ctx.uly)
             cp_f, cp_b = cp_f + (1 - k.o_cp_ulysses) * uf, cp_b + (1 - k.o_cp_ulysses) * ub
+        if f.cp_algo == "allgather":
+            af, ab = C.cp_allgather(ctx.M_kv, ctx.ring)
+            cp_f, cp_b = cp_f + (1 - k.o_cp_allgather) * af, cp_b + (1 - k.o_cp_allgather) * ab
         out["cp"] = (cp_f, cp_b, cp_f if full else 0.0)
     if block.endswith("moe"):
         ef, eb = C.ep_layer(ctx.M_r, ctx.ep, ctx.etp)

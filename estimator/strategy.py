@@ -13,12 +13,28 @@ from .records import Record
 
 SCHEDULES = ("1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev")
 V_SCHEDULES = ("zbv", "dualpipev")
-CP_ALGOS = ("ring", "ulysses", "hybrid")
+CP_ALGOS = ("ring", "ulysses", "hybrid", "allgather")
 RECOMPUTE_MODES = ("none", "selective", "full")
 LAYER_OPTIONS = ("none", "selective", "comm", "both", "full")
 SHARDING_MODES = ("none", "zero1", "zero2", "zero3", "fsdp", "hsdp", "mf_op")
 FSDP_MODES = ("fsdp", "hsdp")
 SELECTIVE_RULES = ("hyperparallel", "torchtitan_op", "mindformers", "megatron")
+# issue 11: what real runs turn on (docs/plan-files.md names each field)
+FP8_RECIPES = ("none", "tensorwise", "delayed", "rowwise", "blockwise", "mxfp8")
+COMPILE_COMPONENTS = ("model", "loss")
+LOSS_FUSIONS = ("none", "fused", "chunked")
+PEFT_METHODS = ("none", "lora", "qlora")
+# LoRA target modules, canonical names: separate projections (HF PEFT) or the fused ones Megatron keeps (qkv:
+# linear_qkv, fc1: linear_fc1 = gate+up); MLA's projections by their DeepSeek names
+LORA_TARGETS = ("q", "k", "v", "qkv", "o", "gate", "up", "fc1", "down", "q_a", "q_b", "kv_a", "kv_b")
+# module groups whose saved activations an offload/swap sends to the host (MindSpeed --swap-modules names,
+# MindFormers swap_config layer_swap = every group of the layer)
+OFFLOAD_GROUPS = ("input_norm", "self_attention", "post_attention_norm", "mlp", "layer")
+# the Strategy fields of issue 11 (writers that do not express one refuse a change of it)
+FEATURE_FIELDS = ("fp8", "fp8_param", "fp8_experts", "fp8_amax_history", "compile", "loss_fusion", "async_tp",
+                  "overlap_grad_reduce", "overlap_param_gather", "cp_load_balance", "peft", "lora_rank",
+                  "lora_targets", "lora_dropout", "lora_param_bytes", "qlora_double_quant", "offload_activations",
+                  "offload_counts", "offload_optimizer", "offload_params")
 SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act")
 
 # A per-stage count: None (not given), True/False (every layer / none), an int applied to every slot,
@@ -122,6 +138,31 @@ class Strategy(Record):
     swap_times: int = 1
     reuse_fp32_param: bool = False
     frozen_modules: tuple[str, ...] = ()
+    # FP8 / MXFP8 training (None or "none": bf16 matmuls)
+    fp8: str = "none"
+    fp8_param: bool = False
+    fp8_experts: bool | None = None
+    fp8_amax_history: int | None = None
+    # torch.compile and the loss kernel
+    compile: tuple[str, ...] = ()
+    loss_fusion: str | None = None
+    # communication overlaps
+    async_tp: bool = False
+    overlap_grad_reduce: bool | None = None
+    overlap_param_gather: bool | None = None
+    cp_load_balance: bool | None = None
+    # parameter-efficient fine-tuning
+    peft: str = "none"
+    lora_rank: int = 0
+    lora_targets: tuple[str, ...] = ()
+    lora_dropout: float = 0.0
+    lora_param_bytes: float | None = None
+    qlora_double_quant: bool = True
+    # offload and swap to host memory
+    offload_activations: tuple[str, ...] = ()
+    offload_counts: Counts = None
+    offload_optimizer: bool = False
+    offload_params: bool = False
 
     _nested: ClassVar = {"recompute": RecomputePlan, "sharding": ShardingSpec}
 

@@ -54,6 +54,7 @@ class RuleContext:
     domain_e: Num  # D_e = edp
     vpp_group: Num
     allow_underfilled: bool
+    fp8_problem: str = ""  # why the FP8 recipe cannot run on this device/framework (features.fp8_problem)
 
 
 def _all(*conds: Num) -> Num:
@@ -141,7 +142,7 @@ RULES: tuple[Rule, ...] = (
          lambda c: f"DualPipeV needs at least 2×PP = {2 * c.p} micro-batches; got {c.m}"),
     Rule("R-CP-SEQ", lambda c: _any(c.cp == 1, _divides(2 * c.cp, c.s)),
          lambda c: f"sequence {c.s} not divisible by 2×CP {2 * c.cp}"),
-    Rule("R-CP-ULY", lambda c: True if c.cp_algo == "ring" else _any(
+    Rule("R-CP-ULY", lambda c: True if c.cp_algo in ("ring", "allgather") else _any(
         c.cp == 1, _all(_divides(c.t * c.u, c.a), _any(_divides(c.t * c.u, c.n_kv), _divides(c.n_kv, c.t * c.u)))),
          lambda c: f"Ulysses degree {c.u}×TP {c.t} must divide {c.a} heads (and {c.n_kv} KV heads, or be a "
                    "multiple of them)"),
@@ -152,6 +153,7 @@ RULES: tuple[Rule, ...] = (
          lambda c: f"EP {c.ep} does not divide {c.n_exp} experts"),
     Rule("R-EP-LAYOUT", lambda c: _divides(c.ep * c.etp, c.d * c.t * c.cp),
          lambda c: f"EP×ETP {c.ep}×{c.etp} does not divide DP×TP×CP {c.d * c.t * c.cp}"),
+    Rule("R-FP8-DEVICE", lambda c: not c.fp8_problem, lambda c: c.fp8_problem),
     Rule("R-OS-DIV", lambda c: _all(_divides(c.os, c.domain), _divides(c.os_e, c.domain_e)),
          lambda c: f"optimizer shard {c.os} does not divide its group {c.domain}"
                    if c.domain % c.os != 0 else

@@ -103,6 +103,8 @@ def _view_v2(v: dict[str, Any], st: Strategy, ctx: _Context, path: str) -> None:
         raise refuse(FORMAT, f"an FSDP shard group of {sh.os} with dp_shard {shard}", path)
     if st.cp > 1:
         algo, degree = v.pop("cp_algo")
+        if algo not in WRITE_CP_ALGOS:
+            raise refuse(FORMAT, f"context-parallel algorithm {algo}", path)
         if algo == "hybrid" and degree not in (None, 1):
             raise refuse(FORMAT, "a Ulysses degree inside hybrid CP (no Hyper V2 key)", path)
         v["cp_algo"] = WRITE_CP_ALGOS[algo]

@@ -22,7 +22,7 @@ from ..frameworks import framework_defaults
 from ..layout import LayoutInputs, build_layout
 from ..model import ModelSpec
 from ..parsed import ParsedConfig, SourceFile
-from ..strategy import RecomputePlan, Strategy
+from ..strategy import FEATURE_FIELDS, RecomputePlan, Strategy
 from .common import dig, has_key, load_yaml
 from .mindformers import read
 from .mindformers_base import resolve_base
@@ -58,7 +58,7 @@ _FIXED = ("d_rep", "d_sh", "vpp_group", "overlap_moe_ep_comm", "vision_partition
           "dropout_mask_bytes", "loss_bytes", "reduce_bytes", "vocab_parallel_loss", "swap_optimizer", "swap_times",
           "reuse_fp32_param", "frozen_modules", "recompute.ranges", "recompute.uniform_group",
           "recompute.switches", "recompute.rule", "sharding.os_e", "sharding.span_cp",
-          "sharding.fp32_grad_partition")
+          "sharding.fp32_grad_partition", *FEATURE_FIELDS)
 
 
 def _get(st: Strategy, dotted: str) -> Any:
@@ -120,8 +120,10 @@ class _Settings:
         return st.etp if st.etp is not None else default
 
     def of(self, st: Strategy, problems: list[str]) -> dict[str, Any]:
+        if st.cp_algo not in _CP_ALGO:
+            problems.append(f"strategy.cp_algo {st.cp_algo} (MindFormers offers {', '.join(CP_ALGOS)})")
         out: dict[str, Any] = {"dp": st.dp, "tp": st.tp, "pp": st.pp, "cp": st.cp, "ep": st.ep,
-                               "cp_algo": _CP_ALGO[st.cp_algo], "sp": st.sequence_parallel,
+                               "cp_algo": _CP_ALGO.get(st.cp_algo), "sp": st.sequence_parallel,
                                "vocab_emb_dp": st.vocab_emb_dp, "seq": st.seq_length, "vpp": st.vpp}
         if st.cp_algo == "hybrid" and st.ulysses_degree:
             out["ulysses"] = st.ulysses_degree

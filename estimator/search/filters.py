@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..features import fp8_problem
 from ..frameworks import framework_defaults
 from ..parsed import ParsedConfig
 from ..strategy import V_SCHEDULES
@@ -95,7 +96,9 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
                "hff": (model.ffn_hidden_size or 0) if kinds & {"dense", "lin_dense"} else 0, "hff_sh": hff_sh,
                "hff_exp": (model.moe_ffn_hidden_size or 0) if model.is_moe else 0, "n_exp": model.num_experts,
                "moe": model.is_moe, "l_eff": l_eff, "has_layer_list": False, "cp_algo": st.cp_algo,
-               "s": st.seq_length, "allow_underfilled": parsed.options.allow_underfilled_pipeline}
+               "s": st.seq_length, "allow_underfilled": parsed.options.allow_underfilled_pipeline,
+               "fp8_problem": fp8_problem(st.fp8, parsed.options.framework, parsed.hardware.peak_flops,
+                                          parsed.hardware.id or parsed.hardware.name)}
     columns = {"d": c["d"], "t": c["t"], "p": c["p"], "vp": c["vp"], "cp": c["cp"], "ep": c["ep"],
                "etp": derived["etp"], "b": c["b"], "m": np.maximum(c["m"], 1), "sp": c["sp"], "u": derived["u"],
                "os": c["os"], "os_e": derived["os_e"], "domain": derived["domain"], "domain_e": derived["edp"],
