@@ -8,7 +8,6 @@ written flat (``recompute``, ``sharding``, ``shard_size`` …); ``hardware.*`` a
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import types
 import typing
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 from .errors import ConfigError
 from .hardware import Hardware
 from .model import ModelSpec
+from .nearest import suggest
 from .options import RunOptions
 from .strategy import (
     COMPILE_COMPONENTS,
@@ -136,8 +136,8 @@ def lookup(qualified: str, where: str | None = None) -> FieldInfo:
         raise ConfigError(f"unknown section {section!r}; use one of {', '.join(SECTIONS)} (e.g. strategy.tp)",
                           path=where, key=qualified)
     candidates = [k for k in REGISTRY if k.startswith(section + ".")] + list(ALIASES)
-    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.5)
-    hint = f"; did you mean '{close[0]}'?" if close else f"; see the {section} fields in docs/plan-files.md"
+    close = suggest(key, candidates, cutoff=0.5)
+    hint = f"; did you mean '{close}'?" if close else f"; see the {section} fields in docs/plan-files.md"
     raise ConfigError(f"unknown field '{qualified}'{hint}", path=where, key=qualified)
 
 

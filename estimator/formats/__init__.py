@@ -16,7 +16,7 @@ from ..fields import REGISTRY, coerce, lookup
 from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
 from ..warnings import Assumption, EstimateWarning
 from .common import load_json, load_toml, load_yaml, read_text
-from .hf import looks_like_hf, read_hf
+from .hf import looks_like_hf, read_hf, unknown_hf_keys
 from .plan import looks_like_plan, read_plan
 from .support import Reader, Reading
 
@@ -72,8 +72,9 @@ def read_file(path: str, devices: int | None = None, framework: str | None = Non
         return Reading("plan", role, values, prov, text=text, path=path)
     if looks_like_hf(data):
         values, prov, notes = read_hf(data, path)
-        return Reading("hf_config", "model", values, prov, [EstimateWarning("W-MODEL-NOTE", f"{path}: {note}")
-                                                             for note in notes], text=text, path=path)
+        warnings = [EstimateWarning("W-MODEL-NOTE", f"{path}: {note}") for note in notes]
+        return Reading("hf_config", "model", values, prov, warnings + unknown_hf_keys(data, path), text=text,
+                       path=path)
     for detect, reader in READERS.values():
         if detect(data, path):
             return _tag(reader(text, path, data, devices), text, path)

@@ -15,6 +15,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..parsed import Provenance
+from ..warnings import EstimateWarning
+from .known_keys import catalogue, unknown_names
 from .support import MAX_LAYERS
 
 # HF key -> canonical model field (first present wins for each field)
@@ -131,6 +133,19 @@ def read_hf(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, 
             values["model.vision"] = spec
             prov["model.vision"] = Provenance("file", path=path, key="vision_config")
     return values, prov, notes
+
+
+def unknown_hf_keys(data: dict[str, Any], path: str) -> list[EstimateWarning]:
+    """W-KEY-UNKNOWN for keys of the config (and of its text_config / vision_config) that no transformers
+    configuration class, no model shipping its own code and no DeepSeek inference config takes."""
+    own = catalogue("hf")
+    known = {**catalogue("hf_config_keys").known(""), **own.known("")}
+    known.update({key: name for key, name in (*_HF_KEYS, *_DEEPSEEK_KEYS)})
+    found = unknown_names(path, "", data, known, cat=own)
+    for section in ("text_config", "vision_config"):
+        if isinstance(data.get(section), dict):
+            found += unknown_names(path, section, data[section], known, cat=own)
+    return found
 
 
 def _int(value: Any, path: str, key: str | None, minimum: int = 0, maximum: int = 1 << 40) -> int:

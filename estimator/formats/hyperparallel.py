@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
 from .common import dig
+from .known_keys import catalogue, check_sections
 from .support import MAX_LAYERS, Collector, Reading, check_micro_batches, dtype_bytes, to_int
 
 FORMAT = "hyperparallel"
@@ -176,8 +177,17 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     memory = dig(data, "context", "max_device_memory")
     if memory is not None:
         c.put("options.max_device_memory", memory, "context.max_device_memory")
+    c.warnings.extend(check_sections(data, catalogue(FORMAT), path, read=_read_keys(src)))
     role = "both" if all(f"model.{k}" in c.values for k in REQUIRED) else "strategy"
     return c.reading(FORMAT, role)
+
+
+def _read_keys(src: HyperParallelFile) -> list[tuple[str, ...]]:
+    """Key paths the reader reads (its schema's table and sequence keys), and the Hugging Face config keys the
+    model section and its config_overrides take."""
+    hf = [*catalogue("hf_config_keys").known(""), *catalogue("hf").known(""), *(k for k, _ in MODEL_KEYS)]
+    return [*src.keys.values(), *SEQ_KEYS[src.kind], *(("model", k) for k in hf),
+            *(("model", "config_overrides", k) for k in hf)]
 
 
 def _read_model(c: Collector, src: HyperParallelFile) -> None:

@@ -24,6 +24,7 @@ from ..errors import ConfigError
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
 from .common import dig
+from .known_keys import catalogue, check_sections
 from .mindformers_base import resolve_base
 from .mindformers_read import MindFormersReader
 from .mindformers_schema import FORMAT, MC, comm_switch, llama_ffn, selective_switch
@@ -53,6 +54,7 @@ def read(text: str, path: str, data: Any, devices: int | None = None) -> Reading
     merged, bases = resolve_base(data, path)
     reader = MindFormersReader(text, path, merged, data, bases)
     reader.run(devices)
+    reader.warnings.extend(check_sections(merged, catalogue(FORMAT), path, reader.origin))
     return reader.reading(FORMAT, reader.role(), text, path)
 
 

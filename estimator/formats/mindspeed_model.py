@@ -17,6 +17,7 @@ from ..errors import ConfigError
 from ..layout import balanced_counts  # layers per slot without a list: the layout's own split (D27)
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
+from .known_keys import catalogue, check_everywhere
 from .mindspeed_flags import MODEL
 from .mindspeed_script_write import recompute_flags
 from .support import Collector, Reading, refusal
@@ -202,9 +203,22 @@ def _vision(data: dict, out: Collector) -> None:
         out.put("strategy.vision_partition", layers, epath + "pipeline_num_layers")
 
 
+def model_json_keys() -> dict[str, str]:
+    """The keys a model.json module takes: MindSpeed-MM's own (from its model.json examples), every Megatron /
+    MindSpeed argument in its dataclass spelling (a module's keys configure a TransformerConfig), and the
+    ``tmp`` block of degrees that the SAPP-ND fixtures add."""
+    keys = dict(catalogue("mm_model_keys").known(""))
+    keys.update({flag[2:].replace("-", "_"): "Megatron-LM / MindSpeed argument"
+                 for flag in catalogue("launch_flags").known("")})
+    keys.update({key: "SAPP-ND degrees block" for key in ("tmp", *(k for k, _ in _TMP))})
+    keys.update({key: f"model.{field}" for key, field in _JSON_MODEL})  # the upstream aliases read too
+    return keys
+
+
 def read_model_json(data: dict, text: str, path: str) -> Reading:
     out = Collector(path)
     model_json_values(data, out)
+    out.warnings.extend(check_everywhere(data, model_json_keys(), catalogue("mm_model_keys"), path))
     role = "both" if isinstance(data.get("tmp"), dict) else "model"
     return out.reading(MODEL, role, text, path)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .known_keys import catalogue, unknown_names
 from .launch_command import FlagSet, launch_flags
 from .mindspeed_flags import CP_ALGOS, MICRO_BATCH_VARS, NODE_VARS, PER_NODE_VARS, SCRIPT, TOKENIZER_VOCAB
 from .shell import Script, problem_of, text_of
@@ -96,6 +97,9 @@ def read_script(text: str, path: str, devices: int | None) -> Reading:
         out.warn("W-DEVICES", note)
     for note in script.warnings + fl.notes:
         out.warn("W-SHELL", note)
+    flags = catalogue("launch_flags")
+    for name, occurrences in fl.flags.items():
+        out.warnings.extend(unknown_names(f"{path}:{occurrences[-1].line}", "", [name], flags.known(""), cat=flags))
     out.put("options.framework", "mindspeed", "MindSpeed launch script")
     used = {ref.name for occs in fl.flags.values() for occ in occs for tok in occ.values for seg in tok
             for ref in seg.via}

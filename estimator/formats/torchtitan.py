@@ -19,6 +19,7 @@ from ..parsed import ParsedConfig, Provenance, SourceFile
 from ..strategy import Strategy
 from ..warnings import Assumption
 from .common import dig
+from .known_keys import catalogue, check_sections
 from .support import Collector, Reading, check_micro_batches, dtype_bytes, to_int
 
 FORMAT = "torchtitan"
@@ -122,6 +123,8 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     n_layers = _read_model(c, data)
     _read_strategy(c, text, data, devices, n_layers)
     _read_options(c, data)
+    c.warnings.extend(check_sections(data, catalogue(FORMAT), path,
+                                     read=(keys for locations in LOCATIONS.values() for keys in locations)))
     role = "both" if any(k.startswith("model.") for k in c.values) else "strategy"
     return c.reading(FORMAT, role)
 

@@ -65,10 +65,10 @@ def parse_dim(text: str) -> tuple[str, Dim]:
     name, raw = (x.strip() for x in text.split("=", 1))
     name = name.lower()
     if name not in DIMENSIONS:
-        import difflib
+        from ..nearest import suggest
 
-        near = difflib.get_close_matches(name, DIMENSIONS, n=1)
-        raise ConfigError(f"--dims: unknown dimension {name!r}" + (f"; did you mean {near[0]!r}?" if near else
+        near = suggest(name, DIMENSIONS)
+        raise ConfigError(f"--dims: unknown dimension {name!r}" + (f"; did you mean {near!r}?" if near else
                                                                    f"; one of {', '.join(DIMENSIONS)}"))
     if raw.lower() == "auto":
         return name, Dim(auto=True)
