@@ -259,8 +259,8 @@ def _choice(value: str, key: str, where: str | None) -> str:
     allowed = CHOICES.get(key)
     if allowed is None or value in allowed:
         return value
-    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    close = suggest(value, allowed, cutoff=0.5)
+    hint = f"; did you mean {close!r}?" if close else ""
     raise ConfigError(f"{value!r} is not one of {', '.join(allowed)}{hint}", path=where, key=key)
 
 
