@@ -15,10 +15,10 @@ from typing import Any
 from . import __version__
 from .errors import SappError
 from .estimate import estimate
-from .formats import parse
-from .parsed import ParsedConfig, apply_changes
+from .parsed import ParsedConfig
 from .report import render_table
 from .result import Result
+from .session import PlanSession
 
 EXIT_BAD_INPUT = 1
 EXIT_DOES_NOT_FIT = 3
@@ -41,21 +41,26 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def load_plan(args: argparse.Namespace) -> ParsedConfig:
-    """Read the files, then apply --device/--capacity/--set (keeping N and G fixed)."""
+def load_session(args: argparse.Namespace) -> PlanSession:
+    """Open the files in a plan session, then apply --device/--capacity/--set: model, hardware and options
+    values while parsing (they may supply what the files leave out), strategy edits as the session's edits
+    (the device count and global batch stay fixed, per-stage lists follow a new pipeline depth)."""
     changes = _parse_set(args.set or [])
     if args.device:
         changes["hardware.device"] = args.device
     if args.capacity:
         changes["hardware.capacity"] = args.capacity
-    # model, hardware and options edits may supply what the files leave out: apply them while parsing;
-    # strategy edits keep the device count and global batch fixed (apply_changes)
     early = {k: v for k, v in changes.items() if not k.startswith("strategy.")}
     late = {k: v for k, v in changes.items() if k.startswith("strategy.")}
-    parsed = parse(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
+    session = PlanSession()
+    session.open(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
     if late:
-        parsed = apply_changes(parsed, late)
-    return parsed
+        session.apply(late, "--set")
+    return session
+
+
+def load_plan(args: argparse.Namespace) -> ParsedConfig:
+    return load_session(args).parsed
 
 
 def _estimate_or_explain(parsed: ParsedConfig, explain: bool = False) -> Result:
@@ -71,17 +76,13 @@ def _estimate_or_explain(parsed: ParsedConfig, explain: bool = False) -> Result:
 def write_to_output(files: dict[str, str], output: str) -> None:
     """``-o OUT``: the new text of one changed file to OUT, or of several into the directory OUT (atomic,
     keeping OUT.bak when it exists)."""
-    from pathlib import Path
-
     from .export import write_atomic
+    from .session import targets_for
 
-    out = Path(output)
     if not files:
-        print(f"nothing changes: the strategy is the one the files state; {out} not written", file=sys.stderr)
+        print(f"nothing changes: the strategy is the one the files state; {output} not written", file=sys.stderr)
         return
-    if len(files) > 1 and not out.is_dir():
-        raise SappError(f"{len(files)} files change ({', '.join(files)}); -o must name a directory")
-    targets = {str(out / Path(p).name) if out.is_dir() else str(out): text for p, text in files.items()}
+    targets = targets_for(files, output)
     write_atomic(targets, backup=True)
     for path in targets:
         print(f"wrote {path}", file=sys.stderr)
@@ -113,18 +114,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Write the (edited) strategy back into the source format; prints, diffs or writes atomically."""
     import difflib
 
-    from .export import export, write_atomic
+    from .export import write_atomic
 
-    parsed = load_plan(args)
-    # refuse a strategy the validator rejects (raises StrategyError / LayoutError with every rule)
-    estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
-    files = export(parsed, parsed.strategy)
+    if args.output and args.in_place:
+        raise SappError("use either -o OUT or --in-place, not both")
+    plan = load_session(args).prepare_export()  # refuses a strategy the validator rejects, naming every rule
+    files, originals = plan.files, plan.originals
     if not files:
         print("nothing changed: the files already state this strategy", file=sys.stderr)
         return 0
-    originals = {s.path: s.text for s in parsed.sources}
-    if args.output and args.in_place:
-        raise SappError("use either -o OUT or --in-place, not both")
     if args.output:
         write_to_output(files, args.output)
     elif args.in_place:
@@ -148,7 +146,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     from .search import SearchSpace, parse_dims, search
     from .search.report import render_search, write_csv
 
-    parsed = load_plan(args)
+    session = load_session(args)
+    parsed = session.parsed
     st = parsed.strategy
     space = SearchSpace(devices=args.devices or st.world_size, global_batch=args.global_batch or st.global_batch_size,
                         dims=parse_dims(args.dims or []), top_k=max(args.top, args.apply or 0))
@@ -168,10 +167,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.apply:
         if not 1 <= args.apply <= len(result.ranked):
             raise SappError(f"--apply {args.apply}: only {len(result.ranked)} ranked strategies")
-        from .export import export
-
         chosen = result.ranked[args.apply - 1].strategy
-        files = export(parsed, chosen)
+        files = session.prepare_export(chosen).files
         if args.output:
             write_to_output(files, args.output)
         else:
@@ -186,7 +183,8 @@ def cmd_balance(args: argparse.Namespace) -> int:
     from .balance import balance
     from .units import GiB, parse_size
 
-    parsed = load_plan(args)
+    session = load_session(args)
+    parsed = session.parsed
     budget = parse_size(args.budget) if args.budget else None
     res = balance(parsed, budget=budget)
     if args.json:
@@ -216,10 +214,7 @@ def cmd_balance(args: argparse.Namespace) -> int:
         for note in res.notes:
             print(f"note: {note}")
     if args.output:
-
-        from .export import export
-
-        write_to_output(export(parsed, res.strategy), args.output)
+        write_to_output(session.prepare_export(res.strategy).files, args.output)
     return 0
 
 

@@ -1,5 +1,6 @@
 """ParsedConfig: what the readers produce — the four records, where every value came from, and the source
-files (kept for writing a strategy back) — plus the edit rules shared by ``--set``, the GUI and export.
+files (kept for writing a strategy back) — plus the edit rule ``apply_changes`` that ``estimator.session`` applies
+for every front end (``--set``, the app, search and balance results).
 
 Readers fill a flat ``{"section.field": value}`` mapping with a Provenance per key; ``build_plan`` turns it
 into records. Edits keep the device count N and the global batch G fixed (spec §2.8).
@@ -196,6 +197,7 @@ def apply_changes(parsed: ParsedConfig, changes: dict[str, Any], *, hold: str = 
         key = set_value(values, qualified, raw)
         provenance[key] = Provenance("edit", raw=raw)
         touched.append(key)
+        _check_positive(key, values[key])
     get = values.get
     if "strategy.tp" in touched and "strategy.sequence_parallel" not in touched and \
             values.get("options.framework") == "torchtitan":
@@ -227,7 +229,7 @@ def apply_changes(parsed: ParsedConfig, changes: dict[str, Any], *, hold: str = 
         values["strategy.micro_batches"] = batch // (dp * mbs * n_acc)
         provenance["strategy.micro_batches"] = Provenance("derived", key=f"G/(dp·mbs·n_acc) = {batch}/"
                                                                         f"{dp * mbs * n_acc}")
-    warnings = list(parsed.warnings)
+    warnings = [w for w in parsed.warnings if w.code != "W-LAYOUT-RESCALED"]  # said again when it happens again
     layout_keys = ("strategy.offset", "strategy.partition", "strategy.recompute", "strategy.full_counts",
                    "strategy.sel_counts", "strategy.comm_counts")
     if any(k in touched for k in ("strategy.pp", "strategy.vpp")) and not any(k in touched for k in layout_keys):
@@ -259,16 +261,30 @@ def _rescale_lists(parsed: ParsedConfig, values: dict[str, Any], provenance: dic
         return  # the old layout was already invalid: nothing sensible to rescale from
     p_new, vp_new = int(values.get("strategy.pp") or 1), int(values.get("strategy.vpp") or 1)
     new = rescale(st, layout, p_new, vp_new)
+    # per-stage full-recompute counts live in strategy.recompute or strategy.full_counts, as the plan wrote them
+    counts_key = "strategy.full_counts" if "strategy.full_counts" in values else "strategy.recompute"
     for key, value in (("strategy.offset", new.offset), ("strategy.partition", new.partition),
-                       ("strategy.recompute", new.recompute.full_counts if lists["strategy.recompute"] else None),
+                       (counts_key, new.recompute.full_counts if lists["strategy.recompute"] else None),
                        ("strategy.sel_counts", new.recompute.sel_counts if lists["strategy.sel_counts"] else None),
                        ("strategy.comm_counts", new.recompute.comm_counts if lists["strategy.comm_counts"] else None)):
-        if lists[key] is not None:
+        if lists["strategy.recompute" if key == counts_key else key] is not None:
             values[key] = value
             provenance[key] = Provenance("derived", key=f"rescaled to pp {p_new} × vpp {vp_new} (§4.6)")
     warnings.append(EstimateWarning("W-LAYOUT-RESCALED", f"pipeline changed to pp {p_new} × vpp {vp_new}: layer "
                                                          "offsets and per-stage recompute counts were mapped "
                                                          "proportionally; review them"))
+
+
+_POSITIVE = ("strategy.tp", "strategy.pp", "strategy.cp", "strategy.dp", "strategy.vpp", "strategy.ep",
+             "strategy.etp", "strategy.micro_batch_size", "strategy.micro_batches", "strategy.n_acc")
+
+
+def _check_positive(key: str, value: Any) -> None:
+    """Degrees and batch counts are whole numbers ≥ 1: an edit to 0 or below is refused here, by name, before
+    any rule divides by it."""
+    if key in _POSITIVE and value is not None and not isinstance(value, bool) and isinstance(value, int) \
+            and value < 1:
+        raise ConfigError(f"{key} = {value}: it must be at least 1", key=key)
 
 
 def _drop_hsdp_split(values: dict[str, Any]) -> None:
