@@ -10,21 +10,22 @@ stores whole ``DocState`` snapshots, which is cheap because ParsedConfig is immu
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from estimator.errors import ConfigError, SappError
-from estimator.fields import ALIASES, SIZE_FIELDS, canonical_values
+from estimator.fields import SIZE_FIELDS, canonical_values
 from estimator.formats import parse
-from estimator.formats.plan_writer import strategy_fields
-from estimator.hardware import Hardware, find_preset, load_presets
-from estimator.parsed import ParsedConfig, Provenance, apply_changes
-from estimator.search.candidates import divisors
+from estimator.hardware import Hardware, load_presets
+from estimator.parsed import ParsedConfig
+from estimator.search.candidates import divisors  # noqa: F401  (re-exported for tests)
+from estimator.session import edits
+from estimator.session.edits import HOLD_DP, HOLD_WORLD, canonical_key  # noqa: F401
+from estimator.session.edits import EditError as FieldError  # noqa: F401
 from estimator.strategy import Strategy
-from estimator.units import fmt_gib, parse_size
+from estimator.units import fmt_gib
 from estimator.warnings import Assumption
 
 from .style import QT_TRANSLATE_NOOP
@@ -41,44 +42,7 @@ def set_translator(fn: Callable[[str], str]) -> None:
 def tr(text: str) -> str:
     return _translator(text)
 
-HOLD_WORLD = "world"
-HOLD_DP = "dp"
 _KEEP = object()
-
-# estimator rule / layout codes -> the fields the message is shown on (spec §4.5, §8.4)
-CODE_FIELDS: dict[str, tuple[str, ...]] = {
-    "R-CP-SEQ": ("strategy.cp", "strategy.seq_length"),
-    "R-CP-SP": ("strategy.cp", "strategy.sequence_parallel"),
-    "R-CP-ULY": ("strategy.cp", "strategy.cp_algo"),
-    "R-DPV-MB": ("strategy.micro_batches", "strategy.schedule"),
-    "R-EP-DENSE": ("strategy.ep",),
-    "R-EP-EXP": ("strategy.ep",),
-    "R-EP-LAYOUT": ("strategy.ep", "strategy.etp"),
-    "R-ETP-FFN": ("strategy.etp",),
-    "R-MB-PP": ("strategy.micro_batches", "strategy.pp"),
-    "R-MOE-SP": ("strategy.sequence_parallel", "strategy.ep"),
-    "R-OS-DIV": ("strategy.shard_size",),
-    "R-PP-LAYERS": ("strategy.pp",),
-    "R-SP-SEQ": ("strategy.sequence_parallel", "strategy.seq_length"),
-    "R-SP-T1": ("strategy.sequence_parallel", "strategy.tp"),
-    "R-TP-FFN": ("strategy.tp",),
-    "R-TP-HEADS": ("strategy.tp",),
-    "R-TP-KV": ("strategy.tp",),
-    "R-VPP-DIV": ("strategy.vpp",),
-    "R-VPP-MB": ("strategy.vpp", "strategy.micro_batches"),
-    "R-VPP-SCHED": ("strategy.vpp", "strategy.schedule"),
-    "E-OFF": ("strategy.pp",),
-    "E-PART": ("strategy.pp",),
-    "E-REC": ("strategy.recompute", "strategy.full_counts"),
-    "E-RANGE": ("strategy.recompute",),
-    "E-VPP": ("strategy.vpp",),
-    "E-ZBV": ("strategy.vpp", "strategy.schedule"),
-}
-_TOKEN_FIELDS = {"TP": "strategy.tp", "PP": "strategy.pp", "CP": "strategy.cp", "EP": "strategy.ep",
-                 "ETP": "strategy.etp", "VPP": "strategy.vpp", "SP": "strategy.sequence_parallel",
-                 "MB": "strategy.micro_batches", "OS": "strategy.shard_size", "DP": "strategy.dp"}
-_PER_STAGE_COUNTS = ("strategy.sel_counts", "strategy.comm_counts")
-
 
 @dataclass(frozen=True)
 class DocState:
@@ -86,35 +50,6 @@ class DocState:
 
     parsed: ParsedConfig
     notes: tuple[str, ...] = ()
-
-
-class FieldError(SappError):
-    """An edit that cannot be applied; ``errors`` maps canonical field names to messages."""
-
-    def __init__(self, errors: dict[str, str], message: str) -> None:
-        self.errors = errors
-        super().__init__(message)
-
-
-def canonical_key(key: str) -> str:
-    return ALIASES.get(key, key)
-
-
-
-
-def _flat_ints(value: Any) -> list[int]:
-    if isinstance(value, (list, tuple)):
-        out: list[int] = []
-        for v in value:
-            out.extend(_flat_ints(v))
-        return out
-    if isinstance(value, bool) or value is None:
-        return []
-    return [int(value)]
-
-
-def _is_list(value: Any) -> bool:
-    return isinstance(value, (list, tuple))
 
 
 class Document:
@@ -257,6 +192,10 @@ class Document:
     def edited_keys(self) -> list[str]:
         return [k for k in self.values() if self.mark(k) == "edited"]
 
+    def export_edited(self) -> tuple[str, ...]:
+        """The parts of the plan edited here that an export does not write (named in a refusal)."""
+        return tuple(sorted({k.split(".", 1)[0] for k in self.carried_edits()})) if self.loaded else ()
+
     def carried_edits(self) -> dict[str, Any]:
         """Edited fields that export does not write (model, hardware, options)."""
         return {k: self.value(k) for k in self.edited_keys() if not k.startswith("strategy.")}
@@ -270,160 +209,24 @@ class Document:
 
     # --------------------------------------------------------------------------------------- edits
     def propose(self, changes: dict[str, Any]) -> DocState:
-        """The state after ``changes`` ({"strategy.tp": 8, ...}); raises FieldError naming the fields."""
-        current = self.parsed
-        changes = {canonical_key(k): v for k, v in changes.items()}
-        touched = list(changes)
-        notes: list[str] = []
-        hw_changes = {k: v for k, v in changes.items() if k.startswith("hardware.")}
-        rest = {k: v for k, v in changes.items() if not k.startswith("hardware.")}
-        if "strategy.pp" in rest or "strategy.vpp" in rest:
-            rest = self._refit_per_stage(current, rest, notes)
-        try:
-            parsed = apply_changes(current, rest, hold=self.hold) if rest else current
-            if hw_changes:
-                parsed = self._apply_hardware(parsed, hw_changes)
-        except ConfigError as exc:
-            raise FieldError(self.error_fields(exc, touched), str(exc.bare_message)) from None
-        refitted = [k for k in rest if k not in touched]
-        if refitted:
-            provenance = dict(parsed.provenance)
-            for key in refitted:
-                provenance[key] = Provenance("derived", key=f"refitted for pp {parsed.strategy.pp}")
-            parsed = dataclasses.replace(parsed, provenance=provenance)
-        return DocState(parsed, tuple(notes))
-
-    def _apply_hardware(self, parsed: ParsedConfig, changes: dict[str, Any]) -> ParsedConfig:
-        """Device presets are applied as Hardware records, so user presets work like shipped ones."""
-        provenance = dict(parsed.provenance)
-        hardware = parsed.hardware
-        if "hardware.device" in changes:
-            hardware = find_preset(str(changes["hardware.device"]), self.presets())
-            provenance["hardware.device"] = Provenance("edit", raw=changes["hardware.device"])
-            provenance["hardware.capacity"] = Provenance("preset", raw=hardware.id)
-        if changes.get("hardware.capacity") is not None:
-            try:
-                capacity = parse_size(changes["hardware.capacity"])
-            except ValueError as exc:
-                raise ConfigError(str(exc), key="hardware.capacity") from None
-            if capacity <= 0:
-                raise ConfigError("the capacity must be positive", key="hardware.capacity")
-            hardware = hardware.replace(capacity=capacity)
-            provenance["hardware.capacity"] = Provenance("edit", raw=changes["hardware.capacity"])
-        return dataclasses.replace(parsed, hardware=hardware, provenance=provenance)
-
-    def _refit_per_stage(self, parsed: ParsedConfig, changes: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-        """Per-stage lists written for the old pipeline (offset, partition, recompute counts) are refitted
-        when pp or vpp changes: layouts become even and the recomputed layers are spread evenly."""
-        st = parsed.strategy
-        try:
-            pp = int(changes.get("strategy.pp", st.pp))
-            vpp = int(changes.get("strategy.vpp", st.vpp))
-        except (TypeError, ValueError):
-            return changes
-        if (pp, vpp) == (st.pp, st.vpp) or pp <= 0 or vpp <= 0:
-            return changes
-        out = dict(changes)
-        for key, attr in (("strategy.offset", "offset"), ("strategy.partition", "partition")):
-            if _is_list(getattr(st, attr)) and key not in out:
-                out[key] = None
-                notes.append(tr(QT_TRANSLATE_NOOP("Document", "{0} was written for {1} stages; cleared (even layer "
-                                                              "split over {2})")).format(attr, st.pp, pp))
-        counts = st.recompute.full_counts
-        if _is_list(counts) and "strategy.full_counts" not in out and "strategy.recompute" not in out:
-            total = sum(_flat_ints(counts))
-            per_slot = round(total / (pp * vpp))
-            out.update(self.recompute_changes(counts=per_slot))
-            notes.append(tr(QT_TRANSLATE_NOOP("Document", "full-recompute counts {0} were written for {1} stages; "
-                                                          "now {2} per stage (the same {3} layers in total)")).format(
-                list(_flat_ints(counts)), st.pp, per_slot, total))
-        for key in _PER_STAGE_COUNTS:
-            attr = key.split(".")[1]
-            value = getattr(st.recompute, attr)
-            if _is_list(value) and key not in out:
-                total = sum(_flat_ints(value))
-                out[key] = round(total / (pp * vpp))
-                notes.append(tr(QT_TRANSLATE_NOOP("Document", "{0} refitted to {1} per stage")).format(attr, out[key]))
-        return out
+        """The state after ``changes`` ({"strategy.tp": 8, ...}); raises FieldError naming the fields. The rules
+        are the library's (``estimator.session.edits.propose``), the same as ``sapp … --set``."""
+        state = edits.propose(self.parsed, changes, hold=self.hold, presets=self.presets())
+        return DocState(state.parsed, state.notes)
 
     def changes_to(self, strategy: Strategy, *, pin: Sequence[str] = ()) -> dict[str, Any]:
-        """The edit (canonical ``strategy.*`` keys) that turns the current strategy into ``strategy``: every
-        field whose canonical value differs (``estimator.formats.plan_writer.strategy_fields``), plus the
-        fields in ``pin`` even when equal (a search result gives dp and the micro-batch count together with
-        the degrees, so the hold rules must not re-derive them)."""
-        before, after = strategy_fields(self.parsed.strategy), strategy_fields(strategy)
-        changes = {f"strategy.{k}": v for k, v in after.items() if before.get(k) != v}
-        for name in pin:
-            changes[f"strategy.{name}"] = after[name]
-        return changes
+        return edits.changes_to(self.parsed.strategy, strategy, pin=pin)
 
     def recompute_changes(self, *, mode: str | None = None, counts: Any = _KEEP) -> dict[str, Any]:
-        """Edits that set the recompute mode and/or the per-stage full-recompute counts independently
-        (a plan may hold counts in ``strategy.recompute`` itself)."""
-        parsed = self.parsed
-        plan = parsed.strategy.recompute
-        raw = parsed.values.get("strategy.recompute")
-        counts_in_mode_key = raw is not None and not isinstance(raw, (str, bool))
-        new_counts = plan.full_counts if counts is _KEEP else counts
-        out: dict[str, Any] = {"strategy.recompute": mode if mode is not None else plan.default_mode}
-        if new_counts is not None or counts_in_mode_key or "strategy.full_counts" in parsed.values:
-            out["strategy.full_counts"] = list(new_counts) if isinstance(new_counts, tuple) else new_counts
-        return out
+        return edits.recompute_changes(self.parsed, mode=mode) if counts is _KEEP else \
+            edits.recompute_changes(self.parsed, mode=mode, counts=counts)
 
-    # --------------------------------------------------------------------------------------- steps
     def step_candidates(self, key: str) -> list[int] | None:
-        """Values the arrow keys step through, so that stepping keeps the held quantities integral;
-        None means plain ±1."""
-        key = canonical_key(key)
-        parsed = self.parsed
-        st = parsed.strategy
-        world, batch = st.world_size, st.global_batch_size
-        degrees = {"strategy.tp": st.tp, "strategy.pp": st.pp, "strategy.cp": st.cp}
-        if key in degrees:
-            if self.hold == HOLD_WORLD:
-                others = 1
-                for k, v in degrees.items():
-                    if k != key:
-                        others *= v
-                return divisors(world // others) if world % others == 0 else None
-            return sorted({1 << i for i in range(11)} | {degrees[key]})
-        if key == "strategy.dp":
-            return divisors(batch // (st.micro_batch_size * st.n_acc))
-        if key == "strategy.micro_batch_size":
-            return divisors(batch // (st.dp * st.n_acc))
-        if key == "strategy.ep" and parsed.model.num_experts:
-            return divisors(parsed.model.num_experts)
-        return None
+        return edits.step_candidates(self.parsed, key, self.hold)
 
-    # -------------------------------------------------------------------------------------- errors
-    def error_fields(self, exc: BaseException, touched: Sequence[str] = ()) -> dict[str, str]:
-        """Which fields show an error's message: the key a ConfigError names, the fields of each violated
-        rule, and the fields the edit touched."""
-        out: dict[str, list[str]] = {}
-
-        def add(key: str, message: str) -> None:
-            messages = out.setdefault(canonical_key(key), [])
-            if message not in messages:
-                messages.append(message)
-
-        violations = getattr(exc, "violations", None)
-        if violations:
-            for v in violations:
-                fields = CODE_FIELDS.get(v.code) or CODE_FIELDS.get("-".join(v.code.split("-")[:2]))
-                if not fields:
-                    fields = tuple(_TOKEN_FIELDS[t] for t in v.code.split("-")[1:] if t in _TOKEN_FIELDS)
-                for field_key in fields or touched:
-                    add(field_key, f"[{v.code}] {v.message}")
-        elif isinstance(exc, ConfigError):
-            message = exc.bare_message
-            if exc.key:
-                add(exc.key, message)
-            for key in touched:
-                add(key, message)
-        else:
-            for key in touched:
-                add(key, str(exc))
-        return {k: "\n".join(v) for k, v in out.items()}
+    @staticmethod
+    def error_fields(exc: BaseException, touched: Sequence[str] = ()) -> dict[str, str]:
+        return edits.error_fields(exc, touched)
 
 
 def _show(value: Any, key: str = "") -> str:

@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
 )
 
 from estimator.errors import SappError
-from estimator.export import export, write_atomic
+from estimator.export import write_atomic
+from estimator.session import ExportRefused, prepare_export
 
 from .language import translate
 
@@ -179,7 +180,15 @@ class ExportMixin:
         if not self.doc.loaded or self.doc.original is None:
             return None
         try:
-            files = export(self.doc.original, self.doc.parsed.strategy)
+            files = prepare_export(self.doc.original, self.doc.parsed.strategy,
+                                   edited=self.doc.export_edited()).files
+        except ExportRefused as exc:
+            text = translate("Export", "Not exported: the strategy breaks the estimator's rules. {0}").format(exc.cause)
+            if exc.edited:
+                text += " " + translate("Export", "(Checked against the files' own {0}: edits of those are not written "
+                                                  "by an export.)").format(", ".join(exc.edited))
+            self._show_banner(text)
+            return None
         except SappError as exc:
             self._show_banner(translate("Export", "Export is not available for this config: {0}").format(exc))
             return None

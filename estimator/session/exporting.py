@@ -28,6 +28,7 @@ class ExportRefused(SappError):
 
     def __init__(self, cause: SappError, edited: tuple[str, ...]) -> None:
         self.cause = cause
+        self.edited = edited
         self.violations = getattr(cause, "violations", ())
         note = ""
         if edited:

@@ -56,12 +56,12 @@ def test_impossible_tp_names_the_field(doc: Document) -> None:
     assert doc.parsed.strategy.tp == 4  # unchanged
 
 
-def test_pp_change_refits_per_stage_lists(doc: Document) -> None:
+def test_pp_change_rescales_per_stage_lists_as_the_library_does(doc: Document) -> None:
     state = doc.propose({"strategy.pp": 8})
     st = state.parsed.strategy
     assert st.pp == 8 and st.dp == 32
-    assert st.offset is None
-    assert st.recompute.full_counts == 7  # the same 56 recomputed layers spread over 8 stages
+    assert st.offset == (1, 1, 1, 1, 1, 1, 1, -1)  # the CLI's --set strategy.pp=8 gives the same (test_session)
+    assert st.recompute.full_counts == (7, 8, 8, 8, 8, 8, 7, 2)  # the same 56 recomputed layers, per stage
     assert len(state.notes) == 2 and "offset" in state.notes[0]
     doc.set_state(state)
     assert doc.mark("strategy.offset") == "derived"

@@ -80,3 +80,17 @@ def test_close_prompts_for_unsaved_edits(qtbot, window, dsv3_plan: Path) -> None
     window.ask_unsaved = lambda: asked.append(2) or "discard"
     assert window.close() is True
     assert asked == [1, 2]
+
+
+def test_an_invalid_plan_is_never_exported(qtbot, window, dsv3_plan: Path) -> None:
+    """ep 3 is accepted as an edit (the chart says it cannot be priced) but the export refuses it by rule, as
+    ``sapp export --set strategy.ep=3`` does; nothing is written."""
+    text = dsv3_plan.read_text()
+    open_and_wait(qtbot, window, [dsv3_plan])
+    with qtbot.waitSignal(window.estimate_failed, timeout=20000):
+        window.edit({"strategy.ep": 3}, "ep 3")
+    assert window.doc.parsed.strategy.ep == 3
+    assert window.export_strategy() is None
+    assert window.banner.isVisibleTo(window)
+    assert "Not exported" in window.banner.text() and "R-EP-EXP" in window.banner.text()
+    assert dsv3_plan.read_text() == text and not Path(f"{dsv3_plan}.bak").exists()

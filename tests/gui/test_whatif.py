@@ -40,7 +40,9 @@ def test_pp_stepped_with_the_arrow_key(qtbot, window, dsv3_plan) -> None:
     assert data["stages"] == 8
     assert len(data["by_category_gib"]["activations"]) == 8
     notes = window.notes.lines()
-    assert any("offset was written for 16 stages" in line for line in notes)
+    # the per-stage offsets follow the new depth by the library's rule (as sapp estimate --set strategy.pp=8)
+    assert any(line.startswith("offset [1, 1,") and "→ [1, 1, 1, 1, 1, 1, 1, -1] (pp 8 × vpp 1)" in line
+               for line in notes)
 
 
 def test_invalid_tp_marks_the_field_and_keeps_the_chart(qtbot, window, dsv3_plan) -> None:
