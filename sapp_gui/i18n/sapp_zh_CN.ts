@@ -412,18 +412,6 @@
         <translation>默认</translation>
     </message>
     <message>
-        <source>{0} was written for {1} stages; cleared (even layer split over {2})</source>
-        <translation>{0} 原为 {1} 个阶段而写；已清除（{2} 个阶段均匀划分层）</translation>
-    </message>
-    <message>
-        <source>full-recompute counts {0} were written for {1} stages; now {2} per stage (the same {3} layers in total)</source>
-        <translation>完全重计算层数 {0} 原为 {1} 个阶段而写；现为每阶段 {2} 层（总计仍为 {3} 层）</translation>
-    </message>
-    <message>
-        <source>{0} refitted to {1} per stage</source>
-        <translation>{0} 已调整为每阶段 {1}</translation>
-    </message>
-    <message>
         <source>unset</source>
         <translation>未设置</translation>
     </message>
@@ -520,6 +508,14 @@
     <message>
         <source>Save edited configs into folder</source>
         <translation>将编辑后的配置保存到文件夹</translation>
+    </message>
+    <message>
+        <source>Not exported: the strategy breaks the estimator&apos;s rules. {0}</source>
+        <translation>未导出：该策略违反估算器的规则。{0}</translation>
+    </message>
+    <message>
+        <source>(Checked against the files&apos; own {0}: edits of those are not written by an export.)</source>
+        <translation>（按文件自身的 {0} 检查：对这些部分的编辑不会被导出写入。）</translation>
     </message>
     <message>
         <source>Export is not available for this config: {0}</source>
