@@ -18,7 +18,8 @@ from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, max_al
 from .errors import StrategyError
 from .explain import Quantity, max_node, sum_node
 from .features import fp8_problem
-from .hardware import Hardware
+from .hardware import Hardware, runtime_of
+from .hardware_figures import figures_json
 from .layout import EMBEDDING, MTP, OUTPUT, VISION, Layout, LayoutInputs, build_layout
 from .model import ModelSpec
 from .options import RunOptions
@@ -510,7 +511,8 @@ def _echo(r: Resolved, counts: Any) -> dict[str, Any]:
     strategy["etp"] = r.par.etp
     strategy["global_batch_size"] = r.strategy.global_batch_size
     strategy["world_size"] = r.strategy.world_size
-    hardware = {"device": r.hardware.id or r.hardware.name, "name": r.hardware.name, "capacity": r.capacity}
+    hardware = {"device": r.hardware.id or r.hardware.name, "name": r.hardware.name, "capacity": r.capacity,
+                "figures": figures_json(r.hardware, runtime_of(r.options.framework))}
     options = r.options.to_dict()
     options["grad_persistence"] = r.flags.persistence
     options["optimizer_impl"] = r.flags.optimizer_impl

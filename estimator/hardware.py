@@ -1,7 +1,9 @@
-"""Hardware: device capacity, interconnect levels and compute rates (spec §2.5).
+"""Hardware: device capacity, interconnect levels, compute rates, efficiencies with their band, host memory and
+the device-level memory the runtime holds (spec §2.5, issues 10 and 11).
 
 Shipped presets are YAML files in ``estimator/presets/``; user presets (YAML of the same shape) can be
-loaded from any directory with ``load_presets(extra_dirs)``.
+loaded from any directory with ``load_presets(extra_dirs)``. Every figure names its source (``sources`` +
+``provenance``, see ``estimator/sources.py``); a figure nobody vouches for is provisional and says so.
 """
 
 from __future__ import annotations
@@ -17,8 +19,20 @@ import yaml
 
 from .errors import ConfigError
 from .records import Record
+from .sources import Source, Vouch, read_sources, resolve_source
 from .units import parse_size
 from .yamlio import load_data
+
+# Efficiencies that have a low–high band (issue 11): matmul and HBM absolute, comm a factor on every level's.
+BAND_NAMES = ("matmul", "hbm", "comm")
+# Runtime families whose context and library workspaces a preset states (frameworks map onto them).
+RUNTIMES = ("pytorch", "mindspore")
+
+
+def runtime_of(framework: str) -> str:
+    """The runtime family a framework runs on: MindFormers on MindSpore, the others on PyTorch (torch_npu on
+    Ascend)."""
+    return "mindspore" if framework == "mindformers" else "pytorch"
 
 
 @dataclass(frozen=True)
@@ -45,8 +59,17 @@ class Hardware(Record):
     capacity_smi: float | None = None
     id: str | None = None
     aliases: tuple[str, ...] = field(default=())
+    host_ram_per_node: float | None = None
+    # (name, low, high) per BAND_NAMES entry; an absent band is the nominal value on both sides
+    efficiency_band: tuple[tuple[str, float, float], ...] = ()
+    # per runtime family: memory outside the caching allocator (CUDA/CANN context, library handles), and the
+    # library workspaces the allocator itself hands out (so they count as allocated: cuBLAS, ...)
+    runtime_context: tuple[tuple[str, float], ...] = ()
+    workspaces: tuple[tuple[str, float], ...] = ()
+    sources: tuple[Source, ...] = ()
+    provenance: tuple[Vouch, ...] = ()
 
-    _nested: ClassVar = {"levels": Level}
+    _nested: ClassVar = {"levels": Level, "sources": Source, "provenance": Vouch}
 
     @property
     def devices_per_node(self) -> int:
@@ -59,9 +82,35 @@ class Hardware(Record):
         key = "fp32" if dtype_bytes >= 4 else "bf16"
         return table.get(key) or table.get("bf16") or 0.0
 
+    def peak(self, precision: str) -> float | None:
+        """Dense peak FLOP/s of ``precision`` (bf16, fp16, fp8, mxfp8, fp32, tf32), or None when the device has
+        no such matmul path (fp8 on Ascend A2/A3, mxfp8 before Blackwell)."""
+        return dict(self.peak_flops).get(precision)
+
+    def band(self, name: str) -> tuple[float, float]:
+        """(low, high) of an efficiency band; matmul and hbm are absolute, comm a factor on level efficiency."""
+        for key, low, high in self.efficiency_band:
+            if key == name:
+                return low, high
+        nominal = {"matmul": self.eff_matmul, "hbm": self.eff_hbm, "comm": 1.0}[name]
+        return nominal, nominal
+
+    def context_bytes(self, runtime: str) -> float | None:
+        return dict(self.runtime_context).get(runtime)
+
+    def workspace_bytes(self, runtime: str) -> float | None:
+        return dict(self.workspaces).get(runtime)
+
+    def source_of(self, path: str) -> Source:
+        """Where figure ``path`` (``capacity``, ``peak_flops.fp8``, ``levels[1].bandwidth``, ...) comes from."""
+        return resolve_source(self.sources, self.provenance, path, figures(self).get(path))
+
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["peak_flops"] = dict(self.peak_flops)
+        out["efficiency_band"] = {k: [lo, hi] for k, lo, hi in self.efficiency_band}
+        out["runtime_context"] = dict(self.runtime_context)
+        out["workspaces"] = dict(self.workspaces)
         return out
 
     @classmethod
@@ -69,7 +118,36 @@ class Hardware(Record):
         data = dict(data)
         if isinstance(data.get("peak_flops"), dict):
             data["peak_flops"] = tuple((str(k), float(v)) for k, v in data["peak_flops"].items())
+        if isinstance(data.get("efficiency_band"), dict):
+            data["efficiency_band"] = tuple((str(k), float(v[0]), float(v[1]))
+                                            for k, v in data["efficiency_band"].items())
+        for key in ("runtime_context", "workspaces"):
+            if isinstance(data.get(key), dict):
+                data[key] = tuple((str(k), float(v)) for k, v in data[key].items())
         return super().from_dict(data)
+
+
+def figures(hw: Hardware) -> dict[str, float]:
+    """Every number of a preset by its dotted path (the keys ``provenance`` may name)."""
+    out: dict[str, float] = {"capacity": hw.capacity, "eff_matmul": hw.eff_matmul, "hbm_bandwidth": hw.hbm_bandwidth,
+                             "eff_hbm": hw.eff_hbm, "host_link_bandwidth": hw.host_link_bandwidth}
+    if hw.capacity_smi is not None:
+        out["capacity_smi"] = hw.capacity_smi
+    if hw.host_ram_per_node is not None:
+        out["host_ram_per_node"] = hw.host_ram_per_node
+    for i, level in enumerate(hw.levels):
+        for name in ("devices", "bandwidth", "latency", "efficiency"):
+            out[f"levels[{i}].{name}"] = getattr(level, name)
+    for key, value in hw.peak_flops:
+        out[f"peak_flops.{key}"] = value
+    for key, low, high in hw.efficiency_band:
+        out[f"efficiency_band.{key}.low"] = low
+        out[f"efficiency_band.{key}.high"] = high
+    for key, value in hw.runtime_context:
+        out[f"runtime_context.{key}"] = value
+    for key, value in hw.workspaces:
+        out[f"workspaces.{key}"] = value
+    return out
 
 
 def _number(value: Any, where: str, key: str) -> float:
@@ -83,6 +161,80 @@ def _number(value: Any, where: str, key: str) -> float:
         raise ConfigError(f"expected a number, got {value!r}", path=where, key=key) from None
 
 
+PRESET_KEYS = ("id", "name", "aliases", "capacity", "capacity_smi", "levels", "peak_flops", "eff_matmul",
+               "hbm_bandwidth", "eff_hbm", "host_link_bandwidth", "host_ram_per_node", "efficiency_band",
+               "runtime_context", "workspaces", "sources", "provenance")
+
+
+def _size(data: dict[str, Any], key: str, where: str) -> float | None:
+    if data.get(key) is None:
+        return None
+    try:
+        return parse_size(data[key])
+    except ValueError as exc:
+        raise ConfigError(str(exc), path=where, key=key) from None
+
+
+def _per_runtime(data: dict[str, Any], key: str, where: str) -> tuple[tuple[str, float], ...]:
+    table = data.get(key) or {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"'{key}' must map a runtime ({', '.join(RUNTIMES)}) to a size", path=where, key=key)
+    out = []
+    for runtime in table:
+        if runtime not in RUNTIMES:
+            raise ConfigError(f"unknown runtime {runtime!r}; one of: {', '.join(RUNTIMES)}", path=where,
+                              key=f"{key}.{runtime}")
+        size = _size(table, runtime, where)
+        assert size is not None
+        out.append((str(runtime), size))
+    return tuple(out)
+
+
+def _bands(data: dict[str, Any], where: str, nominal: dict[str, float]) -> tuple[tuple[str, float, float], ...]:
+    table = data.get("efficiency_band") or {}
+    if not isinstance(table, dict):
+        raise ConfigError("'efficiency_band' must map matmul/hbm/comm to [low, high]", path=where,
+                          key="efficiency_band")
+    out = []
+    for name, pair in table.items():
+        key = f"efficiency_band.{name}"
+        if name not in BAND_NAMES:
+            raise ConfigError(f"unknown efficiency band {name!r}; one of: {', '.join(BAND_NAMES)}", path=where,
+                              key=key)
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ConfigError("a band is [low, high]", path=where, key=key)
+        low, high = _number(pair[0], where, key), _number(pair[1], where, key)
+        if not 0 < low <= nominal[name] <= high:
+            raise ConfigError(f"band [{low}, {high}] must satisfy 0 < low ≤ nominal ({nominal[name]}) ≤ high",
+                              path=where, key=key)
+        out.append((str(name), low, high))
+    return tuple(out)
+
+
+def _vouches(data: dict[str, Any], where: str, hw: Hardware) -> tuple[Vouch, ...]:
+    """``provenance: {path: source id}``; a group path (``peak_flops``, ``levels``) vouches for each figure under
+    it, each vouch remembering the value it describes."""
+    table = data.get("provenance") or {}
+    if not isinstance(table, dict):
+        raise ConfigError("'provenance' must map a figure (e.g. peak_flops.fp8) to a source id", path=where,
+                          key="provenance")
+    known = {s.id for s in hw.sources} | {"provisional"}
+    values = figures(hw)
+    out: dict[str, Vouch] = {}
+    # groups first, so a leaf's own entry wins over its group's
+    for path, source in sorted(table.items(), key=lambda kv: kv[0].count(".") + kv[0].count("[")):
+        if source not in known:
+            raise ConfigError(f"provenance names unknown source {source!r}; known: {', '.join(sorted(known))}",
+                              path=where, key=f"provenance.{path}")
+        leaves = [p for p in values if p == path or p.startswith(path + ".") or p.startswith(path + "[")]
+        if not leaves:
+            raise ConfigError(f"provenance names {path!r}, which is not a figure of this preset", path=where,
+                              key=f"provenance.{path}")
+        for leaf in leaves:
+            out[leaf] = Vouch(leaf, str(source), values[leaf])
+    return tuple(out.values())
+
+
 def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
     """Build a Hardware record from a preset mapping (as written in the YAML files)."""
     if not isinstance(data, dict):
@@ -90,11 +242,12 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
     for required in ("id", "capacity"):
         if required not in data:
             raise ConfigError(f"device preset needs '{required}'", path=where, key=required)
-    try:
-        capacity = parse_size(data["capacity"])
-        smi = parse_size(data["capacity_smi"]) if data.get("capacity_smi") is not None else None
-    except ValueError as exc:
-        raise ConfigError(str(exc), path=where, key="capacity") from None
+    unknown = sorted(set(data) - set(PRESET_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown device preset key(s): {', '.join(map(str, unknown))}; known: "
+                          f"{', '.join(PRESET_KEYS)}", path=where, key=str(unknown[0]))
+    capacity = _size(data, "capacity", where)
+    assert capacity is not None
     levels = []
     for i, level in enumerate(data.get("levels") or []):
         key = f"levels[{i}]"
@@ -109,19 +262,27 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
         levels.append(Level(math.inf, levels[-1].bandwidth, levels[-1].latency, levels[-1].efficiency))
     flops = tuple((str(k), _number(v, where, f"peak_flops.{k}"))
                   for k, v in (data.get("peak_flops") or {}).items())
-    return Hardware(
+    eff_matmul = _number(data.get("eff_matmul", 0.5), where, "eff_matmul")
+    eff_hbm = _number(data.get("eff_hbm", 0.8), where, "eff_hbm")
+    hw = Hardware(
         id=str(data["id"]),
         name=str(data.get("name", data["id"])),
         aliases=tuple(str(a) for a in data.get("aliases") or ()),
         capacity=capacity,
-        capacity_smi=smi,
+        capacity_smi=_size(data, "capacity_smi", where),
         levels=tuple(levels),
         peak_flops=flops,
-        eff_matmul=_number(data.get("eff_matmul", 0.5), where, "eff_matmul"),
+        eff_matmul=eff_matmul,
         hbm_bandwidth=_number(data.get("hbm_bandwidth", 1.6e12), where, "hbm_bandwidth"),
-        eff_hbm=_number(data.get("eff_hbm", 0.8), where, "eff_hbm"),
+        eff_hbm=eff_hbm,
         host_link_bandwidth=_number(data.get("host_link_bandwidth", 16e9), where, "host_link_bandwidth"),
+        host_ram_per_node=_size(data, "host_ram_per_node", where),
+        efficiency_band=_bands(data, where, {"matmul": eff_matmul, "hbm": eff_hbm, "comm": 1.0}),
+        runtime_context=_per_runtime(data, "runtime_context", where),
+        workspaces=_per_runtime(data, "workspaces", where),
+        sources=read_sources(data.get("sources"), where),
     )
+    return hw.replace(provenance=_vouches(data, where, hw))
 
 
 @cache

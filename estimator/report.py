@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .hardware import runtime_of
+from .hardware_figures import device_figures, provisional_summary
 from .parsed import ParsedConfig
 from .result import CATEGORIES, Result
 from .units import GiB, fmt_gib
@@ -38,6 +40,15 @@ def render_table(parsed: ParsedConfig, result: Result) -> str:
     if result.parameters_mtp:
         params += f", MTP {_billions(result.parameters_mtp)}"
     lines.append(params)
+    runtime = runtime_of(opts.framework)
+    figures = {f.path: f for f in device_figures(hw, runtime)}
+    shown = [f"{f.label} {f.full_text} [{f.source.kind}]" for key in ("peak_flops.bf16", "peak_flops.fp8",
+                                                                   "hbm_bandwidth", "eff_matmul")
+             if (f := figures.get(key)) is not None]
+    lines.append("device: " + "; ".join(shown))
+    provisional = provisional_summary(hw, runtime)
+    if provisional:
+        lines.append(f"device figures {provisional} (replace them with `sapp calibrate` or a user preset)")
     lines.append("")
     header = ["stage", "layers"] + [_SHORT[c] for c in CATEGORIES] + ["total GiB", "opt-step"]
     rows = []

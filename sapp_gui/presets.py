@@ -17,8 +17,9 @@ import yaml
 
 from estimator.errors import ConfigError
 from estimator.export import write_atomic
-from estimator.hardware import Hardware, hardware_from_mapping, shipped_presets
+from estimator.hardware import Hardware, figures, hardware_from_mapping, shipped_presets
 from estimator.profiles import add_profile_dir
+from estimator.sources import Source
 from estimator.units import MiB
 
 from .document import tr
@@ -64,6 +65,28 @@ def preset_mapping(hw: Hardware, preset_id: str, name: str | None = None) -> dic
     out["hbm_bandwidth"] = _number(hw.hbm_bandwidth)
     out["eff_hbm"] = hw.eff_hbm
     out["host_link_bandwidth"] = _number(hw.host_link_bandwidth)
+    if hw.host_ram_per_node is not None:
+        out["host_ram_per_node"] = f"{hw.host_ram_per_node / MiB:g}MiB"
+    if hw.efficiency_band:
+        out["efficiency_band"] = {name: [low, high] for name, low, high in hw.efficiency_band}
+    if hw.runtime_context:
+        out["runtime_context"] = {k: f"{v / MiB:g}MiB" for k, v in hw.runtime_context}
+    if hw.workspaces:
+        out["workspaces"] = {k: f"{v / MiB:g}MiB" for k, v in hw.workspaces}
+    # every figure keeps its source; one the user changed is the user's from now on
+    sources = {s.id: s for s in hw.sources}
+    provenance: dict[str, str] = {}
+    for path in figures(hw):
+        source = hw.source_of(path)
+        if source.kind == "user":
+            sources.setdefault("user", Source("user", "user", f"edited when {preset_id} was saved"))
+            provenance[path] = "user"
+        elif source.kind != "provisional":
+            provenance[path] = source.id
+    if sources:
+        out["sources"] = [{k: v for k, v in s.to_dict().items() if v} for s in sources.values()]
+    if provenance:
+        out["provenance"] = provenance
     return out
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from ..hardware import runtime_of
+from ..hardware_figures import device_figures
 from ..parsed import ParsedConfig
 from ..result import CATEGORIES, Result
 from ..units import GiB
@@ -52,6 +54,13 @@ def _stage_rows(result: Result) -> list[list[str]]:
 
 
 STAGE_HEADER = ["stage", "layers", *[SHORT[c] for c in CATEGORIES], "total", "opt-step"]
+FIGURE_HEADER = ["figure", "value", "source"]
+
+
+def _figure_rows(parsed: ParsedConfig) -> list[tuple[str, str, str, str]]:
+    """(figure, value, source label, url) for every device figure the estimate used."""
+    return [(f.label, f.full_text, f.source.label, f.source.url)
+            for f in device_figures(parsed.hardware, runtime_of(parsed.options.framework))]
 
 
 def render_markdown(parsed: ParsedConfig, result: Result, chart_file: str | None) -> str:
@@ -63,6 +72,10 @@ def render_markdown(parsed: ParsedConfig, result: Result, chart_file: str | None
     lines += ["## Memory per stage (GiB, * = peak)", "", "| " + " | ".join(STAGE_HEADER) + " |",
               "|" + "---|" * len(STAGE_HEADER)]
     lines += ["| " + " | ".join(r) + " |" for r in _stage_rows(result)]
+    lines += ["", f"## Device figures ({parsed.hardware.name})", "", "| " + " | ".join(FIGURE_HEADER) + " |",
+              "|---|---|---|"]
+    lines += [f"| {label} | {value} | {f'[{source}]({url})' if url else source} |"
+              for label, value, source, url in _figure_rows(parsed)]
     if result.step_time_s is not None:
         lines += ["", "## Step time", "", "| part | seconds | share |", "|---|---|---|"]
         lines += [f"| {PART_LABELS[k]} | {v:.3f} | {v / result.step_time_s * 100:.1f} % |"
@@ -97,6 +110,12 @@ def render_html(parsed: ParsedConfig, result: Result, chart_svg: str | None = No
                  "".join(f"<th>{e(h)}</th>" for h in STAGE_HEADER) + "</tr>")
     for row in _stage_rows(result):
         parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
+    parts.append("</table>")
+    parts.append(f"<h2>Device figures ({e(parsed.hardware.name)})</h2><table><tr>" +
+                 "".join(f"<th>{e(h)}</th>" for h in FIGURE_HEADER) + "</tr>")
+    for label, value, source, url in _figure_rows(parsed):
+        cell = f"<a href='{e(url)}'>{e(source)}</a>" if url else e(source)
+        parts.append(f"<tr><td>{e(label)}</td><td>{e(value)}</td><td style='text-align:left'>{cell}</td></tr>")
     parts.append("</table>")
     if result.step_time_s is not None:
         parts.append("<h2>Step time</h2><table><tr><th>part</th><th>seconds</th><th>share</th></tr>")

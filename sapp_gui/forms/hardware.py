@@ -3,12 +3,16 @@ limit, the resulting budget, and "save as user preset"."""
 
 from __future__ import annotations
 
+import html
+import math
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from estimator.errors import SappError
+from estimator.hardware import Hardware, runtime_of
+from estimator.hardware_figures import Figure, device_figures
 from estimator.result import Result
 from estimator.units import GiB
 from estimator.warnings import Assumption
@@ -54,6 +58,15 @@ class HardwareForm(FieldForm):
                                 limit, QT_TRANSLATE_NOOP("HardwareForm", "the framework's own memory limit (e.g. "
                                                                          "MindFormers max_device_memory)"),
                                 context=ctx))
+        # every device figure with its source (vendor document, public measurement, provisional, ...)
+        self.figures_caption = QLabel()
+        self.figures_label = QLabel("–")
+        self.figures_label.setObjectName("device_figures")
+        self.figures_label.setWordWrap(True)
+        self.figures_label.setTextFormat(Qt.TextFormat.RichText)
+        self.figures_label.setOpenExternalLinks(True)
+        self.figures_label.setProperty("sappRole", "note")
+        self.layout_.addRow(self.figures_caption, self.figures_label)
         self.budget_label = QLabel("–")
         self.budget_label.setObjectName("budget")
         self.budget_caption = QLabel()
@@ -86,6 +99,7 @@ class HardwareForm(FieldForm):
                                                               "in "
                                                       "{0}").format(self.presets_dir))
         self.budget_caption.setText(translate("HardwareForm", "Budget:"))
+        self.figures_caption.setText(translate("HardwareForm", "Figures:"))
         self.preset_caption.setText(translate("HardwareForm", "New preset:"))
 
     def retranslate(self, assumptions: dict[str, Assumption]) -> None:
@@ -110,6 +124,66 @@ class HardwareForm(FieldForm):
         if self.device.count() == 0:
             self.refresh_presets()
         super().refresh(assumptions)
+        self.show_figures()
+
+    @staticmethod
+    def _figure_label(fig: Figure, hw: Hardware) -> str:
+        """The figure's name in the interface language (the estimator's labels are English)."""
+        head, _, rest = fig.path.partition(".")
+        fixed = {"capacity": translate("HardwareForm", "device memory"),
+                 "hbm_bandwidth": translate("HardwareForm", "HBM bandwidth"),
+                 "host_link_bandwidth": translate("HardwareForm", "host link"),
+                 "host_ram_per_node": translate("HardwareForm", "host RAM per node"),
+                 "eff_matmul": translate("HardwareForm", "matmul efficiency"),
+                 "eff_hbm": translate("HardwareForm", "HBM efficiency")}
+        if head in fixed:
+            return fixed[head]
+        if head == "peak_flops":
+            return translate("HardwareForm", "peak {0}").format(rest)
+        if head == "runtime_context":
+            return translate("HardwareForm", "{0} runtime context").format(rest)
+        if head == "workspaces":
+            return translate("HardwareForm", "{0} library workspaces").format(rest)
+        if head.startswith("levels["):
+            level = hw.levels[int(head[7:-1])]
+            if math.isinf(level.devices):
+                return translate("HardwareForm", "{0} (beyond)").format(level.name)
+            return translate("HardwareForm", "{0} (up to {1} devices)").format(level.name, int(level.devices))
+        return fig.label
+
+    def show_figures(self) -> None:
+        """One line per device figure: value and where it comes from; provisional ones stand out, and the
+        tooltip names each document."""
+        if not self.doc.loaded:
+            self.figures_label.setText("–")
+            return
+        parsed = self.doc.parsed
+        kinds = {"vendor": translate("HardwareForm", "vendor document"),
+                 "measured": translate("HardwareForm", "public measurement"),
+                 "derived": translate("HardwareForm", "derived"),
+                 "calibrated": translate("HardwareForm", "calibrated"),
+                 "user": translate("HardwareForm", "edited"),
+                 "provisional": translate("HardwareForm", "provisional")}
+        lines, tips = [], []
+        for fig in device_figures(parsed.hardware, runtime_of(parsed.options.framework)):
+            kind = kinds.get(fig.source.kind, fig.source.kind)
+            value = fig.text
+            if fig.per_device:
+                value = translate("HardwareForm", "{0} per device").format(value)
+            if fig.band is not None:
+                value = translate("HardwareForm", "{0} (band {1}–{2})").format(value, f"{fig.band[0]:.2f}",
+                                                                             f"{fig.band[1]:.2f}")
+            text = f"{html.escape(self._figure_label(fig, parsed.hardware))}: {html.escape(value)} — "
+            if fig.source.kind == "provisional":
+                text += f"<b>{html.escape(kind)}</b>"
+            elif fig.source.url:
+                text += f"<a href='{html.escape(fig.source.url)}'>{html.escape(kind)}</a>"
+            else:
+                text += html.escape(kind)
+            lines.append(text)
+            tips.append(f"{fig.label}: {fig.source.label}" + (f" ({fig.source.url})" if fig.source.url else ""))
+        self.figures_label.setText("<br>".join(lines))
+        self.figures_label.setToolTip("\n".join(tips))
 
     def set_result(self, result: Result | None) -> None:
         self._result = result

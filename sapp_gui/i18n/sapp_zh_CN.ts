@@ -656,12 +656,88 @@
         <translation>预算：</translation>
     </message>
     <message>
+        <source>Figures:</source>
+        <translation>参数：</translation>
+    </message>
+    <message>
         <source>New preset:</source>
         <translation>新预设：</translation>
     </message>
     <message>
         <source>(user)</source>
         <translation>（用户）</translation>
+    </message>
+    <message>
+        <source>HBM bandwidth</source>
+        <translation>HBM 带宽</translation>
+    </message>
+    <message>
+        <source>host link</source>
+        <translation>主机链路</translation>
+    </message>
+    <message>
+        <source>host RAM per node</source>
+        <translation>每节点主机内存</translation>
+    </message>
+    <message>
+        <source>matmul efficiency</source>
+        <translation>矩阵乘效率</translation>
+    </message>
+    <message>
+        <source>HBM efficiency</source>
+        <translation>HBM 效率</translation>
+    </message>
+    <message>
+        <source>peak {0}</source>
+        <translation>{0} 峰值</translation>
+    </message>
+    <message>
+        <source>{0} runtime context</source>
+        <translation>{0} 运行时上下文</translation>
+    </message>
+    <message>
+        <source>{0} library workspaces</source>
+        <translation>{0} 库工作区</translation>
+    </message>
+    <message>
+        <source>{0} (beyond)</source>
+        <translation>{0}（更大范围）</translation>
+    </message>
+    <message>
+        <source>{0} (up to {1} devices)</source>
+        <translation>{0}（至多 {1} 个设备）</translation>
+    </message>
+    <message>
+        <source>vendor document</source>
+        <translation>厂商文档</translation>
+    </message>
+    <message>
+        <source>public measurement</source>
+        <translation>公开实测</translation>
+    </message>
+    <message>
+        <source>derived</source>
+        <translation>推算</translation>
+    </message>
+    <message>
+        <source>calibrated</source>
+        <translation>已校准</translation>
+    </message>
+    <message>
+        <source>edited</source>
+        <translation>已编辑</translation>
+    </message>
+    <message>
+        <source>provisional</source>
+        <translation>暂定</translation>
+    </message>
+    <message>
+        <source>{0} per device</source>
+        <translation>每设备 {0}</translation>
+    </message>
+    <message>
+        <source>{0} (band {1}–{2})</source>
+        <translation>{0}（区间 {1}–{2}）</translation>
     </message>
     <message>
         <source>{0} GiB of {1} GiB capacity</source>

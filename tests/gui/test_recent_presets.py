@@ -116,3 +116,14 @@ def test_user_family_profiles_take_part_and_a_broken_one_is_named(qtbot, make_wi
     window = make_window(presets_dir=broken / "presets")
     open_and_wait(qtbot, window, [dense_plan])
     assert any("user profiles ignored" in line and "no_such_field" in line for line in window.notes.lines())
+
+
+def test_hardware_form_shows_where_each_figure_comes_from(qtbot, make_window, dense_plan: Path) -> None:
+    window = make_window()
+    open_and_wait(qtbot, window, [dense_plan])
+    form = window.forms.hardware
+    text = form.figures_label.text()
+    assert "device memory: 64.00 GiB" in text and "vendor document" in text and "<b>provisional</b>" in text
+    assert "cross_platform_migration_guide" in text  # the vendor document is a link
+    edit_and_wait(qtbot, window, lambda: window.edit({"hardware.capacity": 60 * GiB}, "capacity"))
+    assert "device memory: 60.00 GiB — edited" in form.figures_label.text()
