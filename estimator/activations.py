@@ -189,6 +189,44 @@ def mtp_extra_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
     return tuple(out)
 
 
+# ------------------------------------------------------------------------------------------ PEFT
+# the linear layers that read a saved slot for their weight gradient: a frozen linear does not keep its input
+# (Transformer Engine saves it only when the weight requires a gradient; PyTorch autograd likewise)
+LINEAR_INPUTS = {"a.norm_out": frozenset({"q", "k", "v", "qkv", "q_a", "kv_a"}),
+                 "m.norm_out": frozenset({"gate", "up", "fc1"}), "m.fc2_in": frozenset({"down"}),
+                 "s.fc2_in": frozenset({"down"}), "a.out": frozenset({"o"})}
+
+
+def lora_slots(d: Dims, w: Widths, f: Flags, kind: str, slots: list[SlotDef]) -> list[SlotDef]:
+    """[A-LORA] A body layer's slots under LoRA on a frozen base: the inputs of frozen linear layers no adapter
+    reads are dropped (where the framework frees them), and every adapted module saves its adapter path —
+    the low-rank activation x·A (β_c·r per token, sequence-sharded with SP) for B's weight gradient, with dropout
+    the dropped input and its mask, and an input cast when the adapters are stored wider than β_c."""
+    from .params import lora_modules
+
+    feat = f.feat
+    modules = lora_modules(d, kind)
+    active = {name: spec for name, spec in modules.items() if name in feat.lora_targets}
+    reads_x = not feat.lora_dropout and w.a <= w.c  # lora_A reads the base input itself
+    out: list[SlotDef] = []
+    for slot in slots:
+        readers = LINEAR_INPUTS.get(slot.id)
+        keep_for_fa = slot.id == "a.out" and f.flash_attention  # flash attention's backward reads O
+        moe_ffn_input = slot.id == "m.norm_out" and kind.endswith("moe")  # routed experts: kept (conservative)
+        if readers is not None and feat.frozen_inputs_freed and not keep_for_fa and not moe_ffn_input and \
+                not (reads_x and readers & active.keys()):
+            continue
+        out.append(slot)
+    for name, (n_in, _n_out, placement) in sorted(active.items()):
+        cls = "tp" if placement == "row" else "gsp"  # the module's input: a TP-split or a norm output
+        if feat.lora_dropout:
+            out.append(SlotDef(f"lora.{name}.drop", (w.c + w.dm) * n_in, cls))
+        elif w.a > w.c:
+            out.append(SlotDef(f"lora.{name}.cast", w.a * n_in, cls))
+        out.append(SlotDef(f"lora.{name}.xa", w.c * feat.lora_rank, "sp"))
+    return out
+
+
 # ----------------------------------------------------------------------------------- recompute rules
 MEGATRON_MODULES = {"core_attn": "core", "layernorm": "norm_out", "mla_up_proj": "mla_up", "moe_act": "moe_act",
                     "act": "act"}
@@ -278,12 +316,18 @@ class ActivationTable:
                 got = head_slots(self.d, self.w, self.f)
             elif kind.startswith("mtp:"):
                 block = kind[4:]
-                got = (*block_slots(self.d, self.w, self.f, self.s, block), *mtp_extra_slots(self.d, self.w, self.f),
+                got = (*self._block(block), *mtp_extra_slots(self.d, self.w, self.f),
                        *head_slots(self.d, self.w, self.f))
             else:
-                got = block_slots(self.d, self.w, self.f, self.s, kind)
+                got = self._block(kind)
             self._slots[kind] = got
         return got
+
+    def _block(self, kind: str) -> tuple[SlotDef, ...]:
+        slots = block_slots(self.d, self.w, self.f, self.s, kind)
+        if self.f.feat.lora and kind not in ("noop", "vision"):
+            slots = tuple(lora_slots(self.d, self.w, self.f, kind, list(slots)))
+        return slots
 
     def gathered(self, option: str) -> bool:
         """The SP norm outputs are saved all-gathered unless the gather switch is recomputed."""

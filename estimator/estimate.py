@@ -17,7 +17,7 @@ from . import fsdp
 from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, max_all, maximum, pick, valid_or_minus_inf
 from .errors import StrategyError
 from .explain import Quantity, max_node, sum_node
-from .features import fp8_problem
+from .features import fp8_problem, peft_problem
 from .hardware import Hardware, runtime_of
 from .hardware_figures import figures_json
 from .layout import EMBEDDING, MTP, OUTPUT, VISION, Layout, LayoutInputs, build_layout
@@ -28,6 +28,7 @@ from .resolve import Resolved, dense_domain, resolve
 from .result import CATEGORIES, LayerRow, Result, StageResult
 from .schedules import StageProfile, inflight_profile
 from .stage import Row, StagePricer
+from .static import Local
 from .steptime import StepTime, step_time
 from .strategy import Strategy
 from .validate import RuleContext, violations
@@ -78,7 +79,8 @@ def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
         cp_algo=r.flags.cp_algo, d=par.d, t=par.t, p=par.p, vp=par.vp, cp=par.cp, ep=par.ep, etp=par.etp, b=par.b,
         m=par.m, s=par.s, sp=par.sp, u=par.u, os=par.os, os_e=par.os_e, domain=dense_domain(r.flags, par),
         domain_e=par.edp, vpp_group=st.vpp_group or par.p, allow_underfilled=r.options.allow_underfilled_pipeline,
-        fp8_problem=fp8_problem(st.fp8, r.fw.name, r.hardware.peak_flops, r.hardware.id or r.hardware.name))
+        fp8_problem=fp8_problem(st.fp8, r.fw.name, r.hardware.peak_flops, r.hardware.id or r.hardware.name),
+        peft_problem=peft_problem(st))
 
 
 # ------------------------------------------------------------------------------------------ stages
@@ -437,6 +439,8 @@ def _leaf(pricer: StagePricer, category: str, label: str, value: float, row: Row
     loc = row.local
     sh = pricer.divisors
     local = {"E_d": loc.dense, "E_e": loc.expert}
+    if loc.base_frozen and category in ("parameters", "gradients", "optimizer_states"):
+        return _peft_leaf(pricer, category, label, value, loc)
     if category == "parameters":
         return Quantity(label, value, "S-LAYER.params", {"β_p": w.p, **local, "sh_p": sh[0], "sh_pe": sh[3]})
     if category == "gradients":
@@ -457,6 +461,23 @@ def _leaf(pricer: StagePricer, category: str, label: str, value: float, row: Row
                   "casts": loc.cast if sums.cast else 0}
         return Quantity(label, value, "A-LAYER", inputs, note=f"option {lr.option}; slot sums in bytes per token")
     return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note="weights kept gathered (mf_op)")
+
+
+def _peft_leaf(pricer: StagePricer, category: str, label: str, value: float, loc: Local) -> Quantity:
+    """A PEFT row's static bytes: the frozen (maybe NF4) base and its trainable adapters (P-LORA, P-NF4)."""
+    w, sh = pricer.r.widths, pricer.divisors
+    adapters = {"E_a": loc.adapters}
+    if category == "parameters":
+        return Quantity(label, value, "S-LAYER.params.peft", {"β_p": w.p, "β_a": w.a, "β_q": w.q, "E_d": loc.dense,
+                                                               **adapters, "E_q": loc.quantized, "E_e": loc.expert,
+                                                               "E_qe": loc.quantized_expert, "sh_p": sh[0],
+                                                               "sh_pe": sh[3]})
+    if category == "gradients":
+        return Quantity(label, value, "S-LAYER.grads.peft", {"γ": pricer.gamma, "β_g": w.g, **adapters,
+                                                              "sh_g": sh[1]})
+    master = 0.0 if w.a >= 4 else w.m
+    return Quantity(label, value, "S-LAYER.opt.peft", {"n_os": w.n_os, "β_os": w.os, "β_m": master, **adapters,
+                                                        "sh_o": sh[2]})
 
 
 def _stage_level_leaf(pricer: StagePricer, category: str, label: str, value: float, lr: LayerRow,

@@ -7,6 +7,7 @@ that into the settings the formulas read, recording every default it fills in as
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .frameworks import FrameworkDefaults
@@ -20,6 +21,39 @@ FP8_ACT_BYTES = {"tensorwise": 1.0, "delayed": 1.0, "rowwise": 1.0, "blockwise":
 FP8_WEIGHT_BYTES = {"tensorwise": 1.0, "delayed": 1.0, "rowwise": 1.0, "blockwise": 1.0 + 4 / (128 * 128),
                     "mxfp8": 1.0 + 1 / 32}
 FP8_FRAMEWORKS = ("megatron", "mindspeed", "torchtitan")
+# LoRA target module names as frameworks write them -> canonical targets (strategy.LORA_TARGETS): Megatron/mcore
+# (MindSpeed-LLM, Megatron-Bridge), Hugging Face PEFT (LLaMA-Factory), MindFormers (legacy llama, DeepSeek)
+LORA_MODULE_NAMES = {
+    "linear_qkv": "qkv", "linear_proj": "o", "linear_fc1": "fc1", "linear_fc2": "down",
+    "linear_q_proj": "q", "linear_q_down_proj": "q_a", "linear_q_up_proj": "q_b",
+    "linear_kv_down_proj": "kv_a", "linear_kv_up_proj": "kv_b",
+    "q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate", "up_proj": "up",
+    "down_proj": "down", "qkv_proj": "qkv", "gate_up_proj": "fc1", "query_key_value": "qkv",
+    "q_a_proj": "q_a", "q_b_proj": "q_b", "kv_a_proj_with_mqa": "kv_a", "kv_b_proj": "kv_b",
+    "wq": "q", "wk": "k", "wv": "v", "wo": "o", "w1": "gate", "w3": "up", "w2": "down", "w_qkv": "qkv",
+    "w_gate_hidden": "fc1", "q2l_proj": "q_a", "l2q_proj": "q_b", "kv2l": "kv_a", "lkv2kv": "kv_b",
+}
+# canonical target -> the Megatron module name a launch script writes
+MEGATRON_LORA_NAMES = {"qkv": "linear_qkv", "o": "linear_proj", "fc1": "linear_fc1", "down": "linear_fc2",
+                       "q": "linear_q_proj", "q_a": "linear_q_down_proj", "q_b": "linear_q_up_proj",
+                       "kv_a": "linear_kv_down_proj", "kv_b": "linear_kv_up_proj"}
+
+
+def lora_targets_of(names: list[str] | tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """(canonical targets, names not known) of module names as a framework writes them (a dotted path or a
+    regular expression keeps its last identifier: ``model.layers.*.self_attn.q_proj`` → q)."""
+    targets: list[str] = []
+    unknown: list[str] = []
+    for name in names:
+        words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(name))
+        target = LORA_MODULE_NAMES.get(words[-1]) if words else None
+        if target is None:
+            unknown.append(str(name))
+        elif target not in targets:
+            targets.append(target)
+    return tuple(targets), unknown
+
+
 # NF4 (QLoRA, Dettmers et al. 2023 §3): 4-bit codes, an absmax per 64-element block; double quantisation stores
 # those absmax values as 8-bit codes with an fp32 constant per 256 blocks
 NF4_BLOCK = 64
@@ -44,6 +78,7 @@ class Features:
     lora_targets: frozenset[str] = field(default_factory=frozenset)
     lora_dropout: float = 0.0
     qlora_double_quant: bool = True
+    frozen_inputs_freed: bool = True  # a frozen linear keeps no input (TE, PyTorch autograd) vs Megatron's local
     offload_groups: frozenset[str] = field(default_factory=frozenset)
     offload_optimizer: bool = False
     offload_params: bool = False
@@ -108,7 +143,8 @@ def resolve_features(st: Strategy, fw: FrameworkDefaults, moe: bool, assumptions
         overlap_grad_reduce=st.overlap_grad_reduce, overlap_param_gather=st.overlap_param_gather,
         cp_load_balance=balance, peft=st.peft or "none", lora_rank=st.lora_rank,
         lora_targets=frozenset(st.lora_targets), lora_dropout=st.lora_dropout,
-        qlora_double_quant=st.qlora_double_quant, offload_groups=frozenset(st.offload_activations),
+        qlora_double_quant=st.qlora_double_quant, frozen_inputs_freed=fw.name != "mindspeed",
+        offload_groups=frozenset(st.offload_activations),
         offload_optimizer=st.offload_optimizer, offload_params=st.offload_params)
 
 
@@ -126,6 +162,19 @@ def fp8_problem(recipe: str | None, framework: str, peak_flops: tuple[tuple[str,
     return ""
 
 
+def peft_problem(st: Strategy) -> str:
+    """Why a PEFT plan cannot be priced ('' when it can): adapters need a rank and target modules."""
+    if st.peft in (None, "none"):
+        return ""
+    if st.lora_rank < 1:
+        return f"{st.peft} needs strategy.lora_rank ≥ 1 (got {st.lora_rank})"
+    if not st.lora_targets:
+        return f"{st.peft} needs strategy.lora_targets (the adapted modules: q, k, v, qkv, o, gate, up, fc1, down, …)"
+    if not 0 <= st.lora_dropout < 1:
+        return f"strategy.lora_dropout must be in [0, 1); got {st.lora_dropout}"
+    return ""
+
+
 def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
     """Features a plan states that the estimator does not price yet: said out loud, never silently dropped."""
     out = []
@@ -136,7 +185,6 @@ def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
                      (st.overlap_grad_reduce is not None, "overlap_grad_reduce"),
                      (st.overlap_param_gather is not None, "overlap_param_gather"),
                      (st.cp_load_balance is False, "context parallelism without load balancing"),
-                     (st.peft not in (None, "none"), f"PEFT {st.peft!r}"),
                      (bool(st.offload_activations), "activation offload"),
                      (st.offload_optimizer, "optimizer offload"), (st.offload_params, "parameter offload")):
         if on:
@@ -144,5 +192,6 @@ def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
     return out
 
 
-__all__ = ["FP8_ACT_BYTES", "FP8_FRAMEWORKS", "FP8_WEIGHT_BYTES", "Features", "fp8_problem", "nf4_bytes",
-           "resolve_features", "unpriced_warnings"]
+__all__ = ["FP8_ACT_BYTES", "FP8_FRAMEWORKS", "FP8_WEIGHT_BYTES", "LORA_MODULE_NAMES", "MEGATRON_LORA_NAMES",
+           "Features", "fp8_problem", "lora_targets_of", "nf4_bytes", "peft_problem", "resolve_features",
+           "unpriced_warnings"]

@@ -204,13 +204,28 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
     if kind == MTP:
         d = c.dims
         mm = mm + matmul_flops(c.T, 2 * d.h * d.h, 0, c.t) + head_flops(c.T, d.h, c.v_pad, c.t)
+    adapters = lora_flops(c, block)
     if item.option == "full":
-        rc = mm + core
+        rc = mm + adapters + core
     elif item.option == "none":
         rc = 0.0
     else:
         rc = selective_flops(c, block, item.option)
+    if c.flags.feat.lora:
+        # [T-FLOP.lora] a frozen base computes its input gradients only; the adapters train
+        return RowFlops(fwd_mm=mm + adapters, fwd_attn=core, bwd_mm=mm + adapters, bwd_attn=c.bwd_attn * core,
+                        wgrad_mm=0.0 if frozen else adapters, rc=rc)
     return _assemble(mm, core, c, frozen, rc)
+
+
+def lora_flops(c: FlopContext, kind: str) -> Num:
+    """[T-FLOP.lora] 2·T·(tp/t + rep) over the adapter elements of a body layer: x·A then (x·A)·B per adapted
+    module, the replicated halves computed on every TP rank (0 without LoRA)."""
+    feat = c.flags.feat
+    if not feat.lora:
+        return 0.0
+    el = P.lora_adapters(c.dims, kind, feat.lora_targets, feat.lora_rank)
+    return matmul_flops(c.T, el.tp_mm, el.rep_mm, c.t)
 
 
 def _vision_flops(c: FlopContext, kind: str, frozen: bool, vision_dims: tuple | None) -> RowFlops:
@@ -227,4 +242,5 @@ def _vision_flops(c: FlopContext, kind: str, frozen: bool, vision_dims: tuple | 
 
 
 __all__ = ["FlopContext", "RowFlops", "attention_backward_factor", "attention_core_flops", "causal_factor",
-           "expert_flops", "head_flops", "linear_attention_flops", "matmul_flops", "row_flops", "selective_flops"]
+           "expert_flops", "head_flops", "linear_attention_flops", "lora_flops", "matmul_flops", "row_flops",
+           "selective_flops"]

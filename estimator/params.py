@@ -99,6 +99,58 @@ def block(d: Dims, kind: str) -> Elements:
     return mixer + ffn + norms(d)
 
 
+def lora_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:
+    """The linear layers of a body layer of ``kind`` that LoRA can adapt: target -> (in, out, placement), with
+    placement ``col`` (column-parallel: split output), ``row`` (row-parallel: split input) or ``rep`` (replicated
+    across TP: MLA's latent down-projections). Routed experts are not adaptable here (frozen); an FFN target
+    adapts the dense FFN or the shared experts."""
+    out: dict[str, tuple[int, int, str]] = {}
+    if kind == "noop":
+        return out
+    h = d.h
+    if not kind.startswith("lin_"):
+        if d.mla:
+            if d.dc_q > 0:
+                out["q_a"] = (h, d.dc_q, "rep")
+                out["q_b"] = (d.dc_q, d.a * d.dqk, "col")
+            else:
+                out["q"] = (h, d.a * d.dqk, "col")
+            out["kv_a"] = (h, d.dc_kv + d.dhr, "rep")
+            out["kv_b"] = (d.dc_kv, d.a * (d.dh + d.dv), "col")
+        else:
+            out.update(q=(h, d.q_w, "col"), k=(h, d.k_w, "col"), v=(h, d.v_w, "col"),
+                       qkv=(h, d.q_w + d.k_w + d.v_w, "col"))
+        out["o"] = (d.o_w, h, "row")
+    width = d.hff_sh if kind.endswith("moe") else d.hff
+    if width:
+        if d.g > 1:  # gated: gate and up projections, or Megatron's fused linear_fc1 (both)
+            out["gate"] = (h, width, "col")
+        out.update(up=(h, width, "col"), fc1=(h, d.g * width, "col"), down=(width, h, "row"))
+    return out
+
+
+def lora_adapters(d: Dims, kind: str, targets: frozenset[str], rank: int) -> Elements:
+    """[P-LORA] Adapter elements r·(in + out) per adapted module (Hu et al. 2021): a column-parallel module's
+    A (in×r) is replicated and its B (r×out) split over TP; a row-parallel module's A is split and its B replicated
+    (PEFT's LoraParallelLinear); MLA's replicated down-projections keep both whole."""
+    tp = rep = 0
+    largest_tp = largest_rep = 0
+    for name, (n_in, n_out, placement) in lora_modules(d, kind).items():
+        if name not in targets:
+            continue
+        a, b = n_in * rank, rank * n_out
+        if placement == "col":
+            rep, tp = rep + a, tp + b
+            largest_rep, largest_tp = max(largest_rep, a), max(largest_tp, b)
+        elif placement == "row":
+            tp, rep = tp + a, rep + b
+            largest_tp, largest_rep = max(largest_tp, a), max(largest_rep, b)
+        else:
+            rep += a + b
+            largest_rep = max(largest_rep, a, b)
+    return Elements(tp=tp, rep=rep, tp_mm=tp, rep_mm=rep, largest_tp=largest_tp, largest_rep=largest_rep)
+
+
 def mtp_module(d: Dims, kind: str) -> Elements:
     """[P-MTP]: a body layer plus the eh projection and three norms (embedding and head are shared)."""
     extra = Elements(tp=2 * d.h * d.h, rep=3 * d.c_norm * d.h, tp_mm=2 * d.h * d.h, largest_tp=2 * d.h * d.h)

@@ -434,9 +434,29 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
 
     capacity = hardware.capacity
     budget = plan_budget(capacity, options)
+    warnings = unpriced_warnings(st) + lora_warnings(model, dims, feat)
     return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,
                     dims=dims, widths=widths, flags=flags, par=par, capacity=capacity, budget=budget,
-                    assumptions=tuple(rec.assumptions), warnings=tuple(unpriced_warnings(st)))
+                    assumptions=tuple(rec.assumptions), warnings=tuple(warnings))
+
+
+def lora_warnings(model: ModelSpec, dims: Dims, feat: Features) -> list[EstimateWarning]:
+    """LoRA targets this model has no module for, and FFN targets that leave the routed experts frozen."""
+    from .params import lora_modules
+
+    if not feat.lora:
+        return []
+    kinds = set(model.body_kinds()) | set(model.mtp_kinds())
+    present = set().union(*(lora_modules(dims, kind) for kind in kinds)) if kinds else set()
+    out = []
+    missing = sorted(feat.lora_targets - present)
+    if missing:
+        out.append(EstimateWarning("W-LORA-TARGET", f"LoRA targets {', '.join(missing)} match no module of this "
+                                                    f"model (it has {', '.join(sorted(present))}); ignored"))
+    if dims.moe and feat.lora_targets & {"gate", "up", "fc1", "down"}:
+        out.append(EstimateWarning("W-LORA-EXPERTS", "LoRA on FFN modules of MoE layers is priced on the dense "
+                                                     "and shared-expert FFNs only; routed experts stay frozen"))
+    return out
 
 
 def plan_budget(capacity: float, options: RunOptions) -> float:

@@ -105,7 +105,7 @@ class StagePricer:
         self._rows: dict[tuple, Row] = {}
         self.memo: dict[tuple, object] = {}  # derived per-pricer results other modules reuse across stages
         vision = r.model.vision
-        self.vision_frozen = bool(vision is not None and (vision.frozen or "vision" in f.frozen))
+        self.vision_frozen = bool(vision is not None and (vision.frozen or "vision" in f.frozen or f.feat.lora))
 
     # ---------------------------------------------------------------------------------- locals
     def local(self, kind: str, block: str, with_head: bool = True) -> Local:
@@ -114,7 +114,10 @@ class StagePricer:
         if got is not None:
             return got
         d, f, par = self.r.dims, self.r.flags, self.r.par
-        frozen_modules = f.frozen
+        feat = f.feat
+        # PEFT freezes the whole base model: embedding, head and towers carry no gradients, the body layers
+        # train their adapters only
+        frozen_modules = (*f.frozen, "embedding", "output", "vision", "projector") if feat.lora else f.frozen
         if kind in (EMBEDDING, EMBEDDING_COPY):
             got = embedding_local(d, f, par, frozen="embedding" in frozen_modules)
         elif kind == OUTPUT:
@@ -131,11 +134,21 @@ class StagePricer:
             got = local_elements(P.vision_extras(vision, d.h), par,
                                  frozen=vision.projector_frozen or "projector" in frozen_modules)
         elif kind == MTP:
-            got = local_elements(P.mtp_module(d, block), par, frozen="mtp" in frozen_modules)
+            got = local_elements(P.mtp_module(d, block), par, frozen="mtp" in frozen_modules,
+                                 **self._peft(block))
         else:
-            got = local_elements(P.block(d, kind), par, frozen="body" in frozen_modules)
+            got = local_elements(P.block(d, kind), par, frozen="body" in frozen_modules, **self._peft(kind))
         self._local[key] = got
         return got
+
+    def _peft(self, kind: str) -> dict:
+        """local_elements' PEFT arguments for a body layer of ``kind``: its LoRA adapters, and NF4 storage of
+        its matmul weights under QLoRA."""
+        feat = self.r.flags.feat
+        if not feat.lora:
+            return {}
+        return {"adapters": P.lora_adapters(self.r.dims, kind, feat.lora_targets, feat.lora_rank),
+                "quantize": feat.peft == "qlora"}
 
     def static(self, kind: str, block: str, with_head: bool = True) -> StaticBytes:
         key = (kind, block, with_head)

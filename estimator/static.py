@@ -17,22 +17,46 @@ from .resolve import Dims, Flags, Par, Widths, shard_divisors, v_pad
 class Local:
     """Local (per-device, after TP/EP, before sharding) elements of one layer row."""
 
-    dense: Num          # E_d = tp/t + rep
+    dense: Num          # E_d = tp/t + rep (LoRA adapters included)
     expert: Num         # E_e = exp/(ep·etp)
-    largest: Num = 0    # largest local tensor (for the for-loop optimizer)
+    largest: Num = 0    # largest local trainable tensor (for the for-loop optimizer)
     cast: Num = 0       # matmul weights cast to β_c and kept for backward (D7): tp_mm/t + rep_mm + E_e
     frozen: bool = False
+    adapters: Num = 0   # LoRA adapter elements (part of dense): the only trainable ones when base_frozen
+    base_frozen: bool = False  # PEFT: the row's own weights are frozen, its adapters train
+    quantized: Num = 0  # QLoRA: dense matmul weights stored as NF4 (part of dense)
+    quantized_expert: Num = 0  # … routed-expert weights stored as NF4 (part of expert)
 
     @property
     def total(self) -> Num:
         return self.dense + self.expert
 
+    @property
+    def trainable_dense(self) -> Num:
+        """Dense elements that get gradients and optimizer states."""
+        if self.frozen:
+            return 0
+        return self.adapters if self.base_frozen else self.dense
 
-def local_elements(el: P.Elements, par: Par, frozen: bool = False) -> Local:
+    @property
+    def trainable_expert(self) -> Num:
+        return 0 if (self.frozen or self.base_frozen) else self.expert
+
+
+def local_elements(el: P.Elements, par: Par, frozen: bool = False, adapters: P.Elements | None = None,
+                   quantize: bool = False) -> Local:
+    """A row's local elements; ``adapters``: LoRA on a frozen base (PEFT), ``quantize``: the base's matmul
+    weights stored as NF4 (QLoRA)."""
     expert = el.exp / (par.ep * par.etp) if el.exp else 0
     largest = maximum(maximum(el.largest_tp / par.t, el.largest_rep), el.largest_exp / par.etp if el.exp else 0)
-    return Local(dense=el.tp / par.t + el.rep, expert=expert, largest=largest,
-                 cast=el.tp_mm / par.t + el.rep_mm + expert, frozen=frozen)
+    cast = el.tp_mm / par.t + el.rep_mm + expert
+    if adapters is None:
+        return Local(dense=el.tp / par.t + el.rep, expert=expert, largest=largest, cast=cast, frozen=frozen)
+    ad = adapters.tp / par.t + adapters.rep
+    return Local(dense=el.tp / par.t + el.rep + ad, expert=expert,
+                 largest=maximum(adapters.largest_tp / par.t, adapters.largest_rep), cast=cast, frozen=frozen,
+                 adapters=ad, base_frozen=True, quantized=(el.tp_mm / par.t + el.rep_mm) if quantize else 0,
+                 quantized_expert=expert if quantize else 0)
 
 
 def embedding_local(d: Dims, f: Flags, par: Par, frozen: bool = False) -> Local:
@@ -57,19 +81,33 @@ class StaticBytes:
     opt_temporaries: Num  # optimizer-step temporaries of this row (foreach)
 
 
+def stored_bytes(loc: Local, w: Widths, divisors: tuple[Num, ...]) -> Num:
+    """[S-LAYER.params] β_p·(E_d/sh_p + E_e/sh_pe); with PEFT the adapters at β_a and, under QLoRA, the quantised
+    base weights at β_q (NF4 with its constants, features.nf4_bytes)."""
+    sh_p, sh_pe = divisors[0], divisors[3]
+    if not loc.base_frozen:
+        return w.p * (loc.dense / sh_p + loc.expert / sh_pe)
+    plain = loc.dense - loc.adapters - loc.quantized
+    dense = w.p * plain + w.a * loc.adapters + w.q * loc.quantized
+    expert = w.p * (loc.expert - loc.quantized_expert) + w.q * loc.quantized_expert
+    return dense / sh_p + expert / sh_pe
+
+
 def static_bytes(loc: Local, w: Widths, f: Flags, par: Par, divisors: tuple[Num, ...]) -> StaticBytes:
-    """[S-LAYER] parameters β_p·(E_d/sh_p + E_e/sh_pe); gradients β_g·(E_d/sh_g + E_e/sh_ge)
-    (+ 4·(E_d/sh_o + E_e/sh_oe) with fp32_grad_partition); optimizer states (n_os·β_os + β_m)·(E_d/sh_o +
-    E_e/sh_oe), 0 for frozen rows."""
-    sh_p, sh_g, sh_o, sh_pe, sh_ge, sh_oe = divisors
-    params = w.p * (loc.dense / sh_p + loc.expert / sh_pe)
+    """[S-LAYER] parameters (``stored_bytes``); gradients β_g·(E_d/sh_g + E_e/sh_ge) (+ 4·(E_d/sh_o + E_e/sh_oe)
+    with fp32_grad_partition); optimizer states (n_os·β_os + β_m)·(E_d/sh_o + E_e/sh_oe) — over the trainable
+    elements only: 0 for frozen rows, the adapters for a PEFT row (no master copy of adapters stored at ≥ 4 B)."""
+    _sh_p, sh_g, sh_o, _sh_pe, sh_ge, sh_oe = divisors
+    params = stored_bytes(loc, w, divisors)
     if loc.frozen:
         return StaticBytes(params, 0, 0, 0)
-    opt_elems = loc.dense / sh_o + loc.expert / sh_oe
-    grads = w.g * (loc.dense / sh_g + loc.expert / sh_ge)
+    dense, expert = loc.trainable_dense, loc.trainable_expert
+    opt_elems = dense / sh_o + expert / sh_oe
+    grads = w.g * (dense / sh_g + expert / sh_ge)
     if f.fp32_grad_partition:
         grads = grads + 4 * opt_elems
-    states = (w.n_os * w.os + w.m) * opt_elems
+    master = 0.0 if (loc.base_frozen and w.a >= 4) else w.m
+    states = (w.n_os * w.os + master) * opt_elems
     temps = 4 * opt_elems if f.optimizer_impl == "foreach" else 0
     return StaticBytes(params, grads, states, temps)
 
@@ -88,4 +126,4 @@ def forloop_temporaries(largest_local: Num, divisor: Num) -> Num:
 
 
 __all__ = ["Local", "StaticBytes", "embedding_local", "forloop_temporaries", "grad_factor", "local_elements",
-           "output_local", "shard_divisors", "static_bytes"]
+           "output_local", "shard_divisors", "static_bytes", "stored_bytes"]

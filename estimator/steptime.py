@@ -227,6 +227,16 @@ def elementwise_time(k_ew: float, act_bytes: Num, rate_hbm: Num) -> Num:
     return k_ew * act_bytes / rate_hbm
 
 
+def dequantize_time(row: Row, ctx: _Ctx) -> Num:
+    """[T-COMP.nf4] QLoRA dequantises its NF4 weights to β_c before each use (forward, input-gradient backward,
+    recompute): (β_q + β_c)·E_q/(hbm_Bps·eff_hbm) per pass."""
+    local = row.local
+    if not local.base_frozen:
+        return 0.0
+    w = ctx.r.widths
+    return (w.q + w.c) * (local.quantized + local.quantized_expert) / ctx.rate_hbm
+
+
 def row_time(ctx: _Ctx, row: Row) -> RowTime:
     """A row's times; rows sharing a cost (same kind, block, option, head) share them (cached per plan)."""
     key = _row_key(row)
@@ -256,11 +266,13 @@ def _row_time(ctx: _Ctx, row: Row) -> RowTime:
         rc_bytes = a_none
     else:
         rc_bytes = a_none - row.act
-    F = compute_time(flops.fwd, ctx.rate_mm) + elementwise_time(k.k_ew_fwd, a_none, ctx.rate_hbm)
-    B = compute_time(flops.bwd, ctx.rate_mm) + (elementwise_time(k.k_ew_bwd, a_none, ctx.rate_hbm) if backward
+    nf4 = dequantize_time(row, ctx)
+    F = compute_time(flops.fwd, ctx.rate_mm) + elementwise_time(k.k_ew_fwd, a_none, ctx.rate_hbm) + nf4
+    B = compute_time(flops.bwd, ctx.rate_mm) + (elementwise_time(k.k_ew_bwd, a_none, ctx.rate_hbm) + nf4 if backward
                                                 else 0.0)
     W = compute_time(flops.wgrad_mm, ctx.rate_mm)
-    Rc = compute_time(flops.rc, ctx.rate_mm) + elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm)
+    Rc = compute_time(flops.rc, ctx.rate_mm) + elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + \
+        (nf4 if item.option == "full" else 0.0)
     return RowTime(F=F, B=B, W=W, Rc=Rc, comm=_row_comm(ctx, row, backward), flops=flops)
 
 
@@ -381,8 +393,8 @@ def _dp(ctx: _Ctx, rows: Sequence[Row]) -> C.DPTimes:
     """[T-COMM.dp] dense part on D and expert part on D_e from the stage's local elements."""
     r = ctx.r
     w, f = r.widths, r.flags
-    trainable_d = sum(row.local.dense for row in rows if not row.local.frozen)
-    trainable_e = sum(row.local.expert for row in rows if not row.local.frozen)
+    trainable_d = sum(row.local.trainable_dense for row in rows)
+    trainable_e = sum(row.local.trainable_expert for row in rows)
     all_d = sum(row.local.dense for row in rows)
     all_e = sum(row.local.expert for row in rows)
     mode = f.sharding_mode

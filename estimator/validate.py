@@ -55,6 +55,7 @@ class RuleContext:
     vpp_group: Num
     allow_underfilled: bool
     fp8_problem: str = ""  # why the FP8 recipe cannot run on this device/framework (features.fp8_problem)
+    peft_problem: str = ""  # why the PEFT settings cannot be priced (features.peft_problem)
 
 
 def _all(*conds: Num) -> Num:
@@ -154,6 +155,7 @@ RULES: tuple[Rule, ...] = (
     Rule("R-EP-LAYOUT", lambda c: _divides(c.ep * c.etp, c.d * c.t * c.cp),
          lambda c: f"EP×ETP {c.ep}×{c.etp} does not divide DP×TP×CP {c.d * c.t * c.cp}"),
     Rule("R-FP8-DEVICE", lambda c: not c.fp8_problem, lambda c: c.fp8_problem),
+    Rule("R-PEFT", lambda c: not c.peft_problem, lambda c: c.peft_problem),
     Rule("R-OS-DIV", lambda c: _all(_divides(c.os, c.domain), _divides(c.os_e, c.domain_e)),
          lambda c: f"optimizer shard {c.os} does not divide its group {c.domain}"
                    if c.domain % c.os != 0 else

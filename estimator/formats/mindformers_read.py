@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..units import parse_size
 from ..warnings import Assumption
+from .mindformers_features import FeatureReader
 from .mindformers_model import ModelReader
 from .mindformers_schema import (
     CP_ALGOS,
@@ -46,7 +47,7 @@ from .mindformers_source import MISSING
 from .support import MAX_LAYERS, flatten_rows
 
 
-class MindFormersReader(ModelReader):
+class MindFormersReader(ModelReader, FeatureReader):
     """Turns one merged MindFormers config into canonical values with provenance."""
 
     # -- sections -------------------------------------------------------------------------------------
@@ -62,6 +63,7 @@ class MindFormersReader(ModelReader):
         self.read_sharding()
         self.read_widths()
         self.read_options()
+        self.read_features()
         self.check_statements(devices)
 
     def degree(self, field: str, keys: tuple[str, ...], default: int = 1, note: bool = True) -> int:

@@ -46,7 +46,9 @@ _PATHS = {
     "rec_slice": (*RC, "recompute_slice_activation"), "op": ("parallel", "enable_parallel_optimizer"),
     "os": (*POC, "optimizer_weight_shard_size"), "grad_shard": (*POC, "gradient_accumulation_shard"),
     "op_comm_rec": (*RC, "parallel_optimizer_comm_recompute"), "fa": (*MC, "use_flash_attention"),
+    "lora_rank": (*MC, "pet_config", "lora_rank"), "lora_dropout": (*MC, "pet_config", "lora_dropout"),
 }
+_PET_WRITABLE = ("lora_rank", "lora_dropout")  # pet_config keys an export rewrites (the file's LoRA stays LoRA)
 # MindFormers' own defaults: a setting that is absent from the file and keeps its default is not written.
 _MF_DEFAULTS = {"cp": 1, "ep": 1, "cp_algo": "colossalai_cp", "sp": False, "vocab_emb_dp": False, "mbn": 1,
                 "seq_split": 1, "gas": 1, "vpp": 1, "interleave": False, "scheduler": "1f1b", "rec_full": False,
@@ -58,7 +60,7 @@ _FIXED = ("d_rep", "d_sh", "vpp_group", "overlap_moe_ep_comm", "vision_partition
           "dropout_mask_bytes", "loss_bytes", "reduce_bytes", "vocab_parallel_loss", "swap_optimizer", "swap_times",
           "reuse_fp32_param", "frozen_modules", "recompute.ranges", "recompute.uniform_group",
           "recompute.switches", "recompute.rule", "sharding.os_e", "sharding.span_cp",
-          "sharding.fp32_grad_partition", *FEATURE_FIELDS)
+          "sharding.fp32_grad_partition", *(f for f in FEATURE_FIELDS if f not in _PET_WRITABLE))
 
 
 def _get(st: Strategy, dotted: str) -> Any:
@@ -194,6 +196,11 @@ class _Settings:
         if self.t.model.is_moe:
             out["gmm"] = st.grouped_gemm
             out["etp"] = self.etp(st)
+        pet = dig(self.t.data, *MC, "pet_config")
+        if isinstance(pet, dict) and str(pet.get("pet_type", "")).lower() == "lora":
+            out["lora_rank"], out["lora_dropout"] = st.lora_rank, st.lora_dropout
+        elif (st.lora_rank, st.lora_dropout) != (0, 0.0):
+            problems.append("LoRA settings without a pet_config of pet_type lora in the file")
         return out
 
 

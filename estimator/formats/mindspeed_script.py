@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .feature_flags import read_feature_flags
 from .known_keys import catalogue, unknown_names
 from .launch_command import FlagSet, launch_flags
 from .mindspeed_flags import CP_ALGOS, MICRO_BATCH_VARS, NODE_VARS, PER_NODE_VARS, SCRIPT, TOKENIZER_VOCAB
@@ -383,10 +384,10 @@ def _switches(fl: FlagSet, out: Collector, put: Put, seq: int | None, b: int, t:
         put("options.fused_gated_act", True, "--use-fused-swiglu")
     elif fl.has("--no-bias-swiglu-fusion"):
         put("options.fused_gated_act", False, "--no-bias-swiglu-fusion")
+    read_feature_flags(fl, out, put)
     for flag, what in (("--swap-attention", "attention activations swapped to the host"),
                        ("--moe-zero-memory", "MoE activation recompute (--moe-zero-memory)"),
-                       ("--mla-zero-memory", "MLA activation saving (--mla-zero-memory)"),
-                       ("--lora-target-modules", "LoRA fine-tuning (the base model is priced as trained)")):
+                       ("--mla-zero-memory", "MLA activation saving (--mla-zero-memory)")):
         if fl.has(flag) and (flag != "--moe-zero-memory" or fl.text(flag) != "disable"):
             out.warn("W-UNMODELLED", f"{flag}: {what} is not modelled; priced as kept")
     if any(name.startswith("--fp8") for name in fl.names()):

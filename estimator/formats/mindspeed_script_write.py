@@ -10,6 +10,7 @@ from typing import Any
 from ..fields import REGISTRY, coerce
 from ..parsed import ParsedConfig, SourceFile, build_plan
 from ..strategy import RecomputePlan, Strategy
+from .feature_flags import feature_flag_edits
 from .launch_command import Flag, FlagSet, launch_flags
 from .mindspeed_flags import (
     ANCHORS,
@@ -108,6 +109,7 @@ def _desired_flags(path: str, fl: FlagSet, old: Strategy, new: Strategy,
                            ("residual_bytes", "--fp32-residual-connection", 4)):
         if name in changed:
             want[flag] = True if getattr(new, name) == on else None
+    want.update(feature_flag_edits(path, old, new, parsed.model.is_mla))
     nodes = True if new.world_size != old.world_size else None
     return want, nodes
 
