@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from ..fields import REGISTRY, coerce, lookup
 from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
 from ..warnings import Assumption, EstimateWarning
+from .combination import check_combination
 from .common import load_json, load_toml, load_yaml, read_text
 from .hf import looks_like_hf, read_hf, unknown_hf_keys
 from .plan import looks_like_plan, read_plan
@@ -111,13 +112,14 @@ def _overrides(reading: Reading) -> set[str]:
 def parse(paths: Sequence[str | Path], framework: str | None = None, devices: int | None = None,
           model: str | Path | None = None, preset_dirs: tuple = (),
           overrides: dict[str, Any] | None = None) -> ParsedConfig:
-    """One plan from one or several files (spec §2.8). ``model`` names a file whose dimensions win;
-    ``overrides`` ({"model.hidden_size": 4096, …}) are applied before the plan is built, so they can supply
-    what the files leave out (``--set model.…``)."""
+    """One plan from one file or a known combination of files (spec §2.8, ``combination``). ``model`` names a
+    file whose dimensions win; ``overrides`` ({"model.hidden_size": 4096, …}) are applied before the plan is
+    built, so they can supply what the files leave out (``--set model.…``)."""
     all_paths = [str(p) for p in paths] + ([str(model)] if model else [])
     if not all_paths:
         raise ConfigError("no config file given")
     readings = [read_file(p, devices, framework) for p in all_paths]
+    check_combination(readings[:len(paths)])  # --model is the explicit way to take another file's model
     strategy_sources = [r for r in readings if r.role in ("strategy", "both")]
     if not strategy_sources:
         raise ConfigError("no strategy source among the files: add a training config (MindFormers YAML, "

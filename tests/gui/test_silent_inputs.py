@@ -14,3 +14,12 @@ def test_misspelt_key_is_in_the_warning_list(qtbot, window, tmp_path: Path) -> N
     open_and_wait(qtbot, window, [path])
     lines = window.notes.lines()
     assert any("[W-KEY-UNKNOWN]" in line and "did you mean 'model_parallel'" in line for line in lines)
+
+
+def test_unrelated_files_dropped_together_are_not_one_mixed_plan(qtbot, window) -> None:
+    """A MindFormers YAML and an unrelated launch script: refused with both names, nothing priced."""
+    script = MF_QWEN3.parent / "mindspeed_deepseek_v3_671b_pretrain.sh"
+    assert window.open_paths([str(MF_QWEN3), str(script)]) is False
+    assert not window.doc.loaded
+    message = window.start_page.message.text()
+    assert "not one plan" in message and MF_QWEN3.name in message and script.name in message

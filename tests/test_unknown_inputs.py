@@ -1,5 +1,6 @@
-"""Unknown keys are reported, not silently defaulted (issue 12 item 1): every reader, with a did-you-mean, in the
-library's warnings, the CLI and its JSON; keys of parts ignored by design are not; no real config is flagged."""
+"""Nothing silent about the input (issue 12 items 1–2): unknown keys are reported with a did-you-mean by every
+reader, in the library's warnings, the CLI and its JSON (keys of parts ignored by design are not, and no real
+config is flagged); files given together must be a known combination."""
 
 from __future__ import annotations
 
@@ -194,3 +195,51 @@ def test_real_configs_have_no_unknown_keys(shared_dir: Path) -> None:
         checked += 1
         assert unknown(reading.warnings) == [], path
     assert checked >= 40
+
+
+# ------------------------------------------------------------------------------------ files given together
+def test_unrelated_files_are_refused_naming_both() -> None:
+    """A MindFormers YAML dropped with an unrelated launch script used to price one model with the other's plan."""
+    yaml_file, script = EXAMPLES / "mindformers_qwen3_32b.yaml", EXAMPLES / "mindspeed_deepseek_v3_671b_pretrain.sh"
+    with pytest.raises(ConfigError) as caught:
+        parse([yaml_file, script])
+    message = str(caught.value)
+    assert str(yaml_file) in message and str(script) in message and "not one plan" in message
+    assert "--model" in message
+
+
+@pytest.mark.parametrize("files", [
+    ["mindspeed_qwen2_5vl_7b_finetune.sh", "mindspeed_qwen2_5vl_7b_model.json"],
+    ["mindspeed_qwen2_5vl_7b_model.json", "mindspeed_qwen2_5vl_7b_finetune.sh"],
+])
+def test_a_launch_script_with_its_model_json_is_one_plan(files: list[str]) -> None:
+    parsed = parse([EXAMPLES / name for name in files])
+    assert parsed.model.vision is not None
+
+
+def test_a_toml_with_a_config_json_is_one_plan(tmp_path: Path) -> None:
+    parsed = parse([FIXTURES / "torchtitan" / "hsdp_zbv.toml", FIXTURES / "hf" / "qwen3_moe_tiny.json"], devices=16)
+    assert parsed.model.num_experts > 1
+
+
+@pytest.mark.parametrize("files", [
+    ["mindformers_qwen3_32b.yaml", "mindformers_llama3_70b.yaml"],          # two strategies
+    ["torchtitan_llama3_70b.toml", "mindspeed_qwen2_5vl_7b_model.json"],    # a pair that is no pair
+    ["mindspeed_qwen2_5vl_7b_finetune.sh", "mindspeed_qwen2_5vl_7b_model.json", "mindformers_qwen3_32b.yaml"],
+])
+def test_other_combinations_are_refused(files: list[str]) -> None:
+    with pytest.raises(ConfigError, match="not one plan"):
+        parse([EXAMPLES / name for name in files], devices=64)
+
+
+def test_model_flag_is_the_explicit_way(tmp_path: Path) -> None:
+    parsed = parse([EXAMPLES / "mindformers_qwen3_32b.yaml"], model=FIXTURES / "hf" / "llama_small.json")
+    assert parsed.model.hidden_size == read_file(str(FIXTURES / "hf" / "llama_small.json")).values[
+        "model.hidden_size"]
+
+
+def test_cli_refuses_unrelated_files(capsys) -> None:
+    code = main(["estimate", str(EXAMPLES / "mindformers_qwen3_32b.yaml"),
+                 str(EXAMPLES / "mindspeed_deepseek_v3_671b_pretrain.sh")])
+    err = capsys.readouterr().err
+    assert code != 0 and "not one plan" in err and "mindspeed_deepseek_v3_671b_pretrain.sh" in err
