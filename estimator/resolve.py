@@ -17,7 +17,7 @@ from .frameworks import FrameworkDefaults, framework_defaults
 from .hardware import Hardware
 from .model import ModelSpec
 from .options import RunOptions
-from .profiles import FamilyProfile, detect_family, get_profile
+from .profiles import FamilyChoice, FamilyProfile, detect_family, get_profile
 from .strategy import FSDP_MODES, Strategy
 from .warnings import Assumption, EstimateWarning
 
@@ -332,7 +332,8 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     """Fill every default from the framework and the family profile, and derive the parallel numbers."""
     rec = _Recorder()
     fw = framework_defaults(options.framework)
-    family, family_source = detect_family(model.family, model.hf_architectures, model.model_type, model.name)
+    choice = detect_family(model.family, model.hf_architectures, model.model_type, model.name)
+    family, family_source = choice.name, choice.how
     if not model.family:
         rec.assumptions.append(Assumption("model.family", family, family_source))
     profile = get_profile(family)
@@ -437,7 +438,8 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     warnings = unpriced_warnings(st) + lora_warnings(model, dims, feat)
     return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,
                     dims=dims, widths=widths, flags=flags, par=par, capacity=capacity, budget=budget,
-                    assumptions=tuple(rec.assumptions), warnings=tuple(warnings))
+                    assumptions=tuple(rec.assumptions),
+                    warnings=(*_family_warnings(choice, model), *warnings))
 
 
 def lora_warnings(model: ModelSpec, dims: Dims, feat: Features) -> list[EstimateWarning]:
@@ -457,6 +459,18 @@ def lora_warnings(model: ModelSpec, dims: Dims, feat: Features) -> list[Estimate
         out.append(EstimateWarning("W-LORA-EXPERTS", "LoRA on FFN modules of MoE layers is priced on the dense "
                                                      "and shared-expert FFNs only; routed experts stay frozen"))
     return out
+
+
+def _family_warnings(choice: FamilyChoice, model: ModelSpec) -> tuple[EstimateWarning, ...]:
+    """A model that says what it is (model_type, architectures) but has no profile is priced as a generic
+    decoder: said out loud, since its norms, biases, FFN and attention may differ (issue 12)."""
+    if not choice.generic or not (model.model_type or model.hf_architectures):
+        return ()
+    kind = "MoE" if (model.num_experts or 0) > 1 else "dense"
+    return (EstimateWarning("W-MODEL-FAMILY", f"priced as a generic {kind} decoder (the default profile: RMSNorm, "
+                                              f"gated SiLU FFN, no biases, no dropout, causal attention) because "
+                                              f"{choice.how}; if the model differs, set model.family or add a "
+                                              "family profile"),)
 
 
 def plan_budget(capacity: float, options: RunOptions) -> float:

@@ -243,3 +243,65 @@ def test_cli_refuses_unrelated_files(capsys) -> None:
                  str(EXAMPLES / "mindspeed_deepseek_v3_671b_pretrain.sh")])
     err = capsys.readouterr().err
     assert code != 0 and "not one plan" in err and "mindspeed_deepseek_v3_671b_pretrain.sh" in err
+
+
+# ------------------------------------------------------------------------------------ unknown model types
+def _gpt_oss_plan(model: Path):
+    return parse([FIXTURES / "torchtitan" / "hsdp_zbv.toml"], model=model, devices=16)
+
+
+def test_unknown_model_type_is_priced_as_generic_and_said() -> None:
+    """``model_type: gpt_oss`` used to be matched by the token 'gpt' of its name to the GPT-3 profile
+    (LayerNorm, non-gated GeLU FFN, dropout) without a word."""
+    from estimator import estimate
+
+    parsed = _gpt_oss_plan(FIXTURES / "hf" / "gpt_oss_tiny.json")
+    result = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    family = [a for a in result.assumptions if a.field == "model.family"]
+    assert family and family[0].value == "default" and "gpt_oss" in family[0].source
+    said = [w.text for w in result.warnings if w.code == "W-MODEL-FAMILY"]
+    assert len(said) == 1 and "generic MoE decoder" in said[0] and "'gpt_oss'" in said[0]
+
+
+def test_features_the_profile_does_not_know_are_named() -> None:
+    texts = [w.text for w in read_file(str(FIXTURES / "hf" / "gpt_oss_tiny.json")).warnings
+             if w.code == "W-MODEL-FEATURE"]
+    assert any("sliding-window attention (window 64) on 2 of 4 layers" in t for t in texts)
+    assert any("attention sinks" in t for t in texts)
+    assert any("clamped SwiGLU" in t for t in texts)
+    assert not any("sliding-window attention (window 64):" in t for t in texts)  # said once, by layer_types
+
+
+def test_sliding_window_switched_off_is_not_a_feature(tmp_path: Path) -> None:
+    path = tmp_path / "qwen_like.json"
+    data = json.loads((FIXTURES / "hf" / "llama_small.json").read_text(encoding="utf-8"))
+    data.update({"sliding_window": 4096, "use_sliding_window": False})
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert [w for w in read_file(str(path)).warnings if w.code == "W-MODEL-FEATURE"] == []
+    data["use_sliding_window"] = True
+    path.write_text(json.dumps(data), encoding="utf-8")
+    texts = [w.text for w in read_file(str(path)).warnings if w.code == "W-MODEL-FEATURE"]
+    assert len(texts) == 1 and "window 4096" in texts[0]
+
+
+def test_known_types_are_not_generic() -> None:
+    from estimator.profiles import detect_family
+
+    assert detect_family(None, ("TeleChat3ForCausalLM",), "telechat3", "telechat3").name == "telechat"
+    assert detect_family(None, (), None, "llama2_7b") == ("llama2", "model name 'llama2_7b'", False)
+    assert detect_family(None, (), None, "my-model").generic
+
+
+def test_gpt_oss_120b_parameter_count(shared_dir: Path) -> None:
+    """116.8 B total parameters (OpenAI's gpt-oss model card: 116.83 B), not the 78.6 B of the GPT-3 profile.
+    Hand count from the config: per layer q/k/v/o 2880·(4096 + 2·512) + 4096·2880 (+ q/k/v biases), 128 experts of
+    3·2880·2880, a 2880×128 router, two norms; untied 201088×2880 embedding and head; a final norm."""
+    from estimator import estimate
+
+    parsed = _gpt_oss_plan(shared_dir / "real-configs" / "hf_config" / "hf_gpt_oss_120b_config.json")
+    result = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    h, layers, experts, vocab = 2880, 36, 128, 201088
+    per_layer = h * (4096 + 2 * 512) + 4096 * h + (4096 + 2 * 512) + experts * 3 * h * h + h * experts + 2 * h
+    hand = layers * per_layer + 2 * vocab * h + h
+    assert result.parameters_total == pytest.approx(hand, rel=1e-3)
+    assert result.parameters_total == pytest.approx(116.83e9, rel=5e-3)

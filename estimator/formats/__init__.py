@@ -17,7 +17,7 @@ from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
 from ..warnings import Assumption, EstimateWarning
 from .combination import check_combination
 from .common import load_json, load_toml, load_yaml, read_text
-from .hf import looks_like_hf, read_hf, unknown_hf_keys
+from .hf import looks_like_hf, read_hf, unknown_hf_keys, unmodelled_features
 from .plan import looks_like_plan, read_plan
 from .support import Reader, Reading
 
@@ -74,8 +74,8 @@ def read_file(path: str, devices: int | None = None, framework: str | None = Non
     if looks_like_hf(data):
         values, prov, notes = read_hf(data, path)
         warnings = [EstimateWarning("W-MODEL-NOTE", f"{path}: {note}") for note in notes]
-        return Reading("hf_config", "model", values, prov, warnings + unknown_hf_keys(data, path), text=text,
-                       path=path)
+        warnings += unknown_hf_keys(data, path) + unmodelled_features(data, path)
+        return Reading("hf_config", "model", values, prov, warnings, text=text, path=path)
     for detect, reader in READERS.values():
         if detect(data, path):
             return _tag(reader(text, path, data, devices), text, path)

@@ -11,7 +11,11 @@ are used as written: DeepSeek-V3's vocabulary is 129280 here and 159744 in the h
 
 from __future__ import annotations
 
+from functools import cache
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ..errors import ConfigError
 from ..parsed import Provenance
@@ -146,6 +150,36 @@ def unknown_hf_keys(data: dict[str, Any], path: str) -> list[EstimateWarning]:
         if isinstance(data.get(section), dict):
             found += unknown_names(path, section, data[section], known, cat=own)
     return found
+
+
+def unmodelled_features(data: dict[str, Any], path: str) -> list[EstimateWarning]:
+    """W-MODEL-FEATURE for every architecture feature the config states that SAPP does not model
+    (``keys/hf_features.yaml``: sliding windows, attention sinks …), with how it is priced instead."""
+    table = hf_features()
+    source = data["text_config"] if isinstance(data.get("text_config"), dict) and "hidden_size" not in data \
+        else data
+    kinds = [str(k) for k in source.get("layer_types") or ()] if isinstance(source.get("layer_types"), list) else []
+    found: list[tuple[str, str]] = []
+    for key, entry in table["keys"].items():
+        value = source.get(key)
+        if value is None or value is False or entry.get("said_by_layer_type") in kinds or any(
+                source.get(switch) == off for switch, off in (entry.get("off_when") or {}).items()):
+            continue
+        found.append((entry["feature"].format(value=value), entry["priced"]))
+    for kind, entry in table["layer_types"].items():
+        if kind in kinds:
+            found.append((entry["feature"].format(count=kinds.count(kind), total=len(kinds),
+                                                  sliding_window=source.get("sliding_window")), entry["priced"]))
+    model_type = str(source.get("model_type") or data.get("model_type") or "")
+    found += [(entry["feature"], entry["priced"]) for entry in table["model_types"].get(model_type, ())]
+    return [EstimateWarning("W-MODEL-FEATURE", f"{path}: {feature}: not in SAPP's model; {priced}")
+            for feature, priced in found]
+
+
+@cache
+def hf_features() -> dict[str, Any]:
+    with open(Path(__file__).with_name("keys") / "hf_features.yaml", encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
 
 
 def _int(value: Any, path: str, key: str | None, minimum: int = 0, maximum: int = 1 << 40) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -148,22 +148,37 @@ def get_profile(name: str) -> FamilyProfile:
     return profiles[name]
 
 
+class FamilyChoice(NamedTuple):
+    """The profile a model is priced with, how it was chosen, and whether it is the generic fallback."""
+
+    name: str
+    how: str
+    generic: bool = False
+
+
 def detect_family(family: str | None, architectures: tuple[str, ...], model_type: str | None,
-                  name: str | None) -> tuple[str, str]:
-    """Return (family, how it was chosen): explicit field, HF architectures/model_type, a whole-token
-    match in the lower-cased model name, else ``default`` (DECISION D21)."""
+                  name: str | None) -> FamilyChoice:
+    """Return the family and how it was chosen: explicit field, HF architectures/model_type, a whole-token
+    match in the lower-cased model name, else the generic ``default`` (DECISION D21). A model that states its
+    identity (architectures, model_type) which no profile knows is priced as generic, not by a token of its
+    name: ``gpt_oss`` is no GPT-3 (issue 12)."""
     profiles = all_profiles()
     if family:
         get_profile(family)
-        return family, "model.family"
+        return FamilyChoice(family, "model.family")
     for arch in architectures:
         for prof in profiles.values():
             if arch in prof.architectures:
-                return prof.name, f"architectures {arch}"
+                return FamilyChoice(prof.name, f"architectures {arch}")
     if model_type:
         for prof in profiles.values():
             if model_type in prof.model_types:
-                return prof.name, f"model_type {model_type}"
+                return FamilyChoice(prof.name, f"model_type {model_type}")
+    if model_type or architectures:
+        stated = [*([f"model_type {model_type!r}"] if model_type else []),
+                  *([f"architectures {', '.join(architectures)}"] if architectures else [])]
+        verb = "matches" if len(stated) == 1 else "match"
+        return FamilyChoice("default", f"{' and '.join(stated)} {verb} no family profile", generic=True)
     if name:
         tokens = set(re.split(r"[\s/_\-:.]+", name.lower()))
         lowered = name.lower()
@@ -176,5 +191,5 @@ def detect_family(family: str | None, architectures: tuple[str, ...], model_type
                 if hit and (best is None or len(alias) > best[0]):
                     best = (len(alias), prof.name)
         if best:
-            return best[1], f"model name {name!r}"
-    return "default", "default family (no match)"
+            return FamilyChoice(best[1], f"model name {name!r}")
+    return FamilyChoice("default", "no model_type, architectures or name matches a family profile", generic=True)
