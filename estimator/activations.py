@@ -8,7 +8,7 @@ arrays, so the search prices with the same code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from .arr import Num
@@ -189,12 +189,45 @@ def mtp_extra_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
     return tuple(out)
 
 
+# ------------------------------------------------------------------------------------------ FP8
+# slots that only an FP8 linear reads in the backward (for its weight gradient): Transformer Engine saves the
+# quantised input instead, columnwise only (``update_usage(rowwise_usage=False, columnwise_usage=True)``)
+FP8_INPUTS = frozenset({"a.norm_out", "m.norm_out", "m.fc2_in", "s.fc2_in"})
+FP8_EXPERT_INPUTS = frozenset({"e.in", "e.fc2_in"})
+
+
+def fp8_slots(d: Dims, w: Widths, f: Flags, kind: str, slots: list[SlotDef]) -> list[SlotDef]:
+    """[A-FP8] A body layer's slots when Transformer Engine runs its linears in FP8: the inputs only a linear
+    reads are saved at β_8 (1 B, + scales: blockwise 4/128, MXFP8 1/32) instead of β_c; the attention output,
+    which flash attention's backward also reads, keeps its β_c copy and the output projection saves an FP8 one
+    beside it; so does the shared experts' fc1 beside the MoE layer's FFN input, which the bf16 router reads.
+    torchao's Float8Linear saves its high-precision input (no change)."""
+    feat = f.feat
+    b8 = feat.fp8_act_bytes
+    out: list[SlotDef] = []
+    moe = kind.endswith("moe")
+    for slot in slots:
+        router_reads = moe and slot.id == "m.norm_out"
+        only_linear = (slot.id in FP8_INPUTS and not router_reads) or \
+            (feat.fp8_experts and slot.id in FP8_EXPERT_INPUTS) or (slot.id == "a.out" and not f.flash_attention)
+        if only_linear:
+            out.append(replace(slot, bytes=slot.bytes * b8 / w.c))
+            continue
+        out.append(slot)
+        if slot.id == "a.out":
+            out.append(SlotDef("a.out_fp8", b8 * d.o_w, "tp", slot.switches))
+        elif router_reads and d.hff_sh:
+            out.append(SlotDef("m.norm_out_fp8", b8 * d.h, slot.cls, slot.switches))
+    return out
+
+
 # ------------------------------------------------------------------------------------------ PEFT
 # the linear layers that read a saved slot for their weight gradient: a frozen linear does not keep its input
 # (Transformer Engine saves it only when the weight requires a gradient; PyTorch autograd likewise)
 LINEAR_INPUTS = {"a.norm_out": frozenset({"q", "k", "v", "qkv", "q_a", "kv_a"}),
                  "m.norm_out": frozenset({"gate", "up", "fc1"}), "m.fc2_in": frozenset({"down"}),
-                 "s.fc2_in": frozenset({"down"}), "a.out": frozenset({"o"})}
+                 "s.fc2_in": frozenset({"down"}), "a.out": frozenset({"o"}), "a.out_fp8": frozenset({"o"}),
+                 "m.norm_out_fp8": frozenset({"gate", "up", "fc1"})}
 
 
 def lora_slots(d: Dims, w: Widths, f: Flags, kind: str, slots: list[SlotDef]) -> list[SlotDef]:
@@ -325,7 +358,10 @@ class ActivationTable:
 
     def _block(self, kind: str) -> tuple[SlotDef, ...]:
         slots = block_slots(self.d, self.w, self.f, self.s, kind)
-        if self.f.feat.lora and kind not in ("noop", "vision"):
+        feat = self.f.feat
+        if feat.fp8_on and feat.fp8_impl == "te" and kind not in ("noop", "vision"):
+            slots = tuple(fp8_slots(self.d, self.w, self.f, kind, list(slots)))
+        if feat.lora and kind not in ("noop", "vision"):
             slots = tuple(lora_slots(self.d, self.w, self.f, kind, list(slots)))
         return slots
 

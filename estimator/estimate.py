@@ -28,7 +28,7 @@ from .resolve import Resolved, dense_domain, resolve
 from .result import CATEGORIES, LayerRow, Result, StageResult
 from .schedules import StageProfile, inflight_profile
 from .stage import Row, StagePricer
-from .static import Local
+from .static import Local, fp8_weight_bytes
 from .steptime import StepTime, step_time
 from .strategy import Strategy
 from .validate import RuleContext, violations
@@ -442,7 +442,16 @@ def _leaf(pricer: StagePricer, category: str, label: str, value: float, row: Row
     if loc.base_frozen and category in ("parameters", "gradients", "optimizer_states"):
         return _peft_leaf(pricer, category, label, value, loc)
     if category == "parameters":
-        return Quantity(label, value, "S-LAYER.params", {"β_p": w.p, **local, "sh_p": sh[0], "sh_pe": sh[3]})
+        stored = Quantity("stored", value, "S-LAYER.params", {"β_p": w.p, **local, "sh_p": sh[0], "sh_pe": sh[3]})
+        eight = fp8_weight_bytes(loc, w, f, sh)
+        if not eight:
+            stored.label = label
+            return stored
+        stored.value = value - eight
+        fp8 = Quantity(f"FP8 weights ({f.feat.fp8})", eight, "S-FP8",
+                       {"β_8": f.feat.fp8_weight_bytes, "β_p": w.p, "E_8": loc.fp8 + loc.fp8_expert, "sh_p": sh[0],
+                        **({"len": f.feat.fp8_amax_history} if f.feat.fp8 == "delayed" else {})})
+        return Quantity(label, value, "S-LAYER.params", children=[stored, fp8], op="sum")
     if category == "gradients":
         return Quantity(label, value, "S-LAYER.grads", {"γ": pricer.gamma, "β_g": w.g, **local, "sh_g": sh[1],
                                                          "sh_ge": sh[4]})
@@ -459,7 +468,11 @@ def _leaf(pricer: StagePricer, category: str, label: str, value: float, row: Row
                   "t": par.t, "Σ_REP": sums.rep, "Σ_V": sums.v, "v_pad": pricer.vpad, "t_V": pricer.t_v,
                   "R": pricer.R, "Σ_EXP": sums.exp, "Σ_EXPT": sums.expt, "etp": par.etp, "β_c": w.c,
                   "casts": loc.cast if sums.cast else 0}
-        return Quantity(label, value, "A-LAYER", inputs, note=f"option {lr.option}; slot sums in bytes per token")
+        feat = f.feat
+        fp8 = f"; {feat.fp8} FP8 linear inputs at β_8 = {feat.fp8_act_bytes:g} B [A-FP8]" if \
+            feat.fp8_on and feat.fp8_impl == "te" else ""
+        return Quantity(label, value, "A-LAYER", inputs,
+                        note=f"option {lr.option}; slot sums in bytes per token{fp8}")
     return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note="weights kept gathered (mf_op)")
 
 

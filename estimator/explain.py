@@ -21,6 +21,10 @@ FORMULAS: dict[str, str] = {
     "S-LAYER.opt.peft": "(n_os·β_os + β_m)·E_a/sh_o (adapters only)",
     "P-LORA": "E_a = Σ over adapted modules r·(d_in + d_out), column-parallel B and row-parallel A ÷ t",
     "P-NF4": "β_q = 0.5 + 1/64 + 4/(64·256) with double quantisation, else 0.5 + 4/64",
+    "S-FP8": "TE: 2·β_8·E_8 (cached rowwise + columnwise FP8 weights) | with FP8 weights (β_8 − β_p)·E_8/sh_p + "
+             "β_8·E_8 | + 20·(len + 2) per GEMM with delayed scaling",
+    "A-FP8": "linear inputs saved at β_8 instead of β_c (Transformer Engine, columnwise); β_8 = 1, +4/128 blockwise, "
+             "+1/32 MXFP8",
     "P-LOCAL": "E_d = tp/t + rep; E_e = exp/(ep·etp)",
     "P-EMB": "v_pad·h / t (÷ 1 with vocab_emb_dp)",
     "P-HEAD": "c_norm·h + v_pad·h/t",

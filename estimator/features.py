@@ -178,8 +178,7 @@ def peft_problem(st: Strategy) -> str:
 def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
     """Features a plan states that the estimator does not price yet: said out loud, never silently dropped."""
     out = []
-    for on, text in ((st.fp8 not in (None, "none"), f"FP8 recipe {st.fp8!r}"),
-                     (bool(st.compile), f"torch.compile of {', '.join(st.compile)}"),
+    for on, text in ((bool(st.compile), f"torch.compile of {', '.join(st.compile)}"),
                      (st.loss_fusion not in (None, "none"), f"loss fusion {st.loss_fusion!r}"),
                      (st.async_tp, "async tensor parallelism"),
                      (st.overlap_grad_reduce is not None, "overlap_grad_reduce"),

@@ -9,7 +9,7 @@ recomputed ops. Every function takes Python numbers or numpy arrays for the degr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import params as P
 from .activations import option_switches
@@ -71,6 +71,10 @@ class RowFlops:
     bwd_attn: Num = 0.0   # attention core backward (B)
     wgrad_mm: Num = 0.0   # weight-gradient matmuls (W)
     rc: Num = 0.0         # recomputed forward FLOPs
+    fwd_fp8: Num = 0.0    # the FP8 part of fwd_mm (FP8 linears; at the FP8 peak)
+    bwd_fp8: Num = 0.0    # … of bwd_mm
+    wgrad_fp8: Num = 0.0  # … of wgrad_mm
+    rc_fp8: Num = 0.0     # … of rc
 
     @property
     def fwd(self) -> Num:
@@ -205,17 +209,36 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
         d = c.dims
         mm = mm + matmul_flops(c.T, 2 * d.h * d.h, 0, c.t) + head_flops(c.T, d.h, c.v_pad, c.t)
     adapters = lora_flops(c, block)
+    eight = fp8_flops(c, block)
     if item.option == "full":
         rc = mm + adapters + core
     elif item.option == "none":
         rc = 0.0
     else:
         rc = selective_flops(c, block, item.option)
+    rc8 = eight if item.option == "full" else 0.0
     if c.flags.feat.lora:
         # [T-FLOP.lora] a frozen base computes its input gradients only; the adapters train
         return RowFlops(fwd_mm=mm + adapters, fwd_attn=core, bwd_mm=mm + adapters, bwd_attn=c.bwd_attn * core,
-                        wgrad_mm=0.0 if frozen else adapters, rc=rc)
-    return _assemble(mm, core, c, frozen, rc)
+                        wgrad_mm=0.0 if frozen else adapters, rc=rc, fwd_fp8=eight, bwd_fp8=eight, rc_fp8=rc8)
+    out = _assemble(mm, core, c, frozen, rc)
+    if not c.flags.feat.fp8_on:
+        return out
+    return replace(out, fwd_fp8=eight, bwd_fp8=eight, wgrad_fp8=0.0 if frozen else eight, rc_fp8=rc8)
+
+
+def fp8_flops(c: FlopContext, kind: str) -> Num:
+    """[T-FLOP.fp8] Forward FLOPs of a body layer's FP8 linears, 2·T·(tp/t + rep) over ``params.fp8_linear``,
+    plus the routed experts' when they run FP8 (0 without an FP8 recipe)."""
+    feat = c.flags.feat
+    if not feat.fp8_on or kind == "noop":
+        return 0.0
+    el = P.fp8_linear(c.dims, kind)
+    out = matmul_flops(c.T, el.tp_mm, el.rep_mm, c.t)
+    if feat.fp8_experts and kind.endswith("moe"):
+        d = c.dims
+        out = out + expert_flops(c.R, d.g, d.h, d.hff_exp, c.etp)
+    return out
 
 
 def lora_flops(c: FlopContext, kind: str) -> Num:
@@ -242,5 +265,5 @@ def _vision_flops(c: FlopContext, kind: str, frozen: bool, vision_dims: tuple | 
 
 
 __all__ = ["FlopContext", "RowFlops", "attention_backward_factor", "attention_core_flops", "causal_factor",
-           "expert_flops", "head_flops", "linear_attention_flops", "lora_flops", "matmul_flops", "row_flops",
-           "selective_flops"]
+           "expert_flops", "fp8_flops", "head_flops", "linear_attention_flops", "lora_flops", "matmul_flops",
+           "row_flops", "selective_flops"]

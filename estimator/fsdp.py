@@ -18,6 +18,7 @@ from .explain import Quantity, sum_node
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .result import CATEGORIES, LayerRow, StageResult
 from .stage import EMBEDDING_COPY, Row, StagePricer
+from .static import gather_bytes
 
 # slots live at instant (a): the block's A(ℓ, none) minus the down-projection input, released by its backward
 FC2_INPUTS = frozenset({"m.fc2_in", "e.fc2_in", "s.fc2_in"})
@@ -196,12 +197,16 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
         """Progressive gradients given Σ β_g·E_u/os of the units already posted back."""
         return acc * held_all + (1 - acc) * done_sharded
 
-    def prefetch(next_elems: Num, gathered: bool) -> Num:
+    def prefetch(next_bytes: Num, gathered: bool) -> Num:
         # FSDP2 copies a 1-way shard straight into the unsharded parameter: no prefetch buffer when os = 1
-        return 0.0 if gathered else bc * next_elems * gt(os, 1)
+        return 0.0 if gathered else next_bytes * gt(os, 1)
+
+    def unsharded(row: Row) -> Num:
+        """A unit's gathered weights: β_c, FP8 weights at β_8 with a float8 all-gather (static.gather_bytes)."""
+        return gather_bytes(row.local, f, bc)
 
     reshard = f.reshard_after_forward
-    res_base: Num = (0.0 if reshard else sum(bc * row.local.total for row in blocks)) + \
+    res_base: Num = (0.0 if reshard else sum(unsharded(row) for row in blocks)) + \
         (0.0 if (reshard or root) else bc * e_elems) + (bc * (e_elems + o_elems) if root else 0.0)
     head_grad: Num = bc * o_elems if root else 0.0  # H: the root unit posts back only at the end (D52)
     chunk_rows = [row for row in rows if row.chunk == j_r]
@@ -209,6 +214,7 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
     has_e = any(row.item.kind == EMBEDDING for row in chunk_rows)
     chunk_blocks = [k for k, row in enumerate(rows) if row.chunk == j_r and _is_block(row)]
     block_elems = [rows[k].local.total for k in chunk_blocks]
+    block_bytes = [unsharded(rows[k]) for k in chunk_blocks]
     before_of: dict[int, Num] = {}  # stored activations of the chunk's rows before each row
     running: Num = 0.0
     for k, row in enumerate(rows):
@@ -222,7 +228,7 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
         loss = T * max(f.w_b, f.w_f) * pricer.vpad / pricer.t_v
         out.append(Instant("L: loss backward" + label, grads_after(0.0), a_h + running, res_base + o_gathered, loss))
         if not root:
-            pf = prefetch(block_elems[-1], not reshard) if chunk_blocks else 0.0
+            pf = prefetch(block_bytes[-1], not reshard) if chunk_blocks else 0.0
             act = a_h + sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
             out.append(Instant("O: O-unit post-backward" + label, grads_after(0.0), act,
                                res_base + brd * o_elems + pf, bc * o_elems + T * bc * d.h / par.sp_div))
@@ -243,13 +249,13 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
         before = before_of[k]
         # the next unit in backward order: block ℓ−1, or the E unit after block 0
         if pos > 0:
-            pf = prefetch(block_elems[pos - 1], not reshard)
+            pf = prefetch(block_bytes[pos - 1], not reshard)
         elif has_e and not root:
-            pf = prefetch(e_elems, not reshard)
+            pf = prefetch(bc * e_elems, not reshard)
         else:
             pf = 0.0
         rs = brd * block_elems[pos + 1] if pos + 1 < len(chunk_blocks) else 0.0
-        gather = bc * e_l if reshard else 0.0  # a resident block is already counted in Res
+        gather = block_bytes[pos] if reshard else 0.0  # a resident block is already counted in Res
         res = res_base - released
         grads = grads_after(done)
         cached = per_cost.get(id(row.cost))
@@ -267,7 +273,7 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
         if pos not in edge:
             done = done + w.g * e_l / os
             if not reshard:
-                released = released + bc * e_l
+                released = released + block_bytes[pos]
             continue
         name = f"block {row.item.index}"
         comm_ab = res + gather + pf + rs
@@ -275,12 +281,12 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
                            head_grad + work_a, k))
         out.append(Instant(f"(b) {name} end of attention backward{label}", grads, a_h + before + stored_b, comm_ab,
                            head_grad + work_b, k))
-        res_c = res - (0.0 if reshard else bc * e_l)
+        res_c = res - (0.0 if reshard else block_bytes[pos])
         out.append(Instant(f"(c) {name} post-backward{label}", grads, a_h + before, res_c + brd * e_l + pf,
                            head_grad + work_c, k))
         done = done + w.g * e_l / os
         if not reshard:
-            released = released + bc * e_l
+            released = released + block_bytes[pos]
     if has_e:
         grads = grads_after(done)
         block0 = brd * rows[chunk_blocks[0]].local.total if chunk_blocks else 0.0

@@ -99,11 +99,11 @@ def block(d: Dims, kind: str) -> Elements:
     return mixer + ffn + norms(d)
 
 
-def lora_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:
-    """The linear layers of a body layer of ``kind`` that LoRA can adapt: target -> (in, out, placement), with
-    placement ``col`` (column-parallel: split output), ``row`` (row-parallel: split input) or ``rep`` (replicated
-    across TP: MLA's latent down-projections). Routed experts are not adaptable here (frozen); an FFN target
-    adapts the dense FFN or the shared experts."""
+def linear_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:
+    """The linear layers of a body layer of ``kind`` as Megatron builds them (fused q/k/v and gate/up): name ->
+    (in, out, placement), placement ``col`` (column-parallel: split output), ``row`` (row-parallel: split input)
+    or ``rep`` (replicated across TP: MLA's latent down-projections). The router and the routed experts are not
+    listed; the FFN is the dense one or the shared experts'."""
     out: dict[str, tuple[int, int, str]] = {}
     if kind == "noop":
         return out
@@ -118,15 +118,45 @@ def lora_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:
             out["kv_a"] = (h, d.dc_kv + d.dhr, "rep")
             out["kv_b"] = (d.dc_kv, d.a * (d.dh + d.dv), "col")
         else:
-            out.update(q=(h, d.q_w, "col"), k=(h, d.k_w, "col"), v=(h, d.v_w, "col"),
-                       qkv=(h, d.q_w + d.k_w + d.v_w, "col"))
+            out["qkv"] = (h, d.q_w + d.k_w + d.v_w, "col")
         out["o"] = (d.o_w, h, "row")
+        if d.output_gate:
+            out["gate_attn"] = (h, d.o_w, "col")
+    else:
+        lin = linear_attention(d)
+        out["lin_in"] = (h, round(lin.tp_mm / h), "col")  # the gated-delta projections, as one column-parallel
     width = d.hff_sh if kind.endswith("moe") else d.hff
     if width:
-        if d.g > 1:  # gated: gate and up projections, or Megatron's fused linear_fc1 (both)
-            out["gate"] = (h, width, "col")
-        out.update(up=(h, width, "col"), fc1=(h, d.g * width, "col"), down=(width, h, "row"))
+        out["fc1"] = (h, d.g * width, "col")
+        out["down"] = (width, h, "row")
     return out
+
+
+def lora_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:
+    """The linear layers LoRA can adapt (``linear_modules`` plus the separate projections Hugging Face models
+    have: q, k, v, gate, up). Routed experts are not adaptable here (frozen)."""
+    out = {k: v for k, v in linear_modules(d, kind).items() if k not in ("gate_attn", "lin_in")}
+    if "qkv" in out:
+        h = d.h
+        out.update(q=(h, d.q_w, "col"), k=(h, d.k_w, "col"), v=(h, d.v_w, "col"))
+    if "fc1" in out:
+        h, width = d.h, out["down"][0]
+        if d.g > 1:
+            out["gate"] = (h, width, "col")
+        out["up"] = (h, width, "col")
+    return out
+
+
+def fp8_linear(d: Dims, kind: str) -> Elements:
+    """[P-FP8] The weight elements of a layer's FP8 linears (every linear of ``linear_modules``: the router and
+    the head stay in bf16), by class; routed experts are the block's ``exp`` (FP8 when fp8_experts)."""
+    tp = rep = 0
+    for n_in, n_out, placement in linear_modules(d, kind).values():
+        if placement == "rep":
+            rep += n_in * n_out
+        else:
+            tp += n_in * n_out
+    return Elements(tp=tp, rep=rep, tp_mm=tp, rep_mm=rep)
 
 
 def lora_adapters(d: Dims, kind: str, targets: frozenset[str], rank: int) -> Elements:

@@ -436,6 +436,9 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     capacity = hardware.capacity
     budget = plan_budget(capacity, options)
     warnings = unpriced_warnings(st) + lora_warnings(model, dims, feat)
+    if feat.lora and fsdp2:
+        warnings.append(EstimateWarning("W-UNMODELLED", "FSDP2 instants count gradients for every unit, the frozen "
+                                                        "base's too: PEFT gradients here are an upper bound"))
     return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,
                     dims=dims, widths=widths, flags=flags, par=par, capacity=capacity, budget=budget,
                     assumptions=tuple(rec.assumptions),

@@ -19,6 +19,7 @@ from .static import (
     Local,
     StaticBytes,
     embedding_local,
+    gather_bytes,
     grad_factor,
     local_elements,
     output_local,
@@ -135,9 +136,10 @@ class StagePricer:
                                  frozen=vision.projector_frozen or "projector" in frozen_modules)
         elif kind == MTP:
             got = local_elements(P.mtp_module(d, block), par, frozen="mtp" in frozen_modules,
-                                 **self._peft(block))
+                                 **self._peft(block), **self._fp8(block))
         else:
-            got = local_elements(P.block(d, kind), par, frozen="body" in frozen_modules, **self._peft(kind))
+            got = local_elements(P.block(d, kind), par, frozen="body" in frozen_modules, **self._peft(kind),
+                                 **self._fp8(kind))
         self._local[key] = got
         return got
 
@@ -149,6 +151,18 @@ class StagePricer:
             return {}
         return {"adapters": P.lora_adapters(self.r.dims, kind, feat.lora_targets, feat.lora_rank),
                 "quantize": feat.peft == "qlora"}
+
+    def _fp8(self, kind: str) -> dict:
+        """local_elements' FP8 arguments for a body layer of ``kind``: its FP8 linears and GEMM count (two per
+        local expert when the experts run FP8)."""
+        feat, d, par = self.r.flags.feat, self.r.dims, self.r.par
+        if not feat.fp8_on:
+            return {}
+        gemms = len(P.linear_modules(d, kind))
+        experts = feat.fp8_experts and kind.endswith("moe")
+        if experts:
+            gemms = gemms + 2 * d.n_exp / par.ep
+        return {"fp8": P.fp8_linear(d, kind), "fp8_experts": experts, "fp8_gemms": gemms}
 
     def static(self, kind: str, block: str, with_head: bool = True) -> StaticBytes:
         key = (kind, block, with_head)
@@ -295,7 +309,7 @@ class StagePricer:
         mode = f.sharding_mode
         regather = mode == "zero3" or (mode in ("fsdp", "hsdp") and not f.fsdp2) or \
             (mode == "mf_op" and not f.keep_gathered)
-        dp_term = 2 * bc * self.gathered_elements(item) if regather else 0.0
+        dp_term = 2 * self.gathered_bytes(item) if regather else 0.0
         pp_term = 2 * bc * d.h * T / par.sp_div * gt(par.p, 1)
         return (sp_term, cp_term, ep_term, dp_term, pp_term)
 
@@ -304,7 +318,13 @@ class StagePricer:
         f = self.r.flags
         if f.sharding_mode != "mf_op" or not f.keep_gathered:
             return 0.0
-        return self.r.widths.c * self.gathered_elements(item)
+        return self.gathered_bytes(item)
+
+    def gathered_bytes(self, item: Item) -> Num:
+        """β_c·gathered elements, FP8 weights at β_8 when the recipe gathers them in FP8."""
+        par = self.r.par
+        return gather_bytes(self.local(item.kind, item.block), self.r.flags, self.r.widths.c, gt(par.os, 1),
+                            gt(par.os_e, 1))
 
     def gathered_elements(self, item: Item) -> Num:
         """Local elements that sharding actually splits, hence must gather: dense ones when the dense shard

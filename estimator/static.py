@@ -26,6 +26,9 @@ class Local:
     base_frozen: bool = False  # PEFT: the row's own weights are frozen, its adapters train
     quantized: Num = 0  # QLoRA: dense matmul weights stored as NF4 (part of dense)
     quantized_expert: Num = 0  # … routed-expert weights stored as NF4 (part of expert)
+    fp8: Num = 0        # dense weights of FP8 linears (part of dense)
+    fp8_expert: Num = 0  # routed-expert weights run in FP8 (part of expert)
+    fp8_gemms: Num = 0  # FP8 GEMMs of the row (each keeps its scaling state)
 
     @property
     def total(self) -> Num:
@@ -44,19 +47,25 @@ class Local:
 
 
 def local_elements(el: P.Elements, par: Par, frozen: bool = False, adapters: P.Elements | None = None,
-                   quantize: bool = False) -> Local:
+                   quantize: bool = False, fp8: P.Elements | None = None, fp8_experts: bool = False,
+                   fp8_gemms: Num = 0) -> Local:
     """A row's local elements; ``adapters``: LoRA on a frozen base (PEFT), ``quantize``: the base's matmul
-    weights stored as NF4 (QLoRA)."""
+    weights stored as NF4 (QLoRA), ``fp8``: the weights of its FP8 linears (with ``fp8_experts`` the routed
+    experts' too; ``fp8_gemms`` GEMMs with scaling state)."""
     expert = el.exp / (par.ep * par.etp) if el.exp else 0
     largest = maximum(maximum(el.largest_tp / par.t, el.largest_rep), el.largest_exp / par.etp if el.exp else 0)
     cast = el.tp_mm / par.t + el.rep_mm + expert
+    eight = {}
+    if fp8 is not None:
+        eight = {"fp8": fp8.tp / par.t + fp8.rep, "fp8_expert": expert if fp8_experts else 0,
+                 "fp8_gemms": fp8_gemms}
     if adapters is None:
-        return Local(dense=el.tp / par.t + el.rep, expert=expert, largest=largest, cast=cast, frozen=frozen)
+        return Local(dense=el.tp / par.t + el.rep, expert=expert, largest=largest, cast=cast, frozen=frozen, **eight)
     ad = adapters.tp / par.t + adapters.rep
     return Local(dense=el.tp / par.t + el.rep + ad, expert=expert,
                  largest=maximum(adapters.largest_tp / par.t, adapters.largest_rep), cast=cast, frozen=frozen,
                  adapters=ad, base_frozen=True, quantized=(el.tp_mm / par.t + el.rep_mm) if quantize else 0,
-                 quantized_expert=expert if quantize else 0)
+                 quantized_expert=expert if quantize else 0, **eight)
 
 
 def embedding_local(d: Dims, f: Flags, par: Par, frozen: bool = False) -> Local:
@@ -93,12 +102,53 @@ def stored_bytes(loc: Local, w: Widths, divisors: tuple[Num, ...]) -> Num:
     return dense / sh_p + expert / sh_pe
 
 
+def fp8_weight_bytes(loc: Local, w: Widths, f: Flags, divisors: tuple[Num, ...]) -> Num:
+    """[S-FP8] What an FP8 recipe adds to a row's parameter memory (Transformer Engine; torchao keeps nothing:
+    its casts live for one matmul). Without FP8 weights TE caches a rowwise and a columnwise FP8 copy of every FP8
+    weight across the micro-batches (its weight workspace, ``is_first_microbatch``): 2·β_8·E_8. With FP8 weights
+    (``--fp8-param-gather``) the weight itself is FP8 — β_8 instead of β_p, sharded like the parameters — and
+    only the columnwise copy is cached: (β_8 − β_p)·E_8/sh_p + β_8·E_8. Delayed scaling keeps an fp32 amax history
+    and scales for 3 forward and 2 backward tensors per GEMM: 20·(len + 2) bytes each."""
+    feat = f.feat
+    if not feat.fp8_on or feat.fp8_impl != "te":
+        return 0.0
+    b8 = feat.fp8_weight_bytes
+    sh_p, sh_pe = divisors[0], divisors[3]
+    if feat.fp8_param:
+        out = (b8 - w.p) * (loc.fp8 / sh_p + loc.fp8_expert / sh_pe) + b8 * (loc.fp8 + loc.fp8_expert)
+    else:
+        out = 2 * b8 * (loc.fp8 + loc.fp8_expert)
+    if feat.fp8 == "delayed":
+        out = out + 20 * (feat.fp8_amax_history + 2) * loc.fp8_gemms
+    return out
+
+
+def gather_bytes(loc: Local, f: Flags, width: float, dense: Num = 1, expert: Num = 1) -> Num:
+    """Bytes of the row's weights gathered at ``width`` (β_c for ZeRO-3/FSDP gathers, β_p for the ZeRO-1/2
+    parameter all-gather), the dense part times ``dense`` and the expert part times ``expert`` (0 or 1 each): FP8
+    weights travel in FP8 (β_8) when the recipe gathers them so (torchtitan ``enable_fsdp_float8_all_gather``,
+    Megatron ``--fp8-param-gather``)."""
+    out = width * (loc.dense * dense + loc.expert * expert)
+    feat = f.feat
+    if feat.fp8_param:
+        out = out - (width - feat.fp8_weight_bytes) * (loc.fp8 * dense + loc.fp8_expert * expert)
+    return out
+
+
+def gather_trainable_bytes(loc: Local, f: Flags, width: float, dense: Num = 1, expert: Num = 1) -> Num:
+    """``gather_bytes`` of the trainable weights only (what the ZeRO-1/2 all-gather sends after the step)."""
+    out = width * (loc.trainable_dense * dense + loc.trainable_expert * expert)
+    if f.feat.fp8_param and not (loc.frozen or loc.base_frozen):
+        out = out - (width - f.feat.fp8_weight_bytes) * (loc.fp8 * dense + loc.fp8_expert * expert)
+    return out
+
+
 def static_bytes(loc: Local, w: Widths, f: Flags, par: Par, divisors: tuple[Num, ...]) -> StaticBytes:
     """[S-LAYER] parameters (``stored_bytes``); gradients β_g·(E_d/sh_g + E_e/sh_ge) (+ 4·(E_d/sh_o + E_e/sh_oe)
     with fp32_grad_partition); optimizer states (n_os·β_os + β_m)·(E_d/sh_o + E_e/sh_oe) — over the trainable
     elements only: 0 for frozen rows, the adapters for a PEFT row (no master copy of adapters stored at ≥ 4 B)."""
     _sh_p, sh_g, sh_o, _sh_pe, sh_ge, sh_oe = divisors
-    params = stored_bytes(loc, w, divisors)
+    params = stored_bytes(loc, w, divisors) + fp8_weight_bytes(loc, w, f, divisors)
     if loc.frozen:
         return StaticBytes(params, 0, 0, 0)
     dense, expert = loc.trainable_dense, loc.trainable_expert
@@ -125,5 +175,7 @@ def forloop_temporaries(largest_local: Num, divisor: Num) -> Num:
     return 2 * 4 * largest_local / divisor
 
 
-__all__ = ["Local", "StaticBytes", "embedding_local", "forloop_temporaries", "grad_factor", "local_elements",
+__all__ = ["Local", "StaticBytes", "embedding_local", "forloop_temporaries", "fp8_weight_bytes", "gather_bytes",
+           "gather_trainable_bytes",
+           "grad_factor", "local_elements",
            "output_local", "shard_divisors", "static_bytes", "stored_bytes"]

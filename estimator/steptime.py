@@ -27,6 +27,7 @@ from .flops import (
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, build_layout, slot_index, slot_position
 from .resolve import Resolved, dense_domain, resolve
 from .stage import Row, StagePricer
+from .static import gather_bytes, gather_trainable_bytes
 
 if TYPE_CHECKING:
     from .hardware import Hardware
@@ -146,6 +147,10 @@ class _Ctx:
         d, w, f, par, hw = r.dims, r.widths, r.flags, r.par, r.hardware
         self.k = knobs(r)
         self.rate_mm = hw.flops(w.c) * hw.eff_matmul
+        feat = f.feat
+        # FP8 GEMMs at the device's FP8 (MXFP8) peak; R-FP8-DEVICE refuses a device without one
+        self.rate_fp8 = (hw.peak("mxfp8" if feat.fp8 == "mxfp8" else "fp8") or 0.0) * hw.eff_matmul \
+            if feat.fp8_on else 0.0
         self.rate_hbm = hw.hbm_bandwidth * hw.eff_hbm
         kappa = causal_factor(r.options.causal_factor, f.causal, f.flash_attention)
         self.vision_dims = self._vision_dims()
@@ -227,6 +232,48 @@ def elementwise_time(k_ew: float, act_bytes: Num, rate_hbm: Num) -> Num:
     return k_ew * act_bytes / rate_hbm
 
 
+def mm_time(ctx: _Ctx, flops: Num, fp8: Num) -> Num:
+    """[T-COMP.mm] with FP8: (FLOPs − FP8 FLOPs)/(peak[β_c]·eff) + FP8 FLOPs/(peak[fp8 | mxfp8]·eff)."""
+    if ctx.rate_fp8:
+        return compute_time(flops - fp8, ctx.rate_mm) + compute_time(fp8, ctx.rate_fp8)
+    return compute_time(flops, ctx.rate_mm)
+
+
+def fp8_cast_time(ctx: _Ctx, row: Row) -> tuple[Num, Num]:
+    """[T-COMP.fp8cast] HBM time of the quantisation kernels of a layer's FP8 linears, (forward, backward): each
+    reads β_c and writes β_8 per copy. Transformer Engine quantises each input rowwise and columnwise in the
+    forward and each output gradient both ways in the backward (weights are cast once per step, not priced);
+    torchao casts the input once, again in the backward from the saved high-precision input, the output gradient
+    both ways, and the weight in each pass unless it arrived in FP8 (float8 all-gather)."""
+    r = ctx.r
+    feat = r.flags.feat
+    item = row.item
+    kind = item.block if item.kind == MTP else item.kind
+    if not feat.fp8_on or item.kind in (NOOP, EMBEDDING, OUTPUT, EMBEDDING_COPY, VISION, VISION_EXTRAS):
+        return 0.0, 0.0
+    d, par, bc, b8 = r.dims, r.par, r.widths.c, feat.fp8_act_bytes
+    T = ctx.pricer.T
+    inputs = grads = 0.0
+    for n_in, n_out, placement in P.linear_modules(d, kind).values():
+        split_in = placement == "row"
+        inputs += n_in / (par.t if split_in else 1)
+        grads += n_out / (1 if split_in or placement == "rep" else par.t)
+    inputs, grads = T * inputs, T * grads
+    if feat.fp8_experts and kind.endswith("moe"):
+        R = ctx.pricer.R
+        inputs = inputs + R * (d.h + d.hff_exp / par.etp)
+        grads = grads + R * (d.g * d.hff_exp / par.etp + d.h)
+    local = row.local
+    weights = local.fp8 + local.fp8_expert
+    if feat.fp8_impl == "te":
+        fwd, bwd = inputs * (bc + 2 * b8), grads * (bc + 2 * b8)
+    else:
+        weight_cast = 0.0 if feat.fp8_param else weights * (bc + feat.fp8_weight_bytes)
+        fwd = inputs * (bc + b8) + weight_cast
+        bwd = inputs * (bc + b8) + grads * (bc + 2 * b8) + weight_cast
+    return fwd / ctx.rate_hbm, bwd / ctx.rate_hbm
+
+
 def dequantize_time(row: Row, ctx: _Ctx) -> Num:
     """[T-COMP.nf4] QLoRA dequantises its NF4 weights to β_c before each use (forward, input-gradient backward,
     recompute): (β_q + β_c)·E_q/(hbm_Bps·eff_hbm) per pass."""
@@ -267,12 +314,13 @@ def _row_time(ctx: _Ctx, row: Row) -> RowTime:
     else:
         rc_bytes = a_none - row.act
     nf4 = dequantize_time(row, ctx)
-    F = compute_time(flops.fwd, ctx.rate_mm) + elementwise_time(k.k_ew_fwd, a_none, ctx.rate_hbm) + nf4
-    B = compute_time(flops.bwd, ctx.rate_mm) + (elementwise_time(k.k_ew_bwd, a_none, ctx.rate_hbm) + nf4 if backward
-                                                else 0.0)
-    W = compute_time(flops.wgrad_mm, ctx.rate_mm)
-    Rc = compute_time(flops.rc, ctx.rate_mm) + elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + \
-        (nf4 if item.option == "full" else 0.0)
+    cast_f, cast_b = fp8_cast_time(ctx, row)
+    F = mm_time(ctx, flops.fwd, flops.fwd_fp8) + elementwise_time(k.k_ew_fwd, a_none, ctx.rate_hbm) + nf4 + cast_f
+    B = mm_time(ctx, flops.bwd, flops.bwd_fp8) + (
+        elementwise_time(k.k_ew_bwd, a_none, ctx.rate_hbm) + nf4 + cast_b if backward else 0.0)
+    W = mm_time(ctx, flops.wgrad_mm, flops.wgrad_fp8)
+    Rc = mm_time(ctx, flops.rc, flops.rc_fp8) + elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + \
+        (nf4 + cast_f if item.option == "full" else 0.0)
     return RowTime(F=F, B=B, W=W, Rc=Rc, comm=_row_comm(ctx, row, backward), flops=flops)
 
 
@@ -395,17 +443,19 @@ def _dp(ctx: _Ctx, rows: Sequence[Row]) -> C.DPTimes:
     w, f = r.widths, r.flags
     trainable_d = sum(row.local.trainable_dense for row in rows)
     trainable_e = sum(row.local.trainable_expert for row in rows)
-    all_d = sum(row.local.dense for row in rows)
-    all_e = sum(row.local.expert for row in rows)
+    gathered_d = sum(gather_bytes(row.local, f, w.c, 1, 0) for row in rows)
+    gathered_e = sum(gather_bytes(row.local, f, w.c, 0, 1) for row in rows)
+    params_d = sum(gather_trainable_bytes(row.local, f, w.p, 1, 0) for row in rows)
+    params_e = sum(gather_trainable_bytes(row.local, f, w.p, 0, 1) for row in rows)
     mode = f.sharding_mode
     reshard = True if mode == "zero3" else f.reshard_after_forward
     sync = True if mode == "zero3" else f.fsdp_sync
-    dense = C.dp_times(mode, w.g * trainable_d, w.p * trainable_d, w.c * all_d, ctx.dp_shard, ctx.dp_replicas,
+    dense = C.dp_times(mode, w.g * trainable_d, params_d, gathered_d, ctx.dp_shard, ctx.dp_replicas,
                        keep_gathered=f.keep_gathered, reshard=reshard, sync_every_mb=sync,
                        reduce_domain=ctx.dp_domain)
     if not r.dims.moe:  # no expert parameters: no expert-data-parallel collectives at all
         return dense
-    expert = C.dp_times(mode, w.g * trainable_e, w.p * trainable_e, w.c * all_e, ctx.edp_shard, ctx.edp_replicas,
+    expert = C.dp_times(mode, w.g * trainable_e, params_e, gathered_e, ctx.edp_shard, ctx.edp_replicas,
                         keep_gathered=f.keep_gathered, reshard=reshard, sync_every_mb=sync,
                         reduce_domain=ctx.edp_domain)
     return C.DPTimes(dense.per_step + expert.per_step, dense.per_mb_fwd + expert.per_mb_fwd,

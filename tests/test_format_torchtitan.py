@@ -121,13 +121,16 @@ def test_real_preset_reads_and_estimates(shared_dir, name):
     assert len(result.stages) == pp and result.peak_bytes > 0
 
 
-def test_float8_and_compile_are_warned(shared_dir):
-    for name in ("tt_llama3_405b.toml", "tt_llama3_405b_2024-12_9dec370.toml"):
-        parsed = parse([shared_dir / "real-configs" / "torchtitan_toml" / name], devices=128)
-        codes = [w.code for w in parsed.warnings]
-        assert "W-FP8" in codes and "W-UNMODELLED" in codes, (name, codes)
+def test_float8_and_compile_are_read(shared_dir):
+    """converters = ["float8"] (2025) and [float8] enable_float8_linear (2024-12) turn Float8Linear on; the
+    FSDP weights are gathered in FP8 (enable_fsdp_float8_all_gather); [compile] enable compiles model and loss,
+    training.compile the model."""
+    for name, param, compiled in (("tt_llama3_405b.toml", True, ("model", "loss")),
+                                  ("tt_llama3_405b_2024-12_9dec370.toml", True, ("model",))):
+        st = parse([shared_dir / "real-configs" / "torchtitan_toml" / name], devices=128).strategy
+        assert (st.fp8, st.fp8_param, st.compile) == ("tensorwise", param, compiled), name
     quiet = parse([shared_dir / "real-configs" / "torchtitan_toml" / "tt_llama3_70b.toml"], devices=64)
-    assert "W-FP8" not in [w.code for w in quiet.warnings]
+    assert quiet.strategy.fp8 == "none"  # its converters line is a comment
 
 
 @pytest.mark.parametrize("name", sorted(NO_COUNT))
@@ -205,9 +208,10 @@ def test_old_schema_pipeline_microbatches():
 def test_memory_budget_loopedbfs_and_float8_converter():
     parsed = parse([FIXTURES / "memory_budget.toml"], devices=8)
     texts = " ".join(str(w) for w in parsed.warnings)
-    assert "[W-UNMODELLED] memory_budget" in texts and "LoopedBFS" in texts and "[W-FP8]" in texts
-    assert "torch.compile" in texts
-    assert parsed.strategy.schedule == "gpipe" and parsed.strategy.recompute.default_mode == "none"
+    assert "[W-UNMODELLED] memory_budget" in texts and "LoopedBFS" in texts
+    st = parsed.strategy
+    assert (st.fp8, st.fp8_experts, st.compile) == ("tensorwise", False, ("model", "loss"))
+    assert st.schedule == "gpipe" and st.recompute.default_mode == "none"
 
 
 def test_unknown_flavor_needs_a_model_file(tmp_path):
@@ -263,7 +267,8 @@ STRATEGY_KEYS = {"tensor_parallel_degree", "data_parallel_shard_degree", "data_p
                  "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size", "pipeline_parallel_microbatches",
                  "pipeline_parallel_layers_per_stage", "pipeline_parallel_first_stage_less_layers",
                  "pipeline_parallel_last_stage_less_layers", "local_batch_size", "batch_size", "global_batch_size",
-                 "seq_len", "mode", "selective_ac_option", "fsdp_reshard_after_forward", "disable_loss_parallel"}
+                 "seq_len", "mode", "selective_ac_option", "fsdp_reshard_after_forward", "disable_loss_parallel",
+                 "context_parallel_rotate_method"}
 
 
 def _round_trip(parsed, changes, tmp_path, devices=None):
@@ -356,7 +361,7 @@ def test_examples_estimate_and_export(tmp_path, name, devices):
     _round_trip(parsed, {"strategy.seq_length": parsed.strategy.seq_length // 2}, tmp_path)
     if name.endswith("cp.toml"):
         st = parsed.strategy
-        assert (st.dp, st.cp, st.seq_length, st.cp_algo) == (2, 4, 131072, "ring")
+        assert (st.dp, st.cp, st.seq_length, st.cp_algo) == (2, 4, 131072, "allgather")
     else:
         st = parsed.strategy
         assert (st.dp, st.tp, st.micro_batches, st.global_batch_size) == (32, 8, 8, 512)

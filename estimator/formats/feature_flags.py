@@ -1,12 +1,13 @@
-"""The issue-11 flags of Megatron-LM and MindSpeed launch scripts — LoRA/QLoRA (MindSpeed-LLM ``--lora-*``,
-``--qlora``) — read into ``strategy.*`` and written back. Kept apart from the script reader so that each
-feature's flags live in one place: ``FEATURE_FLAGS`` lists every flag read here."""
+"""The issue-11 flags of Megatron-LM and MindSpeed launch scripts — FP8 (Transformer Engine ``--fp8-*``),
+LoRA/QLoRA (MindSpeed-LLM ``--lora-*``, ``--qlora``) — read into ``strategy.*`` and written back. Kept apart from
+the script reader so that each feature's flags live in one place: ``FEATURE_FLAGS`` lists every flag read here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import ConfigError
 from ..features import MEGATRON_LORA_NAMES, lora_targets_of
 from ..strategy import Strategy
 from .launch_command import FlagSet
@@ -17,13 +18,50 @@ Put = Callable[[str, Any, str], None]
 LORA_FLAGS = ("--lora-target-modules", "--lora-r", "--lora-alpha", "--lora-dropout", "--qlora", "--lora-fusion",
               "--lora-load", "--lora-modules-to-save", "--lora-register-forward-hook", "--lora-ckpt-filter",
               "--qlora-save-dequantize")
-FEATURE_FLAGS = LORA_FLAGS
+FP8_FLAGS = ("--fp8-format", "--fp8-e4m3", "--fp8-hybrid", "--fp8-recipe", "--fp8-param-gather",
+             "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-margin", "--fp8-interval")
+FP8_UNMODELLED = {"--first-last-layers-bf16": "the first/last layers run in bf16",
+                  "--num-layers-at-start-in-bf16": "the first layers run in bf16",
+                  "--num-layers-at-end-in-bf16": "the last layers run in bf16",
+                  "--no-fp8-wgrad": "weight gradients in bf16 (inputs saved in bf16)",
+                  "--fp8-dot-product-attention": "FP8 attention", "--fp8-multi-head-attention": "FP8 attention"}
+MEGATRON_FP8_RECIPES = ("tensorwise", "delayed", "mxfp8", "blockwise")
+FEATURE_FLAGS = LORA_FLAGS + FP8_FLAGS + tuple(FP8_UNMODELLED)
 MINDSPEED_LORA_RANK = 16  # MindSpeed-LLM's --lora-r default
 
 
 def read_feature_flags(fl: FlagSet, out: Collector, put: Put) -> None:
     """Every issue-11 flag of a Megatron/MindSpeed launch script."""
+    _fp8(fl, out, put)
     _lora(fl, out, put)
+
+
+def _fp8(fl: FlagSet, out: Collector, put: Put) -> None:
+    """--fp8-format (e4m3 | hybrid; older scripts --fp8-e4m3 / --fp8-hybrid) turns Transformer Engine's FP8 on;
+    --fp8-recipe picks the scaling (Megatron's default delayed); --fp8-param-gather keeps the weights in FP8. The
+    settings are read whether or not FP8 is on (they do nothing without it), so a script reads back as written."""
+    if fl.has("--fp8-param-gather"):
+        put("strategy.fp8_param", True, "--fp8-param-gather")
+    history = fl.int("--fp8-amax-history-len", minimum=1)
+    if history is not None:
+        put("strategy.fp8_amax_history", history, "--fp8-amax-history-len")
+    on = next((flag for flag in ("--fp8-format", "--fp8-e4m3", "--fp8-hybrid") if fl.has(flag)), None)
+    if on is None:
+        stray = [flag for flag in FP8_FLAGS if fl.has(flag)]
+        if stray:
+            out.warn("W-FP8", f"{' '.join(stray)} without --fp8-format: the run trains in bf16")
+        return
+    recipe = fl.text("--fp8-recipe")
+    if recipe is None:
+        out.assume("strategy.fp8", "delayed", f"{on} with Megatron's default --fp8-recipe delayed")
+    elif recipe not in MEGATRON_FP8_RECIPES:
+        raise ConfigError(f"--fp8-recipe {recipe!r}: expected one of {', '.join(MEGATRON_FP8_RECIPES)}",
+                          path=out.path, key="--fp8-recipe")
+    else:
+        put("strategy.fp8", recipe, "--fp8-recipe")
+    for flag, what in FP8_UNMODELLED.items():
+        if fl.has(flag):
+            out.warn("W-UNMODELLED", f"{flag}: {what} is not modelled; priced as FP8 linears throughout")
 
 
 def _lora(fl: FlagSet, out: Collector, put: Put) -> None:
@@ -59,6 +97,11 @@ def feature_flag_edits(path: str, old: Strategy, new: Strategy, mla: bool) -> di
     """Flag -> new value (str), True (present) or None (absent) for every changed issue-11 field a launch script
     can state; a change it cannot state is refused (R-FW). ``mla``: the model's attention is MLA."""
     want: dict[str, Any] = {}
+    if (old.fp8, old.fp8_param, old.fp8_amax_history) != (new.fp8, new.fp8_param, new.fp8_amax_history):
+        want.update(_fp8_edits(old, new))
+    if old.fp8_experts != new.fp8_experts:
+        raise refusal("Transformer Engine runs the experts in FP8 with the rest: strategy.fp8_experts cannot be "
+                      "set apart in a launch script", path)
     if (old.peft, old.lora_rank, old.lora_targets) != (new.peft, new.lora_rank, new.lora_targets):
         want.update(_lora_edits(path, new, mla))
     if old.lora_dropout != new.lora_dropout:
@@ -66,6 +109,19 @@ def feature_flag_edits(path: str, old: Strategy, new: Strategy, mla: bool) -> di
     for name in ("lora_param_bytes", "qlora_double_quant"):
         if getattr(old, name) != getattr(new, name):
             raise refusal(f"a MindSpeed launch script cannot state strategy.{name} = {getattr(new, name)!r}", path)
+    return want
+
+
+def _fp8_edits(old: Strategy, new: Strategy) -> dict[str, Any]:
+    want: dict[str, Any] = {"--fp8-param-gather": True if new.fp8_param else None,
+                            "--fp8-amax-history-len": None if new.fp8_amax_history is None else
+                            str(new.fp8_amax_history)}
+    if new.fp8 in (None, "none"):
+        want.update({"--fp8-format": None, "--fp8-e4m3": None, "--fp8-hybrid": None, "--fp8-recipe": None})
+        return want
+    want["--fp8-recipe"] = new.fp8
+    if old.fp8 in (None, "none"):
+        want["--fp8-format"] = "hybrid"  # E4M3 forward, E5M2 gradients: Megatron's usual training format
     return want
 
 

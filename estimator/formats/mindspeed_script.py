@@ -390,8 +390,6 @@ def _switches(fl: FlagSet, out: Collector, put: Put, seq: int | None, b: int, t:
                        ("--mla-zero-memory", "MLA activation saving (--mla-zero-memory)")):
         if fl.has(flag) and (flag != "--moe-zero-memory" or fl.text(flag) != "disable"):
             out.warn("W-UNMODELLED", f"{flag}: {what} is not modelled; priced as kept")
-    if any(name.startswith("--fp8") for name in fl.names()):
-        out.warn("W-FP8", "FP8 training flags are parsed and priced as bf16")
 
 
 def _recompute_flags(fl: FlagSet, out: Collector) -> None:

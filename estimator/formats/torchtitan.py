@@ -21,6 +21,7 @@ from ..warnings import Assumption
 from .common import dig
 from .known_keys import catalogue, check_sections
 from .support import Collector, Reading, check_micro_batches, dtype_bytes, to_int
+from .torchtitan_features import FEATURE_LOCATIONS, read_features
 
 FORMAT = "torchtitan"
 
@@ -55,9 +56,11 @@ LOCATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "opt_name": (("optimizer", "name"),),
     "compile": (("compile", "enable"), ("training", "compile")),
     "compile_components": (("compile", "components"),),
+    "cp_rotate": (("parallelism", "context_parallel_rotate_method"),),
 }
 # keys the 2024-12 schema does not have (only the first location is [parallelism])
-NEW_ONLY = {"ep", "etp", "layers_per_stage", "pp_microbatch_size", "first_less", "last_less", "reshard"}
+NEW_ONLY = {"ep", "etp", "layers_per_stage", "pp_microbatch_size", "first_less", "last_less", "reshard",
+            "cp_rotate"}
 
 # torch.distributed.pipelining schedule names (matched case-insensitively) -> (schedule, chunks per stage)
 SCHEDULES: dict[str, tuple[str, int | None]] = {
@@ -123,8 +126,9 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     n_layers = _read_model(c, data)
     _read_strategy(c, text, data, devices, n_layers)
     _read_options(c, data)
-    c.warnings.extend(check_sections(data, catalogue(FORMAT), path,
-                                     read=(keys for locations in LOCATIONS.values() for keys in locations)))
+    read_features(c, data)
+    known = [keys for locations in (*LOCATIONS.values(), *FEATURE_LOCATIONS.values()) for keys in locations]
+    c.warnings.extend(check_sections(data, catalogue(FORMAT), path, read=known))
     role = "both" if any(k.startswith("model.") for k in c.values) else "strategy"
     return c.reading(FORMAT, role)
 
@@ -132,13 +136,6 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
 def _read_model(c: Collector, data: dict[str, Any]) -> int | None:
     model = data.get("model") or {}
     name, flavor = model.get("name"), model.get("flavor")
-    converters = model.get("converters") or []
-    if not isinstance(converters, list):
-        converters = [converters]
-    float8 = [str(x) for x in converters if "float8" in str(x) or str(x).lower().startswith("mx")]
-    if float8 or dig(data, "float8", "enable_float8_linear") is True:
-        c.warn("W-FP8", f"float8 training ({', '.join(float8) or 'float8.enable_float8_linear'}) is parsed but "
-                        "priced as bf16 (spec §1.1)")
     if name is None or flavor is None:
         c.warn("W-FLAVOR", "the file names no [model] name/flavor; give the model with --model config.json")
         return None
@@ -193,7 +190,7 @@ def _read_strategy(c: Collector, text: str, data: dict[str, Any], devices: int |
         c.put("strategy.etp", to_int(raw, path, key), key)
     c.derive("strategy.sequence_parallel", tp > 1, "torchtitan's tensor parallelism always shards norms (SP)")
     if cp > 1:
-        c.derive("strategy.cp_algo", "ring", "torchtitan context parallelism is ring attention")
+        c.derive("strategy.cp_algo", "allgather", "PyTorch context parallelism's default rotate method allgather")
     raw, key = find_key(data, "disable_loss_parallel")
     if key and raw is True:
         c.put("strategy.vocab_parallel_loss", False, key, raw)
@@ -430,9 +427,16 @@ def _read_options(c: Collector, data: dict[str, Any]) -> None:
     if key and str(raw).lower() not in ("adamw", "adam"):
         c.warn("W-UNMODELLED", f"optimizer {raw!r} is priced as AdamW (two fp32 states)")
     raw, key = find_key(data, "compile")
-    components = find_key(data, "compile_components")[0]
-    if key and raw is True and (not isinstance(components, list) or "model" in components):
-        c.warn("W-UNMODELLED", "torch.compile of the model may fuse ops and save less; priced as eager PyTorch")
+    if key and raw is True:
+        components, c_key = find_key(data, "compile_components")
+        if c_key is None:  # [compile] enable alone compiles model and loss; 2024-12's training.compile the model
+            parts = ("model", "loss") if key.startswith("compile.") else ("model",)
+            c.put("strategy.compile", parts, key, raw)
+        elif not isinstance(components, list) or any(str(x) not in ("model", "loss") for x in components):
+            raise ConfigError(f"compile.components must list model and/or loss; got {components!r}", path=c.path,
+                              key=c_key)
+        else:
+            c.put("strategy.compile", tuple(str(x) for x in components), c_key, components)
 
 
 def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:

@@ -47,6 +47,7 @@ class _Context:
     schedule_text: str | None
     n_layers: int
     weights: int
+    had_rotate: bool = False  # the file states context_parallel_rotate_method
 
 
 def _context(data: dict[str, Any], parsed: ParsedConfig) -> _Context:
@@ -58,7 +59,8 @@ def _context(data: dict[str, Any], parsed: ParsedConfig) -> _Context:
                     had_lps=find_key(data, "layers_per_stage")[1] is not None,
                     old_microbatches=find_key(data, "pp_microbatches")[1] is not None or schema != "parallelism",
                     schedule_text=str(sched) if sched is not None else None,
-                    n_layers=parsed.model.num_layers, weights=stage_weights(data))
+                    n_layers=parsed.model.num_layers, weights=stage_weights(data),
+                    had_rotate=find_key(data, "cp_rotate")[1] is not None)
 
 
 def _view(st: Strategy, ctx: _Context, path: str) -> dict[str, Any]:
@@ -84,8 +86,11 @@ def _view(st: Strategy, ctx: _Context, path: str) -> dict[str, Any]:
     v["dp_replicate"] = -1 if ctx.rep_all else d_rep
     v["dp_shard"] = -1 if ctx.shard_all else d_sh
     v.update(tp=st.tp, pp=pp, cp=cp, ep=st.ep, etp=st.etp, seq_len=st.seq_length)
-    if cp > 1 and (st.cp_algo != "ring" or (st.ulysses_degree or 1) > 1):
-        raise refuse(FORMAT, f"context-parallel algorithm {st.cp_algo} (torchtitan runs ring attention)", path)
+    if cp > 1 and (st.cp_algo not in ("ring", "allgather") or (st.ulysses_degree or 1) > 1):
+        raise refuse(FORMAT, f"context-parallel algorithm {st.cp_algo} (torchtitan runs ring attention: all-gather "
+                             "or all-to-all rotation)", path)
+    if cp > 1:  # all-gather is PyTorch's default rotation: stated only where the file states it or it changes
+        v["cp_rotate"] = "alltoall" if st.cp_algo == "ring" else ("allgather" if ctx.had_rotate else None)
     b, m, n_acc = st.micro_batch_size, st.micro_batches, st.n_acc
     if pp == 1:
         lbs, steps = b, m * n_acc
