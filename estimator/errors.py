@@ -5,9 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_MESSAGE_CHARS = 4000
+"""An error message shown to the user is at most 4,000 characters (a value quoted in it may be huge)."""
+
+
+def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` shortened to ``limit`` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 60]} … [{len(text):,} characters in all, shortened]"
+
 
 class SappError(Exception):
-    """Base class: the message is meant for the user and names what to fix."""
+    """Base class: the message is meant for the user and names what to fix (clipped to MAX_MESSAGE_CHARS)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(clip(a) if isinstance(a, str) else a for a in args))
 
 
 class ModelSpecError(SappError):
@@ -26,7 +39,7 @@ class ConfigError(SappError):
         self.key = key
         self.line = line
         self.column = column
-        self.bare_message = message
+        self.bare_message = clip(message)
         where = []
         if path:
             loc = str(path)

@@ -15,7 +15,8 @@ from typing import Any
 
 from .errors import ConfigError
 from .hardware import Hardware
-from .model import ModelSpec
+from .limits import MAX_LAYERS, VISION_BOUNDS, Bound, bound_of, check_list, check_number
+from .model import LayerGroup, ModelSpec
 from .nearest import suggest
 from .options import RunOptions
 from .strategy import (
@@ -27,6 +28,7 @@ from .strategy import (
     OFFLOAD_GROUPS,
     PEFT_METHODS,
     SCHEDULES,
+    SELECTIVE_RULES,
     SHARDING_MODES,
     RecomputePlan,
     RecomputeRange,
@@ -89,7 +91,12 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "strategy.cp_algo": CP_ALGOS, "strategy.schedule": SCHEDULES, "strategy.sharding": SHARDING_MODES,
     "strategy.fp8": FP8_RECIPES, "strategy.compile": COMPILE_COMPONENTS, "strategy.loss_fusion": LOSS_FUSIONS,
     "strategy.peft": PEFT_METHODS, "strategy.lora_targets": LORA_TARGETS,
-    "strategy.offload_activations": OFFLOAD_GROUPS,
+    "strategy.offload_activations": OFFLOAD_GROUPS, "strategy.selective_rule": SELECTIVE_RULES,
+    "strategy.offset_rule": ("broadcast", "split"), "strategy.fsdp_layout": ("torchtitan", "root"),
+    "options.grad_persistence": ("persistent", "upstream_rule", "progressive"),
+    "options.vpp_variant": ("megatron", "upstream_big", "upstream_less"),
+    "options.comm_buffer_mode": ("transient_max", "upstream_sum"),
+    "options.optimizer_impl": ("fused", "foreach", "forloop"),
 }
 HARDWARE_FIELDS = ("device", "capacity", "eff_matmul", "hbm_bandwidth", "eff_hbm", "host_link_bandwidth")
 
@@ -196,7 +203,42 @@ def _counts(value: Any, key: str, where: str | None) -> Any:
 
 
 def coerce(info: FieldInfo, value: Any, where: str | None = None) -> Any:
-    """Convert a YAML/JSON/CLI value to the field's type, or raise ConfigError naming the key."""
+    """Convert a YAML/JSON/CLI value to the field's type within its bounds (estimator/limits.py) and choices,
+    or raise ConfigError naming the key and the rule."""
+    return _within_bounds(info, _convert(info, value, where), where)
+
+
+COUNT_ATTRS = ("offset", "partition", "full_counts", "sel_counts", "comm_counts", "offload_counts")
+
+
+def _within_bounds(info: FieldInfo, value: Any, where: str | None) -> Any:
+    key = info.qualified
+    if value is None or isinstance(value, bool | str):
+        return value
+    if info.attr in COUNT_ATTRS or key == "strategy.recompute":
+        check_list(value, path=where, key=key)
+    elif info.attr == "ranges":
+        for item in value:
+            check_number(item.first, Bound(0, MAX_LAYERS, "a first layer"), path=where, key=key)
+            check_number(item.count, Bound(0, MAX_LAYERS, "a layer count"), path=where, key=key)
+    elif key == "model.layers":
+        total = sum(int(g["count"] if isinstance(g, dict) else g.count) for g in value
+                    if isinstance(g, dict | LayerGroup))
+        check_number(total, Bound(0, 2 * MAX_LAYERS, "the layers of all groups"), path=where, key=key)
+    elif key == "model.vision" and isinstance(value, dict):
+        for name, bound in VISION_BOUNDS.items():
+            item = value.get(name)
+            if isinstance(item, int | float) and not isinstance(item, bool):
+                check_number(item, bound, path=where, key=f"{key}.{name}")
+    elif isinstance(value, tuple):
+        check_list(value, path=where, key=key, bound=Bound(0, MAX_LAYERS, "a layer index")
+                   if key == "strategy.noop_layers" else Bound(-(1 << 40), 1 << 40, "an entry"))
+    elif isinstance(value, int | float):
+        check_number(value, bound_of(key, int if isinstance(value, int) else float), path=where, key=key)
+    return value
+
+
+def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
     key = info.qualified
     if info.qualified in SIZE_FIELDS:
         if value is None:
@@ -219,7 +261,7 @@ def coerce(info: FieldInfo, value: Any, where: str | None = None) -> Any:
         rest = [a for a in args if a is not type(None)]
         kind = rest[0] if len(rest) == 1 else kind
         origin = typing.get_origin(kind)
-    if info.attr in ("offset", "partition", "full_counts", "sel_counts", "comm_counts", "offload_counts"):
+    if info.attr in COUNT_ATTRS:
         return _counts(value, key, where)
     if info.attr == "ranges":
         if not isinstance(value, (list, tuple)):

@@ -41,9 +41,12 @@ _SEL_KEYWORDS = (
 )
 _COMM_KEYWORDS = re.compile(r"(?<![a-z0-9])(w_qkv|w_gate_hidden|reshape)(?![a-z0-9])|norm(?![a-z0-9])")
 # a device count or global batch a comment states (checked against the degrees)
-DEVICE_COMMENT = re.compile(r"device[ _]?num(?:ber)?\s*(?:=|:|is)\s*(\d+)", re.IGNORECASE)
-GBS_COMMENT = re.compile(r"(?:global[ _]batch(?:[ _]size)?|\bgbs)\b.*[=:]\s*(\d+)\b(?!\s*[x×*·+/-])",
+# (numbers of up to 18 digits; the global-batch pattern is anchored at its first keyword, matched from a position,
+# so that a long comment with many keywords costs linear time, not quadratic)
+DEVICE_COMMENT = re.compile(r"device[ _]?num(?:ber)?\s*(?:=|:|is)\s*(\d{1,18})(?!\d)", re.IGNORECASE)
+GBS_COMMENT = re.compile(r"(?>.*?(?:global[ _]batch(?:[ _]size)?|\bgbs)\b).*[=:]\s*(\d{1,18})\b(?!\s*[x×*·+/-])",
                          re.IGNORECASE)
+ANCHORED = (GBS_COMMENT,)
 
 
 def mindformers_dtype(name: Any, key: str, path: str) -> tuple[int, bool]:
@@ -91,6 +94,13 @@ def comment_numbers(text: str, regex: re.Pattern[str]) -> list[tuple[int, int]]:
         hash_at = line.find("#")
         if hash_at < 0:
             continue
-        for match in regex.finditer(line[hash_at:]):
+        comment = line[hash_at:]
+        if regex in ANCHORED:  # matched from a position: the first keyword after it, then the last number
+            pos = 0
+            while (match := regex.match(comment, pos)) and match.end() > pos:
+                out.append((lineno, int(match.group(1))))
+                pos = match.end()
+            continue
+        for match in regex.finditer(comment):
             out.append((lineno, int(match.group(1))))
     return out
