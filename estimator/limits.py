@@ -35,7 +35,11 @@ MAX_INCLUDED_FILES = 64
 """One config pulls in at most 64 ``base_config`` files, counted every time one is included (a diamond of
 includes counts each path, so 2^30 paths cannot hide behind 60 files)."""
 MAX_SHELL_VALUE_CHARS = 1 << 20
-"""A launch-script variable expands to at most 1 MiB of text (``X=$X$X`` doubles it every line)."""
+"""A launch-script variable or command expands to at most 1 MiB of text (``X=$X$X`` doubles it every line)."""
+MAX_SHELL_VALUE_PARTS = 1 << 16
+"""… and to at most 65,536 pieces (each piece remembers where in the script it came from, for the writer)."""
+MAX_SHELL_NESTING = 16
+"""``${A:-${B:-…}}`` nests at most 16 levels (real scripts nest 2 or 3; each level scans its text again)."""
 
 # ------------------------------------------------------------------------------------------ plan fields
 MAX_LAYERS = 10_000

@@ -1,5 +1,9 @@
 """MindFormers ``base_config:`` includes (spec §11.1): the named YAML files next to a config are merged under it,
-nested mappings merged and everything else replaced, as MindFormers ``MindFormerConfig._file2dict`` does."""
+nested mappings merged and everything else replaced, as MindFormers ``MindFormerConfig._file2dict`` does.
+
+Includes are bounded (estimator/limits.py): at most MAX_INCLUDE_DEPTH levels, and at most MAX_INCLUDED_FILES
+inclusions in all, counting a file again each time another path includes it (a diamond of 30 levels has 2^30
+paths)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..limits import MAX_INCLUDE_DEPTH, MAX_INCLUDED_FILES
 from .common import load_yaml, read_text
 
 
@@ -21,11 +26,17 @@ def merge_into(top: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def resolve_base(data: dict[str, Any], path: str, seen: tuple[str, ...] = ()) -> tuple[dict[str, Any],
-                                                                                         list[tuple[str, Any]]]:
-    """(merged data, [(base path, its merged data)]) with ``base_config:`` files resolved next to ``path``."""
+def resolve_base(data: dict[str, Any], path: str, seen: tuple[str, ...] = (),
+                 included: list[str] | None = None) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    """(merged data, [(base path, its merged data)]) with ``base_config:`` files resolved next to ``path``.
+    ``seen``: the includes above this file; ``included``: every inclusion so far (shared by the whole tree)."""
     if "base_config" not in data:
         return data, []
+    included = [] if included is None else included
+    if len(seen) >= MAX_INCLUDE_DEPTH:
+        raise ConfigError(f"base_config includes nest more than {MAX_INCLUDE_DEPTH} levels deep (the limit; "
+                          f"MindFormers configs use 1 or 2): {' → '.join(Path(s).name for s in seen)} → …",
+                          path=path, key="base_config")
     raw = data["base_config"]
     names = raw if isinstance(raw, list) else [raw]
     merged_base: dict[str, Any] = {}
@@ -44,10 +55,15 @@ def resolve_base(data: dict[str, Any], path: str, seen: tuple[str, ...] = ()) ->
         resolved = str(target.resolve())
         if resolved in seen:
             raise ConfigError(f"base_config includes loop back to {name!r}", path=path, key="base_config")
+        included.append(resolved)
+        if len(included) > MAX_INCLUDED_FILES:
+            raise ConfigError(f"base_config includes pull in more than {MAX_INCLUDED_FILES} files (the limit, "
+                              f"counting a file each time it is included; {len(set(included))} different files "
+                              "so far): include each base once", path=path, key="base_config")
         base_data = load_yaml(read_text(target), str(target))
         if not isinstance(base_data, dict):
             raise ConfigError("a base_config file must be a mapping of sections", path=str(target))
-        sub, sub_bases = resolve_base(base_data, str(target), (*seen, resolved))
+        sub, sub_bases = resolve_base(base_data, str(target), (*seen, resolved), included)
         merged_base.update(sub)
         bases.extend(sub_bases)
         bases.append((str(target), sub))

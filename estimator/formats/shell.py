@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..errors import ConfigError
+from ..limits import MAX_NESTING, MAX_SHELL_VALUE_CHARS, MAX_SHELL_VALUE_PARTS
 from .shell_syntax import NAME, Arith, Command, Lit, Opaque, Param, Word, shorten, static_text, tokenize
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
@@ -98,9 +100,13 @@ class Script:
 
     @classmethod
     def parse(cls, text: str, path: str, pinned: dict[str, str] | None = None) -> Script:
-        commands = tokenize(text, path)
-        script = cls(text, path, commands, dict(pinned or {}))
-        script._evaluate()
+        try:
+            commands = tokenize(text, path)
+            script = cls(text, path, commands, dict(pinned or {}))
+            script._evaluate()
+        except RecursionError:
+            raise ConfigError("expansions (${…}, $((…)), quotes) nest deeper than the reader follows (about 300 "
+                              "levels; real scripts nest 2 or 3): simplify the script", path=path) from None
         return script
 
     # evaluation of assignments, in order
@@ -138,13 +144,16 @@ class Script:
         name, append, rest = found
         if name in self.pinned:
             return True
-        value = self.expand_value(rest)
+        try:
+            value = self.expand_value(rest)
+        except ConfigError as exc:  # too large: say which assignment
+            raise ConfigError(exc.bare_message, path=self.path, key=name, line=cmd.line) from None
         deps: tuple[str, ...] = ()
         if len(rest) == 1 and isinstance(rest[0], Arith):
             value = tuple(Seg(s.text, s.span, s.via, s.problem, name) for s in value)
             deps = tuple(NAME.findall(rest[0].expr))
         if append:
-            value = self.vars.get(name, ()) + value
+            value = bounded(self.vars.get(name, ()) + value, 0, 0, self.path, name, cmd.line)
         if problem_of(value) and not _rooted(problem_of(value)):
             root = f"{name} (line {cmd.line}) comes from {problem_of(value)}"
             value = tuple(Seg(s.text, s.span, s.via, root if s.problem else None, s.arith) for s in value)
@@ -201,19 +210,24 @@ class Script:
     def expand_value(self, parts: tuple | list) -> Value:
         """Expansion without word splitting (assignment values, ``${X:-word}`` arguments)."""
         out: list[Seg] = []
+        chars = 0
         for part in parts:
-            out.extend(self._part(part))
+            segs = bounded(self._part(part), len(out), chars, self.path)
+            chars += sum(len(seg.text) for seg in segs)
+            out.extend(segs)
         return tuple(out)
 
     def expand_words(self, words: tuple[Word, ...] | list[Word]) -> list[Value]:
         """Command words after expansion and word splitting of unquoted expansions (no globbing)."""
         fields: list[Value] = []
+        pieces = chars = 0
         for word in words:
             current: list[Seg] = []
             started = False
             for part in word.parts:
                 quoted = getattr(part, "quoted", True)
-                segs = self._part(part)
+                segs = bounded(self._part(part), pieces, chars, self.path)
+                pieces, chars = pieces + len(segs), chars + sum(len(seg.text) for seg in segs)
                 if quoted or isinstance(part, Lit):
                     current.extend(segs)
                     started = True
@@ -240,6 +254,18 @@ class Script:
         if depth > 20:
             raise ValueError("variables refer to each other too deeply")
         return _Arith(expr, self, depth).parse()
+
+
+def bounded(value: Value, pieces: int, chars: int, path: str, name: str | None = None,
+            line: int | None = None) -> Value:
+    """``value`` when, added to ``pieces`` pieces and ``chars`` characters already expanded, it stays within
+    MAX_SHELL_VALUE_CHARS characters and MAX_SHELL_VALUE_PARTS pieces (``X=$X$X`` doubles a value every line)."""
+    if pieces + len(value) > MAX_SHELL_VALUE_PARTS or \
+            chars + sum(len(seg.text) for seg in value) > MAX_SHELL_VALUE_CHARS:
+        raise ConfigError(f"a variable expands to more than {MAX_SHELL_VALUE_CHARS >> 20} MiB of text or "
+                          f"{MAX_SHELL_VALUE_PARTS:,} pieces (the limit; X=$X$X doubles a value every line) — "
+                          "write the value out instead of repeating the variable", path=path, key=name, line=line)
+    return value
 
 
 def _assign_name(word: Word) -> tuple[str, bool, tuple] | None:
@@ -300,6 +326,12 @@ class _Arith:
         self.k = 0
         self.script = script
         self.depth = depth
+        nesting = deepest = 0
+        for kind, tok in self.tokens:
+            nesting += (tok == "(") - (tok == ")") if kind == "o" else 0
+            deepest = max(deepest, nesting)
+        if deepest > MAX_NESTING or sum(tok == "**" for _, tok in self.tokens) > MAX_NESTING:
+            raise ValueError(f"nested more than {MAX_NESTING} levels deep (the limit)")
 
     def parse(self) -> int:
         if not self.tokens:

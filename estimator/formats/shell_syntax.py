@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..limits import MAX_SHELL_NESTING
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPENERS = {"if", "for", "while", "until", "case", "select"}
@@ -88,6 +89,7 @@ class _Lexer:
         self.depth = 0
         self.skip_next = False  # the next word is a redirection target
         self.heredocs: list[tuple[str, bool]] = []
+        self.nesting = 0  # ${…:-${…}} levels around this lexer
 
     def error(self, message: str, pos: int) -> ConfigError:
         return ConfigError(message, path=self.path, line=line_of(self.t, pos), column=column_of(self.t, pos))
@@ -288,6 +290,10 @@ class _Lexer:
         if not op:
             return Opaque(f"unsupported expansion ${{{shorten(body)}}}", span, quoted)
         sub = _Lexer(self.t, self.path)
+        sub.nesting = self.nesting + 1
+        if sub.nesting > MAX_SHELL_NESTING:  # every level scans its whole argument again
+            raise self.error(f"${{…}} nested more than {MAX_SHELL_NESTING} levels deep (the limit; real scripts "
+                             "nest 2 or 3)", span[0])
         arg_at = body_at + m.end() + len(op.group())
         sub.i = arg_at
         arg_parts = sub.parts_until(arg_at + len(rest) - len(op.group()), quoted)
@@ -342,16 +348,21 @@ def tokenize(text: str, path: str) -> list[Command]:
     return _Lexer(text, path).run()
 
 
+_BRACKETS = {"(": re.compile(r"[\\'()]"), "{": re.compile(r"[\\{}]")}
+
+
 def _match(t: str, i: int, open_: str, close: str) -> int:
-    """Index of the bracket closing the one at ``i`` (quotes skipped), or -1."""
+    """Index of the bracket closing the one at ``i`` (quotes skipped), or -1. Jumps from bracket to bracket."""
     depth = 0
     j = i
-    while j < len(t):
+    pattern = _BRACKETS[open_]
+    while (m := pattern.search(t, j)) is not None:
+        j = m.start()
         c = t[j]
         if c == "\\":
             j += 2
             continue
-        if c == "'" and open_ != "{":
+        if c == "'":
             k = t.find("'", j + 1)
             if k < 0:
                 return -1
