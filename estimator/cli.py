@@ -9,24 +9,51 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import __version__
-from .errors import SappError
+from .errors import ConfigError, SappError
 from .estimate import estimate
+from .limits import MAX_CAPACITY, MAX_DEVICES, MAX_GLOBAL_BATCH, MAX_TOKENS, Bound, check_number
 from .parsed import ParsedConfig
 from .report import render_table
 from .result import Result
 from .session import PlanSession
+from .session.edits import EditError
+from .units import parse_size
 
 EXIT_BAD_INPUT = 1
 EXIT_DOES_NOT_FIT = 3
+# the bounds of numeric arguments (estimator/limits.py)
+BUDGET = Bound(0, MAX_CAPACITY, "a memory budget", low_open=True)
+DEVICES = Bound(1, MAX_DEVICES, "a device count")
+GLOBAL_BATCH = Bound(1, MAX_GLOBAL_BATCH, "a global batch")
+TOKENS = Bound(0, MAX_TOKENS, "a token count", low_open=True)
+RANKS = Bound(1, 10_000, "a rank")  # each ranked strategy is re-estimated for the table
+
+
+def number_argument(bound: Bound, *, integer: bool = True, size: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a whole number (or a number, or a size like 58GB) within ``bound``; anything else is a
+    usage error stating the rule."""
+    def convert(text: str) -> Any:
+        try:
+            value = parse_size(text) if size else int(text) if integer else float(text)
+            return check_number(value, bound)
+        except ValueError as exc:
+            why = str(exc) if size else f"expected {'a whole number' if integer else 'a number'}, e.g. " + \
+                ("1024" if integer else "15e12")
+            raise argparse.ArgumentTypeError(f"{text!r}: {why}") from None
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc.bare_message}") from None
+    return convert
 
 
 def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     """``section.field=value`` pairs; values are read as YAML scalars/lists (``[1, 2]``, ``true``, ``8``)."""
     import yaml
+
+    from .yamlio import load_bounded
 
     out: dict[str, Any] = {}
     for item in items:
@@ -34,8 +61,8 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
             raise SappError(f"--set {item!r}: expected SECTION.FIELD=VALUE, e.g. --set strategy.tp=8")
         key, raw = item.split("=", 1)
         try:
-            value = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError:
+            value = load_bounded(raw) if raw.strip() else None
+        except (yaml.YAMLError, RecursionError):  # not YAML (or beyond its bounds): the text itself
             value = raw
         out[key.strip()] = value
     return out
@@ -55,7 +82,11 @@ def load_session(args: argparse.Namespace) -> PlanSession:
     session = PlanSession()
     session.open(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
     if late:
-        session.apply(late, "--set")
+        try:
+            session.apply(late, "--set")
+        except EditError as exc:  # the message names the field it is about
+            raise SappError("; ".join(f"--set {key}: {message}" for key, message in exc.errors.items())
+                            or str(exc)) from None
     return session
 
 
@@ -91,6 +122,9 @@ def write_to_output(files: dict[str, str], output: str) -> None:
 def cmd_estimate(args: argparse.Namespace) -> int:
     parsed = load_plan(args)
     result = _estimate_or_explain(parsed, args.explain)
+    if args.stage is not None and not 0 <= args.stage < len(result.stages):
+        raise SappError(f"--stage {args.stage}: the plan has {len(result.stages)} pipeline stages, numbered 0 to "
+                        f"{len(result.stages) - 1}")
     if args.json:
         payload = result.to_dict()
         payload["warnings"] = [w.to_dict() for w in (*parsed.warnings, *result.warnings)]
@@ -181,11 +215,11 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_balance(args: argparse.Namespace) -> int:
     """Balance layers and recompute over the pipeline stages; print before/after (or JSON) and export."""
     from .balance import balance
-    from .units import GiB, parse_size
+    from .units import GiB
 
     session = load_session(args)
     parsed = session.parsed
-    budget = parse_size(args.budget) if args.budget else None
+    budget = args.budget
     res = balance(parsed, budget=budget)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
@@ -234,8 +268,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         payload["peak_bytes"] = round(res.result.peak_bytes)
         payload["step_time_s"] = res.result.step_time_s
         if args.tokens:
-            days, device_hours = time_to_train(res.result, float(args.tokens))
-            payload.update({"tokens": float(args.tokens), "days": days, "device_hours": device_hours})
+            days, device_hours = time_to_train(res.result, args.tokens)
+            payload.update({"tokens": args.tokens, "days": days, "device_hours": device_hours})
     if args.json:
         print(json.dumps(payload, indent=2))
         return 0
@@ -252,7 +286,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(f"  {res.next_value} does not fit" + (f" (stage {res.limiting_stage} limits)"
                                                     if res.limiting_stage is not None else ""))
     if args.tokens:
-        print(f"  {float(args.tokens):.3g} tokens: {payload['days']:.1f} days, {payload['device_hours']:,.0f} "
+        print(f"  {args.tokens:.3g} tokens: {payload['days']:.1f} days, {payload['device_hours']:,.0f} "
               "device-hours")
     return 0
 
@@ -274,7 +308,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="plan file or framework config(s)")
     p.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
-    p.add_argument("--devices", type=int, metavar="N", help="device count, for formats that do not state it")
+    p.add_argument("--devices", type=number_argument(DEVICES), metavar="N",
+                   help="device count, for formats that do not state it")
     p.add_argument("--framework", metavar="NAME", help="read the files as this framework's format")
     p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
                    help="override a field (repeatable); N and the global batch stay fixed")
@@ -294,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--json", action="store_true", help="print the sapp.estimate/1 JSON object")
     est.add_argument("--explain", action="store_true", help="print the formula trace of the peak stage")
     est.add_argument("--stage", type=int, help="with --explain: the stage to explain")
-    est.add_argument("--depth", type=int, default=3, help="with --explain: levels to print (default 3)")
+    est.add_argument("--depth", type=number_argument(Bound(0, 100, "a depth")), default=3,
+                     help="with --explain: levels to print (default 3)")
     est.add_argument("--check", action="store_true", help=f"exit {EXIT_DOES_NOT_FIT} when the plan does not fit")
     est.set_defaults(func=cmd_estimate)
 
@@ -321,14 +357,17 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Enumerate strategies with the device count and global batch fixed, refuse the "
                                      "impossible ones, price the rest and rank those that fit by step time.")
     _add_plan_arguments(sea)
-    sea.add_argument("--global-batch", type=int, metavar="G", help="global batch (default: the plan's)")
+    sea.add_argument("--global-batch", type=number_argument(GLOBAL_BATCH), metavar="G",
+                     help="global batch (default: the plan's)")
     sea.add_argument("--dims", nargs="+", metavar="NAME=VALUES",
                      help="dimensions to vary: tp=1,2,4,8 pp=auto cp=1 rec=full,selective … or all=auto "
                           "(undeclared dimensions keep the plan's value)")
-    sea.add_argument("--top", type=int, default=10, metavar="K", help="ranked strategies to show (default 10)")
+    sea.add_argument("--top", type=number_argument(RANKS), default=10, metavar="K",
+                     help="ranked strategies to show (default 10)")
     sea.add_argument("--json", action="store_true", help="print one JSON object")
     sea.add_argument("--csv", metavar="FILE", help="also write the ranked and Pareto rows as CSV")
-    sea.add_argument("--apply", type=int, metavar="K", help="export the K-th ranked strategy (1 = fastest)")
+    sea.add_argument("--apply", type=number_argument(RANKS), metavar="K",
+                     help="export the K-th ranked strategy (1 = fastest)")
     sea.add_argument("-o", "--output", metavar="OUT", help="with --apply: write the config here")
     sea.set_defaults(func=cmd_search)
 
@@ -337,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "with every stage within the budget (exact), and write it as offsets / layer "
                                      "lists and recompute lists.")
     _add_plan_arguments(bal)
-    bal.add_argument("--budget", metavar="SIZE", help="memory budget per device (default: the plan's)")
+    bal.add_argument("--budget", type=number_argument(BUDGET, size=True), metavar="SIZE",
+                     help="memory budget per device (default: the plan's)")
     bal.add_argument("--json", action="store_true", help="print one JSON object")
     bal.add_argument("-o", "--output", metavar="OUT", help="write the balanced config here")
     bal.set_defaults(func=cmd_balance)
@@ -347,7 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--max", choices=("micro_batch_size", "seq_length", "micro_batches"),
                      help="grow this field while the plan fits")
     fit.add_argument("--min-devices", action="store_true", help="shrink dp (tp, pp, cp and the global batch stay)")
-    fit.add_argument("--tokens", metavar="N", help="also the time to train for N tokens, e.g. 15e12")
+    fit.add_argument("--tokens", type=number_argument(TOKENS, integer=False), metavar="N",
+                     help="also the time to train for N tokens, e.g. 15e12")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(func=cmd_fit)
 

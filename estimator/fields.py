@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .hardware import Hardware
-from .limits import MAX_LAYERS, VISION_BOUNDS, Bound, bound_of, check_list, check_number
+from .limits import MAX_LAYERS, VISION_BOUNDS, Bound, bound_of, check_list, check_number, short_repr
 from .model import LayerGroup, ModelSpec
 from .nearest import suggest
 from .options import RunOptions
@@ -177,12 +177,10 @@ def _int(value: Any, key: str, where: str | None) -> int:
 def _float(value: Any, key: str, where: str | None) -> float:
     if isinstance(value, bool):
         raise ConfigError(f"expected a number, got {value!r}", path=where, key=key)
-    if isinstance(value, (int, float)):
-        return float(value)
     try:
-        return float(str(value).strip())
-    except ValueError:
-        raise ConfigError(f"expected a number, got {value!r}", path=where, key=key) from None
+        return float(value) if isinstance(value, (int, float)) else float(str(value).strip())
+    except (ValueError, OverflowError):
+        raise ConfigError(f"expected a number, got {short_repr(value)}", path=where, key=key) from None
 
 
 def _counts(value: Any, key: str, where: str | None) -> Any:

@@ -36,8 +36,9 @@ MAX_INCLUDED_FILES = 64
 includes counts each path, so 2^30 paths cannot hide behind 60 files)."""
 MAX_SHELL_VALUE_CHARS = 1 << 20
 """A launch-script variable or command expands to at most 1 MiB of text (``X=$X$X`` doubles it every line)."""
-MAX_SHELL_VALUE_PARTS = 1 << 16
-"""… and to at most 65,536 pieces (each piece remembers where in the script it came from, for the writer)."""
+MAX_SHELL_VALUE_PARTS = 1 << 14
+"""… and to at most 16,384 pieces (each piece remembers where in the script it came from, for the writer; real
+launch scripts build values of a few hundred)."""
 MAX_SHELL_NESTING = 16
 """``${A:-${B:-…}}`` nests at most 16 levels (real scripts nest 2 or 3; each level scans its text again)."""
 
@@ -62,8 +63,10 @@ MAX_MICRO_BATCH_SIZE = 1 << 16
 """Micro-batch size: 65,536 sequences."""
 MAX_MICRO_BATCHES = 1 << 16
 """Micro-batches per step: 65,536 (the pipeline schedule is replayed micro-batch by micro-batch)."""
-MAX_GLOBAL_BATCH = 1 << 40
-"""Global batch (sequences per step): 2^40 = MAX_DEVICES × MAX_MICRO_BATCHES × 16."""
+MAX_GLOBAL_BATCH = 1 << 30
+"""Global batch: 2^30 sequences per step (real runs use up to ~10^5; a Qt spin box holds it)."""
+MAX_TOKENS = 1e18
+"""Tokens to train on (``sapp fit --tokens``): 10^18 (the largest runs use ~4·10^13)."""
 MAX_BYTES_PER_VALUE = 64
 """Byte widths (param_bytes, grad_bytes, …): at most 64 bytes per element (fp32 is 4)."""
 MAX_CAPACITY = float(1 << 50)
@@ -72,13 +75,17 @@ MAX_RATE = 1e21
 """Compute and bandwidth rates: at most 10^21 per second (a zettaFLOP; today's devices reach ~10^16)."""
 
 # ------------------------------------------------------------------------------------------ search
-MAX_CANDIDATES = 4_000_000
-"""A search enumerates at most 4·10^6 candidate strategies (~0.4 GiB of integer columns) before pricing."""
+MAX_CANDIDATES = 3_000_000
+"""A search enumerates at most 3·10^6 candidate strategies: about 1.2 GiB at its peak (measured: 2.4·10^6
+candidates took 1.0 GiB); an all=auto search of DeepSeek-V3 on 8,192 devices has 1.2·10^6."""
+MAX_DIM_VALUES = 1024
+"""A search dimension lists at most 1,024 values (``--dims mbs=1,2,…``)."""
 
 
 @dataclass(frozen=True)
 class Bound:
-    """A numeric field's range: ``low`` ≤ value ≤ ``high`` (``low_open``: strictly above ``low``)."""
+    """A numeric field's range: ``low`` ≤ value ≤ ``high`` (``low_open``: strictly above ``low``); ``what`` names
+    the kind of value in the message."""
 
     low: float
     high: float
@@ -86,8 +93,8 @@ class Bound:
     low_open: bool = False
 
     def rule(self) -> str:
-        low = f"> {_number(self.low)}" if self.low_open else f"≥ {_number(self.low)}"
-        return f"{self.what} must be {low} and ≤ {_number(self.high)}"
+        low = f"above {_number(self.low)}" if self.low_open else f"at least {_number(self.low)}"
+        return f"{self.what} must be {low} and at most {_number(self.high)}"
 
 
 def _number(value: float) -> str:
@@ -194,6 +201,22 @@ def check_number(value: int | float, bound: Bound, *, path: str | None = None, k
 def _shown(value: int | float) -> str:
     text = str(value) if not isinstance(value, int) or value.bit_length() < 200 else f"a {len(str(value))}-digit number"
     return text
+
+
+def check_totals(strategy: Any, where: str | None = None) -> None:
+    """The products of a strategy's fields within their bounds: dp·tp·pp·cp devices and the global batch
+    mbs·dp·micro_batches·n_acc (each factor is bounded alone, their product too)."""
+    world = strategy.world_size
+    if world > MAX_DEVICES:
+        raise ConfigError(f"dp {strategy.dp} × tp {strategy.tp} × pp {strategy.pp} × cp {strategy.cp} = {world:,} "
+                          f"devices; at most {MAX_DEVICES:,} (2^20, the limit) — check the parallel degrees",
+                          path=where, key="strategy.dp")
+    batch = strategy.global_batch_size
+    if batch > MAX_GLOBAL_BATCH:
+        raise ConfigError(f"micro_batch_size {strategy.micro_batch_size} × dp {strategy.dp} × micro_batches "
+                          f"{strategy.micro_batches} × n_acc {strategy.n_acc} = a global batch of {batch:,} "
+                          f"sequences; at most {MAX_GLOBAL_BATCH:,} (2^30, the limit) — check the batch sizes",
+                          path=where, key="strategy.micro_batches")
 
 
 def check_list(values: Any, *, path: str | None = None, key: str | None = None, bound: Bound = LAYER_ENTRY) -> Any:

@@ -16,6 +16,7 @@ from .errors import ConfigError, SappError
 from .fields import REGISTRY, coerce, lookup, recompute_value
 from .frameworks import framework_defaults
 from .hardware import Hardware, find_preset, load_presets
+from .limits import check_totals
 from .model import LayerGroup, ModelSpec, VisionSpec
 from .options import FRAMEWORKS, RunOptions
 from .strategy import RecomputePlan, ShardingSpec, Strategy
@@ -165,6 +166,7 @@ def build_plan(values: dict[str, Any], provenance: dict[str, Provenance] | None 
         model = _model_from(values, where)
         strategy = _strategy_from(values, where)
         options = _options_from(values)
+        check_totals(strategy, where)
     except TypeError as exc:  # a value of the wrong shape reached a record
         raise ConfigError(f"invalid value: {exc}", path=where) from None
     hardware = _hardware_from(values, str(framework), provenance, assumptions, preset_dirs)

@@ -24,9 +24,12 @@ def parse_size(value: str | int | float) -> float:
     if isinstance(value, bool):
         raise ValueError(f"size must be a number or a string like '58GB'; got {value!r}")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError(f"size must not be negative; got {value!r}")
-        return float(value)
+        if not value >= 0 or value >= float("inf"):  # NaN fails every comparison
+            raise ValueError(f"size must be a finite number of bytes, not negative; got {value!r}")
+        try:
+            return float(value)
+        except OverflowError:
+            raise ValueError(f"size of {len(str(value))} digits is too large to be a number") from None
     match = _SIZE_RE.match(str(value))
     if not match:
         raise ValueError(
@@ -34,7 +37,10 @@ def parse_size(value: str | int | float) -> float:
             "such as '58GB', '1.5GiB', '512MB' (units are binary: 1 GB = 2^30 bytes)"
         )
     number, prefix, _i, _b = match.groups()
-    return float(number) * (KiB ** _POWERS[prefix.upper()])
+    size = float(number) * (KiB ** _POWERS[prefix.upper()])
+    if size == float("inf"):
+        raise ValueError(f"size {value!r} is too large to be a number")
+    return size
 
 
 def gib(value: float) -> float:

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLine
 
 from estimator.errors import ConfigError
 from estimator.hardware import Hardware, find_preset
+from estimator.limits import MAX_DEVICES, MAX_GLOBAL_BATCH
 from estimator.parsed import ParsedConfig
 from estimator.search import Dim, SearchSpace, parse_dims
 from estimator.search.space import DIMENSIONS
@@ -129,10 +130,10 @@ class SearchSpaceEditor(QWidget):
         self.doc = doc
         self.devices = QSpinBox()
         self.devices.setObjectName("search_devices")
-        self.devices.setRange(1, 10_000_000)
+        self.devices.setRange(1, MAX_DEVICES)
         self.global_batch = QSpinBox()
         self.global_batch.setObjectName("search_global_batch")
-        self.global_batch.setRange(1, 100_000_000)
+        self.global_batch.setRange(1, MAX_GLOBAL_BATCH)
         self.device = QComboBox()
         self.device.setObjectName("search_device")
         self.top_k = QSpinBox()

@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from estimator.limits import MAX_DEVICES
+
 from . import language
 from .language import translate
 from .resources import Example, load_examples
@@ -92,7 +94,7 @@ class StartPage(QWidget):
         self.devices_label = devices_label = QLabel()
         self.devices = QSpinBox()
         self.devices.setObjectName("devices")
-        self.devices.setRange(1, 1_000_000)
+        self.devices.setRange(1, MAX_DEVICES)
         self.devices.setValue(8)
         devices_label.setBuddy(self.devices)
         self.retry_button = QPushButton()

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from fuzzing import fuzz_settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from estimator import estimate
@@ -581,7 +582,7 @@ def _parse_and_estimate(path: Path) -> None:
         pass
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@fuzz_settings(120, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(data=st.data())
 def test_fuzz_mutated_configs_raise_only_sapp_errors(shared_dir, tmp_path_factory, data):
@@ -609,7 +610,7 @@ def test_fuzz_mutated_configs_raise_only_sapp_errors(shared_dir, tmp_path_factor
     _parse_and_estimate(path)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@fuzz_settings(60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_broken_text_raises_only_sapp_errors(tmp_path_factory, data):
     text = _source(None, data.draw(st.sampled_from(FUZZ_SOURCES)))

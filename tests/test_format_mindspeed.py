@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzzing import fuzz_settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from estimator.errors import ConfigError, SappError, StrategyError
@@ -397,7 +398,7 @@ def _mutations(draw):
     return path.suffix, text
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@fuzz_settings(150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_mutations())
 def test_fuzzed_inputs_raise_only_sapp_errors(tmp_path, case):
     suffix, text = case

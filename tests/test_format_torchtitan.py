@@ -373,7 +373,8 @@ def test_errors_are_sapp_errors():
 
 # --------------------------------------------------------------------------------------------- fuzz
 try:
-    from hypothesis import HealthCheck, given, settings
+    from fuzzing import fuzz_settings
+    from hypothesis import HealthCheck, given
     from hypothesis import strategies as hs
 except ImportError:  # pragma: no cover - hypothesis is a dev dependency
     hs = None
@@ -400,7 +401,7 @@ if hs is not None:
                                                            hs.dictionaries(hs.text(min_size=1, max_size=8), inner,
                                                                            max_size=3)), max_leaves=6)
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+    @fuzz_settings(150, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                         HealthCheck.too_slow])
     @given(data=hs.data())
     def test_fuzzed_tomls_fail_only_with_sapp_errors(tmp_path, data):

@@ -97,6 +97,8 @@ def load_yaml(text: str, path: str) -> Any:
         raise ConfigError(exc.problem or "too large", path=path, line=mark.line + 1 if mark else None,
                           column=mark.column + 1 if mark else None) from None
     except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(getattr(exc, "problem", "")):  # libyaml stops at 1,000 levels
+            raise _too_deep(path, "YAML") from None
         raise yaml_error(exc, path) from None
     except RecursionError:
         raise _too_deep(path, "YAML") from None

@@ -7,10 +7,13 @@ the parsed value.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ConfigError
+from ..limits import MAX_CANDIDATES
 from ..parsed import ParsedConfig
 from .space import Dim, SearchSpace
 
@@ -33,14 +36,22 @@ class Candidates:
 
 
 def divisors(n: int) -> list[int]:
-    out = []
-    k = 1
-    while k * k <= n:
-        if n % k == 0:
-            out.append(k)
-            if k != n // k:
-                out.append(n // k)
-        k += 1
+    """Every divisor of ``n`` (none for n < 1), in order, from its prime factorisation: the time grows with the
+    square root of the largest prime factor, not of ``n`` (10^18 = 2^18·5^18 is instant)."""
+    if n < 1:
+        return []
+    factors: dict[int, int] = {}
+    rest, k = n, 2
+    while k * k <= rest:
+        while rest % k == 0:
+            factors[k] = factors.get(k, 0) + 1
+            rest //= k
+        k += 1 if k == 2 else 2
+    if rest > 1:
+        factors[rest] = factors.get(rest, 0) + 1
+    out = [1]
+    for prime, power in factors.items():
+        out = [d * prime ** i for d in out for i in range(power + 1)]
     return sorted(out)
 
 
@@ -69,7 +80,7 @@ def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates
     n_exp = model.num_experts if model.is_moe else 0
     mode = st.sharding.mode
 
-    blocks: list[np.ndarray] = []
+    plan: list[tuple[int, int, int, int, list[list[int]]]] = []  # (t, p, cp, d, the other columns' values)
     for t in _values(space.dim("tp"), st.tp, [x for x in divisors(n) if x <= tp_max]):
         if n % t:
             continue
@@ -84,31 +95,52 @@ def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates
                 ep_values = _values(space.dim("ep"), st.ep, ep_auto)
                 etp_values = _etp_set(fw_name, space.dim("etp"), st.etp, t, model.is_moe)
                 os_values = _os_set(fw_name, mode, space.dim("os"), st, d, cp)
-                lists = [np.asarray(v, dtype=np.int64) for v in
-                         (b_values, ep_values, etp_values, vp_values, os_values, sp_values, rec_values)]
-                if any(len(v) == 0 for v in lists):
-                    continue
-                mesh = np.meshgrid(*lists, indexing="ij")
-                rows = np.stack([x.reshape(-1) for x in mesh])  # [7, n]: one contiguous row per column
-                # column-major ([column, candidate]) so that every column is a contiguous view at the end
-                block = np.empty((len(COLUMNS), rows.shape[1]), dtype=np.int64)
-                block[0], block[1], block[2], block[3] = t, p, cp, d
-                block[4] = rows[0]
-                with np.errstate(divide="ignore"):
-                    block[5] = np.where(g % (d * rows[0]) == 0, g // (d * rows[0]), 0)
-                block[6] = rows[1]
-                block[7] = np.where(rows[2] == 0, t, rows[2])  # 0 encodes "= t"
-                block[8] = rows[3]
-                block[9] = rows[4]
-                block[10] = rows[5]
-                block[11] = rows[6]
-                span = cp if st.sharding.span_cp else 1
-                block[12] = np.where(rows[4] % span == 0, rows[4] // span, d)  # FSDP2: d_sh = os/span
-                blocks.append(block)
+                plan.append((t, p, cp, d, [b_values, ep_values, etp_values, vp_values, os_values, sp_values,
+                                           rec_values]))
+    check_count(plan)  # before anything is allocated
+    blocks: list[np.ndarray] = []
+    for t, p, cp, d, values in plan:
+        lists = [np.asarray(v, dtype=np.int64) for v in values]
+        if any(len(v) == 0 for v in lists):
+            continue
+        mesh = np.meshgrid(*lists, indexing="ij")
+        rows = np.stack([x.reshape(-1) for x in mesh])  # [7, n]: one contiguous row per column
+        # column-major ([column, candidate]) so that every column is a contiguous view at the end
+        block = np.empty((len(COLUMNS), rows.shape[1]), dtype=np.int64)
+        block[0], block[1], block[2], block[3] = t, p, cp, d
+        block[4] = rows[0]
+        with np.errstate(divide="ignore"):
+            block[5] = np.where(g % (d * rows[0]) == 0, g // (d * rows[0]), 0)
+        block[6] = rows[1]
+        block[7] = np.where(rows[2] == 0, t, rows[2])  # 0 encodes "= t"
+        block[8] = rows[3]
+        block[9] = rows[4]
+        block[10] = rows[5]
+        block[11] = rows[6]
+        span = cp if st.sharding.span_cp else 1
+        block[12] = np.where(rows[4] % span == 0, rows[4] // span, d)  # FSDP2: d_sh = os/span
+        blocks.append(block)
     if not blocks:
         return Candidates({c: np.zeros(0, dtype=np.int64) for c in COLUMNS})
     table = np.concatenate(blocks, axis=1)
     return Candidates({name: table[k] for k, name in enumerate(COLUMNS)})
+
+
+def check_count(plan: list[tuple[int, int, int, int, list[list[int]]]]) -> int:
+    """The number of candidates ``plan`` builds; a ConfigError naming the dimensions to narrow when it exceeds
+    MAX_CANDIDATES (each candidate costs a few hundred bytes through the pricing)."""
+    total = sum(math.prod(len(v) for v in values) for *_, values in plan)
+    if total <= MAX_CANDIDATES:
+        return total
+    widest: dict[str, int] = {"tp": len({t for t, *_ in plan}), "pp": len({p for _, p, *_ in plan}),
+                              "cp": len({cp for _, _, cp, *_ in plan})}
+    for name, k in (("mbs", 0), ("ep", 1), ("etp", 2), ("vpp", 3), ("os", 4), ("sp", 5), ("rec", 6)):
+        widest[name] = max(len(values[k]) for *_, values in plan)
+    varied = ", ".join(f"{name} {count}" for name, count in sorted(widest.items(), key=lambda kv: -kv[1])
+                       if count > 1)
+    raise ConfigError(f"the search space has {total:,} candidate strategies, more than the {MAX_CANDIDATES:,} "
+                      f"that are searched at once (the limit; values per dimension: {varied}): narrow it — fix "
+                      "a dimension (--dims tp=8) or list fewer values (--dims mbs=1,2,4)")
 
 
 def _etp_set(framework: str, dim: Dim | None, parsed: int | None, t: int, moe: bool) -> list[int]:

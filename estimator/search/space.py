@@ -6,6 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
+from ..limits import (
+    MAX_DEVICES,
+    MAX_DIM_VALUES,
+    MAX_GLOBAL_BATCH,
+    MAX_LAYERS,
+    MAX_MICRO_BATCH_SIZE,
+    MAX_MICRO_BATCHES,
+    Bound,
+    check_number,
+)
 
 # dimension name -> what it is (CLI names: dp tp pp cp ep etp vpp mb mbs os sp rec)
 DIMENSIONS = {
@@ -16,6 +26,10 @@ DIMENSIONS = {
     "os": "optimizer/FSDP shard group size", "sp": "sequence parallel (0/1)",
     "rec": "uniform recompute mode (none, selective, full)",
 }
+# the values a dimension may list (the degrees: a parallel degree, 1 … MAX_DEVICES)
+DIM_BOUNDS = {"mbs": Bound(1, MAX_MICRO_BATCH_SIZE, "a micro-batch size"),
+              "mb": Bound(1, MAX_MICRO_BATCHES, "a micro-batch count"),
+              "vpp": Bound(1, MAX_LAYERS, "a virtual pipeline degree"), "sp": Bound(0, 1, "sequence parallel (0/1)")}
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
 
@@ -53,6 +67,13 @@ class SearchSpace:
     schedules: tuple[str, ...] | None = None  # None: the parsed schedule (interleaved implied by vpp > 1)
     top_k: int = 10
 
+    def __post_init__(self) -> None:
+        """The device count and global batch within their bounds (estimator/limits.py), before any divisor or
+        candidate is computed from them."""
+        check_number(self.devices, Bound(1, MAX_DEVICES, "a device count"), key="search devices")
+        check_number(self.global_batch, Bound(1, MAX_GLOBAL_BATCH, "a global batch"), key="search global batch")
+        check_number(self.top_k, Bound(1, 10_000, "a number of ranked strategies"), key="search top")
+
     def dim(self, name: str) -> Dim | None:
         return self.dims.get(name)
 
@@ -88,11 +109,14 @@ def parse_dim(text: str) -> tuple[str, Dim]:
                 value = int(part)
             except ValueError:
                 raise ConfigError(f"--dims {name}: {part!r} is not an integer (use auto or a list)") from None
-            if value < (0 if name == "sp" else 1):
-                raise ConfigError(f"--dims {name}: {value} must be positive")
+            check_number(value, DIM_BOUNDS.get(name, Bound(1, MAX_DEVICES, "a parallel degree")),
+                         key=f"--dims {name}")
             values.append(value)
     if not values:
         raise ConfigError(f"--dims {name}: no values given")
+    if len(values) > MAX_DIM_VALUES:
+        raise ConfigError(f"--dims {name}: {len(values):,} values; at most {MAX_DIM_VALUES:,} are searched (the "
+                          "limit) — list fewer, or use auto")
     return name, Dim(values=tuple(dict.fromkeys(values)))
 
 

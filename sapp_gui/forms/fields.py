@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from estimator.limits import bound_of
 from estimator.units import GiB
 from estimator.warnings import Assumption
 
@@ -32,12 +33,24 @@ from ..language import translate
 NONE_INT = -1  # spin boxes show their special-value text ("default") at the minimum
 
 
+QT_INT_MAX = 2 ** 31 - 1  # a QSpinBox holds a C int
+
+
+def field_maximum(key: str) -> int:
+    """The largest value the estimator accepts for the integer field ``key`` (estimator/limits.py): a spin box
+    for it reaches exactly that, so that no accepted value is clamped (every bound is below QT_INT_MAX)."""
+    return int(min(bound_of(key, int).high, QT_INT_MAX))
+
+
 class IntEditor(QSpinBox):
+    """A whole number of the field ``key``, ranging from ``minimum`` to the estimator's bound for the field."""
+
     committed = Signal(object)
 
-    def __init__(self, minimum: int = 1, maximum: int = 1_000_000, *, optional: bool = False,
+    def __init__(self, key: str, minimum: int = 1, *, optional: bool = False,
                  steps: Callable[[], list[int] | None] | None = None) -> None:
         super().__init__()
+        maximum = field_maximum(key)
         self.optional = optional
         self._steps = steps
         self.setKeyboardTracking(False)

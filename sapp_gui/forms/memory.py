@@ -39,7 +39,7 @@ class MemoryForm(FieldForm):
         self.add_field(FieldRow("strategy.sharding", QT_TRANSLATE_NOOP("MemoryForm", "&Sharding"), sharding,
                                 QT_TRANSLATE_NOOP("MemoryForm", "how optimizer states, gradients and parameters are "
                                                                 "sharded over DP"), context=CONTEXT))
-        shard = IntEditor(1, 1_000_000, optional=True)
+        shard = IntEditor("strategy.shard_size", optional=True)
         shard.setObjectName("shard_size")
         self.add_field(FieldRow("strategy.shard_size", QT_TRANSLATE_NOOP("MemoryForm", "Shard size"), shard,
                                 QT_TRANSLATE_NOOP("MemoryForm", "ranks one optimizer shard spans; default = the "
@@ -85,7 +85,7 @@ class MemoryForm(FieldForm):
         self.add_field(FieldRow("strategy.swap_optimizer", QT_TRANSLATE_NOOP("MemoryForm", "Swap"), swap,
                                 QT_TRANSLATE_NOOP("MemoryForm", "optimizer states live on the host and are swapped "
                                                                 "in for the step"), context=CONTEXT))
-        times = IntEditor(1, 1024)
+        times = IntEditor("strategy.swap_times")
         times.setObjectName("swap_times")
         self.add_field(FieldRow("strategy.swap_times", QT_TRANSLATE_NOOP("MemoryForm", "Swap slices"), times,
                                 QT_TRANSLATE_NOOP("MemoryForm", "the optimizer step swaps states in this many slices"),

@@ -43,7 +43,7 @@ class ModelForm(FieldForm):
         self.add_field(FieldRow("model.name", QT_TRANSLATE_NOOP("ModelForm", "Name"), name,
                                 QT_TRANSLATE_NOOP("ModelForm", "model name"), context=CONTEXT))
         for key, label, minimum, optional in MODEL_INTS:
-            editor = IntEditor(minimum, 10_000_000, optional=optional)
+            editor = IntEditor(key, minimum, optional=optional)
             editor.setObjectName(key.split(".")[1])
             self.add_field(FieldRow(key, label, editor, context=CONTEXT))
         tie = BoolEditor(QT_TRANSLATE_NOOP("ModelForm", "tied"), CONTEXT)

@@ -25,7 +25,7 @@ class ParallelForm(FieldForm):
         self.setObjectName("parallelForm")
 
         def degree(key: str, label: str, help_text: str, optional: bool = False) -> FieldRow:
-            editor = IntEditor(1, 1_000_000, optional=optional, steps=lambda: self._steps(key))
+            editor = IntEditor(key, 1, optional=optional, steps=lambda: self._steps(key))
             editor.setObjectName(key.split(".")[1])
             return self.add_field(FieldRow(key, label, editor, help_text, context=CONTEXT))
 
@@ -76,7 +76,7 @@ class ParallelForm(FieldForm):
         degree("strategy.micro_batches", QT_TRANSLATE_NOOP("ParallelForm", "Micro-&batches"),
                QT_TRANSLATE_NOOP("ParallelForm", "micro-batches per step and pipeline; editing it changes the "
                                                  "global batch"))
-        seq = IntEditor(1, 100_000_000)
+        seq = IntEditor("strategy.seq_length")
         seq.setSingleStep(1024)
         seq.setObjectName("seq_length")
         self.add_field(FieldRow("strategy.seq_length", QT_TRANSLATE_NOOP("ParallelForm", "Sequence length"), seq,
