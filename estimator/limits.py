@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import MAX_MESSAGE_CHARS, ConfigError, clip
+from .errors import MAX_MESSAGE_CHARS, ConfigError, clip  # noqa: F401 (MAX_MESSAGE_CHARS: listed with the rest)
 
 # ------------------------------------------------------------------------------------------ files
 MAX_FILE_BYTES = 1 << 20
@@ -199,8 +199,9 @@ def check_number(value: int | float, bound: Bound, *, path: str | None = None, k
 
 
 def _shown(value: int | float) -> str:
-    text = str(value) if not isinstance(value, int) or value.bit_length() < 200 else f"a {len(str(value))}-digit number"
-    return text
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"a number of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
+    return str(value)
 
 
 def check_totals(strategy: Any, where: str | None = None) -> None:
@@ -209,13 +210,13 @@ def check_totals(strategy: Any, where: str | None = None) -> None:
     world = strategy.world_size
     if world > MAX_DEVICES:
         raise ConfigError(f"dp {strategy.dp} × tp {strategy.tp} × pp {strategy.pp} × cp {strategy.cp} = {world:,} "
-                          f"devices; at most {MAX_DEVICES:,} (2^20, the limit) — check the parallel degrees",
+                          f"devices; at most {_number(MAX_DEVICES)}, the limit — check the parallel degrees",
                           path=where, key="strategy.dp")
     batch = strategy.global_batch_size
     if batch > MAX_GLOBAL_BATCH:
         raise ConfigError(f"micro_batch_size {strategy.micro_batch_size} × dp {strategy.dp} × micro_batches "
                           f"{strategy.micro_batches} × n_acc {strategy.n_acc} = a global batch of {batch:,} "
-                          f"sequences; at most {MAX_GLOBAL_BATCH:,} (2^30, the limit) — check the batch sizes",
+                          f"sequences; at most {_number(MAX_GLOBAL_BATCH)}, the limit — check the batch sizes",
                           path=where, key="strategy.micro_batches")
 
 
@@ -242,5 +243,3 @@ def short_repr(value: Any, limit: int = 120) -> str:
     r.maxlevel = 3
     return clip(r.repr(value), limit * 2)
 
-
-__all__ = ["MAX_MESSAGE_CHARS", "Bound", "bound_of", "check_list", "check_number", "clip", "short_repr"]
