@@ -66,6 +66,7 @@ class Hardware(Record):
     # library workspaces the allocator itself hands out (so they count as allocated: cuBLAS, ...)
     runtime_context: tuple[tuple[str, float], ...] = ()
     workspaces: tuple[tuple[str, float], ...] = ()
+    comm_library: str = "nccl"   # the collective library whose buffer rules apply (nccl | hccl)
     sources: tuple[Source, ...] = ()
     provenance: tuple[Vouch, ...] = ()
 
@@ -163,7 +164,7 @@ def _number(value: Any, where: str, key: str) -> float:
 
 PRESET_KEYS = ("id", "name", "aliases", "capacity", "capacity_smi", "levels", "peak_flops", "eff_matmul",
                "hbm_bandwidth", "eff_hbm", "host_link_bandwidth", "host_ram_per_node", "efficiency_band",
-               "runtime_context", "workspaces", "sources", "provenance")
+               "runtime_context", "workspaces", "comm_library", "sources", "provenance")
 
 
 def _size(data: dict[str, Any], key: str, where: str) -> float | None:
@@ -235,6 +236,13 @@ def _vouches(data: dict[str, Any], where: str, hw: Hardware) -> tuple[Vouch, ...
     return tuple(out.values())
 
 
+def _library(data: dict[str, Any], where: str) -> str:
+    library = str(data.get("comm_library", "nccl")).lower()
+    if library not in ("nccl", "hccl"):
+        raise ConfigError(f"comm_library is nccl or hccl, not {library!r}", path=where, key="comm_library")
+    return library
+
+
 def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
     """Build a Hardware record from a preset mapping (as written in the YAML files)."""
     if not isinstance(data, dict):
@@ -280,6 +288,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
         efficiency_band=_bands(data, where, {"matmul": eff_matmul, "hbm": eff_hbm, "comm": 1.0}),
         runtime_context=_per_runtime(data, "runtime_context", where),
         workspaces=_per_runtime(data, "workspaces", where),
+        comm_library=_library(data, where),
         sources=read_sources(data.get("sources"), where),
     )
     return hw.replace(provenance=_vouches(data, where, hw))

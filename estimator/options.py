@@ -54,3 +54,11 @@ class RunOptions(Record):
     k_ew_fwd: float | None = None
     k_ew_bwd: float | None = None
     pp_scatter_gather: bool | None = None  # Megatron ≤ 2022: p2p tensors split over TP ranks without SP
+    # device-level memory (issue 10, estimator/device): the caching allocator's configuration as the launch
+    # script sets it (PYTORCH_CUDA_ALLOC_CONF / PYTORCH_NPU_ALLOC_CONF text; None: the framework's default), the
+    # communication libraries' buffer sizes (None: documented defaults) and the runtime context (None: preset)
+    alloc_conf: str | None = None
+    hccl_buffsize: float | None = None
+    p2p_hccl_buffsize: float | None = None
+    nccl_buffsize: float | None = None
+    runtime_context: float | None = None

@@ -73,6 +73,7 @@ def preset_mapping(hw: Hardware, preset_id: str, name: str | None = None) -> dic
         out["runtime_context"] = {k: f"{v / MiB:g}MiB" for k, v in hw.runtime_context}
     if hw.workspaces:
         out["workspaces"] = {k: f"{v / MiB:g}MiB" for k, v in hw.workspaces}
+    out["comm_library"] = hw.comm_library
     # every figure keeps its source; one the user changed is the user's from now on
     sources = {s.id: s for s in hw.sources}
     provenance: dict[str, str] = {}

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..device.knobs import launch_env
 from ..errors import ConfigError
 from .feature_flags import read_feature_flags
 from .known_keys import catalogue, unknown_names
@@ -112,8 +113,26 @@ def read_script(text: str, path: str, devices: int | None) -> Reading:
     _model_flags(fl, out, shaped, path)
     _strategy_flags(fl, out, world, how)
     _recompute_flags(fl, out)
+    _device_env(script, out, path)
     role = "both" if any(k.startswith("model.") for k in out.values) else "strategy"
     return out.reading(SCRIPT, role, text, path)
+
+
+def _device_env(script: Script, out: Collector, path: str) -> None:
+    """Allocator and communication-buffer knobs the script exports (PYTORCH_NPU_ALLOC_CONF, HCCL_BUFFSIZE…)."""
+    def lookup(name: str) -> str | None:
+        value = script.lookup(name)
+        return text_of(value) if value is not None and not problem_of(value) else None
+
+    def where(name: str) -> str:
+        record = script.assignments.get(name)
+        return f"{path}:{record.line}" if record else path
+
+    knobs, warnings = launch_env(lookup, where)
+    for key, value, at in knobs:
+        out.put(key, value, at)
+    for text in warnings:
+        out.warn("W-ENV", text)
 
 
 def _putter(fl: FlagSet, out: Collector) -> Put:
