@@ -166,9 +166,15 @@ def block_slots(d: Dims, w: Widths, f: Flags, s: float, kind: str) -> tuple[Slot
 def head_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
     """Output: final-norm input, head input (REP with DTensor SP: the column-parallel head gathers it),
     and the loss' saved softmax (per vocabulary entry, class V)."""
+    fusion = f.feat.loss_fusion
     out = [SlotDef("o.norm_in", w.r * d.h, "sp"),
-           SlotDef("o.head_in", w.c * d.h, "rep" if f.dtensor_sp else "sp"),
-           SlotDef("o.loss", w.l, "v")]
+           SlotDef("o.head_in", w.c * d.h, "rep" if f.dtensor_sp else "sp")]
+    if fusion == "none":
+        out.append(SlotDef("o.loss", w.l, "v"))
+    elif fusion == "fused":  # [A-LOSS.fused] the logits at β_c and a fp32 log-sum-exp per token; no fp32 copy
+        out += [SlotDef("o.loss", w.c, "v"), SlotDef("o.lse", 4.0, "rep")]
+    else:  # [A-LOSS.chunked] the logits are never materialised: the log-sum-exp per token is all that is kept
+        out.append(SlotDef("o.lse", 4.0, "rep"))
     if f.norm_stats:
         out.append(SlotDef("nstat.o", 4 * d.c_stat, "sp"))
     return tuple(out)
@@ -187,6 +193,20 @@ def mtp_extra_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
     if f.norm_stats:
         out.append(SlotDef("nstat.mtp", 2 * 4 * d.c_stat, "sp"))
     return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------ compile
+# saved tensors a compiled layer recomputes: torch.compile's min-cut partitioner keeps the inputs of each fused
+# pointwise region and recomputes its outputs in the backward — the RMSNorm outputs (from the saved norm input and
+# its fp32 statistics) and the SwiGLU product and activation (from the saved gate and up projections)
+COMPILE_RECOMPUTED = frozenset({"a.norm_out", "m.norm_out", "m.fc2_in", "m.act_out", "s.fc2_in", "s.act_out",
+                                "e.fc2_in", "e.act_out"})
+
+
+def compiled_slots(slots: list[SlotDef]) -> list[SlotDef]:
+    """[A-COMPILE] A compiled layer's slots: the outputs of fused elementwise chains are recomputed, not saved
+    (their inputs, and the norm statistics, stay)."""
+    return [s for s in slots if s.id not in COMPILE_RECOMPUTED]
 
 
 # ------------------------------------------------------------------------------------------ FP8
@@ -359,6 +379,8 @@ class ActivationTable:
     def _block(self, kind: str) -> tuple[SlotDef, ...]:
         slots = block_slots(self.d, self.w, self.f, self.s, kind)
         feat = self.f.feat
+        if feat.compile_model and kind not in ("noop", "vision"):
+            slots = tuple(compiled_slots(list(slots)))
         if feat.fp8_on and feat.fp8_impl == "te" and kind not in ("noop", "vision"):
             slots = tuple(fp8_slots(self.d, self.w, self.f, kind, list(slots)))
         if feat.lora and kind not in ("noop", "vision"):

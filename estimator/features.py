@@ -178,9 +178,7 @@ def peft_problem(st: Strategy) -> str:
 def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
     """Features a plan states that the estimator does not price yet: said out loud, never silently dropped."""
     out = []
-    for on, text in ((bool(st.compile), f"torch.compile of {', '.join(st.compile)}"),
-                     (st.loss_fusion not in (None, "none"), f"loss fusion {st.loss_fusion!r}"),
-                     (st.async_tp, "async tensor parallelism"),
+    for on, text in ((st.async_tp, "async tensor parallelism"),
                      (st.overlap_grad_reduce is not None, "overlap_grad_reduce"),
                      (st.overlap_param_gather is not None, "overlap_param_gather"),
                      (st.cp_load_balance is False, "context parallelism without load balancing"),

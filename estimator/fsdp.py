@@ -225,7 +225,7 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
     out: list[Instant] = []
     if has_o:
         o_gathered = 0.0 if root else bc * o_elems
-        loss = T * max(f.w_b, f.w_f) * pricer.vpad / pricer.t_v
+        loss = pricer.loss_working()
         out.append(Instant("L: loss backward" + label, grads_after(0.0), a_h + running, res_base + o_gathered, loss))
         if not root:
             pf = prefetch(block_bytes[-1], not reshard) if chunk_blocks else 0.0

@@ -382,6 +382,8 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     opt_impl = str(_pick(options.optimizer_impl, fw.optimizer_impl))
     keep_casts = bool(_pick(options.keep_weight_casts, fw.keep_weight_casts(bp, bc, mode)))
     w_b, w_f = fw.loss_widths(bc, bl)
+    if feat.loss_fusion == "fused":  # [W-LOSS.fused] the logits' gradient at β_c, no fp32 copy of them
+        w_b, w_f = bc, bc
     fsdp2 = fw.fsdp_native and mode in FSDP_MODES
     p = st.pp
     reshard = sh.reshard_after_forward if sh.reshard_after_forward is not None else p == 1

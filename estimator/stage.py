@@ -256,8 +256,7 @@ class StagePricer:
         if item.kind in (NOOP, EMBEDDING, EMBEDDING_COPY, "vision_extras") or frozen_vision:
             out = 0.0
         elif item.kind == OUTPUT:
-            width = max(f.w_b, f.w_f) if backward else f.w_f
-            out = T * width * self.vpad / self.t_v
+            out = self.loss_working(backward)
         elif item.kind == VISION:
             vision = self.r.model.vision
             assert vision is not None
@@ -270,12 +269,21 @@ class StagePricer:
                 i_max = d.g * d.hff / par.t
             out = T * w.c * (2 * d.h / par.sp_div + i_max)
             if item.kind == MTP:
-                width = max(f.w_b, f.w_f) if backward else f.w_f
-                out = maximum(out, T * width * self.vpad / self.t_v)
+                out = maximum(out, self.loss_working(backward))
         if backward and f.persistence == "upstream_rule":
             # D5 upstream rule without held gradients (γ = 0): the executing layer's own gradient
             out = out + (1 - self.gamma) * self.static(item.kind, item.block).gradients
         return out
+
+    def loss_working(self, backward: bool = True) -> Num:
+        """The loss' working set over the logits (D45): T·w·v_pad/t_V with w = max(w_b, w_f) around the backward,
+        w_f in the forward; a chunked (fused linear) cross-entropy holds one fp32 chunk of logits about the size of
+        the hidden states instead (Liger's chunking rule) [W-LOSS.chunked]."""
+        f, T = self.r.flags, self.T
+        if f.feat.loss_fusion == "chunked":
+            return T * 4 * self.r.dims.h
+        width = max(f.w_b, f.w_f) if backward else f.w_f
+        return T * width * self.vpad / self.t_v
 
     def rc(self, item: Item, group_act_none: float = 0.0) -> float:
         """Rc(ℓ): what the backward of ℓ recomputes (full: A(ℓ, none); selective: the dropped slots)."""

@@ -26,7 +26,14 @@ FP8_UNMODELLED = {"--first-last-layers-bf16": "the first/last layers run in bf16
                   "--no-fp8-wgrad": "weight gradients in bf16 (inputs saved in bf16)",
                   "--fp8-dot-product-attention": "FP8 attention", "--fp8-multi-head-attention": "FP8 attention"}
 MEGATRON_FP8_RECIPES = ("tensorwise", "delayed", "mxfp8", "blockwise")
-FEATURE_FLAGS = LORA_FLAGS + FP8_FLAGS + tuple(FP8_UNMODELLED)
+# switches: flag -> (field, value when present, value when absent — None: leave the field unstated)
+SWITCH_FLAGS = {"--cross-entropy-loss-fusion": ("strategy.loss_fusion", "fused", None),
+                "--tp-comm-overlap": ("strategy.async_tp", True, None),
+                "--use-ascend-mc2": ("strategy.async_tp", True, None),
+                "--use-mc2": ("strategy.async_tp", True, None),
+                "--overlap-grad-reduce": ("strategy.overlap_grad_reduce", True, False),
+                "--overlap-param-gather": ("strategy.overlap_param_gather", True, False)}
+FEATURE_FLAGS = LORA_FLAGS + FP8_FLAGS + tuple(FP8_UNMODELLED) + tuple(SWITCH_FLAGS)
 MINDSPEED_LORA_RANK = 16  # MindSpeed-LLM's --lora-r default
 
 
@@ -34,6 +41,17 @@ def read_feature_flags(fl: FlagSet, out: Collector, put: Put) -> None:
     """Every issue-11 flag of a Megatron/MindSpeed launch script."""
     _fp8(fl, out, put)
     _lora(fl, out, put)
+    _switches(fl, out, put)
+
+
+def _switches(fl: FlagSet, out: Collector, put: Put) -> None:
+    """Loss fusion, TP communication overlap (TE userbuffers; MindSpeed's MC2 fused matmul-communication) and the
+    distributed optimizer's overlapped gradient reduction / parameter gather (off unless the flag is given)."""
+    for flag, (field, present, absent) in SWITCH_FLAGS.items():
+        if fl.has(flag):
+            put(field, present, flag)
+        elif absent is not None and field not in out.values:
+            out.derive(field, absent, f"no {flag}: Megatron does not overlap it")
 
 
 def _fp8(fl: FlagSet, out: Collector, put: Put) -> None:
@@ -93,7 +111,8 @@ def _lora(fl: FlagSet, out: Collector, put: Put) -> None:
         put("strategy.lora_dropout", dropout, "--lora-dropout")
 
 
-def feature_flag_edits(path: str, old: Strategy, new: Strategy, mla: bool) -> dict[str, Any]:
+def feature_flag_edits(path: str, fl: FlagSet, old: Strategy, new: Strategy, mla: bool,
+                       framework: str) -> dict[str, Any]:
     """Flag -> new value (str), True (present) or None (absent) for every changed issue-11 field a launch script
     can state; a change it cannot state is refused (R-FW). ``mla``: the model's attention is MLA."""
     want: dict[str, Any] = {}
@@ -104,11 +123,31 @@ def feature_flag_edits(path: str, old: Strategy, new: Strategy, mla: bool) -> di
                       "set apart in a launch script", path)
     if (old.peft, old.lora_rank, old.lora_targets) != (new.peft, new.lora_rank, new.lora_targets):
         want.update(_lora_edits(path, new, mla))
+    want.update(_switch_edits(path, fl, old, new, framework))
     if old.lora_dropout != new.lora_dropout:
         want["--lora-dropout"] = str(new.lora_dropout) if new.lora_dropout else None
     for name in ("lora_param_bytes", "qlora_double_quant"):
         if getattr(old, name) != getattr(new, name):
             raise refusal(f"a MindSpeed launch script cannot state strategy.{name} = {getattr(new, name)!r}", path)
+    return want
+
+
+def _switch_edits(path: str, fl: FlagSet, old: Strategy, new: Strategy, framework: str) -> dict[str, Any]:
+    want: dict[str, Any] = {}
+    if old.loss_fusion != new.loss_fusion:
+        if new.loss_fusion == "chunked":
+            raise refusal("Megatron has no chunked (fused linear) cross-entropy: strategy.loss_fusion chunked", path)
+        want["--cross-entropy-loss-fusion"] = True if new.loss_fusion == "fused" else None
+    if old.async_tp != new.async_tp:
+        overlap = ("--use-ascend-mc2", "--use-mc2", "--tp-comm-overlap")
+        if new.async_tp:  # MindSpeed overlaps TP with MC2, Megatron with Transformer Engine's userbuffers
+            want["--use-ascend-mc2" if framework == "mindspeed" else "--tp-comm-overlap"] = True
+        else:
+            want.update(dict.fromkeys((f for f in overlap if fl.has(f)), None))
+    for name, flag in (("overlap_grad_reduce", "--overlap-grad-reduce"),
+                       ("overlap_param_gather", "--overlap-param-gather")):
+        if getattr(old, name) != getattr(new, name):
+            want[flag] = True if getattr(new, name) else None
     return want
 
 

@@ -109,7 +109,7 @@ def _desired_flags(path: str, fl: FlagSet, old: Strategy, new: Strategy,
                            ("residual_bytes", "--fp32-residual-connection", 4)):
         if name in changed:
             want[flag] = True if getattr(new, name) == on else None
-    want.update(feature_flag_edits(path, old, new, parsed.model.is_mla))
+    want.update(feature_flag_edits(path, fl, old, new, parsed.model.is_mla, parsed.options.framework))
     nodes = True if new.world_size != old.world_size else None
     return want, nodes
 

@@ -57,6 +57,7 @@ LOCATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "compile": (("compile", "enable"), ("training", "compile")),
     "compile_components": (("compile", "components"),),
     "cp_rotate": (("parallelism", "context_parallel_rotate_method"),),
+    "async_tp": (("parallelism", "enable_async_tensor_parallel"), ("experimental", "enable_async_tensor_parallel")),
 }
 # keys the 2024-12 schema does not have (only the first location is [parallelism])
 NEW_ONLY = {"ep", "etp", "layers_per_stage", "pp_microbatch_size", "first_less", "last_less", "reshard",

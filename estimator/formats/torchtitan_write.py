@@ -32,7 +32,7 @@ WRITABLE = {"seq_length", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "d_rep", "
             "micro_batches", "n_acc", "sequence_parallel", "cp_algo", "ulysses_degree", "schedule",
             "emb_out_in_offset", "vocab_parallel_loss", "compute_bytes", "reduce_bytes", "recompute.default_mode",
             "recompute.ranges", "recompute.rule", "sharding.mode", "sharding.os", "sharding.reshard_after_forward",
-            "sharding.reshard_head_unit"}
+            "sharding.reshard_head_unit", "compile", "async_tp"}
 WIDTH_NAMES = {2: "bfloat16", 4: "float32"}
 DELETE = "<delete>"  # view value: remove the key (the framework default applies)
 
@@ -48,6 +48,8 @@ class _Context:
     n_layers: int
     weights: int
     had_rotate: bool = False  # the file states context_parallel_rotate_method
+    had_compile: bool = False
+    had_async_tp: bool = False
 
 
 def _context(data: dict[str, Any], parsed: ParsedConfig) -> _Context:
@@ -60,7 +62,9 @@ def _context(data: dict[str, Any], parsed: ParsedConfig) -> _Context:
                     old_microbatches=find_key(data, "pp_microbatches")[1] is not None or schema != "parallelism",
                     schedule_text=str(sched) if sched is not None else None,
                     n_layers=parsed.model.num_layers, weights=stage_weights(data),
-                    had_rotate=find_key(data, "cp_rotate")[1] is not None)
+                    had_rotate=find_key(data, "cp_rotate")[1] is not None,
+                    had_compile=find_key(data, "compile")[1] is not None,
+                    had_async_tp=find_key(data, "async_tp")[1] is not None)
 
 
 def _view(st: Strategy, ctx: _Context, path: str) -> dict[str, Any]:
@@ -103,11 +107,27 @@ def _view(st: Strategy, ctx: _Context, path: str) -> dict[str, Any]:
     v["reshard"] = _view_reshard(st, path)
     v["disable_loss_parallel"] = True if st.vocab_parallel_loss is False else None
     v["ac_mode"], v["ac_option"] = _view_recompute(st, ctx, path)
+    _view_compile(v, st, ctx, path)
+    v["async_tp"] = True if st.async_tp else (False if ctx.had_async_tp else None)
     for name, width in (("mp_param", st.compute_bytes), ("mp_reduce", st.reduce_bytes)):
         if width is not None and width not in WIDTH_NAMES:
             raise refuse(FORMAT, f"a {width}-byte mixed-precision dtype", path)
         v[name] = WIDTH_NAMES.get(width) if width is not None else None
     return v
+
+
+def _view_compile(v: dict[str, Any], st: Strategy, ctx: _Context, path: str) -> None:
+    """[compile] enable + components (the 2024-12 schema: training.compile, the model only)."""
+    parts = tuple(st.compile)
+    if ctx.schema != "parallelism":
+        if parts not in ((), ("model",)):
+            raise refuse(FORMAT, f"compile of {', '.join(parts)} in the 2024-12 schema (training.compile compiles "
+                                 "the model only)", path)
+        v["compile"] = bool(parts) if (parts or ctx.had_compile) else None
+        return
+    v["compile"] = bool(parts) if (parts or ctx.had_compile) else None
+    if parts:
+        v["compile_components"] = [p for p in ("model", "loss") if p in parts]
 
 
 def _view_schedule(v: dict[str, Any], st: Strategy, ctx: _Context, path: str) -> None:
