@@ -54,7 +54,8 @@ def search_job(parsed: Any, space: Any, progress: Any = None, cancel: Any = None
     from estimator.search import search
 
     result = search(parsed, space, progress=progress, cancel=cancel)
-    for row in (*result.ranked, *result.pareto):
+    current = [result.current.row] if result.current is not None else []
+    for row in (*result.ranked, *result.pareto, *current):
         if row.result is not None:
             try:
                 pickle.dumps(row.result)

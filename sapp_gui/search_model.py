@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush, QColor, QFont
 
 from estimator.search import RankedRow, SearchResult
 from estimator.units import GiB
@@ -33,10 +33,16 @@ class SearchRow:
     rank: int | None         # 1-based rank by step time among those that fit (None: Pareto-only row)
     row: RankedRow
     pareto: bool
+    current: bool = False    # the plan as opened (always a row; its rank may be beyond the top K)
 
     @property
     def decisive_peak(self) -> float:
         return max(self.row.peak_bytes, self.row.optimizer_step_peak)
+
+
+def rank_text(row: SearchRow) -> str:
+    text = str(row.rank) if row.rank is not None else ("–" if row.current else "P")
+    return text + "*" if row.current else text
 
 
 def recompute_text(row: RankedRow) -> str:
@@ -49,8 +55,9 @@ Column = tuple[str, str, str, Callable[[SearchRow], str], Callable[[SearchRow], 
 
 COLUMNS: list[Column] = [
     ("rank", QT_TRANSLATE_NOOP("SearchTable", "#"),
-     QT_TRANSLATE_NOOP("SearchTable", "rank by step time among the strategies that fit (P: on the Pareto front only)"),
-     lambda r: str(r.rank) if r.rank is not None else "P", lambda r: r.rank if r.rank is not None else 10**9),
+     QT_TRANSLATE_NOOP("SearchTable", "rank by step time among the strategies that fit (P: on the Pareto front "
+                                      "only; *: the plan as opened, –* when it does not fit)"),
+     lambda r: rank_text(r), lambda r: r.rank if r.rank is not None else 10**9),
     ("dp", "DP", QT_TRANSLATE_NOOP("SearchTable", "data-parallel degree"),
      lambda r: str(r.row.strategy.dp), lambda r: r.row.strategy.dp),
     ("tp", "TP", QT_TRANSLATE_NOOP("SearchTable", "tensor-parallel degree"),
@@ -108,9 +115,17 @@ def strategy_key(row: RankedRow) -> tuple[Any, ...]:
 
 
 def build_rows(result: SearchResult) -> list[SearchRow]:
-    """Ranked rows first (by step time), then the Pareto rows that did not make the top K."""
+    """Ranked rows first (by step time) with the plan as opened among them (marked), then the Pareto rows that
+    did not make the top K."""
     pareto_keys = {strategy_key(r) for r in result.pareto}
-    rows = [SearchRow(k + 1, r, strategy_key(r) in pareto_keys) for k, r in enumerate(result.ranked)]
+    current = result.current
+    here = current.ranked_index if current is not None else None
+    rows = [SearchRow(k + 1, r, strategy_key(r) in pareto_keys, current=k == here)
+            for k, r in enumerate(result.ranked)]
+    if current is not None and here is None:
+        at = current.rank - 1 if current.rank is not None and current.rank <= len(rows) else len(rows)
+        rows.insert(at, SearchRow(current.rank, current.row, strategy_key(current.row) in pareto_keys,
+                                  current=True))
     ranked_keys = {strategy_key(r) for r in result.ranked}
     rows += [SearchRow(None, r, True) for r in result.pareto if strategy_key(r) not in ranked_keys]
     return rows
@@ -146,6 +161,12 @@ class SearchTableModel(QAbstractTableModel):
                        | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ForegroundRole and key == "pareto":
             return QBrush(QColor(PARETO))
+        if row.current and role == Qt.ItemDataRole.FontRole:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if row.current and role == Qt.ItemDataRole.ToolTipRole:
+            return translate("SearchTable", "The plan as opened, priced with its own layout and recompute")
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:

@@ -59,6 +59,18 @@ def _estimate_strategy(parsed: ParsedConfig, strategy: Any) -> Result:
     return estimate(parsed.model, strategy, parsed.hardware, parsed.options)
 
 
+def current_sentence(result: SearchResult) -> str:
+    """Where the plan as opened stands against a search (its row is marked * in the table)."""
+    current = result.current
+    if current is None:
+        return translate("SearchPanel", "The plan as opened cannot be estimated, so it is not among the rows.")
+    peak = max(current.row.peak_bytes, current.row.optimizer_step_peak) / GiB
+    if not current.fits:
+        return translate("SearchPanel", "The plan as opened (*) does not fit: peak {0} GiB.").format(f"{peak:,.2f}")
+    return translate("SearchPanel", "The plan as opened (*) ranks {0} of {1}: step {2} s, peak {3} GiB.").format(
+        f"{current.rank:,}", f"{result.fitting:,}", f"{current.row.step_time_s:,.3f}", f"{peak:,.2f}")
+
+
 class SearchPanel(QWidget):
     apply_requested = Signal(dict, str)     # form changes, undo text
     compare_requested = Signal(str, object, object)  # name, plan (ParsedConfig with the strategy), Result | None
@@ -78,6 +90,7 @@ class SearchPanel(QWidget):
         self.row_runner.finished.connect(self._on_row_estimated)
         self.result: SearchResult | None = None
         self.searched: ParsedConfig | None = None     # the plan the result was searched on
+        self.interrupted: SearchResult | None = None  # a newer search cancelled while this result stays shown
         self.rows: list[SearchRow] = []
         self.current_row = -1
         self.started_at = 0.0
@@ -220,7 +233,7 @@ class SearchPanel(QWidget):
             self.search_runner.discard()
             self.row_runner.discard()
             self._set_running(False)
-            self.result, self.searched, self.rows = None, None, []
+            self.result, self.searched, self.rows, self.interrupted = None, None, [], None
             self.results.set_result(None, [])
             self.pareto.clear()
             self.stage_chart.setVisible(False)
@@ -277,6 +290,13 @@ class SearchPanel(QWidget):
             self.status.emit(self.summary.text())
             return
         result: SearchResult = outcome.value
+        if result.cancelled and self.result is not None and not self.result.cancelled:
+            # keep the previous complete search on screen; say how far the cancelled one got
+            self.interrupted = result
+            self._show_summary()
+            self.results_shown.emit(result)
+            return
+        self.interrupted = None
         self.result, self.searched = result, outcome.tag
         self.rows = build_rows(result)
         self.results.set_result(result, self.rows)
@@ -293,6 +313,8 @@ class SearchPanel(QWidget):
 
     # ------------------------------------------------------------------------------------- display
     def _show_summary(self) -> None:
+        """Counts of the search on screen (the same numbers as the table's tab), where the plan as opened
+        stands, and whether a newer search was cancelled."""
         result = self.result
         if result is None:
             return
@@ -302,8 +324,16 @@ class SearchPanel(QWidget):
             f"{result.candidates:,}", f"{result.candidates - result.survivors:,}", f"{result.survivors:,}",
             f"{result.fitting:,}", f"{result.budget / GiB:,.2f}", f"{result.seconds:.2f}")
         if result.cancelled:
-            text = "<b style='color:#B8420A'>" + translate("SearchPanel", "Cancelled: partial result.") + "</b> " + \
+            text = "<b style='color:#B8420A'>" + translate("SearchPanel", "Cancelled after {0} of {1} priced: "
+                                                                          "partial result.").format(
+                f"{result.priced:,}", f"{result.survivors:,}") + "</b> " + \
                 translate("SearchPanel", "Only the candidates priced before Cancel are ranked.") + " " + text
+        elif self.interrupted is not None:
+            text = "<b style='color:#B8420A'>" + translate("SearchPanel", "The new search was cancelled after {0} of "
+                                                                          "{1} priced;").format(
+                f"{self.interrupted.priced:,}", f"{self.interrupted.survivors:,}") + "</b> " + translate(
+                "SearchPanel", "the previous complete search is still shown.") + " " + text
+        text += " " + current_sentence(result)
         if self.searched is not None and self.doc.loaded and self.searched.values != self.doc.parsed.values:
             text += " " + translate("SearchPanel", "(The plan changed since this search ran.)")
         self.summary.setText(text)
@@ -366,7 +396,7 @@ class SearchPanel(QWidget):
     def _update_buttons(self) -> None:
         self.results.export_button.setEnabled(self.result is not None)
         ok = 0 <= self.current_row < len(self.rows) and self.doc.loaded
-        self.apply_button.setEnabled(ok)
+        self.apply_button.setEnabled(ok and not self.rows[self.current_row].current)  # it is the plan already
         self.compare_button.setEnabled(ok)
 
     # ------------------------------------------------------------------------------------- actions

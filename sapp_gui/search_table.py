@@ -136,7 +136,8 @@ class SearchResultsTabs(QTabWidget):
             self.setTabText(1, translate("SearchPanel", "Refused"))
             return
         refused = sum(self.result.refusals.values())
-        self.setTabText(0, translate("SearchPanel", "Strategies that fit ({0})").format(len(self.rows)))
+        self.setTabText(0, translate("SearchPanel", "Fastest {0} of {1} that fit").format(
+            f"{len(self.result.ranked):,}", f"{self.result.fitting:,}"))
         self.setTabText(1, translate("SearchPanel", "Refused ({0})").format(f"{refused:,}"))
 
     def apply_filter(self, *_args: object) -> None:

@@ -5,6 +5,7 @@ and the top K re-estimated in scalar mode (so they can be explained)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -55,6 +56,21 @@ class RankedRow:
 
 
 @dataclass
+class CurrentPlan:
+    """The plan the search started from, priced like the Memory tab prices it, and where it stands: the rank it
+    would take among the strategies that fit (None when it does not fit) and the ranked row that is the same
+    strategy, if one is."""
+
+    row: RankedRow
+    fits: bool
+    rank: int | None
+    ranked_index: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.row.to_dict(), "fits": self.fits, "rank": self.rank, "ranked_index": self.ranked_index}
+
+
+@dataclass
 class SearchResult:
     candidates: int
     refusals: dict[str, int]
@@ -68,13 +84,23 @@ class SearchResult:
     seconds: float
     cancelled: bool = False
     phases: dict[str, float] = field(default_factory=dict)
+    priced: int = 0  # survivors priced (all of them unless cancelled)
+    current: CurrentPlan | None = None  # None when the plan itself cannot be estimated
 
     def to_dict(self) -> dict[str, Any]:
         return {"candidates": self.candidates, "refusals": self.refusals, "examples": self.examples,
-                "survivors": self.survivors, "fitting": self.fitting,
+                "survivors": self.survivors, "priced": self.priced, "fitting": self.fitting,
                 "over_budget": [{"candidate": c, "overshoot_bytes": round(o)} for c, o in self.over_budget],
                 "pareto": [r.to_dict() for r in self.pareto], "ranked": [r.to_dict() for r in self.ranked],
+                "current": self.current.to_dict() if self.current is not None else None,
                 "budget": round(self.budget), "seconds": self.seconds, "cancelled": self.cancelled}
+
+    @property
+    def progress_text(self) -> str:
+        """How much of the search ran: "cancelled after N of M priced" or "M priced"."""
+        if self.cancelled:
+            return f"cancelled after {self.priced:,} of {self.survivors:,} priced"
+        return f"{self.priced:,} priced"
 
 
 class _Reporter:
@@ -147,11 +173,11 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
                               chunk=CHUNK)
     phases["price"] = time.perf_counter() - t0
     cancelled = rep.cancelled()
+    done = ~np.isnan(priced.peak)
 
     t0 = time.perf_counter()
     rep.report(len(alive), len(alive), "rank", force=True)
     budget = _budget(parsed)
-    done = ~np.isnan(priced.peak)
     decisive = np.fmax(priced.peak, priced.optimizer_step_peak)
     fits = done & (decisive <= budget)
     over = np.nonzero(done & ~fits)[0]
@@ -169,10 +195,63 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     ranked = [_row(parsed, surv, surv_derived, priced, int(k), budget, rescore=True) for k in top]
     pareto_idx = _pareto(priced.step_time[fit_idx], decisive[fit_idx])
     pareto = [_row(parsed, surv, surv_derived, priced, int(fit_idx[k]), budget, rescore=False) for k in pareto_idx]
+    current = _current(parsed, budget, ranked, priced.step_time[fit_idx])
     phases["rank"] = time.perf_counter() - t0
     return SearchResult(candidates=total, refusals=refused, examples=examples, survivors=len(alive),
                         fitting=len(fit_idx), over_budget=over_budget, ranked=ranked, pareto=pareto,
-                        budget=budget, seconds=time.perf_counter() - start, cancelled=cancelled, phases=phases)
+                        budget=budget, seconds=time.perf_counter() - start, cancelled=cancelled, phases=phases,
+                        priced=int(done.sum()), current=current)
+
+
+def _current(parsed: ParsedConfig, budget: float, ranked: list[RankedRow],
+             fit_times: np.ndarray) -> CurrentPlan | None:
+    """The plan as opened (its own offsets, recompute lists and everything the candidates vary), priced by the
+    scalar estimate, with the rank it would take by step time among the strategies that fit."""
+    try:
+        result = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    except SappError:
+        return None
+    if result.step_time_s is None:
+        return None
+    decisive = max(result.peak_bytes, result.optimizer_step_peak)
+    row = RankedRow(strategy=_stated(parsed.strategy, result), peak_bytes=float(result.peak_bytes),
+                    peak_stage=result.peak_stage,
+                    stage_peaks=tuple(float(s.total) for s in result.stages),
+                    optimizer_step_peak=float(result.optimizer_step_peak), headroom=float(budget - decisive),
+                    step_time_s=float(result.step_time_s),
+                    tokens_per_s_per_device=float(result.tokens_per_s_per_device or 0.0),
+                    mfu=float(result.mfu or 0.0), result=result)
+    same = next((k for k, r in enumerate(ranked) if _same_plan(parsed, r.strategy)), None)
+    fits = decisive <= budget
+    rank = (same + 1 if same is not None else int(np.sum(fit_times < row.step_time_s)) + 1) if fits else None
+    return CurrentPlan(row=row, fits=fits, rank=rank, ranked_index=same)
+
+
+def _stated(strategy: Strategy, result: Result) -> Strategy:
+    """The plan with the defaults the estimate filled in for what a search row shows (expert TP, shard size,
+    schedule) written out, so that its row reads like the candidates' rows."""
+    assumed = {a.field: a.value for a in result.assumptions}
+    changes: dict[str, Any] = {"schedule": strategy.schedule_name}
+    if "strategy.etp" in assumed:
+        changes["etp"] = int(assumed["strategy.etp"])
+    if "strategy.shard_size" in assumed and strategy.sharding.mode != "none":
+        changes["sharding"] = dataclasses.replace(strategy.sharding, os=int(assumed["strategy.shard_size"]))
+    return strategy.replace(**changes)
+
+
+def _same_plan(parsed: ParsedConfig, strategy: Strategy) -> bool:
+    """Whether ``strategy`` is the plan's own, written differently (defaults stated: etp, schedule, shard size)."""
+    plan = parsed.strategy
+    if strategy == plan:
+        return True
+    layout = ("dp", "tp", "pp", "vpp", "cp", "ep", "micro_batch_size", "micro_batches", "sequence_parallel",
+              "recompute", "offset", "partition", "vision_partition")
+    if any(getattr(strategy, name) != getattr(plan, name) for name in layout):
+        return False
+    from ..resolve import resolve
+
+    ours, theirs = (resolve(parsed.model, s, parsed.hardware, parsed.options) for s in (strategy, plan))
+    return ours.par == theirs.par and ours.flags == theirs.flags and ours.widths == theirs.widths
 
 
 def _budget(parsed: ParsedConfig) -> float:
@@ -242,4 +321,4 @@ def _empty_message(total: int, refused: dict[str, int], examples: dict[str, str]
     return "\n".join(lines)
 
 
-__all__ = ["Bounds", "Dim", "RankedRow", "SearchResult", "SearchSpace", "parse_dims", "search"]
+__all__ = ["Bounds", "CurrentPlan", "Dim", "RankedRow", "SearchResult", "SearchSpace", "parse_dims", "search"]

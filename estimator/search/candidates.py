@@ -76,7 +76,7 @@ def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates
     vp_values = _values(space.dim("vpp"), st.vpp, list(range(1, space.bounds.vpp_max + 1)))
     b_values = _values(space.dim("mbs"), st.micro_batch_size, list(range(1, space.bounds.mbs_max + 1)))
     sp_values = _values(space.dim("sp"), int(st.sequence_parallel), [0, 1])
-    rec_values = _values(space.dim("rec"), KEEP_PARSED_REC, [0, 1, 2])
+    rec_values = _values(space.dim("rec"), KEEP_PARSED_REC, _rec_auto(st))
     n_exp = model.num_experts if model.is_moe else 0
     mode = st.sharding.mode
 
@@ -141,6 +141,15 @@ def check_count(plan: list[tuple[int, int, int, int, list[list[int]]]]) -> int:
     raise ConfigError(f"the search space has {total:,} candidate strategies, more than the {MAX_CANDIDATES:,} "
                       f"that are searched at once (the limit; values per dimension: {varied}): narrow it — fix "
                       "a dimension (--dims tp=8) or list fewer values (--dims mbs=1,2,4)")
+
+
+def _rec_auto(st) -> list[int]:
+    """Recompute modes an auto ``rec`` tries: none, selective, full, and the plan's own per-stage / per-op
+    recompute when it is not one of those (it may beat all three: issue 12)."""
+    plan = st.recompute
+    own = plan.full_counts is not None or plan.sel_counts is not None or plan.comm_counts is not None or \
+        bool(plan.ranges)
+    return [KEEP_PARSED_REC, 0, 1, 2] if own else [0, 1, 2]
 
 
 def _etp_set(framework: str, dim: Dim | None, parsed: int | None, t: int, moe: bool) -> list[int]:

@@ -61,15 +61,18 @@ def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str)
     if st.vision_partition is not None and row["p"] != st.pp:
         changes["vision_partition"] = rescale_vision(st.vision_partition, row["p"])
     candidate = st.replace(**changes)
+    # the plan's own layer layout (offsets, partition) and recompute lists stay where the dimensions allow:
+    # as written at the plan's pp/vpp, mapped onto the candidate's otherwise (spec §4.6)
+    keeps_layout = st.offset is not None or st.partition is not None
+    if (row["p"], row["vp"]) != (st.pp, st.vpp) and (keeps_layout or row["rec"] == KEEP_PARSED_REC):
+        layout = build_layout(layout_inputs(resolve(parsed.model, st, parsed.hardware, parsed.options)))
+        candidate = rescale(candidate, layout, row["p"], row["vp"])
     if row["rec"] == KEEP_PARSED_REC:
-        if (row["p"], row["vp"]) != (st.pp, st.vpp):
-            layout = build_layout(layout_inputs(resolve(parsed.model, st, parsed.hardware, parsed.options)))
-            candidate = rescale(candidate, layout, row["p"], row["vp"])
         return candidate
-    plan = RecomputePlan(default_mode=RECOMPUTE_NAMES[row["rec"]], rule=st.recompute.rule,
-                         switches=st.recompute.switches)
-    # noop layers stay: they pad the stack so that PP×VPP divides it (the filters count them too)
-    return candidate.replace(offset=None, partition=None, recompute=plan)
+    # a uniform recompute mode replaces the plan's recompute; noop layers stay: they pad the stack so that
+    # PP×VPP divides it (the filters count them too)
+    return candidate.replace(recompute=RecomputePlan(default_mode=RECOMPUTE_NAMES[row["rec"]], rule=st.recompute.rule,
+                                                     switches=st.recompute.switches))
 
 
 def group_keys(cands: Candidates, derived: dict[str, np.ndarray]) -> np.ndarray:

@@ -35,8 +35,8 @@ def _table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
 def render_search(parsed: ParsedConfig, space: SearchSpace, result: SearchResult) -> str:
     lines = [f"{parsed.model.name} · {parsed.options.framework} · {parsed.hardware.name} · "
              f"{space.devices} devices · global batch {space.global_batch} · budget {result.budget / GiB:.2f} GiB"]
-    lines.append(f"candidates {result.candidates:,}, survivors {result.survivors:,}, fitting {result.fitting:,} "
-                 f"({result.seconds:.2f} s{', cancelled' if result.cancelled else ''})")
+    lines.append(f"candidates {result.candidates:,}, survivors {result.survivors:,}, {result.progress_text}, "
+                 f"fitting {result.fitting:,} ({result.seconds:.2f} s)")
     if result.refusals:
         lines.append("")
         lines.append("refused:")
@@ -44,22 +44,53 @@ def render_search(parsed: ParsedConfig, space: SearchSpace, result: SearchResult
             lines.append(f"  {code:12} {count:>9,}   e.g. {result.examples.get(code, '')}")
     lines.append("")
     if result.ranked:
-        lines.append("fastest strategies that fit (peak in GiB incl. the optimizer step):")
-        lines += _table(COLUMNS, [row_cells(k + 1, r) for k, r in enumerate(result.ranked)])
+        lines.append(f"fastest strategies that fit: {len(result.ranked):,} of {result.fitting:,} shown (peak in GiB "
+                     "incl. the optimizer step; * the plan as opened):")
+        lines += _table(COLUMNS, ranked_cells(result))
+        lines.append(current_text(result))
         lines.append("")
         lines.append(f"Pareto front, step time vs peak memory ({len(result.pareto)} strategies):")
         lines += _table(COLUMNS, [row_cells("P", r) for r in result.pareto[:12]])
     else:
         lines.append("no strategy fits the budget; the smallest overshoots:")
         lines += [f"  {c}  over by {o / GiB:.2f} GiB" for c, o in result.over_budget[:10]]
+        lines.append(current_text(result))
     return "\n".join(lines)
+
+
+def ranked_cells(result: SearchResult) -> list[list[str]]:
+    """The ranked rows with the plan as opened among them (marked *): at its rank by step time, or last."""
+    rows = [row_cells(k + 1, r) for k, r in enumerate(result.ranked)]
+    current = result.current
+    if current is None:
+        return rows
+    if current.ranked_index is not None:
+        rows[current.ranked_index][0] += "*"
+        return rows
+    cells = row_cells(f"{current.rank}*" if current.rank is not None else "-*", current.row)
+    at = current.rank - 1 if current.rank is not None and current.rank <= len(rows) else len(rows)
+    return [*rows[:at], cells, *rows[at:]]
+
+
+def current_text(result: SearchResult) -> str:
+    """Where the plan as opened stands against the search."""
+    current = result.current
+    if current is None:
+        return "* the plan as opened cannot be estimated, so it is not among the rows"
+    peak = max(current.row.peak_bytes, current.row.optimizer_step_peak)
+    if not current.fits:
+        return (f"* the plan as opened does not fit: peak {peak / GiB:.2f} GiB over the {result.budget / GiB:.2f} GiB "
+                "budget")
+    return (f"* the plan as opened: rank {current.rank:,} of {result.fitting:,} that fit, step "
+            f"{current.row.step_time_s:.3f} s, peak {peak / GiB:.2f} GiB")
 
 
 def csv_text(result: SearchResult) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(("list", *COLUMNS[1:], "peak bytes", "headroom bytes"))
-    for name, rows in (("ranked", result.ranked), ("pareto", result.pareto)):
+    current = [result.current.row] if result.current is not None else []
+    for name, rows in (("ranked", result.ranked), ("pareto", result.pareto), ("current", current)):
         for row in rows:
             writer.writerow((name, *row_cells("", row)[1:], round(row.peak_bytes), round(row.headroom)))
     return buffer.getvalue()

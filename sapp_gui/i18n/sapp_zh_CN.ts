@@ -1737,6 +1737,18 @@
         <translation>排序</translation>
     </message>
     <message>
+        <source>The plan as opened cannot be estimated, so it is not among the rows.</source>
+        <translation>打开的计划无法估算，因此不在列表中。</translation>
+    </message>
+    <message>
+        <source>The plan as opened (*) does not fit: peak {0} GiB.</source>
+        <translation>打开的计划（*）超出预算：峰值 {0} GiB。</translation>
+    </message>
+    <message>
+        <source>The plan as opened (*) ranks {0} of {1}: step {2} s, peak {3} GiB.</source>
+        <translation>打开的计划（*）排第 {0} / {1}：单步 {2} s，峰值 {3} GiB。</translation>
+    </message>
+    <message>
         <source>Search space (device count and global batch fixed)</source>
         <translation>搜索空间（设备数与全局批大小固定）</translation>
     </message>
@@ -1779,6 +1791,10 @@
     <message>
         <source>Refused</source>
         <translation>已排除</translation>
+    </message>
+    <message>
+        <source>Fastest {0} of {1} that fit</source>
+        <translation>满足预算的 {1} 个中最快的 {0} 个</translation>
     </message>
     <message>
         <source>Rule</source>
@@ -1841,12 +1857,20 @@
         <translation>共 {0} 个候选，{1} 个被规则排除，估算 {2} 个，{3} 个在 {4} GiB 预算内（用时 {5} s）。</translation>
     </message>
     <message>
-        <source>Cancelled: partial result.</source>
-        <translation>已取消：部分结果。</translation>
+        <source>Cancelled after {0} of {1} priced: partial result.</source>
+        <translation>已在估算 {0} / {1} 个后取消：部分结果。</translation>
     </message>
     <message>
         <source>Only the candidates priced before Cancel are ranked.</source>
         <translation>只对取消前已估算的候选进行排序。</translation>
+    </message>
+    <message>
+        <source>The new search was cancelled after {0} of {1} priced;</source>
+        <translation>新的搜索已在估算 {0} / {1} 个后取消；</translation>
+    </message>
+    <message>
+        <source>the previous complete search is still shown.</source>
+        <translation>仍显示上一次完整的搜索结果。</translation>
     </message>
     <message>
         <source>(The plan changed since this search ran.)</source>
@@ -1855,10 +1879,6 @@
     <message>
         <source>Refused ({0})</source>
         <translation>已排除（{0}）</translation>
-    </message>
-    <message>
-        <source>Strategies that fit ({0})</source>
-        <translation>满足预算的策略（{0}）</translation>
     </message>
     <message>
         <source>{0} of {1} shown</source>
@@ -1995,8 +2015,8 @@
         <translation>#</translation>
     </message>
     <message>
-        <source>rank by step time among the strategies that fit (P: on the Pareto front only)</source>
-        <translation>在满足预算的策略中按单步时间的排名（P：仅在帕累托前沿上）</translation>
+        <source>rank by step time among the strategies that fit (P: on the Pareto front only; *: the plan as opened, –* when it does not fit)</source>
+        <translation>在满足预算的策略中按单步时间的排名（P：仅在帕累托前沿上；*：打开的计划，超出预算时为 –*）</translation>
     </message>
     <message>
         <source>data-parallel degree</source>
@@ -2105,6 +2125,10 @@
     <message>
         <source>on the Pareto front of step time vs peak memory</source>
         <translation>位于单步时间—峰值显存的帕累托前沿上</translation>
+    </message>
+    <message>
+        <source>The plan as opened, priced with its own layout and recompute</source>
+        <translation>打开的计划，按其自身的层划分与重计算估算</translation>
     </message>
 </context>
 <context>

@@ -35,7 +35,7 @@ def test_run_fills_the_ranked_table_sorted_and_filterable(qtbot, window, dsv3_pl
                                           parse_dims(["tp=auto", "pp=auto", "rec=auto"]), top_k=50))
     assert [r.step_time_s for r in result.ranked] == [r.step_time_s for r in expected.ranked]
     assert result.fitting == expected.fitting and result.refusals == expected.refusals
-    ranked = [r for r in panel.rows if r.rank is not None]
+    ranked = [r for r in panel.rows if r.rank is not None and not (r.current and result.current.ranked_index is None)]
     assert len(ranked) == len(result.ranked) > 3
     assert panel.model.rowCount() == len(panel.rows) == panel.proxy.rowCount()
     assert sum(r.pareto for r in panel.rows) == len(result.pareto)
@@ -111,9 +111,46 @@ def test_cancel_gives_a_flagged_partial_result(qtbot, window, dsv3_plan) -> None
         qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
     result = blocker.args[0]
     assert result.cancelled
-    assert "Cancelled: partial result" in panel.summary.text()
-    assert len(panel.rows) == len(result.ranked) + sum(1 for r in panel.rows if r.rank is None)
+    assert f"Cancelled after {result.priced:,} of {result.survivors:,} priced" in panel.summary.text()
+    extra = sum(1 for r in panel.rows if r.rank is None or (r.current and result.current.ranked_index is None))
+    assert len(panel.rows) == len(result.ranked) + extra
     assert panel.run_button.isEnabled() and not panel.progress.isVisible()
+
+
+def test_a_cancelled_search_keeps_the_previous_complete_result(qtbot, window, dsv3_plan) -> None:
+    open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    complete = run_search(qtbot, window, DIMS)
+    rows = list(panel.rows)
+    panel.search_fn = held_search
+    with qtbot.waitSignal(panel.search_runner.progress, timeout=20000):
+        window.run_search()
+    with qtbot.waitSignal(panel.results_shown, timeout=30000) as blocker:
+        qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+    cancelled = blocker.args[0]
+    assert cancelled.cancelled
+    assert panel.result is complete and panel.rows == rows
+    text = panel.summary.text()
+    assert f"cancelled after {cancelled.priced:,} of {cancelled.survivors:,} priced" in text
+    assert "previous complete search is still shown" in text
+
+
+def test_the_plan_as_opened_is_a_marked_row_and_the_counts_agree(qtbot, window, dsv3_plan) -> None:
+    shown = open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    result = run_search(qtbot, window, DIMS)
+    marked = [k for k, r in enumerate(panel.rows) if r.current]
+    assert len(marked) == 1
+    row = panel.rows[marked[0]]
+    assert row.row.step_time_s == shown.step_time_s and row.row.peak_bytes == shown.peak_bytes
+    from sapp_gui.search_model import rank_text
+
+    assert rank_text(row).endswith("*")
+    panel.select_row(marked[0])
+    assert not panel.apply_button.isEnabled()  # it is the plan already
+    assert panel.results.tabText(0) == f"Fastest {len(result.ranked)} of {result.fitting:,} that fit"
+    assert f"{result.fitting:,} fit the" in panel.summary.text()
+    assert "The plan as opened (*) ranks" in panel.summary.text()
 
 
 def test_apply_puts_the_strategy_into_the_forms_and_undo_restores(qtbot, window, dsv3_plan) -> None:
@@ -153,7 +190,8 @@ def test_search_table_exports_csv_and_json(qtbot, window, dsv3_plan, tmp_path) -
     assert (tmp_path / "s.json.bak").read_text() == "{}"
     with open(tmp_path / "s.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh))
-    assert rows[0][0] == "list" and len(rows) == 1 + len(result.ranked) + len(result.pareto)
+    assert rows[0][0] == "list" and len(rows) == 1 + len(result.ranked) + len(result.pareto) + 1
+    assert rows[-1][0] == "current"  # the plan as opened
     data = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
     assert len(data["ranked"]) == len(result.ranked) and data["candidates"] == result.candidates
     for kind in ("png", "svg", "csv"):
