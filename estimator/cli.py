@@ -274,7 +274,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(json.dumps(payload, indent=2))
         return 0
     if res.value is None:
-        print(f"no {label} fits: the smallest tried already exceeds the budget on stage {res.limiting_stage}")
+        print(f"no {label} fits: the smallest valid value, {res.next_value}, already exceeds the budget"
+              + (f" on stage {res.limiting_stage}" if res.limiting_stage is not None else ""))
         return EXIT_DOES_NOT_FIT
     r = res.result
     print(f"largest {label} that fits: {res.value}" if args.max else f"fewest devices that fit: {res.value}")

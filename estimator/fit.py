@@ -7,55 +7,84 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import SappError, StrategyError
-from .estimate import estimate
+from .estimate import estimate, layout_inputs, rule_context
+from .layout import build_layout
 from .parsed import ParsedConfig, apply_changes
+from .resolve import resolve
 from .result import Result
+from .validate import violations
 
 FIELDS = ("micro_batch_size", "seq_length", "micro_batches")
 BOUNDS = {"micro_batch_size": 1024, "seq_length": 1 << 22, "micro_batches": 1 << 16}
+SCAN = 1024  # how far past a value the next valid one is looked for (gaps are below pp·vpp in practice)
 
 
 @dataclass
 class FitResult:
     field: str
-    value: int | None          # the extreme value that fits (None: not even the smallest tried fits)
+    value: int | None          # the extreme value that fits (None: not even the smallest valid one fits)
     result: Result | None      # the estimate at that value
     limiting_stage: int | None  # the stage that stops the next value
-    next_value: int | None     # the first value that does not fit (None when the bound was reached)
+    next_value: int | None     # the first valid value that does not fit (None when the bound was reached)
     bound_reached: bool
 
 
-def _fits(parsed: ParsedConfig, changes: dict[str, int]) -> Result | None:
+def _plan(parsed: ParsedConfig, changes: dict[str, int]) -> ParsedConfig | None:
+    """The plan with ``changes``, or None when the strategy it makes breaks a rule (§8.4): such a value is not
+    a candidate at all (1 micro-batch cannot fill 4 pipeline stages), which is not the same as not fitting."""
     try:
         plan = apply_changes(parsed, changes, hold="dp")
-        result = estimate(plan.model, plan.strategy, plan.hardware, plan.options)
+        r = resolve(plan.model, plan.strategy, plan.hardware, plan.options)
+        if violations(rule_context(r, build_layout(layout_inputs(r)))):
+            return None
+    except (StrategyError, SappError):
+        return None
+    return plan
+
+
+def _fits(parsed: ParsedConfig, changes: dict[str, int]) -> Result | None:
+    plan = _plan(parsed, changes)
+    if plan is None:
+        return None
+    try:
+        return estimate(plan.model, plan.strategy, plan.hardware, plan.options)
     except StrategyError:
         return None
-    return result
+
+
+def _next_valid(v: int, hi: int, valid: Callable[[int], bool]) -> int | None:
+    """The smallest valid value in [v, min(hi, v + SCAN)]."""
+    return next((x for x in range(v, min(hi, v + SCAN) + 1) if valid(x)), None)
 
 
 def _largest(test: Callable[[int], Result | None], lo: int, hi: int, valid: Callable[[int], bool]) -> int | None:
-    """Largest valid v in [lo, hi] with test(v) fitting, by doubling then bisection (memory grows with v)."""
-    candidates = [v for v in _geometric(lo, hi) if valid(v)]
-    best = None
-    for v in candidates:
+    """Largest valid v in [lo, hi] with test(v) fitting, by doubling then bisection: memory grows with v over
+    the valid values, which need not be contiguous (interleaved schedules take micro-batch counts in groups)."""
+    best, upper = None, hi + 1
+    tried: set[int] = set()
+    for start in _geometric(lo, hi):
+        v = _next_valid(start, hi, valid)
+        if v is None or v in tried:
+            continue
+        tried.add(v)
         res = test(v)
         if res is None or not res.fits:
+            upper = v
             break
         best = v
     if best is None:
         return None
-    upper = next((v for v in candidates if v > best), hi + 1)
-    values = [v for v in range(best + 1, min(upper, hi + 1)) if valid(v)]
-    lo_i, hi_i = 0, len(values) - 1
-    while lo_i <= hi_i:
-        mid = (lo_i + hi_i) // 2
-        res = test(values[mid])
+    low, high = best + 1, upper - 1
+    while low <= high:
+        mid = (low + high) // 2
+        v = next((x for x in range(mid, low - 1, -1) if valid(x)), None) or _next_valid(mid, high, valid)
+        if v is None:
+            break
+        res = test(v)
         if res is not None and res.fits:
-            best = values[mid]
-            lo_i = mid + 1
+            best, low = v, v + 1
         else:
-            hi_i = mid - 1
+            high = v - 1
     return best
 
 
@@ -69,41 +98,51 @@ def _geometric(lo: int, hi: int) -> list[int]:
 
 def fit_max(parsed: ParsedConfig, field: str) -> FitResult:
     """The largest ``field`` that fits, other fields fixed (the global batch follows micro_batch_size and
-    micro_batches; the sequence must stay divisible by 2·cp and, with SP, by tp)."""
+    micro_batches). Values the rules refuse (fewer micro-batches than pipeline stages, a sequence that 2·cp or
+    tp does not divide, …) are skipped, not counted as not fitting."""
     if field not in FIELDS:
         raise SappError(f"--max {field}: one of {', '.join(FIELDS)}")
     st = parsed.strategy
     key = f"strategy.{field}"
 
+    def changes_for(v: int) -> dict[str, int]:
+        changes = {key: v}
+        if field == "micro_batch_size":  # the micro-batch count stays; the global batch follows
+            changes["strategy.micro_batches"] = st.micro_batches
+        return changes
+
+    validity: dict[int, bool] = {}
+
     def valid(v: int) -> bool:
-        if field == "seq_length":
-            return v % (2 * st.cp) == 0 and (not st.sequence_parallel or (v // st.cp) % st.tp == 0)
-        return True
+        if v not in validity:
+            validity[v] = _plan(parsed, changes_for(v)) is not None
+        return validity[v]
 
     cache: dict[int, Result | None] = {}
 
     def test(v: int) -> Result | None:
         if v not in cache:
-            changes = {key: v}
-            if field == "micro_batch_size":  # the micro-batch count stays; the global batch follows
-                changes["strategy.micro_batches"] = st.micro_batches
-            cache[v] = _fits(parsed, changes)
+            cache[v] = _fits(parsed, changes_for(v))
         return cache[v]
 
     step = 128 if field == "seq_length" else 1
-    value = _largest(lambda v: test(v * step), 1, BOUNDS[field] // step, lambda v: valid(v * step))
+    bound = BOUNDS[field] // step
+    value = _largest(lambda v: test(v * step), 1, bound, lambda v: valid(v * step))
     if value is None:
-        first = test(step)
-        return FitResult(field, None, None, first.peak_stage if first else None, step, False)
+        first = _next_valid(1, bound, lambda v: valid(v * step))
+        if first is None:
+            raise SappError(f"no value of {field} up to {BOUNDS[field]} makes a valid plan with the other fields as "
+                            "they are; check the plan with sapp estimate")
+        res = test(first * step)
+        return FitResult(field, None, None, res.peak_stage if res else None, first * step, False)
     value *= step
-    nxt = next((v for v in range(value + step, BOUNDS[field] + 1, step) if valid(v)), None)
+    nxt = _next_valid(value // step + 1, bound, lambda v: valid(v * step))
     limiting = None
     if nxt is not None:
+        nxt *= step
         res = test(nxt)
         limiting = res.peak_stage if res is not None else None
     return FitResult(field, value, test(value), limiting, nxt, nxt is None)
-
-
 def fit_min_devices(parsed: ParsedConfig) -> FitResult:
     """The smallest data-parallel degree (device count) at which the plan fits: tp, pp, cp and the global batch
     stay, dp shrinks (micro_batches grows)."""
@@ -112,7 +151,10 @@ def fit_min_devices(parsed: ParsedConfig) -> FitResult:
     options = [d for d in range(1, st.dp + 1) if batch % (d * st.micro_batch_size * st.n_acc) == 0]
     best, best_result, limiting, nxt = None, None, None, None
     for d in sorted(options, reverse=True):
-        res = _fits(parsed, {"strategy.dp": d, "strategy.micro_batches": batch // (d * st.micro_batch_size * st.n_acc)})
+        changes = {"strategy.dp": d, "strategy.micro_batches": batch // (d * st.micro_batch_size * st.n_acc)}
+        if _plan(parsed, changes) is None:
+            continue  # a dp the rules refuse (e.g. its micro-batch count breaks the schedule's groups)
+        res = _fits(parsed, changes)
         if res is None or not res.fits:
             limiting = res.peak_stage if res is not None else None
             nxt = d * st.tp * st.pp * st.cp

@@ -251,17 +251,24 @@ def _rescale_lists(parsed: ParsedConfig, values: dict[str, Any], provenance: dic
     from .resolve import resolve
 
     st = parsed.strategy
+    p_new, vp_new = int(values.get("strategy.pp") or 1), int(values.get("strategy.vpp") or 1)
+    vision = values.get("strategy.vision_partition") == st.vision_partition and \
+        _rescale_vision(st.vision_partition, p_new, values, provenance)  # (unless edited along with pp)
     lists = {"strategy.offset": st.offset, "strategy.partition": st.partition,
              "strategy.recompute": st.recompute.full_counts if isinstance(st.recompute.full_counts, tuple) else None,
              "strategy.sel_counts": st.recompute.sel_counts if isinstance(st.recompute.sel_counts, tuple) else None,
              "strategy.comm_counts": st.recompute.comm_counts if isinstance(st.recompute.comm_counts, tuple) else None}
     if all(v is None for v in lists.values()):
+        if vision:
+            mapped = list(values["strategy.vision_partition"])
+            warnings.append(EstimateWarning("W-LAYOUT-RESCALED", f"pipeline changed to pp {p_new}: the vision tower's "
+                                                                 f"layers per stage were mapped to {mapped}; review "
+                                                                 "them"))
         return
     try:
         layout = build_layout(layout_inputs(resolve(parsed.model, st, parsed.hardware, parsed.options)))
     except SappError:
         return  # the old layout was already invalid: nothing sensible to rescale from
-    p_new, vp_new = int(values.get("strategy.pp") or 1), int(values.get("strategy.vpp") or 1)
     new = rescale(st, layout, p_new, vp_new)
     # per-stage full-recompute counts live in strategy.recompute or strategy.full_counts, as the plan wrote them
     counts_key = "strategy.full_counts" if "strategy.full_counts" in values else "strategy.recompute"
@@ -273,8 +280,23 @@ def _rescale_lists(parsed: ParsedConfig, values: dict[str, Any], provenance: dic
             values[key] = value
             provenance[key] = Provenance("derived", key=f"rescaled to pp {p_new} × vpp {vp_new} (§4.6)")
     warnings.append(EstimateWarning("W-LAYOUT-RESCALED", f"pipeline changed to pp {p_new} × vpp {vp_new}: layer "
-                                                         "offsets and per-stage recompute counts were mapped "
-                                                         "proportionally; review them"))
+                                                         "offsets and per-stage recompute counts"
+                                                         + (" and the vision tower's layers" if vision else "")
+                                                         + " were mapped proportionally; review them"))
+
+
+def _rescale_vision(partition: tuple[int, ...] | None, p_new: int, values: dict[str, Any],
+                    provenance: dict[str, Provenance]) -> bool:
+    """A vision tower's layers per stage follow a new pipeline degree (a tower on the first stages stays
+    there), as the search maps them; without this a MindSpeed-MM plan refused its own pp edit (E-PART-SUM)."""
+    from .rescale import rescale_vision
+
+    if partition is None or len(partition) == p_new:
+        return False
+    values["strategy.vision_partition"] = rescale_vision(partition, p_new)
+    provenance["strategy.vision_partition"] = Provenance("derived", key=f"vision layers rescaled to pp {p_new} "
+                                                                        "(§4.6)")
+    return True
 
 
 _POSITIVE = ("strategy.tp", "strategy.pp", "strategy.cp", "strategy.dp", "strategy.vpp", "strategy.ep",

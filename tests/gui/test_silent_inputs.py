@@ -1,10 +1,11 @@
-"""Nothing silent in the app (issue 12): a misspelt key in the opened file is in the warning list with its fix."""
+"""Nothing silent in the app (issue 12): a misspelt key is in the warning list with its fix, unrelated files are
+not one mixed plan, a vision plan takes a new pipeline degree."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gui_helpers import MF_QWEN3, open_and_wait
+from gui_helpers import EXAMPLES, MF_QWEN3, open_and_wait
 
 
 def test_misspelt_key_is_in_the_warning_list(qtbot, window, tmp_path: Path) -> None:
@@ -23,3 +24,16 @@ def test_unrelated_files_dropped_together_are_not_one_mixed_plan(qtbot, window) 
     assert not window.doc.loaded
     message = window.start_page.message.text()
     assert "not one plan" in message and MF_QWEN3.name in message and script.name in message
+
+
+def test_pp_change_on_a_vision_plan(qtbot, window) -> None:
+    """MindSpeed-MM (vision tower in its own per-stage list): pp 2 → 4 used to fail with E-PART-SUM."""
+    from gui_helpers import edit_and_wait, type_into
+
+    pair = [EXAMPLES / "mindspeed_qwen2_5vl_7b_finetune.sh", EXAMPLES / "mindspeed_qwen2_5vl_7b_model.json"]
+    open_and_wait(qtbot, window, pair)
+    pp = window.forms.row("strategy.pp").editor
+    result = edit_and_wait(qtbot, window, lambda: type_into(qtbot, pp, "4"))
+    assert window.doc.parsed.strategy.pp == 4 and len(result.stages) == 4
+    assert len(window.doc.parsed.strategy.vision_partition) == 4
+    assert window.chart.data()["stages"] == 4
