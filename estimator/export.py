@@ -17,19 +17,21 @@ from .parsed import ParsedConfig, SourceFile
 from .strategy import Strategy
 
 MODEL_WITH_LAYOUT = ("mindspeed_model",)
-WRITER_MODULES = {"mindformers": "mindformers", "mindspeed_script": "mindspeed", "mindspeed_model": "mindspeed",
-                  "torchtitan": "torchtitan", "hyperparallel": "hyperparallel", "plan": "plan_writer"}
+# format → (writer module, its function): a writer builds on its reader, never the other way round
+WRITER_MODULES = {"mindformers": ("mindformers_write", "write_strategy"), "mindspeed_script": ("mindspeed", "write"),
+                  "mindspeed_model": ("mindspeed", "write"), "torchtitan": ("torchtitan_write", "write_toml"),
+                  "hyperparallel": ("hyperparallel_write", "write_yaml"), "plan": ("plan_writer", "write")}
 
 
 def _writer(fmt: str):
-    module_name = WRITER_MODULES.get(fmt)
+    module_name, function = WRITER_MODULES.get(fmt, (None, None))
     if module_name is None:
         return None
     try:
         module = importlib.import_module(f"estimator.formats.{module_name}")
     except ModuleNotFoundError:
         return None
-    return getattr(module, "write", None)
+    return getattr(module, function, None)
 
 
 def export(parsed: ParsedConfig, strategy: Strategy | None = None) -> dict[str, str]:

@@ -16,8 +16,6 @@ import yaml
 
 from .. import flavors
 from ..errors import ConfigError
-from ..parsed import ParsedConfig, SourceFile
-from ..strategy import Strategy
 from .common import dig
 from .known_keys import catalogue, check_sections
 from .support import MAX_LAYERS, Collector, Reading, check_micro_batches, dtype_bytes, to_int
@@ -503,11 +501,4 @@ def _read_widths(c: Collector, src: HyperParallelFile) -> None:
         c.put("strategy.master_bytes", 4, "optimizer.fp32_main_params", True)
 
 
-def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
-    """``source.text`` with only the values defining ``strategy`` changed (see ``hyperparallel_write``)."""
-    from .hyperparallel_write import write_yaml  # the writer builds on this module's tables
-
-    return write_yaml(source, parsed, strategy)
-
-
-__all__ = ["FORMAT", "detect", "read", "schema", "write"]
+__all__ = ["FORMAT", "detect", "read", "schema"]

@@ -21,8 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ..parsed import ParsedConfig, SourceFile
-from ..strategy import Strategy
 from .common import dig
 from .known_keys import catalogue, check_sections
 from .mindformers_base import resolve_base
@@ -58,12 +56,5 @@ def read(text: str, path: str, data: Any, devices: int | None = None) -> Reading
     return reader.reading(FORMAT, reader.role(), text, path)
 
 
-def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
-    """The source text with only the strategy keys changed (see ``mindformers_write``)."""
-    from .mindformers_write import write_strategy  # the writer re-reads the file with this module's read
-
-    return write_strategy(source, parsed, strategy)
-
-
 # comm_switch, llama_ffn and selective_switch are the schema's, exported here as the format's helpers
-__all__ = ["FORMAT", "comm_switch", "detect", "llama_ffn", "read", "selective_switch", "write"]
+__all__ = ["FORMAT", "comm_switch", "detect", "llama_ffn", "read", "selective_switch"]

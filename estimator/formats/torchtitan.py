@@ -15,8 +15,7 @@ from typing import Any
 
 from .. import flavors
 from ..errors import ConfigError
-from ..parsed import ParsedConfig, Provenance, SourceFile
-from ..strategy import Strategy
+from ..parsed import Provenance
 from ..warnings import Assumption
 from .common import dig
 from .known_keys import catalogue, check_sections
@@ -439,9 +438,3 @@ def _read_options(c: Collector, data: dict[str, Any]) -> None:
         else:
             c.put("strategy.compile", tuple(str(x) for x in components), c_key, components)
 
-
-def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
-    """``source.text`` with only the keys defining ``strategy`` changed (see ``torchtitan_write``)."""
-    from .torchtitan_write import write_toml  # the writer builds on this module's tables
-
-    return write_toml(source, parsed, strategy)
