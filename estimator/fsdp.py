@@ -10,13 +10,12 @@ sum of gradients + activations + communication buffers + working overhead wins.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximum, minimum, pick, where
-from .explain import Quantity, sum_node
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
-from .result import CATEGORIES, LayerRow, StageResult
 from .stage import EMBEDDING_COPY, Row, StagePricer
 from .static import gather_bytes
 
@@ -43,132 +42,119 @@ def _is_block(row: Row) -> bool:
     return row.item.kind not in (EMBEDDING, OUTPUT, NOOP, EMBEDDING_COPY, VISION, "vision_extras")
 
 
-def price_stage(pricer: StagePricer, stage: int, points: list, rows: list[Row], explain: bool) -> StageResult:
-    """The stage total: params + optimizer states + the largest instant over the backward that follows each
-    replay point (§12.3) + reserve. Works for numbers and for numpy arrays of degrees (the search)."""
-    r = pricer.r
-    f, par = r.flags, r.par
-    act_chunk = [sum(row.act for row in rows if row.chunk == j) for j in range(par.vp)]
-    # The other micro-batches' activations A_h add a constant per replay point, so the largest instant of a
-    # backward depends only on its chunk: walk each chunk's backward once, then add the largest A_h among the
-    # points followed by that chunk's backward (P-FSDP-POINTS).
-    totals: list[Num] = []
-    chosen: list[tuple[Num, Num, list[Instant], str]] = []  # per chunk: (A_h, instant index, instants, point)
-    picked: list[np.ndarray] = []  # the search: per chunk, the winning instant's four fields, shape (4, n)
-    vector = is_array(par.t, par.d, par.cp)
+@dataclass(frozen=True)
+class Peak:
+    """A stage's largest FSDP2 instant: its four dynamic fields (the other micro-batches' activations added),
+    its name (one element) and the in-flight counts shown; ``walks`` keeps every instant for Explain."""
+
+    best: Instant
+    counts: tuple[Num, ...]
+    walks: tuple[tuple[Num, list[Instant], str], ...] = ()  # per backward chunk: (A_h, instants, point)
+    several: bool = False  # the stage has more than one replay point (names say which one)
+
+
+def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], points: list,
+                 explain: bool = False) -> Peak:
+    """The largest instant over the backward that follows each replay point (§12.3). The other micro-batches'
+    activations A_h add a constant per replay point, so the largest instant of a backward depends only on its
+    chunk: walk each chunk's backward once, then add the largest A_h among the points followed by that chunk's
+    backward (P-FSDP-POINTS). Numbers or arrays over candidates alike."""
     chunks = sorted({pt.backward_chunk for pt in points})
-    others = _other_activations_vector(points, act_chunk, chunks, pricer.memo) if vector else {}
+    others = _other_activations(points, act_chunk, chunks, pricer.memo)
+    # stages holding the same rows share the walk of a chunk's backward (one element: their names too)
+    named = not is_array(pricer.r.par.t, pricer.r.par.d, pricer.r.par.cp)
+    signature = tuple((row.chunk, row.item.kind, row.item.block, row.item.option, id(row.cost),
+                       row.item.index if named else 0) for row in rows)
+    totals: list[Num] = []
+    picked: list[tuple[Num, ...]] = []
+    walks = []
     for j in chunks:
-        if vector:
-            a_h = others[j]
-            # the search: stages holding the same rows share the walk of a chunk's backward (names unused)
-            key = ("fsdp-walk", j, tuple((row.chunk, row.item.kind, row.item.block, row.item.option, id(row.cost))
-                                         for row in rows))
-            cached = pricer.memo.get(key)
-            if cached is None:
-                cached = pricer.memo[key] = _best_instant_vector(_instants(pricer, rows, j, 0.0, ""))
-            fields_j, dynamic_j = cached
-            best_j = fields_j.copy()
-            best_j[1] = best_j[1] + a_h
-            picked.append(best_j)
-            totals.append(a_h + dynamic_j)
-            continue
-        a_h, where_ = _largest_other_activations([pt for pt in points if pt.backward_chunk == j], act_chunk, j)
-        walk = _instants(pricer, rows, j, 0.0, "")
-        dynamic = [inst.dynamic for inst in walk]
-        k_j = argmax_first(dynamic)  # ties go to the earliest instant
-        totals.append(a_h + pick(k_j, dynamic))
-        chosen.append((a_h, k_j, walk, where_))
+        a_h, point = others[j]
+        key = ("fsdp-walk", j, signature)
+        cached = pricer.memo.get(key)
+        if cached is None:
+            walk = _instants(pricer, rows, j, 0.0, "")
+            cached = pricer.memo[key] = (*_best_instant(walk), walk)
+        fields_j, dynamic_j, k_j, walk = cached
+        picked.append((fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3]))
+        totals.append(a_h + dynamic_j)
+        where_ = str(tuple(points[point].counts)) if point >= 0 else ""
+        walks.append((a_h, walk, where_, k_j))
     c = argmax_first(totals)
-    if not vector and isinstance(c, int):
-        a_h, k_j, walk, where_ = chosen[c]
-        inst = walk[k_j]
-        names = inst.name + (f" after {where_}" if len(points) > 1 else "")
-        best = Instant(names, inst.gradients, inst.activations + a_h, inst.comm, inst.working)
+    won = _gather(c, picked)
+    several = len(points) > 1
+    if isinstance(c, int) and not is_array(*won):
+        a_h, walk, where_, k_j = walks[c]
+        name = walk[k_j].name + (f" after {where_}" if several else "")
+        counts = max(points, key=lambda pt: sum(pt.counts)).counts
     else:
-        stacked = np.stack(np.broadcast_arrays(*picked))
-        won = np.take_along_axis(stacked, np.broadcast_to(c, stacked.shape[2:])[None, None, ...], axis=0)[0]
-        best = Instant("", *won)
-        names = ""
-    params = sum(row.static.parameters for row in rows)
-    states = 0.0 if f.swap_optimizer else sum(row.static.optimizer_states for row in rows)
-    from .estimate import optimizer_step_peak, reserve_bytes  # shared with the generic path
-
-    reserve, groups = reserve_bytes(r, best.activations + best.working, stage)
-    cat = {"parameters": params, "gradients": best.gradients, "optimizer_states": states,
-           "activations": best.activations, "communication_buffers": best.comm,
-           "working_overhead": best.working, "reserve": reserve}
-    peak_counts = max(points, key=lambda pt: sum(pt.counts)).counts if isinstance(c, int) else points[0].counts
-
-    def layer_rows() -> tuple[LayerRow, ...]:
-        out = _layer_rows(rows, peak_counts, best, cat)
-        out.append(LayerRow("reserve", (0, 0, 0, 0, 0, 0, reserve), note=f"{groups} process groups"))
-        return tuple(out)
-
-    opt_peak = optimizer_step_peak(r, rows, 0.0, groups)
-    tree = None
-    if explain:
-        children = [Quantity(inst.name + (f" after {where_}" if len(points) > 1 else ""), inst.dynamic + a_h,
-                             "F-INST", {"gradients": inst.gradients, "activations": inst.activations + a_h,
-                                        "communication_buffers": inst.comm, "working_overhead": inst.working})
-                    for a_h, _k, walk, where_ in chosen for inst in walk]
-        dyn = Quantity("dynamic (max over FSDP2 instants)", best.dynamic, "F-INST", children=children, op="max",
-                       note=f"argmax: {names}")
-        tree = sum_node(f"stage {stage} total", [Quantity("parameters", params, "S-LAYER.params"),
-                                                 Quantity("optimizer_states", states, "S-LAYER.opt"), dyn,
-                                                 Quantity("reserve", reserve, "RESERVE")], "M-STAGE", note=names)
-    return StageResult(index=stage, layer_source=layer_rows, bytes_by_category=cat,
-                       total=sum(cat.values()), peak_vector=tuple(peak_counts), peak_instant=names,
-                       optimizer_step_peak=opt_peak, layer_counts=pricer.layout.chunk_counts()[stage],
-                       kinds=frozenset(row.item.kind for row in rows), explain=tree)
+        name, counts = "", points[0].counts
+    return Peak(Instant(name, *won), tuple(counts), tuple(w[:3] for w in walks) if explain else (), several)
 
 
-def _best_instant_vector(walk: list[Instant]) -> tuple[np.ndarray, np.ndarray]:
-    """Per candidate, the four fields of the largest instant of a walk (ties to the earliest), shape (4, n),
-    and its dynamic sum — one gather for all fields."""
+def _gather(index: Num, options: list[tuple[Num, ...]]) -> tuple[Num, ...]:
+    """options[index] field by field (``index`` from ``argmax_first``): one gather for all fields on arrays."""
+    if not isinstance(index, np.ndarray):
+        return options[index]
+    width = len(options[0])
+    arrays = np.broadcast_arrays(index, *[x for option in options for x in option])
+    stacked = np.stack(arrays[1:], dtype=np.float64).reshape(len(options), width, *arrays[0].shape)
+    return tuple(np.take_along_axis(stacked, arrays[0][None, None, ...], axis=0)[0])
+
+
+def _best_instant(walk: list[Instant]) -> tuple[tuple[Num, ...], Num, Num]:
+    """The four fields of a walk's largest instant (ties to the earliest), its dynamic sum and its index."""
     dynamic = [inst.dynamic for inst in walk]
     k = argmax_first(dynamic)
-    flat = [x for inst in walk for x in (inst.gradients, inst.activations, inst.comm, inst.working)]
-    arrays = np.broadcast_arrays(k, *flat)
-    fields = np.stack(arrays[1:], dtype=np.float64).reshape(len(walk), 4, *arrays[0].shape)
-    return np.take_along_axis(fields, arrays[0][None, None, ...], axis=0)[0], pick(k, dynamic)
+    fields_ = _gather(k, [(inst.gradients, inst.activations, inst.comm, inst.working) for inst in walk])
+    return fields_, pick(k, dynamic), k
 
 
-def _largest_other_activations(points: list, act_chunk: list[Num], chunk: int) -> tuple[Num, str]:
-    """max over the points followed by ``chunk``'s backward of A_h = Σ_j n_j·A_chunk(j) − A_chunk(chunk),
-    and the counts of the winning point (one plan)."""
-    values = [sum(n * a for n, a in zip(pt.counts, act_chunk, strict=True)) - act_chunk[chunk] for pt in points]
-    k = argmax_first(values)
-    return values[k], str(tuple(points[k].counts))
-
-
-def _other_activations_vector(points: list, act_chunk: list[Num], chunks: list[int],
-                              memo: dict | None = None) -> dict[int, np.ndarray]:
-    """The search's A_h per backward chunk: −∞ for candidates with no point followed by that chunk. Points of
-    one micro-batch count share a validity mask (and the masks split the candidates): one matrix product per
-    mask for every chunk. ``memo`` (the pricer's) keeps each mask's candidate indices across stages."""
+def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
+                       memo: dict | None = None) -> dict[int, tuple[Num, int]]:
+    """Per backward chunk j: A_h = max over the points followed by j's backward of Σ_i n_i·A_chunk(i) −
+    A_chunk(j) (−∞ for elements with no such point), and the winning point (one element). Points of one
+    micro-batch count share a validity mask (the masks split the candidates): each mask's points are evaluated
+    on its candidates only; ``memo`` (the pricer's) keeps each mask's candidate indices across stages."""
+    groups: dict[int, list[tuple[int, Any]]] = {}
+    for k, pt in enumerate(points):
+        groups.setdefault(id(pt.valid), []).append((k, pt))
+    if len(groups) == 1 and points[0].valid is True:
+        return {j: _largest(list(enumerate(points)), act_chunk, j) for j in chunks}
     size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *[np.shape(pt.valid) for pt in points])
-    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
-        len(act_chunk), -1)
-    n = acts.shape[1]
+    acts = [np.broadcast_to(np.asarray(a, dtype=np.float64), size).reshape(-1) for a in act_chunk]
+    n = int(np.prod(size))
     out = {j: np.full(n, -np.inf) for j in chunks}
-    groups: dict[int, list] = {}
-    for pt in points:
-        groups.setdefault(id(pt.valid), []).append(pt)
     memo = {} if memo is None else memo
     for pts in groups.values():
-        idx = mask_index(pts[0].valid, size, memo)
+        idx = mask_index(pts[0][1].valid, size, memo)
         if not index_size(idx):
             continue
-        sub = acts[:, idx]
-        values = np.array([pt.counts for pt in pts], dtype=np.float64) @ sub  # [P_mask, C_mask]
-        by_chunk: dict[int, list[int]] = {}
-        for k, pt in enumerate(pts):
-            by_chunk.setdefault(pt.backward_chunk, []).append(k)
-        for j, ks in by_chunk.items():
-            best = (values[ks[0]] if len(ks) == 1 else values[ks].max(axis=0)) - sub[j]
-            out[j][idx] = np.maximum(out[j][idx], best)
-    return {j: v.reshape(size) for j, v in out.items()}
+        sub = [a[idx] for a in acts]
+        for j in chunks:
+            mine = [(k, pt) for k, pt in pts if pt.backward_chunk == j]
+            if mine:
+                out[j][idx] = np.maximum(out[j][idx], _largest(mine, sub, j)[0])
+    return {j: (v.reshape(size), -1) for j, v in out.items()}
+
+
+def _largest(points: list[tuple[int, Any]], act_chunk: list[Num], chunk: int) -> tuple[Num, int]:
+    """max over ``points`` followed by ``chunk``'s backward of Σ_i n_i·A_chunk(i) − A_chunk(chunk), ties to the
+    earliest; −∞ when there is none."""
+    best: Num = -np.inf
+    at = -1
+    for k, pt in points:
+        if pt.backward_chunk != chunk:
+            continue
+        value: Num = 0
+        for n, a in zip(pt.counts, act_chunk, strict=True):
+            value = value + n * a
+        value = value - act_chunk[chunk]
+        if is_array(value, best):
+            best = np.maximum(best, value)
+        elif value > best:
+            best, at = value, k
+    return best, at
 
 
 def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: str) -> list[Instant]:
@@ -325,22 +311,3 @@ def _ffn_working(pricer: StagePricer, row: Row) -> Num:
         weight = bc * maximum(d.h * d.hff_sh / par.t, (d.n_exp / par.ep) * d.h * d.hff_exp / par.etp)
         return out + routed + shared + weight
     return out + T * bc * (d.g + 1) * d.hff / par.t + bc * d.h * d.hff / par.t
-
-
-def _layer_rows(rows: list[Row], counts: tuple[int, ...], best: Instant, cat: dict[str, float]) -> list[LayerRow]:
-    """Per-layer rows at the winning instant: static bytes per row; the instant's gradients, activations,
-    buffers and working overhead on synthetic rows (they are unit- and instant-level quantities)."""
-    out = []
-    for row in rows:
-        st = row.static
-        item = row.item
-        out.append(LayerRow(kind=item.kind, bytes=(st.parameters, 0.0, cat["optimizer_states"] and st.optimizer_states,
-                                                   0.0, 0.0, 0.0, 0.0),
-                            index=item.index if item.index >= 0 else None, chunk=row.chunk, option=item.option,
-                            inflight=counts[row.chunk]))
-    out.append(LayerRow("gradients", (0, best.gradients, 0, 0, 0, 0, 0), note=best.name))
-    out.append(LayerRow("activations", (0, 0, 0, best.activations, 0, 0, 0), note=best.name))
-    out.append(LayerRow("buffers", (0, 0, 0, 0, best.comm, 0, 0), note=best.name))
-    out.append(LayerRow("working", (0, 0, 0, 0, 0, best.working, 0), note=best.name))
-    assert set(CATEGORIES) == set(cat)
-    return out

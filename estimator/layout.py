@@ -9,10 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 from .errors import LayoutError
 from .strategy import V_SCHEDULES, RecomputePlan
 from .warnings import EstimateWarning
+
+if TYPE_CHECKING:
+    from .resolve import Resolved
 
 EMBEDDING, OUTPUT, MTP, NOOP, VISION = "embedding", "output", "mtp", "noop", "vision"
 
@@ -297,6 +301,18 @@ class LayoutInputs:
     strict: bool = False
     vision_layers: int = 0
     vision_partition: tuple[int, ...] | None = None
+
+
+def layout_inputs(r: Resolved) -> LayoutInputs:
+    """What the layout of a resolved plan depends on."""
+    st, model = r.strategy, r.model
+    vision = model.vision
+    return LayoutInputs(
+        body_kinds=model.body_kinds(), mtp_kinds=model.mtp_kinds(), p=st.pp, vp=st.vpp, schedule=r.flags.schedule,
+        offset=st.offset, partition=st.partition, offset_rule=st.offset_rule, mtp_in_offset=st.mtp_in_offset,
+        emb_out_in_offset=st.emb_out_in_offset, noop_layers=st.noop_layers, recompute=st.recompute,
+        strict=r.options.strict, vision_layers=vision.num_layers if vision else 0,
+        vision_partition=st.vision_partition)
 
 
 def _types(value: object) -> object:

@@ -3,9 +3,8 @@ one layer of a kind under a recompute option, and the loss working set."""
 
 from __future__ import annotations
 
-from .estimate import layout_inputs
 from .hardware import Hardware
-from .layout import Item, build_layout
+from .layout import Item, build_layout, layout_inputs
 from .model import ModelSpec
 from .options import RunOptions
 from .resolve import resolve

@@ -367,3 +367,31 @@ class StagePricer:
 
     def vision_extras_row(self, chunk: int) -> Row:
         return Row(Item("vision_extras", ""), chunk, self.cost(Item("vision_extras", "")))
+
+
+def stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
+    """The priced rows of a stage in model order, with the copies of docs/model.md §"Stage rows" (tied head,
+    MTP embedding); built once per pricer and stage (memory and step time both walk them)."""
+    key = ("stage-rows", stage)
+    cached = pricer.memo.get(key)
+    if cached is None:
+        cached = pricer.memo[key] = _stage_rows(pricer, stage)
+    return list(cached)  # type: ignore[call-overload]
+
+
+def _stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
+    layout, d = pricer.layout, pricer.r.dims
+    slots = layout.stage_slots(stage)
+    kinds = {it.kind for s in slots for it in s.items}
+    has_e, has_o, has_mtp = EMBEDDING in kinds, OUTPUT in kinds, MTP in kinds
+    rows: list[Row] = []
+    for slot in slots:
+        # A tied table whose E sits elsewhere makes O carry a full copy of the head (D56).
+        rows.extend(pricer.rows(slot, with_head=not (d.tie and has_e)))
+    if has_mtp and not has_e and not (d.tie and has_o):
+        mtp_chunk = next(s.chunk for s in slots if any(it.kind == MTP for it in s.items))
+        rows.append(pricer.copy_row(mtp_chunk))
+    if VISION in kinds and stage == next(i for i in range(layout.p) if any(
+            it.kind == VISION for s in layout.stage_slots(i) for it in s.items)):
+        rows.insert(0, pricer.vision_extras_row(0))
+    return rows

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from .layout import slot_index
 from .schedules import Op, stage_order
-from .stage import Row, StagePricer
+from .stage import Row, StagePricer, stage_rows
 from .steptime import StageTimes, StepTime
 
 if TYPE_CHECKING:
@@ -179,8 +179,7 @@ def _dependency(op: Op, q: int, last_q: int) -> tuple[str, int, int, int] | None
 def estimate_timeline(model: ModelSpec, strategy: Strategy, hardware: Hardware,
                       options: RunOptions | None = None) -> Timeline:
     """Convenience: resolve, lay out, price, time the step and simulate its timeline."""
-    from .estimate import layout_inputs, stage_rows
-    from .layout import build_layout
+    from .layout import build_layout, layout_inputs
     from .options import RunOptions
     from .resolve import resolve
     from .steptime import step_time

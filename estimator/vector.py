@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .estimate import Point, price_stage
+from .assembly import Point, price_stage
 from .layout import Layout
 from .resolve import Par, Resolved
 from .result import CATEGORIES

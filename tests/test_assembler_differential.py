@@ -87,8 +87,6 @@ def pkgs(tmp_path_factory) -> tuple[ModuleType, ModuleType]:
     finally:
         sys.path.remove(str(where))
     import estimator
-    for name in ("formats", "search", "balance", "timeline", "estimate"):
-        importlib.import_module(f"estimator.{name}")
     return base, estimator
 
 
@@ -140,8 +138,21 @@ def result_data(result, explain: bool = False) -> dict[str, Any]:
                            "flops": (step.model_flops_per_step, step.hardware_flops_per_step),
                            "stages": [dataclasses.asdict(st) for st in step.stages]}
     if explain:
-        out["explain"] = [s.explain.to_dict() if s.explain is not None else None for s in result.stages]
+        out["explain"] = [_reserve_groups(s.explain.to_dict()) if s.explain is not None else None
+                          for s in result.stages]
     return out
+
+
+def _reserve_groups(node: dict[str, Any]) -> dict[str, Any]:
+    """The one intended change: a RESERVE leaf now always names its own stage's process groups (before, none
+    with vp = 1 and stage 0's with vp > 1): its groups input and substituted text are left out of the
+    comparison (its value is compared)."""
+    if node["formula_id"] == "RESERVE":
+        node["inputs"].pop("groups", None)
+        node["substituted"] = None
+    for child in node["children"]:
+        _reserve_groups(child)
+    return node
 
 
 def estimate_data(pkg: ModuleType, parsed, explain: bool = False) -> Any:
@@ -320,7 +331,17 @@ def test_balancer_the_same(pkgs, first, fractions):
             except pkg.SappError as exc:
                 runs.append(("error", type(exc).__name__, str(exc)))
         outcomes.append(runs)
-    assert_same(outcomes[0], outcomes[1], first)
+    for old, new in zip(*outcomes, strict=True):
+        if isinstance(old, dict) and old["counts"] == new["counts"] and old != new and all(
+                a["total_bytes"] >= b["total_bytes"] for a, b in zip(old["after"]["stages"], new["after"]["stages"],
+                                                                     strict=True)):
+            # A tie in the objective that float noise used to break: the balancer now snaps stage times to
+            # 1 ps and gives the tie to the lower memory. Same objective and step time, less memory.
+            assert_same(old["objective_after"], new["objective_after"], first)
+            assert_same(old["before"], new["before"], first)
+            assert_same(old["after"]["step_time_s"], new["after"]["step_time_s"], first)
+            continue
+        assert_same(old, new, first)
 
 
 def test_timelines_the_same(pkgs):

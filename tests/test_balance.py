@@ -66,6 +66,7 @@ def test_solver_equals_brute_force_on_random_instances(seed):
 # --------------------------------------------------------------------------------- on real plans
 from pathlib import Path  # noqa: E402
 
+from estimator.assembly.form import build_form  # noqa: E402
 from estimator.balance import balance  # noqa: E402
 from estimator.balance.tables import Assignment, StageTables  # noqa: E402
 from estimator.errors import ConfigError, SappError  # noqa: E402
@@ -93,11 +94,11 @@ def test_balance_deepseek_fits_and_is_faster():
         assign = next(ch.assignment for ch in tables.choices(i, a, c)
                       if (ch.assignment.full, ch.assignment.sel, ch.assignment.comm) ==
                       (res.recompute["full"][i], res.recompute["selective"][i], res.recompute["comm"][i]))
-        total, opt = tables.memory(i, tables.rows(i, a, c, assign))
+        (time_,), (total,), (opt,) = tables.price(i, [build_form(tables.rows(i, a, c, assign), 1)])
         stage = res.after.stages[i]
         assert total == pytest.approx(stage.total, rel=1e-12)
         assert opt == pytest.approx(stage.optimizer_step_peak, rel=1e-12)
-        assert tables.stage_time(i, tables.rows(i, a, c, assign)) == pytest.approx(
+        assert time_ == pytest.approx(
             float(res.after.step.stages[i].F + res.after.step.stages[i].B + res.after.step.stages[i].W +
                   res.after.step.stages[i].Rc), rel=1e-12)
         a += c
@@ -153,7 +154,7 @@ def test_balance_hyperparallel_fsdp2_is_priced_by_instants():
         assign = next(ch.assignment for ch in tables.choices(i, a, c)
                       if (ch.assignment.full, ch.assignment.sel) ==
                       (res.recompute["full"][i], res.recompute["selective"][i]))
-        total, _ = tables.memory(i, tables.rows(i, a, c, assign))
+        _, (total,), _ = tables.price(i, [build_form(tables.rows(i, a, c, assign), 1)])
         assert total == pytest.approx(res.after.stages[i].total, rel=1e-12)
         a += c
     assert "activation_checkpoint.layers" in res.snippets

@@ -1,12 +1,11 @@
-"""Stage tables for the balancer (spec §9.2): the time and memory of a stage holding layer positions
-[a, a + c) with a given recompute assignment, priced by the estimator's own row costs.
+"""Stage tables for the balancer (docs/model.md §"Balancing"): the time and memory of a stage holding layer
+positions [a, a + c) with a given recompute assignment, priced by the estimator's own stage assembler.
 
 An assignment is (r_full, r_sel, r_comm): counted from the slot start, layer k is full when k < r_full, else
 selective when k < r_sel and comm when k < r_comm (both when both) — MindFormers' ``LayerSetting`` semantics,
-which every framework's per-stage recompute can express (§9.1). Memory mirrors ``estimate.price_stage`` for
-one chunk per stage (vp = 1): parameters + gradients + optimizer states + μ·activations + resident and
-transient buffers + the working overhead of the backward walk + reserve; time is the stage's F + B + W + Rc
-per micro-batch from the step-time model.
+which every framework's per-stage recompute can express. Every assignment of a slot is one table row: their
+forms are stacked (``assembly.form.stack_forms``) and assembled at once — memory by ``assembly.memory`` (the
+estimate's rule at the stage's replay points), time (F + B + W + Rc per micro-batch) by ``steptime``.
 """
 
 from __future__ import annotations
@@ -14,13 +13,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..estimate import layout_inputs, process_groups
-from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout
+import numpy as np
+
+from ..assembly import ChunkSums, chunk_sums, profile_points, stage_memory
+from ..assembly.form import StageForm, build_form, stack_forms
+from ..assembly.memory import combine
+from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout, layout_inputs
 from ..parsed import ParsedConfig
 from ..resolve import resolve
+from ..rowtime import TimeContext
 from ..schedules import inflight_profile
 from ..stage import Row, StagePricer
-from ..steptime import _Ctx, pp_sends, stage_times
+from ..steptime import ChunkTimes, chunk_times, stage_times
 from .solver import Choice
 
 OPTION_OF = {(False, False): "none", (True, False): "selective", (False, True): "comm", (True, True): "both"}
@@ -99,8 +103,15 @@ def assignments(options: tuple[str, ...], c: int) -> Iterator[Assignment]:
                 yield Assignment(full, max(sel, full), max(comm, full))
 
 
-class StageTables:
-    """Prices candidate stages of one plan (vp = 1, not FSDP2)."""
+def snap_times(times: object) -> list[float]:
+    """Stage times on a 1 ps grid: choices whose times differ only by rounding (the same layers recomputed in
+    another chunk, summed in another order) tie exactly, and the tie goes to the lower memory, not to noise."""
+    return [float(t) for t in np.round(np.asarray(times, dtype=np.float64).ravel(), 12)]
+
+
+class PlanTables:
+    """What the stage tables of one plan share: the resolved plan, its pricer and time context, and each
+    stage's replay points (as ``estimate`` takes them)."""
 
     def __init__(self, parsed: ParsedConfig, options: tuple[str, ...]) -> None:
         st = parsed.strategy
@@ -108,35 +119,30 @@ class StageTables:
         self.r = resolve(parsed.model, st, parsed.hardware, parsed.options)
         self.layout = build_layout(layout_inputs(self.r))
         self.pricer = StagePricer(self.r, self.layout)
-        self.ctx = _Ctx(self.pricer)
+        self.ctx = TimeContext(self.pricer)
         self.options = options
-        r, par = self.r, self.r.par
-        self.p = int(par.p)
-        self.profile = inflight_profile(r.flags.schedule, self.p, 1, int(par.m), n_s=int(par.n_s),
-                                        variant=r.options.vpp_variant)
-        self.mu = [max(sum(pt.counts) for pt in prof.points) for prof in self.profile]
-        self.positions = self._positions()
-        self._kinds = [(pos.kind, pos.block) for pos in self.positions]
-        self._time_cache: dict[tuple, float] = {}
-        self._choice_cache: dict[tuple, tuple[float, float, tuple[str, ...]]] = {}
-        # A stage's rows depend on i only through first/last, its time only through its pipeline sends, its
-        # memory only through μ_i and the process groups: the stage-independent parts are priced once.
-        self._rows_cache: dict[tuple, list[Row]] = {}
-        self._sums_cache: dict[tuple, _Sums] = {}
-        self._peak_cache: dict[tuple, float] = {}
-        self._list_cache: dict[tuple, list[Choice]] = {}
-        self._sends = [tuple(pp_sends(self.r, i, j) for j in range(int(self.r.par.vp))) for i in range(self.p)]
-        self._groups = [process_groups(self.r, i) for i in range(self.p)]
+        par, f = self.r.par, self.r.flags
+        self.p, self.vp, self.schedule = int(par.p), int(par.vp), f.schedule
+        profile = inflight_profile(f.schedule, self.p, self.vp, int(par.m), vpp_group=st.vpp_group,
+                                   n_s=int(par.n_s), overlap_moe_ep_comm=st.overlap_moe_ep_comm,
+                                   variant=parsed.options.vpp_variant)
+        self.points = [profile_points(prof) for prof in profile]
+        self.positions: list[Position] = layer_positions(parsed)
 
-    # -------------------------------------------------------------------------------- positions
-    def _positions(self) -> list[Position]:
-        return layer_positions(self.parsed)
+
+class StageTables(PlanTables):
+    """Prices candidate stages of one plan (vp = 1)."""
+
+    def __init__(self, parsed: ParsedConfig, options: tuple[str, ...]) -> None:
+        super().__init__(parsed, options)
+        self._kinds = [(pos.kind, pos.block) for pos in self.positions]
+        self._list_cache: dict[tuple, list[Choice]] = {}
+        self._slot_cache: dict[tuple, _Slot] = {}
 
     @property
     def total(self) -> int:
         return len(self.positions)
 
-    # -------------------------------------------------------------------------------- rows
     def rows(self, i: int, a: int, c: int, assign: Assignment) -> list[Row]:
         """The rows stage i holds, in model order, as ``stage_rows`` would build them."""
         pricer = self.pricer
@@ -149,100 +155,71 @@ class StageTables:
             rows.append(pricer.copy_row(0))
         return rows
 
-    def stage_time(self, i: int, rows: list[Row]) -> float:
-        """S_i = F + B + W + Rc per micro-batch (§7.5), from the step-time model."""
-        key = (self._sends[i], tuple((row.item.kind, row.item.block, row.item.option, id(row.cost)) for row in rows))
-        got = self._time_cache.get(key)
-        if got is None:
-            times = stage_times(self.ctx, i, rows)
-            got = self._time_cache[key] = float(times.F + times.B + times.W + times.Rc)
-        return got
-
-    def memory(self, i: int, rows: list[Row], key: tuple | None = None) -> tuple[float, float]:
-        """(stage total, optimizer-step peak), as ``estimate.price_stage`` prices one chunk (§6.8–§6.11);
-        FSDP2 plans instant by instant (§12). ``key`` names ``rows`` for the stage-independent caches."""
-        from ..estimate import optimizer_step_peak, profile_points, reserve_bytes
-
-        f = self.r.flags
-        if f.fsdp2:
-            from .. import fsdp
-
-            stage = fsdp.price_stage(self.pricer, i, profile_points(self.profile[i]), rows, False)
-            return float(stage.total), float(stage.optimizer_step_peak)
-        sums = self._sums_cache.get(key) if key is not None else None
-        if sums is None:
-            sums = _Sums.of(self, rows)
-            if key is not None:
-                self._sums_cache[key] = sums
-        acts = self.mu[i] * sums.act
-        groups = self._groups[i]
-        reserve = reserve_bytes(self.r, acts + sums.working, i, groups)[0]
-        total = sums.params + sums.grads + sums.states + acts + sums.resident + sums.transient + sums.working + reserve
-        peak_key = (key, groups)
-        peak = self._peak_cache.get(peak_key) if key is not None else None
-        if peak is None:
-            peak = float(optimizer_step_peak(self.r, rows, sums.resident, groups))
-            if key is not None:
-                self._peak_cache[peak_key] = peak
-        return float(total), peak
-
-    # -------------------------------------------------------------------------------- choices
     def assignments(self, c: int) -> Iterator[Assignment]:
         return assignments(self.options, c)
 
     def choices(self, i: int, a: int, c: int) -> list[Choice]:
-        """Every assignment of a slot. A stage's cost depends only on the kinds it holds (not on which model
-        indices they are), so slots with the same kinds share their priced choices."""
+        """Every assignment of a slot (one per distinct recompute pattern), priced at once. A stage's cost
+        depends only on the kinds it holds (not on which model indices they are), so slots with the same kinds
+        share their priced choices, and stages that hold the same rows share their sums."""
         kinds = tuple(self._kinds[a:a + c])
         listed = self._list_cache.get((i, kinds))
         if listed is not None:
             return listed
-        out = []
-        seen: set[tuple[str, ...]] = set()
-        for assign in self.assignments(c):
-            key = (i, kinds, assign)
-            cached = self._choice_cache.get(key)
-            if cached is None:
-                rows_key = (i == 0, i == self.p - 1, kinds, assign)
-                rows = self._rows_cache.get(rows_key)
-                if rows is None:
-                    rows = self._rows_cache[rows_key] = self.rows(i, a, c, assign)
+        key = (i == 0, i == self.p - 1, kinds)
+        slot = self._slot_cache.get(key)
+        if slot is None:
+            chosen: list[Assignment] = []
+            forms = []
+            seen: set[tuple[str, ...]] = set()
+            for assign in self.assignments(c):
+                rows = self.rows(i, a, c, assign)
                 signature = tuple(row.item.option for row in rows)
-                total, opt_peak = self.memory(i, rows, rows_key)
-                cached = self._choice_cache[key] = (self.stage_time(i, rows), max(total, opt_peak), signature)
-            time_, memory, signature = cached
-            if signature in seen:  # e.g. counts beyond the layers of a slot with noop positions
-                continue
-            seen.add(signature)
-            out.append(Choice(time_, memory, assign))
+                if signature in seen:  # e.g. counts beyond the layers of a slot with noop positions
+                    continue
+                seen.add(signature)
+                chosen.append(assign)
+                forms.append(build_form(rows, 1))
+            slot = self._slot_cache[key] = self._sums(forms, tuple(chosen))
+        times, totals, opt_peaks = self._price(i, slot)
+        out = [Choice(t, max(total, opt), assign)
+               for t, total, opt, assign in zip(snap_times(times), totals, opt_peaks, slot.assigns, strict=True)]
         self._list_cache[(i, kinds)] = out
         return out
 
+    def _sums(self, forms: list[StageForm], assigns: tuple[Assignment, ...] = ()) -> _Slot:
+        stacked = stack_forms(forms)
+        return _Slot(assigns, tuple(forms), stacked, chunk_sums(self.pricer, stacked, 0),
+                     chunk_times(self.ctx, stacked, 0))
+
+    def price(self, i: int, forms: list[StageForm]) -> tuple[list[float], list[float], list[float]]:
+        """Per form: the stage time S_i = F + B + W + Rc per micro-batch, the stage total and the optimizer-step
+        peak of stage i holding its rows."""
+        return self._price(i, self._sums(forms))
+
+    def _price(self, i: int, slot: _Slot) -> tuple[list[float], list[float], list[float]]:
+        """The stage-dependent part (replay points, process groups, pipeline hand-overs) on the slot's sums;
+        FSDP2 plans (instants walk the rows) one form at a time."""
+        times = stage_times(self.ctx, i, [slot.times])
+        if self.r.flags.fsdp2:
+            mems = [stage_memory(self.pricer, i, form, self.points[i]) for form in slot.forms]
+        else:
+            mems = [combine(self.pricer, i, [slot.sums], self.points[i], slot.stacked.vision, self.pricer.memo)]
+        n = len(slot.forms)
+
+        def column(values: list) -> list[float]:
+            return [float(x) for x in np.broadcast_to(np.concatenate([np.ravel(v) for v in values]), (n,))]
+
+        return (column([times.F + times.B + times.W + times.Rc]), column([m.total for m in mems]),
+                column([m.optimizer_step_peak for m in mems]))
+
 
 @dataclass(frozen=True)
-class _Sums:
-    """The stage-independent sums of one stage's rows (non-FSDP2 memory)."""
+class _Slot:
+    """A slot's table rows: their assignments, forms, stacked form, and chunk sums and times (arrays over them)."""
 
-    params: float
-    grads: float      # γ·Σ gradients
-    states: float
-    act: float        # Σ stored activations of one micro-batch (× μ_i per stage)
-    working: float
-    transient: float
-    resident: float
-
-    @classmethod
-    def of(cls, tables: StageTables, rows: list[Row]) -> _Sums:
-        from ..estimate import working_for_chunk
-
-        f = tables.r.flags
-        params = sum(row.static.parameters for row in rows)
-        grads = tables.pricer.gamma * sum(row.static.gradients for row in rows)
-        states = 0.0 if f.swap_optimizer else sum(row.static.optimizer_states for row in rows)
-        working, _ = working_for_chunk(tables.pricer, rows, 0)
-        if f.comm_buffer_mode == "upstream_sum":
-            transient = sum(max(row.parts[0], row.parts[1], row.parts[3]) + row.parts[2] for row in rows)
-        else:
-            transient = max(row.transient for row in rows)
-        resident = sum(row.resident for row in rows)
-        return cls(params, grads, states, sum(row.act for row in rows), working, transient, resident)
+    assigns: tuple[Assignment, ...]
+    forms: tuple[StageForm, ...]
+    stacked: StageForm
+    sums: ChunkSums
+    times: ChunkTimes

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..estimate import layout_inputs, stage_rows
-from ..layout import build_layout
+from ..layout import build_layout, layout_inputs
 from ..parsed import ParsedConfig
 from ..rescale import rescale, rescale_vision
 from ..resolve import Par, resolve
+from ..stage import stage_rows
 from ..strategy import RecomputePlan, Strategy
 from ..vector import price_group, with_par
 from .candidates import KEEP_PARSED_REC, Candidates

@@ -1,0 +1,72 @@
+"""The stage assembler: memory (and, through ``steptime``, time) of a pipeline stage, assembled once for every
+caller — the estimate (one element), the search (one element per candidate), the balancer (one per table row,
+or a grid of chunk choices) and PyTorch FSDP2 plans (instants instead of the peak point).
+
+* ``form``: a stage's structure — the distinct row costs per chunk with their counts, its backward walk;
+* ``memory``: chunk sums → the stage at its peak replay point (or FSDP2 instant) → the stage terms;
+* ``terms``: the memory terms as data (``ROW_TERMS``, ``STAGE_TERMS``) — where a new term goes;
+* ``report``: the per-layer table and the Explain tree of one element (labels only; the numbers come from
+  ``memory``).
+
+Adding a memory term (docs/model.md §"Adding a memory term"):
+
+1. held by every row for the whole step (weights, gradients, states, a buffer kept between passes): if it is
+   part of an existing per-row quantity, change ``stage.StagePricer``/``static`` where that quantity is priced;
+   else add a ``RowCost`` field priced in ``StagePricer.cost`` and one ``RowTerm`` in ``terms.ROW_TERMS``
+   naming its category. It then reaches the stage categories, the per-layer table, the search, the balancer
+   and — unless its category is priced by FSDP2's instants (``RowTerm.instant``) — FSDP2 plans.
+2. held once per device and stage (runtime context, library workspaces, communication-library buffers,
+   allocator slack): one ``StageTerm`` in ``terms.STAGE_TERMS`` with its formula id, category, value, its part
+   of the optimizer-step peak and its Explain inputs. It reads the assembled stage (``StageView``) and
+   reaches every path, FSDP2 included, and shows as one synthetic row of the per-layer table.
+3. stored activations of one micro-batch: ``StagePricer.activation`` (they are multiplied by the micro-batches
+   in flight, walked by the backward, replayed by FSDP2's instants and the timeline).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from ..result import StageResult
+from ..stage import StagePricer, stage_rows
+from .form import StageForm, build_form, form_signature
+from .memory import ChunkSums, Point, StageMemory, chunk_sums, profile_points, stage_memory
+from .report import explain_tree, layer_rows, point_label
+from .terms import ROW_TERMS, STAGE_TERMS, RowTerm, StageTerm, StageView, process_groups
+
+
+def stage_form(pricer: StagePricer, stage: int) -> StageForm:
+    """The form of a stage's rows (kept per pricer)."""
+    key = ("stage-form", stage)
+    got = pricer.memo.get(key)
+    if got is None:
+        got = pricer.memo[key] = build_form(stage_rows(pricer, stage), pricer.layout.vp)
+    return got  # type: ignore[return-value]
+
+
+def stage_chunks(pricer: StagePricer, form: StageForm) -> list[ChunkSums]:
+    """The chunk sums of a form, shared by the stages that hold the same rows (kept per pricer)."""
+    key = ("chunk-sums", form_signature(form.rows))
+    got = pricer.memo.get(key)
+    if got is None:
+        got = pricer.memo[key] = [chunk_sums(pricer, form, j) for j in range(form.vp)]
+    return got  # type: ignore[return-value]
+
+
+def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: bool = False) -> StageResult:
+    """One stage as a StageResult: numbers for one plan (with labels, Explain on request), or arrays over the
+    search's candidates (points then carry the validity mask of their micro-batch count)."""
+    form = stage_form(pricer, stage)
+    mem = stage_memory(pricer, stage, form, points, stage_chunks(pricer, form), explain)
+    point = mem.instant.best.name if mem.instant is not None else point_label(points, mem)
+    source = partial(layer_rows, pricer, form, mem)
+    tree = explain_tree(pricer, stage, form, mem, source(), point) if explain else None
+    return StageResult(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
+                       peak_vector=tuple(mem.counts), peak_instant=point,
+                       optimizer_step_peak=mem.optimizer_step_peak, layer_counts=pricer.layout.chunk_counts()[stage],
+                       kinds=frozenset(row.item.kind for row in form.rows), explain=tree)
+
+
+__all__ = ["ROW_TERMS", "STAGE_TERMS", "ChunkSums", "Point", "RowTerm", "StageForm", "StageMemory", "StageTerm",
+           "StageView", "chunk_sums", "price_stage", "process_groups", "profile_points", "stage_chunks",
+           "stage_form", "stage_memory"]

@@ -1,0 +1,337 @@
+"""Memory of a stage from its form and its rows' costs (docs/model.md §"Stage memory", formula M-STAGE):
+
+1. ``chunk_sums``: per chunk, the row terms summed, the stored activations of one micro-batch A_chunk, the
+   backward walk's largest need W [W-BWD], the largest forward working set, the transient buffer [C-BUF] and
+   the optimizer-step sums [S-OPT];
+2. ``combine``: the stage at its peak replay point (D49) — max over points of Σ_j n_j·A_chunk(j) + W(backward
+   chunk), ties to the earliest — or, under PyTorch FSDP2, at its largest instant (``fsdp``, D50–D52); then the
+   stage terms (the reserve).
+
+Every function takes numbers or numpy arrays alike: one element for an estimate, one per candidate in the
+search, one per table row in the balancer (stacked forms), or a grid of chunk choices (interleaved balancer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import fsdp
+from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, where
+from ..result import CATEGORIES
+from ..schedules import V_SCHEDULES, StageProfile
+from ..stage import StagePricer
+from . import terms
+from .form import Coefs, StageForm
+from .terms import StageView, process_groups
+
+INSTANT_CATEGORIES = frozenset({"gradients", "activations", "communication_buffers", "working_overhead"})
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSums:
+    """What the stage combination needs from one chunk (numbers or arrays over the elements)."""
+
+    rows: dict[str, Num]   # ROW_TERMS id → Σ over the chunk's rows
+    step: dict[str, Num]   # ROW_TERMS id → Σ of what the rows hold at the optimizer step
+    act: Num               # A_chunk: stored activations of one micro-batch
+    work: Num              # W: the largest need of the chunk's backward walk (≥ 0)
+    forward: Num           # the largest forward working set (V schedules overlap it with a backward)
+    transient: Num         # the largest transient buffer (D14), or upstream's per-layer sum
+    temps: Num             # S-OPT: the optimizer's temporaries (foreach: Σ; for-loop: the largest tensor's)
+    work_at: int = -1      # one element: the winning walk position (-1: none above 0)
+    transient_at: int = -1  # one element: the key of the largest transient
+
+
+
+@dataclass(frozen=True, slots=True)
+class StageMemory:
+    """A stage assembled: its categories, total and optimizer-step peak, and where its peak sits."""
+
+    categories: dict[str, Num]
+    total: Num
+    optimizer_step_peak: Num
+    counts: tuple[Num, ...]   # micro-batches in flight per chunk at the peak point
+    working: Num
+    transient: Num
+    groups: Num
+    stage_terms: tuple[tuple[Num, StageView], ...] = ()  # per STAGE_TERMS entry: its value and what it saw
+    point: int = -1           # one element: the peak point's index
+    working_from: tuple[int, int] = (-1, -1)  # one element: (chunk, walk position), or (-1, V label index)
+    transient_from: tuple[int, int] = (-1, -1)  # one element: (chunk, key)
+    instant: Any = None       # FSDP2: fsdp.Peak
+
+
+class Point(NamedTuple):
+    """A replay point: per chunk the micro-batches in flight (numbers, or arrays over candidates), the chunk
+    whose backward follows, and for which elements it exists (True, or a boolean array in the search)."""
+
+    counts: tuple[Num, ...]
+    backward_chunk: int
+    valid: Num = True
+
+
+def profile_points(prof: StageProfile) -> list[Point]:
+    return [Point(pt.counts, pt.backward_chunk) for pt in prof.points]
+
+
+def map_elements(record: Any, fn: Any) -> Any:
+    """A copy of a sums record (dataclass of numbers, dicts and tuples of them) with ``fn`` applied to every
+    array: the balancer selects table rows or moves them to a grid axis this way."""
+    def one(x: Any) -> Any:
+        if isinstance(x, np.ndarray):
+            return fn(x)
+        if isinstance(x, dict):
+            return {k: one(v) for k, v in x.items()}
+        if isinstance(x, tuple):
+            return tuple(one(v) for v in x)
+        return x
+    return replace(record, **{f.name: one(getattr(record, f.name)) for f in fields(record)})
+
+
+# ------------------------------------------------------------------------------------------ chunk sums
+def _row_values(pricer: StagePricer, form: StageForm) -> list[tuple[Num, ...]]:
+    """Per key: the ROW_TERMS values and the other per-row numbers the chunk sums read (kept per pricer)."""
+    f = pricer.r.flags
+    divisor = pricer.r.par.os if f.sharding_mode not in ("none",) else 1
+    out = []
+    for cost in form.keys:
+        key = ("row-values", id(cost))
+        got = pricer.memo.get(key)
+        if got is None:
+            _st, local = cost.static, cost.local
+            upstream = max_all([cost.parts[0], cost.parts[1], cost.parts[3]]) + cost.parts[2]
+            largest = None if local.frozen else 2 * 4 * local.largest / divisor
+            got = pricer.memo[key] = (*(t.value(cost, pricer) for t in terms.ROW_TERMS),
+                                      *((t.at_optimizer_step or t.value)(cost, pricer) for t in terms.ROW_TERMS),
+                                      upstream, largest, cost)
+        out.append(got)  # type: ignore[arg-type]
+    return out
+
+
+def _lin(pairs: Coefs, values: Sequence[Num]) -> Num:
+    out: Num = 0.0
+    for k, c in pairs:
+        out = out + c * values[k]
+    return out
+
+
+def _present(count: Num, value: Num) -> Num:
+    """``value`` where the key is present (stacked forms: count > 0), −∞ elsewhere."""
+    return np.where(count > 0, value, -np.inf) if isinstance(count, np.ndarray) else value
+
+
+def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
+    f = pricer.r.flags
+    values = _row_values(pricer, form)
+    costs = [v[-1] for v in values]
+    pairs = form.counts[j]
+    width = len(terms.ROW_TERMS)
+    by_term = {t.id: _lin(pairs, [v[i] for v in values]) for i, t in enumerate(terms.ROW_TERMS)}
+    at_step = {t.id: _lin(pairs, [v[width + i] for v in values]) for i, t in enumerate(terms.ROW_TERMS)}
+    act = _lin(pairs, [c.act for c in costs])
+    # [W-BWD] the walk's positions, last row first; the first strict maximum names the position
+    work: Num = 0.0
+    work_at = -1
+    rc, none, gw, acts = ([getattr(c, name) for c in costs] for name in ("rc", "act_none", "gw", "act"))
+    for t, term in enumerate(form.walks[j]):
+        need = (_lin(term.rc, rc) if term.rc else _lin(term.group_none, none)) + _lin(term.gw, gw) - \
+            _lin(term.after, acts)
+        if term.valid is not True:
+            need = np.where(term.valid, need, -np.inf)
+        if is_array(need, work):
+            work = np.maximum(work, need)
+        elif need > work:
+            work, work_at = need, t
+    forward: Num = 0.0
+    for k, n in pairs:
+        forward = maximum(forward, _present(n, costs[k].gf))
+    # [C-BUF] one stage maximum (D14), or upstream's per-layer sum
+    transient: Num = 0.0
+    transient_at = -1
+    if f.comm_buffer_mode == "upstream_sum":
+        transient = _lin(pairs, [v[2 * width] for v in values])
+    else:
+        for k, n in pairs:
+            value = _present(n, costs[k].transient)
+            if is_array(value, transient):
+                transient = np.maximum(transient, value)
+            elif transient_at < 0 or value > transient:
+                transient, transient_at = value, k
+    if f.optimizer_impl == "foreach":
+        temps = _lin(pairs, [c.static.opt_temporaries for c in costs])
+    elif f.optimizer_impl == "forloop":
+        temps = 0.0
+        for k, n in pairs:
+            if values[k][2 * width + 1] is not None:
+                temps = maximum(temps, _present(n, values[k][2 * width + 1]))
+    else:
+        temps = 0.0
+    return ChunkSums(rows=by_term, step=at_step, act=act, work=work, forward=forward, transient=transient,
+                     temps=temps, work_at=work_at, transient_at=transient_at)
+
+
+# ------------------------------------------------------------------------------------------ the peak point
+def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
+               memo: dict | None = None) -> tuple[tuple[Num, ...], Num, int]:
+    """D49: per element, the first point maximising Σ_j n_j·A_chunk(j) + W(backward chunk): (in-flight counts
+    per chunk, W of that point, the point's index for one element). A point's ``valid`` (the search: a mask per
+    micro-batch count) selects the elements it belongs to; points sharing a mask are evaluated on its elements
+    only."""
+    groups: dict[int, list[tuple[int, Any]]] = {}
+    for k, pt in enumerate(points):
+        groups.setdefault(id(pt.valid), []).append((k, pt))
+    if len(groups) == 1 and points[0].valid is True:
+        return _best_point(list(enumerate(points)), act, work)
+    size = np.broadcast_shapes(*[np.shape(x) for x in (*act, *work)], *[np.shape(pt.valid) for pt in points])
+    flat_act = [np.broadcast_to(np.asarray(a, dtype=np.float64), size).reshape(-1) for a in act]
+    flat_work = [np.broadcast_to(np.asarray(w, dtype=np.float64), size).reshape(-1) for w in work]
+    n = int(np.prod(size))
+    out_counts = np.zeros((len(act), n))
+    out_work = np.zeros(n)
+    memo = {} if memo is None else memo
+    for pts in groups.values():
+        idx = mask_index(pts[0][1].valid, size, memo)
+        if not index_size(idx):
+            continue
+        counts, w, _best = _best_point(pts, [a[idx] for a in flat_act], [x[idx] for x in flat_work])
+        for j, c in enumerate(counts):
+            out_counts[j, idx] = c
+        out_work[idx] = w
+    return tuple(out_counts[j].reshape(size) for j in range(len(act))), out_work.reshape(size), -1
+
+
+def _best_point(pts: list[tuple[int, Any]], act: Sequence[Num], work: Sequence[Num]
+                ) -> tuple[tuple[Num, ...], Num, int]:
+    best_value: Num = None
+    best_k: Num = -1
+    counts: tuple[Num, ...] = ()
+    best_work: Num = 0.0
+    for k, pt in pts:
+        value: Num = 0
+        for n, a in zip(pt.counts, act, strict=True):
+            value = value + n * a
+        value = value + work[pt.backward_chunk]
+        if best_value is None:
+            best_value, best_k, counts, best_work = value, k, tuple(pt.counts), work[pt.backward_chunk]
+        elif is_array(value, best_value):
+            take = value > best_value
+            best_value = np.where(take, value, best_value)
+            counts = tuple(np.where(take, n, c) for n, c in zip(pt.counts, counts, strict=True))
+            best_work = np.where(take, work[pt.backward_chunk], best_work)
+            best_k = -1
+        elif value > best_value:
+            best_value, best_k, counts, best_work = value, k, tuple(pt.counts), work[pt.backward_chunk]
+    return counts, best_work, int(best_k)
+
+
+# ------------------------------------------------------------------------------------------ the stage
+def combine(pricer: StagePricer, stage: int, chunks: Sequence[ChunkSums], points: Sequence[Any],
+            vision: Num = False, memo: dict | None = None) -> StageMemory:
+    """A stage from its chunks' sums under the generic rule (not FSDP2)."""
+    f = pricer.r.flags
+    work = [c.work for c in chunks]
+    working_from = [(j, c.work_at) for j, c in enumerate(chunks)]
+    if f.schedule in V_SCHEDULES:
+        # one backward overlaps the other chunk's forward: W = max(W_1, F_0 + W_1, F_1 + W_0) at every point
+        options = [work[1], chunks[0].forward + work[1], chunks[1].forward + work[0]]
+        v_work = options[0]
+        v_from = working_from[1]
+        for k in (1, 2):
+            if is_array(options[k], v_work):
+                v_work = np.maximum(v_work, options[k])
+            elif options[k] > v_work:
+                v_work, v_from = options[k], (-1, k)
+        work = [v_work, v_work]
+        working_from = [v_from, v_from]
+    if pricer.vision_frozen and vision is not False:
+        fwd = pricer.vision_forward_working()
+        work = [w + where(vision, fwd, 0.0) for w in work]
+    counts, working, point = peak_point(points, [c.act for c in chunks], work, memo)
+    transient, transient_from = _stage_transient(f.comm_buffer_mode, chunks)
+    cat = {name: 0.0 for name in CATEGORIES}
+    for term in terms.ROW_TERMS:
+        cat[term.category] = cat[term.category] + _chunk_total(chunks, lambda c, t=term: c.rows[t.id])
+    acts: Num = 0.0
+    for n, c in zip(counts, chunks, strict=True):
+        acts = acts + n * c.act
+    cat["activations"] = cat["activations"] + acts
+    cat["communication_buffers"] = cat["communication_buffers"] + transient
+    cat["working_overhead"] = cat["working_overhead"] + working
+    return _finish(pricer, stage, cat, chunks, counts, working, transient, point=point,
+                   working_from=working_from[points[point].backward_chunk] if point >= 0 else (-1, -1),
+                   transient_from=transient_from)
+
+
+def _stage_transient(mode: str, chunks: Sequence[ChunkSums]) -> tuple[Num, tuple[int, int]]:
+    if mode == "upstream_sum":
+        return _chunk_total(chunks, lambda c: c.transient), (-1, -1)
+    best: Num = chunks[0].transient
+    at = (0, chunks[0].transient_at)
+    for j, c in enumerate(chunks[1:], start=1):
+        if is_array(c.transient, best):
+            best = np.maximum(best, c.transient)
+        elif c.transient > best:
+            best, at = c.transient, (j, c.transient_at)
+    return best, at
+
+
+def _chunk_total(chunks: Sequence[ChunkSums], get) -> Num:
+    out: Num = 0.0
+    for c in chunks:
+        out = out + get(c)
+    return out
+
+
+def _finish(pricer: StagePricer, stage: int, cat: dict[str, Num], chunks: Sequence[ChunkSums],
+            counts: tuple[Num, ...], working: Num, transient: Num, **where_: Any) -> StageMemory:
+    """The stage terms, the total (M-STAGE) and the optimizer-step peak [S-OPT]."""
+    r = pricer.r
+    f = r.flags
+    groups = process_groups(r, stage)
+    at_step: Num = 0.0
+    added = []
+    for term in terms.STAGE_TERMS:
+        view = StageView(r, stage, dict(cat), groups)
+        value = term.value(view)
+        cat[term.category] = cat[term.category] + value
+        at_step = at_step + term.at_optimizer_step(view)
+        added.append((value, view))
+    total: Num = 0.0
+    for name in CATEGORIES:
+        total = total + cat[name]
+    # [S-OPT] what the rows hold at the optimizer step, the optimizer's temporaries, the stage terms' part
+    opt_peak: Num = 0.0
+    for term in terms.ROW_TERMS:
+        opt_peak = opt_peak + _chunk_total(chunks, lambda c, t=term: c.step[t.id])
+    temps = _chunk_total(chunks, lambda c: c.temps) if f.optimizer_impl == "foreach" else \
+        max_all([c.temps for c in chunks])
+    opt_peak = opt_peak + temps + at_step
+    return StageMemory(categories=cat, total=total, optimizer_step_peak=opt_peak, counts=tuple(counts),
+                       working=working, transient=transient, groups=groups, stage_terms=tuple(added), **where_)
+
+
+def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],
+                 chunks: Sequence[ChunkSums] | None = None, explain: bool = False) -> StageMemory:
+    """A stage: the generic rule, or PyTorch FSDP2's instants (``fsdp.peak_instant``)."""
+    if chunks is None:
+        chunks = [chunk_sums(pricer, form, j) for j in range(form.vp)]
+    if not pricer.r.flags.fsdp2:
+        return combine(pricer, stage, chunks, points, form.vision, pricer.memo)
+
+    peak = fsdp.peak_instant(pricer, list(form.rows), [c.act for c in chunks], points, explain)
+    cat = {name: 0.0 for name in CATEGORIES}
+    for term in terms.ROW_TERMS:
+        if term.category not in INSTANT_CATEGORIES:
+            cat[term.category] = cat[term.category] + _chunk_total(chunks, lambda c, t=term: c.rows[t.id])
+    best = peak.best
+    cat["gradients"], cat["activations"] = best.gradients, best.activations
+    cat["communication_buffers"], cat["working_overhead"] = best.comm, best.working
+    return _finish(pricer, stage, cat, chunks, peak.counts, best.working, best.comm, instant=peak)
+
+
+__all__ = ["CATEGORIES", "INSTANT_CATEGORIES", "ChunkSums", "Point", "StageMemory", "chunk_sums", "combine",
+           "peak_point", "profile_points", "stage_memory"]

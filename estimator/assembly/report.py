@@ -1,0 +1,209 @@
+"""What a stage shows beyond its numbers: the per-layer table (``LayerRow``s: each row's terms, then one synthetic
+row per stage-level quantity) and, for one element with ``explain``, the Explain tree (docs/model.md §"Explain").
+The numbers all come from the assembler's ``StageMemory``; this module only labels them.
+"""
+
+from __future__ import annotations
+
+from ..arr import Num, is_array
+from ..explain import Quantity, sum_node
+from ..result import CATEGORIES, LayerRow
+from ..stage import Row, StagePricer
+from ..static import Local, fp8_weight_bytes
+from . import terms
+from .form import StageForm, row_label
+from .memory import StageMemory
+
+V_LABELS = ("", "chunk 0 forward + chunk 1 backward", "chunk 1 forward + chunk 0 backward")
+BUFFER_PARTS = (("SP gather", "C-BUF.sp"), ("CP exchange", "C-BUF.cp"), ("EP dispatch/combine", "C-BUF.ep"),
+                ("weight re-gather", "C-BUF.dp"), ("PP send/recv", "C-BUF.pp"))
+
+
+def _row_bytes(pricer: StagePricer, row: Row, n: Num, instants: bool) -> tuple[Num, ...]:
+    out: list[Num] = [0.0] * len(CATEGORIES)
+    for term in terms.ROW_TERMS:
+        if not (instants and term.instant):
+            k = CATEGORIES.index(term.category)
+            out[k] = out[k] + term.value(row.cost, pricer)
+    if not instants:
+        k = CATEGORIES.index("activations")
+        out[k] = out[k] + n * row.act
+    return tuple(out)
+
+
+def _one(category: str, value: Num) -> tuple[Num, ...]:
+    return tuple(value if name == category else 0 for name in CATEGORIES)
+
+
+def working_label(form: StageForm, mem: StageMemory) -> str:
+    """Where the working set peaks: the walk position that wins, or the V schedules' overlapped pair."""
+    chunk, at = mem.working_from
+    if chunk < 0:
+        return V_LABELS[at] if at > 0 else ""
+    if at < 0:
+        return ""
+    return row_label(form.rows[form.walks[chunk][at].row])
+
+
+def transient_label(pricer: StagePricer, form: StageForm, mem: StageMemory) -> str:
+    if pricer.r.flags.comm_buffer_mode == "upstream_sum":
+        return "upstream per-layer sum"
+    chunk, key = mem.transient_from
+    if key < 0:
+        return ""
+    cost = form.keys[key]
+    return "largest: " + row_label(next(row for row in form.rows if row.chunk == chunk and row.cost is cost))
+
+
+def point_label(points, mem: StageMemory) -> str:
+    if mem.point < 0:
+        return ""
+    pt = points[mem.point]
+    return f"before backward of chunk {pt.backward_chunk}, in flight {tuple(pt.counts)}"
+
+
+def layer_rows(pricer: StagePricer, form: StageForm, mem: StageMemory) -> tuple[LayerRow, ...]:
+    """Per-layer rows at the peak (Σ rows = the stage's categories)."""
+    instants = mem.instant is not None
+    out = []
+    for row in form.rows:
+        n = mem.counts[row.chunk]
+        item = row.item
+        out.append(LayerRow(kind=item.kind, bytes=_row_bytes(pricer, row, n, instants),
+                            index=item.index if item.index >= 0 else None, chunk=row.chunk, option=item.option,
+                            inflight=n))
+    if instants:
+        best = mem.instant.best
+        for kind, category, value in (("gradients", "gradients", best.gradients),
+                                      ("activations", "activations", best.activations),
+                                      ("buffers", "communication_buffers", best.comm),
+                                      ("working", "working_overhead", best.working)):
+            out.append(LayerRow(kind, _one(category, value), note=best.name))
+    else:
+        out.append(LayerRow("working", _one("working_overhead", mem.working), note=working_label(form, mem)))
+        out.append(LayerRow("buffers", _one("communication_buffers", mem.transient),
+                            note=transient_label(pricer, form, mem)))
+    for term, (value, view) in zip(terms.STAGE_TERMS, mem.stage_terms, strict=True):
+        out.append(LayerRow(term.row, _one(term.category, value), note="" if is_array(view.groups) else
+                            term.note(view)))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------ explain
+def explain_tree(pricer: StagePricer, stage: int, form: StageForm, mem: StageMemory, rows_: tuple[LayerRow, ...],
+                 point: str) -> Quantity:
+    """The stage total as a sum of categories, each a sum over its rows with the formula and the values
+    substituted (one element only)."""
+    if mem.instant is not None:
+        return _fsdp_tree(stage, mem)
+    par = pricer.r.par
+    synthetic = [None, None, *list(zip(terms.STAGE_TERMS, mem.stage_terms, strict=True))]
+    children = []
+    for k, name in enumerate(CATEGORIES):
+        leaves = []
+        for lr, source in zip(rows_, [*form.rows, *synthetic], strict=True):
+            value = lr.bytes[k]
+            if not value:
+                continue
+            label = f"{lr.kind}" + (f" {lr.index}" if lr.index is not None else "") + \
+                (f" chunk {lr.chunk}" if par.vp > 1 else "")
+            if isinstance(source, Row):
+                leaves.append(_row_leaf(pricer, name, label, value, source, lr))
+            elif source is None:
+                leaves.append(_stage_leaf(name, label, value, lr, form))
+            else:
+                term, (_value, view) = source
+                leaves.append(Quantity(label, value, term.id, term.inputs(view), note=lr.note))
+        children.append(sum_node(name, leaves))
+    total = sum_node(f"stage {stage} total", children, "M-STAGE", note=point)
+    total.inputs = dict(mem.categories)
+    return total
+
+
+def _fsdp_tree(stage: int, mem: StageMemory) -> Quantity:
+    peak = mem.instant
+    after = peak.several
+    children = [Quantity(inst.name + (f" after {where_}" if after else ""), inst.dynamic + a_h, "F-INST",
+                         {"gradients": inst.gradients, "activations": inst.activations + a_h,
+                          "communication_buffers": inst.comm, "working_overhead": inst.working})
+                for a_h, walk, where_ in peak.walks for inst in walk]
+    dyn = Quantity("dynamic (max over FSDP2 instants)", peak.best.dynamic, "F-INST", children=children, op="max",
+                   note=f"argmax: {peak.best.name}")
+    cat = mem.categories
+    parts = [Quantity("parameters", cat["parameters"], "S-LAYER.params"),
+             Quantity("optimizer_states", cat["optimizer_states"], "S-LAYER.opt"), dyn]
+    parts += [Quantity(term.row, value, term.id) for term, (value, _view) in zip(terms.STAGE_TERMS, mem.stage_terms,
+                                                                                 strict=True)]
+    return sum_node(f"stage {stage} total", parts, "M-STAGE", note=peak.best.name)
+
+
+def _row_leaf(pricer: StagePricer, category: str, label: str, value: float, row: Row, lr: LayerRow) -> Quantity:
+    r = pricer.r
+    w, par, f, d = r.widths, r.par, r.flags, r.dims
+    loc = row.local
+    sh = pricer.divisors
+    local = {"E_d": loc.dense, "E_e": loc.expert}
+    if loc.base_frozen and category in ("parameters", "gradients", "optimizer_states"):
+        return _peft_leaf(pricer, category, label, value, loc)
+    if category == "parameters":
+        stored = Quantity("stored", value, "S-LAYER.params", {"β_p": w.p, **local, "sh_p": sh[0], "sh_pe": sh[3]})
+        eight = fp8_weight_bytes(loc, w, f, sh)
+        if not eight:
+            stored.label = label
+            return stored
+        stored.value = value - eight
+        fp8 = Quantity(f"FP8 weights ({f.feat.fp8})", eight, "S-FP8",
+                       {"β_8": f.feat.fp8_weight_bytes, "β_p": w.p, "E_8": loc.fp8 + loc.fp8_expert, "sh_p": sh[0],
+                        **({"len": f.feat.fp8_amax_history} if f.feat.fp8 == "delayed" else {})})
+        return Quantity(label, value, "S-LAYER.params", children=[stored, fp8], op="sum")
+    if category == "gradients":
+        return Quantity(label, value, "S-LAYER.grads", {"γ": pricer.gamma, "β_g": w.g, **local, "sh_g": sh[1],
+                                                         "sh_ge": sh[4]})
+    if category == "optimizer_states":
+        return Quantity(label, value, "S-LAYER.opt", {"n_os": w.n_os, "β_os": w.os, "β_m": w.m, **local,
+                                                       "sh_o": sh[2], "sh_oe": sh[5]})
+    if category == "activations":
+        if lr.option == "full":
+            d_in = par.t if f.slice_full_input else par.sp_div
+            return Quantity(label, value, "A-FULL", {"n_j": lr.inflight, "β_r": w.r, "h": d.h, "T": pricer.T,
+                                                      "d_in": d_in}, note="full recompute keeps the layer input")
+        sums = pricer.sums(row.item, lr.option)
+        inputs = {"n_j": lr.inflight, "T": pricer.T, "Σ_SP": sums.sp, "sp_div": par.sp_div, "Σ_TP": sums.tp,
+                  "t": par.t, "Σ_REP": sums.rep, "Σ_V": sums.v, "v_pad": pricer.vpad, "t_V": pricer.t_v,
+                  "R": pricer.R, "Σ_EXP": sums.exp, "Σ_EXPT": sums.expt, "etp": par.etp, "β_c": w.c,
+                  "casts": loc.cast if sums.cast else 0}
+        feat = f.feat
+        fp8 = f"; {feat.fp8} FP8 linear inputs at β_8 = {feat.fp8_act_bytes:g} B [A-FP8]" if \
+            feat.fp8_on and feat.fp8_impl == "te" else ""
+        return Quantity(label, value, "A-LAYER", inputs,
+                        note=f"option {lr.option}; slot sums in bytes per token{fp8}")
+    return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note="weights kept gathered (mf_op)")
+
+
+def _peft_leaf(pricer: StagePricer, category: str, label: str, value: float, loc: Local) -> Quantity:
+    """A PEFT row's static bytes: the frozen (maybe NF4) base and its trainable adapters (P-LORA, P-NF4)."""
+    w, sh = pricer.r.widths, pricer.divisors
+    adapters = {"E_a": loc.adapters}
+    if category == "parameters":
+        return Quantity(label, value, "S-LAYER.params.peft", {"β_p": w.p, "β_a": w.a, "β_q": w.q, "E_d": loc.dense,
+                                                               **adapters, "E_q": loc.quantized, "E_e": loc.expert,
+                                                               "E_qe": loc.quantized_expert, "sh_p": sh[0],
+                                                               "sh_pe": sh[3]})
+    if category == "gradients":
+        return Quantity(label, value, "S-LAYER.grads.peft", {"γ": pricer.gamma, "β_g": w.g, **adapters,
+                                                              "sh_g": sh[1]})
+    master = 0.0 if w.a >= 4 else w.m
+    return Quantity(label, value, "S-LAYER.opt.peft", {"n_os": w.n_os, "β_os": w.os, "β_m": master, **adapters,
+                                                        "sh_o": sh[2]})
+
+
+def _stage_leaf(category: str, label: str, value: float, lr: LayerRow, form: StageForm) -> Quantity:
+    if category == "communication_buffers":
+        if not form.rows:
+            return Quantity(label, value, "C-BUF", note=lr.note)
+        top = max(form.rows, key=lambda row: row.transient)
+        children = [Quantity(n, float(v), fid) for (n, fid), v in zip(BUFFER_PARTS, top.parts, strict=True) if v]
+        exact = abs(sum(c.value for c in children) - value) <= 1e-9 * max(1.0, value)
+        return Quantity(label, value, "C-BUF", children=children, op="sum" if children and exact else "formula",
+                        note=lr.note if exact else f"{lr.note}; children: the largest layer's terms")
+    return Quantity(label, value, "W-BWD", note=f"largest need at {lr.note}" if lr.note else "")

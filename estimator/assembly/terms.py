@@ -1,0 +1,124 @@
+"""The memory terms the assembler adds up, as data: the extension point for new memory terms.
+
+* ``ROW_TERMS``: bytes every row holds for the whole step, by category (parameters, held gradients, optimizer
+  states, weights kept gathered). A stage's category is Σ over its rows; the per-layer table shows each row's.
+  Stored activations are not a row term: they are ``RowCost.act``, multiplied by the micro-batches in flight at
+  the stage's peak point and walked by the backward [W-BWD] (a new stored-activation term goes into
+  ``StagePricer.activation``).
+* ``STAGE_TERMS``: bytes a device holds once per stage, computed from the assembled stage (``StageView``): the
+  reserve [RESERVE] today. Each one also says what it holds at the optimizer step [S-OPT] and shows as one
+  synthetic row of the per-layer table.
+
+Both are evaluated by the one assembler (``assembly.memory``) for the estimate (one element), the search (one
+element per candidate) and the balancer (one per table row), under the generic peak-point rule and under
+PyTorch FSDP2 alike; ``instant`` marks the categories FSDP2 prices instant by instant (``fsdp``), where a row
+term of that category is replaced by the instant's value. See docs/model.md §"Adding a memory term".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..arr import Num, gt
+from ..resolve import Resolved, dense_domain
+
+if TYPE_CHECKING:
+    from ..stage import RowCost, StagePricer
+
+
+@dataclass(frozen=True)
+class RowTerm:
+    """Bytes one row holds all step long: ``value(cost, pricer)`` in ``category``, and what the row holds at the
+    optimizer step [S-OPT] (``at_optimizer_step``; the same by default)."""
+
+    id: str          # formula id (Explain, tests, docs/model.md)
+    category: str
+    value: Callable[[RowCost, StagePricer], Num]
+    at_optimizer_step: Callable[[RowCost, StagePricer], Num] | None = None
+    instant: bool = False  # FSDP2 prices this category at its instants instead
+
+
+def _states_at_step(cost: RowCost, pricer: StagePricer) -> Num:
+    """States held on the device at the step: 1/swap_times of them with ``swap_optimizer`` (D48)."""
+    f = pricer.r.flags
+    return cost.static.optimizer_states / f.swap_times if f.swap_optimizer else cost.static.optimizer_states
+
+
+ROW_TERMS: tuple[RowTerm, ...] = (
+    RowTerm("S-LAYER.params", "parameters", lambda c, p: c.static.parameters),
+    # held between steps as γ (D5); every gradient exists at the step (γ = 1)
+    RowTerm("S-LAYER.grads", "gradients", lambda c, p: p.gamma * c.static.gradients,
+            lambda c, p: c.static.gradients, instant=True),
+    RowTerm("S-LAYER.opt", "optimizer_states",
+            lambda c, p: 0.0 if p.r.flags.swap_optimizer else c.static.optimizer_states, _states_at_step),
+    RowTerm("C-BUF.resident", "communication_buffers", lambda c, p: c.resident, instant=True),
+)
+
+
+@dataclass(frozen=True)
+class StageView:
+    """What a stage term may read: the plan, the stage, its categories so far and its process groups."""
+
+    r: Resolved
+    stage: int
+    categories: dict[str, Num]
+    groups: Num
+
+    @property
+    def dynamic(self) -> Num:
+        """Activations + working overhead: what the caching allocator fragments (D6)."""
+        return self.categories["activations"] + self.categories["working_overhead"]
+
+
+@dataclass(frozen=True)
+class StageTerm:
+    """Bytes a device holds once per stage, in ``category``; ``at_optimizer_step`` its part of S-OPT."""
+
+    id: str
+    category: str
+    row: str                                        # the synthetic per-layer row it shows as
+    value: Callable[[StageView], Num]
+    at_optimizer_step: Callable[[StageView], Num]
+    inputs: Callable[[StageView], dict[str, Num]]  # named inputs for Explain
+    note: Callable[[StageView], str] = lambda view: ""
+
+
+def process_groups(r: Resolved, stage: int) -> Num:
+    """Distinct groups of size > 1 a rank belongs to (D6)."""
+    par, f, d = r.par, r.flags, r.dims
+    sizes = [par.t, par.cp, dense_domain(f, par), par.p]
+    if d.moe:
+        sizes += [par.ep, par.etp, par.edp]
+    if f.sharding_mode == "hsdp":
+        sizes.append(par.d_rep)
+    groups = sum(gt(x, 1) for x in sizes)
+    if d.tie and par.p > 1 and stage in (0, par.p - 1):
+        groups += 1  # the embedding group of a tied table on two stages
+    return groups
+
+
+def _reserve(view: StageView) -> Num:
+    """[RESERVE] reserve_fixed + frag_fraction·(activations + working) + comm_lib_per_group·groups (D6)."""
+    opts = view.r.options
+    return opts.reserve + opts.frag_fraction * view.dynamic + opts.comm_lib_per_group * view.groups
+
+
+def _reserve_at_step(view: StageView) -> Num:
+    opts = view.r.options
+    return opts.reserve + opts.comm_lib_per_group * view.groups
+
+
+def _reserve_inputs(view: StageView) -> dict[str, Num]:
+    opts = view.r.options
+    return {"reserve_fixed": opts.reserve, "frag_fraction": opts.frag_fraction,
+            "comm_lib_per_group": opts.comm_lib_per_group, "groups": view.groups}
+
+
+STAGE_TERMS: tuple[StageTerm, ...] = (
+    StageTerm("RESERVE", "reserve", "reserve", _reserve, _reserve_at_step, _reserve_inputs,
+              lambda view: f"{view.groups} process groups"),
+)
+
+__all__ = ["ROW_TERMS", "STAGE_TERMS", "RowTerm", "StageTerm", "StageView", "process_groups"]
