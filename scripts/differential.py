@@ -229,6 +229,9 @@ def mutation(rng: random.Random, framework: str, layers: int, moe: bool) -> dict
     if rng.random() < 0.15:
         st.update(peft=rng.choice(("lora", "qlora")), lora_rank=rng.choice((8, 64)),
                   lora_targets=rng.choice((("q", "v"), ("qkv", "o", "up", "down"))))
+    if rng.random() < 0.2:
+        st.update(fp8=rng.choice(("tensorwise", "delayed", "rowwise", "blockwise", "mxfp8")),
+                  fp8_param=rng.random() < 0.5)
     rec = rng.choice(("none", "selective", "full", "full_uniform", "counts"))
     sharding = {"mode": rng.choice(MODES[framework])}
     if rng.random() < 0.3:
