@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .dims import Dims
 from .model import ModelSpec, VisionSpec
 from .profiles import get_profile
-from .resolve import Dims
 
 
 @dataclass(frozen=True)

@@ -11,80 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .arr import Num, ceil_div, where
+from .dims import Dims
 from .errors import ModelSpecError
 from .features import Features, nf4_bytes, resolve_features, unpriced_warnings
 from .frameworks import FrameworkDefaults, framework_defaults
 from .hardware import Hardware
 from .model import ModelSpec
 from .options import RunOptions
+from .params import lora_modules
 from .profiles import FamilyChoice, FamilyProfile, detect_family, get_profile
 from .strategy import FSDP_MODES, Strategy
 from .warnings import Assumption, EstimateWarning
-
-
-@dataclass(frozen=True)
-class Dims:
-    """Model symbols of spec §1.2 (scalars)."""
-
-    h: int
-    a: int
-    n_kv: int
-    dh: int
-    dv: int
-    dqk: int
-    dhr: int
-    hff: int
-    hff_exp: int
-    hff_sh: int
-    v: int
-    vocab_multiple: int  # pad v to a multiple of this × t (Megatron family, D35); 1 = no padding
-    g: int
-    c_norm: int
-    c_stat: int
-    n_lay: int
-    n_mtp: int
-    n_exp: int
-    n_chosen: int
-    n_shared: int
-    dc_q: int
-    dc_kv: int
-    mla: bool
-    moe: bool
-    qk_norm: bool
-    output_gate: bool
-    qkv_bias: bool
-    out_bias: bool
-    mlp_bias: bool
-    router_bias: bool
-    shared_gate: bool
-    tie: bool
-    cap_fact: float  # <= 0: dropless
-    lin_k: int  # K_lin = lin_n_k · lin_d_k
-    lin_v: int  # V_lin
-    n_lv: int
-    lin_d_k: int
-    lin_d_v: int
-    conv: int
-    attn_dropout: bool
-    hidden_dropout: bool
-    emb_dropout: bool
-    router_bytes: float
-
-    @property
-    def q_w(self) -> int:
-        return self.a * self.dqk
-
-    @property
-    def k_w(self) -> int:
-        return self.n_kv * self.dqk
-
-    @property
-    def v_w(self) -> int:
-        return self.n_kv * self.dv
-
-    @property
-    def o_w(self) -> int:
-        return self.a * self.dv
 
 
 @dataclass(frozen=True)
@@ -449,8 +386,6 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
 
 def lora_warnings(model: ModelSpec, dims: Dims, feat: Features) -> list[EstimateWarning]:
     """LoRA targets this model has no module for, and FFN targets that leave the routed experts frozen."""
-    from .params import lora_modules
-
     if not feat.lora:
         return []
     kinds = set(model.body_kinds()) | set(model.mtp_kinds())
