@@ -306,6 +306,30 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_measure(args: argparse.Namespace) -> int:
+    """Measure the activation census of a Hugging Face model with PyTorch on fake tensors (the measure extra)."""
+    from .measure import measure
+    from .measure.report import kind_document, kind_yaml, render_text
+
+    result = measure(args.config, seq_length=args.seq_length, micro_batch=args.micro_batch, dtype=args.dtype,
+                     attention=args.attention, norm=args.norm)
+    if args.output:
+        from .export import write_atomic
+
+        write_atomic({args.output: kind_yaml(result)}, backup=True)
+        print(f"wrote {args.output}", file=sys.stderr)
+    if args.json:
+        payload = kind_document(result)
+        payload["comparison"] = {k.kind: [{"slot": c.slot, "class": c.cls, "measured": c.measured,
+                                           "analytic": c.analytic, "diff_pct": c.diff_pct} for c in k.comparison]
+                                 for k in result.kinds}
+        payload["notes"] = list(result.notes)
+        print(json.dumps(payload, indent=2))
+    else:
+        print(render_text(result))
+    return 0
+
+
 def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="plan file or framework config(s)")
     p.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
@@ -392,6 +416,24 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also the time to train for N tokens, e.g. 15e12")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(func=cmd_fit)
+
+    mea = sub.add_parser("measure", help="measure a Hugging Face model's activations per layer kind (PyTorch)",
+                         description="Build the model from its config.json on fake tensors (no weights, no GPU, no "
+                                     "network), run one layer of each kind forward and backward, and compare what "
+                                     "autograd saves with the analytic slot table. Needs the measure extra: pip "
+                                     "install 'sapp-planner[measure]'.")
+    mea.add_argument("config", metavar="CONFIG", help="a Hugging Face config.json (or its folder)")
+    mea.add_argument("--seq-length", type=int, default=4096, metavar="S", help="sequence length (default 4096)")
+    mea.add_argument("--micro-batch", type=int, default=1, metavar="B", help="micro-batch size (default 1)")
+    mea.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="compute dtype (bf16)")
+    mea.add_argument("--attention", choices=("flash", "sdpa", "eager"), default="flash",
+                     help="flash: FlashAttention's contract, as training runs (default); sdpa, eager: "
+                          "transformers' own paths as they run on a CPU")
+    mea.add_argument("--norm", choices=("fused", "hf"), default="fused",
+                     help="fused: a fused RMSNorm kernel's contract (default); hf: transformers' eager norm")
+    mea.add_argument("-o", "--output", metavar="FILE", help="also write the measured layer kinds as YAML")
+    mea.add_argument("--json", action="store_true", help="print one JSON object")
+    mea.set_defaults(func=cmd_measure)
 
     rep = sub.add_parser("report", help="a shareable HTML or Markdown report of the plan")
     _add_plan_arguments(rep)

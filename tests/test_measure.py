@@ -1,0 +1,197 @@
+"""`sapp measure`: the measured activation census of tiny Llama, Qwen3, Mixtral and DeepSeek-V3 shapes against
+the analytic slot table (estimator/activations.py), slot by slot.
+
+Tolerance: exact (0 bytes) for every slot, except the differences listed and derived below, each asserted to
+its derived value, so a change on either side fails. The PyTorch tests skip when torch or transformers is not
+installed (the `measure` extra; .ci/run installs it in .venv-measure and runs this file there).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from estimator.cli import main
+
+SEQ = 64
+BF16 = 2
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+         "intermediate_size": 688, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+         "vocab_size": 1000, "tie_word_embeddings": False}
+QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 256, "intermediate_size": 640,
+         "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 48,
+         "vocab_size": 1000, "tie_word_embeddings": True}
+MIXTRAL = {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 256,
+           "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "vocab_size": 1000, "num_local_experts": 8, "num_experts_per_tok": 2}
+DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 256,
+               "intermediate_size": 512, "moe_intermediate_size": 128, "num_hidden_layers": 3,
+               "first_k_dense_replace": 1, "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 1000,
+               "n_routed_experts": 16, "num_experts_per_tok": 4, "n_shared_experts": 1, "n_group": 4,
+               "topk_group": 2, "q_lora_rank": 96, "kv_lora_rank": 64, "qk_rope_head_dim": 16,
+               "qk_nope_head_dim": 32, "v_head_dim": 32, "num_nextn_predict_layers": 1}
+
+
+def _write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_measure_without_torch_names_the_extra(tmp_path, capsys, monkeypatch):
+    """In the core install (no PyTorch) the command refuses with the install line, never a traceback."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'", name="torch")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    assert main(["measure", str(_write(tmp_path, LLAMA))]) == 1
+    err = capsys.readouterr().err
+    assert "pip install 'sapp-planner[measure]'" in err and "torch" in err
+
+
+def test_measure_refuses_a_config_without_model_type(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"hidden_size": 8}))
+    assert main(["measure", str(path)]) == 1
+    assert "model_type" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------- PyTorch side
+torch_needed = pytest.mark.skipif(
+    not all(__import__("importlib").util.find_spec(m) for m in ("torch", "transformers")),
+    reason="the measure extra (torch, transformers) is not installed")
+
+
+def _measure(tmp_path: Path, data: dict, **kwargs):
+    from estimator.measure import measure
+
+    return measure(_write(tmp_path, data), seq_length=SEQ, **kwargs)
+
+
+def _by_slot(kind) -> dict[str, tuple[float | None, float | None]]:
+    return {c.slot: (c.measured, c.analytic) for c in kind.comparison}
+
+
+def _assert_exact_except(kind, explained: set[str]) -> None:
+    for slot, (measured, analytic) in _by_slot(kind).items():
+        if slot not in explained:
+            assert measured == analytic, f"{kind.kind}: {slot} measured {measured} analytic {analytic}"
+
+
+@torch_needed
+def test_llama_census_matches_the_slot_table_exactly(tmp_path):
+    m = _measure(tmp_path, LLAMA)
+    (dense,) = m.kinds
+    assert dense.kind == "dense" and not m.kv_repeat  # flash: K/V heads not repeated (GQA native)
+    _assert_exact_except(dense, set())
+    slots = _by_slot(dense)
+    h, hff = 256, 688
+    assert slots["a.k"][0] == BF16 * 2 * 32  # n_kv · dh, not a · dh
+    assert slots["m.act_in.gate"][0] == BF16 * hff and slots["a.norm_in"][0] == BF16 * h
+    assert dense.param_elements == dense.analytic_param_elements
+    # the rotary tables are made once per forward and read by every layer: reported apart
+    assert [r.slot for r in dense.rows if r.shared] == ["shared.rope"]
+    # the backward holds at least the gradient of the widest activation (the gate/up output) at once
+    assert dense.backward_transient >= BF16 * 2 * hff
+
+
+@torch_needed
+def test_llama_eager_and_sdpa_paths(tmp_path):
+    """eager: the fp32 scores and their cast are saved and K/V are repeated; transformers' sdpa with the
+    decoder's mask also repeats K/V and saves the mask it materialises in the layer (s·β per token)."""
+    eager = _measure(tmp_path, LLAMA, attention="eager")
+    assert eager.kv_repeat
+    (kind,) = eager.kinds
+    _assert_exact_except(kind, set())
+    assert _by_slot(kind)["a.scores"][0] == 4 * 8 * SEQ and _by_slot(kind)["a.scores_cast"][0] == BF16 * 8 * SEQ
+    sdpa = _measure(tmp_path, LLAMA, attention="sdpa", norm="hf")
+    (kind,) = sdpa.kinds
+    slots = _by_slot(kind)
+    assert slots["a.mask"] == (BF16 * SEQ, None)
+    # transformers' eager RMSNorm saves an fp32 upcast of its input and the normalised tensor before the
+    # weight: norm_in 4·h instead of β·h, norm_out 2·β·h instead of β·h
+    for half in ("a", "m"):
+        assert slots[f"{half}.norm_in"] == (4 * 256, BF16 * 256)
+        assert slots[f"{half}.norm_out"] == (2 * BF16 * 256, BF16 * 256)
+    _assert_exact_except(kind, {"a.mask", "a.norm_in", "a.norm_out", "m.norm_in", "m.norm_out"})
+
+
+@torch_needed
+def test_qwen3_qk_norm_and_tied_embeddings(tmp_path):
+    m = _measure(tmp_path, QWEN3)
+    (dense,) = m.kinds
+    _assert_exact_except(dense, set())
+    slots = _by_slot(dense)
+    assert slots["a.qknorm"][0] == BF16 * (8 + 4) * 48 and slots["nstat.qk"][0] == 4 * (8 + 4)
+    assert dense.param_elements == dense.analytic_param_elements
+
+
+@torch_needed
+def test_mixtral_routed_experts(tmp_path):
+    m = _measure(tmp_path, MIXTRAL)
+    (moe,) = m.kinds
+    n_exp, k, h, hff = 8, 2, 256, 512
+    slots = _by_slot(moe)
+    # router: transformers saves the fp32 softmax (4·n_exp), the top-k ids (8·k), the normalising sum (4) and
+    # the normalised weights (4·k); the analytic slot counts the fp32 logits and probabilities (2·4·n_exp)
+    assert slots["r.router"] == (4 * n_exp + 8 * k + 4 + 4 * k, 4 * 2 * n_exp + 8 * k)
+    # dispatch bookkeeping per routed copy, not in the analytic table: the token id of each copy and the sort
+    # permutation (int64 each), the copy's routing weight (fp32), the index_put buffer (int64), and the int32
+    # group offsets (n_exp per micro-batch)
+    assert slots["e.index"] == (k * (8 + 8 + 4 + 8) + 4 * n_exp / SEQ, None)
+    assert slots["e.act_in"][0] == k * BF16 * 2 * hff and slots["e.in"][0] == k * BF16 * h
+    _assert_exact_except(moe, {"r.router", "e.index"})
+    assert moe.param_elements == moe.analytic_param_elements
+
+
+@torch_needed
+def test_deepseek_v3_mla_shared_experts_group_routing(tmp_path):
+    m = _measure(tmp_path, DEEPSEEK_V3)
+    dense, moe = m.kinds
+    assert (dense.kind, dense.layer_index, moe.kind, moe.layer_index) == ("dense", 0, "moe", 1)
+    a, h, d_nope, dv, dhr, n_exp, k, groups, top_groups = 8, 256, 32, 32, 16, 16, 4, 4, 2
+    for kind in (dense, moe):
+        slots = _by_slot(kind)
+        # the value is a view of kv_b_proj's output, whose storage also holds the nope key: β·a·(d_nope + dv)
+        assert slots["a.v"] == (BF16 * a * (d_nope + dv), BF16 * a * dv)
+        # the rope key is a view of kv_a_proj's output and is saved with the latent: mla.lat + β·dhr,
+        # mla.rope not apart
+        assert slots["mla.lat"][0] == slots["mla.lat"][1] + BF16 * dhr
+        assert slots["mla.rope"] == (None, BF16 * dhr)
+        assert kind.param_elements == kind.analytic_param_elements
+    slots = _by_slot(moe)
+    # group-limited sigmoid router (transformers): fp32 upcast of the input (4·h), sigmoid scores (4·n_exp),
+    # per-group top-2 ids (8·2·groups), chosen group ids (8·top_groups), the bool expert mask (n_exp),
+    # chosen expert ids (8·k), the normalising sum (4), the normalised weights (4·k)
+    router = 4 * h + 4 * n_exp + 8 * 2 * groups + 8 * top_groups + n_exp + 8 * k + 4 + 4 * k
+    assert slots["r.router"] == (router, 4 * 2 * n_exp + 8 * k)
+    assert slots["e.index"] == (k * (8 + 8 + 4 + 8) + 4 * n_exp / SEQ, None)
+    explained = {"a.v", "mla.lat", "mla.rope", "r.router", "e.index"}
+    _assert_exact_except(dense, explained)
+    _assert_exact_except(moe, explained)
+
+
+@torch_needed
+def test_cli_writes_the_layer_kind_yaml(tmp_path, capsys):
+    import yaml
+
+    out = tmp_path / "kinds.yaml"
+    assert main(["measure", str(_write(tmp_path, MIXTRAL)), "--seq-length", str(SEQ), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "layer kind moe (layer 0)" in text and "r.router" in text
+    doc = yaml.safe_load(out.read_text())
+    assert doc["source"]["attention"] == "flash" and doc["source"]["model_type"] == "mixtral"
+    (kind,) = doc["kinds"]
+    slots = {s["id"]: s for s in kind["slots"]}
+    # EXP-class slots are per routed copy in the kind file (the unit of the analytic table)
+    assert slots["e.in"] == {"id": "e.in", "bytes": 512.0, "class": "exp"}
+    assert slots["a.q"]["class"] == "tp" and "shared.rope" not in slots
