@@ -22,6 +22,7 @@ from .result import Result
 from .session import PlanSession
 from .session.edits import EditError
 from .units import parse_size
+from .userconfig import register_user_profiles, user_presets_dir
 
 EXIT_BAD_INPUT = 1
 EXIT_DOES_NOT_FIT = 3
@@ -79,7 +80,7 @@ def load_session(args: argparse.Namespace) -> PlanSession:
         changes["hardware.capacity"] = args.capacity
     early = {k: v for k, v in changes.items() if not k.startswith("strategy.")}
     late = {k: v for k, v in changes.items() if k.startswith("strategy.")}
-    session = PlanSession()
+    session = PlanSession(preset_dirs=(user_presets_dir(),))
     session.open(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
     if late:
         try:
@@ -339,7 +340,8 @@ def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE",
                    help="override a field (repeatable); N and the global batch stay fixed")
     p.add_argument("--device", metavar="PRESET",
-                   help="device preset (A2, A3, A100-80G, H100-80G, H200-141G, B200-192G)")
+                   help="device preset (A2, A3, A100-80G, H100-80G, H200-141G, B200-192G, or one of yours in "
+                        "the config folder's presets/, $SAPP_CONFIG_DIR)")
     p.add_argument("--capacity", metavar="SIZE", help="device memory, e.g. 64GB (binary units)")
 
 
@@ -449,6 +451,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    # the user's presets and family profiles (the app's config folder) count for the CLI too
+    problem = register_user_profiles()
+    if problem:
+        print(f"warning: {problem}", file=sys.stderr)
     try:
         return int(args.func(args))
     except SappError as exc:

@@ -1,5 +1,6 @@
 """User device presets: YAML files of the same shape as ``estimator/presets/*.yaml`` in the user's config
-directory (``<QStandardPaths.AppConfigLocation>/presets``, or ``$SAPP_CONFIG_DIR/presets``).
+directory (``estimator.userconfig``: ``$SAPP_CONFIG_DIR/presets`` or the app's config location; the CLI reads
+the same folder).
 
 ``save_preset`` writes one from a Hardware record (typically the current device with an edited capacity);
 ``load_presets`` (estimator) lists them beside the shipped ones. The file functions are Qt-free.
@@ -8,7 +9,6 @@ directory (``<QStandardPaths.AppConfigLocation>/presets``, or ``$SAPP_CONFIG_DIR
 from __future__ import annotations
 
 import math
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,10 @@ import yaml
 from estimator.errors import ConfigError
 from estimator.export import write_atomic
 from estimator.hardware import Hardware, figures, hardware_from_mapping, shipped_presets
-from estimator.profiles import add_profile_dir
 from estimator.sources import Source
 from estimator.units import MiB
+from estimator.userconfig import register_user_profiles as _register_profiles
+from estimator.userconfig import user_config_dir, user_presets_dir
 
 from .document import tr
 from .style import QT_TRANSLATE_NOOP
@@ -28,19 +29,8 @@ from .style import QT_TRANSLATE_NOOP
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 
 
-def user_config_dir() -> Path:
-    """The app's config directory (created on demand by the writers)."""
-    override = os.environ.get("SAPP_CONFIG_DIR")
-    if override:
-        return Path(override)
-    from PySide6.QtCore import QStandardPaths
-
-    location = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppConfigLocation)
-    return Path(location or Path.home() / ".config" / "sapp-planner")
-
-
-def user_presets_dir() -> Path:
-    return user_config_dir() / "presets"
+__all__ = ["preset_mapping", "register_user_profiles", "save_preset", "user_config_dir", "user_preset_ids",
+           "user_presets_dir"]
 
 
 def _number(value: float) -> Any:
@@ -127,8 +117,8 @@ def user_preset_ids(folder: Path) -> set[str]:
 def register_user_profiles(folder: Path) -> str:
     """Make the family profiles in ``folder`` (the user's edited copies, ``estimator.profiles.profile_yaml``
     shape) take part in every estimate; returns why they could not, or ""."""
-    try:
-        add_profile_dir(folder)
-    except ConfigError as exc:
-        return tr(QT_TRANSLATE_NOOP("Document", "user profiles ignored: {0}")).format(exc)
+    problem = _register_profiles(folder)
+    if problem:
+        return tr(QT_TRANSLATE_NOOP("Document", "user profiles ignored: {0}")).format(
+            problem.removeprefix("user profiles ignored: "))
     return ""

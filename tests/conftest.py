@@ -9,6 +9,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
 
+@pytest.fixture(autouse=True)
+def _own_config_dir(tmp_path_factory, monkeypatch):
+    """Every test sees an empty user config folder of its own unless it sets one (the CLI and the app read
+    presets and profiles from $SAPP_CONFIG_DIR)."""
+    if "SAPP_CONFIG_DIR" not in os.environ:
+        monkeypatch.setenv("SAPP_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+
+
 @pytest.fixture
 def shared_dir():
     """The sibling ../shared folder (spec, real configs, upstream outputs); tests skip without it."""
