@@ -17,6 +17,8 @@ from .errors import ConfigError, SappError
 from .estimate import estimate
 from .limits import MAX_CAPACITY, MAX_DEVICES, MAX_GLOBAL_BATCH, MAX_TOKENS, Bound, check_number
 from .parsed import ParsedConfig
+from .plugins import load_plugins, plugin_problems
+from .plugins import preset_dirs as plugin_preset_dirs
 from .report import render_table
 from .result import Result
 from .session import PlanSession
@@ -80,7 +82,7 @@ def load_session(args: argparse.Namespace) -> PlanSession:
         changes["hardware.capacity"] = args.capacity
     early = {k: v for k, v in changes.items() if not k.startswith("strategy.")}
     late = {k: v for k, v in changes.items() if k.startswith("strategy.")}
-    session = PlanSession(preset_dirs=(user_presets_dir(),))
+    session = PlanSession(preset_dirs=(user_presets_dir(), *plugin_preset_dirs()))
     session.open(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
     if late:
         try:
@@ -331,6 +333,23 @@ def cmd_measure(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """The installed plug-ins (entry-point group sapp_planner.plugins), what each added, and why one failed."""
+    infos = load_plugins()
+    if args.json:
+        print(json.dumps([{"name": p.name, "target": p.target, "distribution": p.distribution, "ok": p.ok,
+                           "error": p.error, "added": p.added} for p in infos], indent=2))
+        return 0
+    if not infos:
+        print("no plug-ins installed (entry-point group sapp_planner.plugins)")
+    for p in infos:
+        state = "loaded" if p.ok else f"SKIPPED: {p.error}"
+        print(f"{p.name}  ({p.target}; {p.distribution or 'no distribution'})  {state}")
+        for item in p.added:
+            print(f"    adds {item}")
+    return 0
+
+
 def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="plan file or framework config(s)")
     p.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
@@ -437,6 +456,12 @@ def build_parser() -> argparse.ArgumentParser:
     mea.add_argument("--json", action="store_true", help="print one JSON object")
     mea.set_defaults(func=cmd_measure)
 
+    plg = sub.add_parser("plugins", help="list installed plug-ins and what they add",
+                         description="Plug-ins are installed packages with an entry point in the group "
+                                     "sapp_planner.plugins; a broken one is named and skipped.")
+    plg.add_argument("--json", action="store_true", help="print one JSON list")
+    plg.set_defaults(func=cmd_plugins)
+
     rep = sub.add_parser("report", help="a shareable HTML or Markdown report of the plan")
     _add_plan_arguments(rep)
     rep.add_argument("-o", "--output", metavar="OUT", help="OUT.html, or OUT.md (with OUT.svg beside it); "
@@ -455,6 +480,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = register_user_profiles()
     if problem:
         print(f"warning: {problem}", file=sys.stderr)
+    if args.command != "plugins":
+        for problem in plugin_problems():
+            print(f"warning: {problem}", file=sys.stderr)
     try:
         return int(args.func(args))
     except SappError as exc:

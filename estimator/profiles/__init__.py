@@ -73,6 +73,14 @@ def add_profile_dir(folder: str | Path) -> None:
         raise
 
 
+def remove_profile_dir(folder: str | Path) -> None:
+    """Stop reading ``folder`` (a plug-in that failed after adding it)."""
+    path = Path(folder)
+    if path in _USER_DIRS:
+        _USER_DIRS.remove(path)
+        all_profiles.cache_clear()
+
+
 def _load(text: str, where: str) -> dict[str, Any]:
     try:
         data = load_data(text) or {}
