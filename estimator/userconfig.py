@@ -40,13 +40,12 @@ def user_profiles_dir() -> Path:
 
 def register_user_profiles(folder: Path | None = None) -> str:
     """Make the user's family profiles take part in every estimate; returns why they could not ("" when they
-    could). A broken profile file is named, and the folder is left out rather than making every config fail."""
+    could). The folder need not exist yet (a profile saved later is read). A broken profile file is named, and
+    the folder is left out rather than making every config fail."""
     from .errors import ConfigError
     from .profiles import add_profile_dir
 
     folder = folder or user_profiles_dir()
-    if not folder.is_dir():
-        return ""
     try:
         add_profile_dir(folder)
     except ConfigError as exc:
