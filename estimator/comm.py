@@ -130,11 +130,21 @@ def pp_boundary(M_p: Num, link: Link) -> Num:
 
 @dataclass(frozen=True)
 class DPTimes:
-    """Data-parallel communication of one stage (raw, before overlap)."""
+    """Data-parallel communication of one stage (raw, before overlap). ``per_step`` = ``gather`` (the parameter
+    all-gather after the optimizer step, ZeRO-1/2 and kept-gathered mf_op) + the gradient reduction."""
 
     per_step: Num = 0.0
     per_mb_fwd: Num = 0.0
     per_mb_bwd: Num = 0.0
+    gather: Num = 0.0
+
+    @property
+    def reduce(self) -> Num:
+        return self.per_step - self.gather
+
+    def __add__(self, other: DPTimes) -> DPTimes:
+        return DPTimes(self.per_step + other.per_step, self.per_mb_fwd + other.per_mb_fwd,
+                       self.per_mb_bwd + other.per_mb_bwd, self.gather + other.gather)
 
 
 def dp_times(mode: str, grads: Num, params: Num, gathered: Num, shard: Link, replicas: Link, *,
@@ -153,11 +163,12 @@ def dp_times(mode: str, grads: Num, params: Num, gathered: Num, shard: Link, rep
     if mode == "none":
         return DPTimes(per_step=all_reduce(grads, reduce_domain or shard))
     if mode in ("zero1", "zero2"):
-        return DPTimes(per_step=reduce_scatter(grads, shard) + all_gather(params, shard) + replica_ar)
+        gather = all_gather(params, shard)
+        return DPTimes(per_step=reduce_scatter(grads, shard) + gather + replica_ar, gather=gather)
     if mode == "mf_op":
         gather = all_gather(gathered, shard)
         if keep_gathered:
-            return DPTimes(per_step=reduce_scatter(grads, shard) + gather + replica_ar)
+            return DPTimes(per_step=reduce_scatter(grads, shard) + gather + replica_ar, gather=gather)
         return DPTimes(per_step=reduce_scatter(grads, shard) + replica_ar, per_mb_fwd=gather, per_mb_bwd=gather)
     gather = all_gather(gathered, shard)
     rs = reduce_scatter(grads, shard)

@@ -178,10 +178,7 @@ def peft_problem(st: Strategy) -> str:
 def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
     """Features a plan states that the estimator does not price yet: said out loud, never silently dropped."""
     out = []
-    for on, text in ((st.async_tp, "async tensor parallelism"),
-                     (st.overlap_grad_reduce is not None, "overlap_grad_reduce"),
-                     (st.overlap_param_gather is not None, "overlap_param_gather"),
-                     (st.cp_load_balance is False, "context parallelism without load balancing"),
+    for on, text in ((st.cp_load_balance is False, "context parallelism without load balancing"),
                      (bool(st.offload_activations), "activation offload"),
                      (st.offload_optimizer, "optimizer offload"), (st.offload_params, "parameter offload")):
         if on:

@@ -375,6 +375,13 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     capacity = hardware.capacity
     budget = plan_budget(capacity, options)
     warnings = unpriced_warnings(st) + lora_warnings(model, dims, feat)
+    if feat.async_tp:
+        if st.tp > 1 and not st.sequence_parallel:
+            warnings.append(EstimateWarning("W-ASYNC-TP", "async TP decomposes sequence-parallel all-gathers and "
+                                                          "reduce-scatters: without sequence parallelism it does "
+                                                          "nothing"))
+        warnings.append(EstimateWarning("W-UNMODELLED", "async TP's communication workspace (symmetric memory, TE "
+                                                        "userbuffers) is not priced yet; its time effect is"))
     if feat.lora and fsdp2:
         warnings.append(EstimateWarning("W-UNMODELLED", "FSDP2 instants count gradients for every unit, the frozen "
                                                         "base's too: PEFT gradients here are an upper bound"))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from . import comm as C
 from . import params as P
-from .arr import Num
+from .arr import Num, maximum, minimum, where
 from .flops import (
     EMBEDDING_COPY,
     VISION_EXTRAS,
@@ -265,10 +265,17 @@ def _row_time(ctx: TimeContext, row: Row) -> RowTime:
     W = mm_time(ctx, flops.wgrad_mm, flops.wgrad_fp8)
     Rc = mm_time(ctx, flops.rc, flops.rc_fp8) + elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + \
         (nf4 + cast_f if item.option == "full" else 0.0)
-    return RowTime(F=F, B=B, W=W, Rc=Rc, comm=_row_comm(ctx, row, backward), flops=flops)
+    return RowTime(F=F, B=B, W=W, Rc=Rc, comm=_row_comm(ctx, row, backward, flops), flops=flops)
 
 
-def _row_comm(ctx: TimeContext, row: Row, backward: bool) -> dict[str, tuple[Num, Num, Num]]:
+def async_tp_exposed(comm: Num, matmuls: Num, t: Num) -> Num:
+    """[T-COMM.tp_async] TP collectives decomposed into t steps and pipelined with the matmuls they feed or follow
+    (torchtitan async TP, TE userbuffers, MC2): the pair takes max(c, m) + min(c, m)/t, so max(0, c − m) +
+    min(c, m)/t of the communication c stays exposed beyond the matmuls m."""
+    return maximum(0.0, comm - matmuls) + minimum(comm, matmuls) / t
+
+
+def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> dict[str, tuple[Num, Num, Num]]:
     """Exposed TP / CP / EP comm of a row: (forward, backward, recompute) [§7.4, §7.5]."""
     r, k, item = ctx.r, ctx.k, row.item
     par, f = r.par, r.flags
@@ -301,7 +308,14 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool) -> dict[str, tuple[Num
     if kind == MTP:
         hf, hb = C.tp_head(ctx.M_h, ctx.tp, par.sp)
         fwd, bwd = fwd + hf, bwd + hb
-    out["tp"] = (exp_tp * fwd, exp_tp * bwd, exp_tp * fwd if full else 0.0)
+    if f.feat.async_tp:  # needs sequence parallelism: its all-gathers/reduce-scatters are what get decomposed
+        mm_f = mm_time(ctx, flops.fwd_mm, flops.fwd_fp8)
+        mm_b = mm_time(ctx, flops.bwd_mm + flops.wgrad_mm, flops.bwd_fp8 + flops.wgrad_fp8)
+        a_f = where(par.sp, async_tp_exposed(fwd, mm_f, par.t), exp_tp * fwd)
+        a_b = where(par.sp, async_tp_exposed(bwd, mm_b, par.t), exp_tp * bwd)
+        out["tp"] = (a_f, a_b, a_f if full else 0.0)
+    else:
+        out["tp"] = (exp_tp * fwd, exp_tp * bwd, exp_tp * fwd if full else 0.0)
     if not block.startswith("lin_"):
         cp_f: Num = 0.0
         cp_b: Num = 0.0
@@ -324,5 +338,6 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool) -> dict[str, tuple[Num
 
 
 
-__all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "TimeContext", "compute_time", "dequantize_time",
+__all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "TimeContext", "async_tp_exposed", "compute_time",
+           "dequantize_time",
            "elementwise_time", "fp8_cast_time", "knobs", "mm_time", "row_time"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from . import comm as C
 from .arr import Num, maximum, where
 from .assembly.form import StageForm, build_form, form_signature
-from .layout import build_layout, layout_inputs, slot_index, slot_position
+from .layout import EMBEDDING, NOOP, OUTPUT, VISION, build_layout, layout_inputs, slot_index, slot_position
 from .resolve import Resolved, resolve
 from .rowtime import COMM_KINDS, KNOBS, Knobs, TimeContext, compute_time, elementwise_time, knobs, row_time
 from .stage import Row, StagePricer, stage_rows
@@ -98,10 +98,14 @@ class ChunkTimes:
     elements: tuple[Num, ...]  # DP inputs, dense then expert: trainable elements, gathered β_c bytes, β_p bytes
     static: Num            # parameter + gradient + optimizer-state bytes (t_opt)
     states: Num
+    layers: Num = 0        # body layers (each about one DP gradient bucket)
+
+
+NOT_LAYERS = (EMBEDDING, OUTPUT, NOOP, VISION, "embedding_copy", "vision_extras")
 
 
 def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
-    F = B = W = Rc = fwd = bwd = rec = model = hardware = 0.0
+    F = B = W = Rc = fwd = bwd = rec = model = hardware = layers = 0.0
     comm: dict[str, Num] = {"tp": 0.0, "cp": 0.0, "ep": 0.0}
     elements = [0.0] * 6
     static = states = 0.0
@@ -124,7 +128,9 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
             elements[i] = elements[i] + n * value
         static = static + n * (st.parameters + st.gradients + st.optimizer_states)
         states = states + n * st.optimizer_states
-    return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, model, hardware, tuple(elements), static, states)
+        if form.items[k].kind not in NOT_LAYERS:
+            layers = layers + n
+    return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, model, hardware, tuple(elements), static, states, layers)
 
 
 def pp_sends(r: Resolved, stage: int, chunk: int) -> tuple[int, int]:
@@ -161,7 +167,7 @@ def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes]) -> S
         cF[0] = cF[0] + fs_f
         cB[0] = cB[0] + fs_b
     comm["fsdp"] = fs_f + fs_b
-    comm["dp"] = (1 - k.o_dp) * dp.per_step
+    comm["dp"] = exposed_dp(ctx, dp, comp, _total(chunks, lambda c: c.layers))
     optimizer = optimizer_time(ctx, _total(chunks, lambda c: c.static), _total(chunks, lambda c: c.states))
     return StageTimes(F=sum(cF), B=sum(cB), W=sum(cW), Rc=sum(cR), chunk_F=tuple(cF), chunk_B=tuple(cB),
                       chunk_W=tuple(cW), chunk_Rc=tuple(cR), comm=comm, compute=comp, optimizer=optimizer,
@@ -174,6 +180,25 @@ def _total(chunks: Sequence[ChunkTimes], get) -> Num:
     for c in chunks:
         out = out + get(c)
     return out
+
+
+def exposed_dp(ctx: TimeContext, dp: C.DPTimes, compute: dict[str, Num], layers: Num) -> Num:
+    """[T-COMM.dp_overlap] The per-step DP collectives left exposed. With ``overlap_grad_reduce`` the gradient
+    reduction runs bucket by bucket under the last micro-batch's backward: max(t_rs − Bk, t_rs/L) exposed, the
+    last bucket (about one layer's gradients, L the stage's layers) always; without it, all of t_rs. Likewise
+    ``overlap_param_gather`` hides the parameter all-gather under the next step's first forward: max(t_ag − F,
+    t_ag/L). A plan that states neither keeps the §7.8 knob: (1 − o_dp)·(t_rs + t_ag)."""
+    feat = ctx.r.flags.feat
+    if feat.overlap_grad_reduce is None and feat.overlap_param_gather is None:
+        return (1 - ctx.k.o_dp) * dp.per_step
+    n = maximum(1, layers)
+    slices = ctx.r.par.n_s  # compute is per micro-batch (per slice for sliced schedules)
+    backward = (compute["bwd"] + compute["recompute"]) * slices
+    forward = compute["fwd"] * slices
+    reduce, gather = dp.reduce, dp.gather
+    out_r = maximum(reduce - backward, reduce / n) if feat.overlap_grad_reduce else reduce
+    out_g = maximum(gather - forward, gather / n) if feat.overlap_param_gather else gather
+    return out_r + out_g
 
 
 def _dp(ctx: TimeContext, elements: list[Num]) -> C.DPTimes:
@@ -192,8 +217,7 @@ def _dp(ctx: TimeContext, elements: list[Num]) -> C.DPTimes:
     expert = C.dp_times(mode, w.g * trainable_e, params_e, gathered_e, ctx.edp_shard, ctx.edp_replicas,
                         keep_gathered=f.keep_gathered, reshard=reshard, sync_every_mb=sync,
                         reduce_domain=ctx.edp_domain)
-    return C.DPTimes(dense.per_step + expert.per_step, dense.per_mb_fwd + expert.per_mb_fwd,
-                     dense.per_mb_bwd + expert.per_mb_bwd)
+    return dense + expert
 
 
 def optimizer_time(ctx: TimeContext, static: Num, states: Num) -> Num:
