@@ -1,7 +1,8 @@
 """SAPP Planner desktop app (PySide6 + pyqtgraph) over the estimator's public API.
 
-Qt-free modules: ``document`` (edit rules), ``resources`` (bundled files), ``presets`` (user presets),
-``style`` (palette). Everything else imports Qt; ``app.main`` is the entry point.
+Qt-free modules: ``document`` (texts about the session's values; the rules are ``estimator.session``),
+``resources`` (bundled files), ``presets`` (user presets), ``style`` (palette). Everything else imports Qt;
+``app.main`` is the entry point.
 """
 
 import os

@@ -155,8 +155,9 @@ def take_screenshot(app: object, paths: list[str], out: Path, size: tuple[int, i
         loop = QEventLoop()
         window.estimate_drawn.connect(lambda r: (outcome.setdefault("result", r), loop.quit()))
         window.estimate_failed.connect(lambda e: (outcome.setdefault("error", e), loop.quit()))
-        opened = window.open_paths(paths, **open_args) if paths else True
-        if paths and opened:
+        window.open_failed.connect(lambda m: (outcome.setdefault("open_error", m), loop.quit()))
+        if paths:
+            window.open_paths(paths, **open_args)
             timer = QTimer()
             timer.setSingleShot(True)
             timer.timeout.connect(loop.quit)
@@ -177,8 +178,8 @@ def take_screenshot(app: object, paths: list[str], out: Path, size: tuple[int, i
         if not saved:
             print(f"sapp gui: error: cannot write {out}", file=sys.stderr)
             return 1
-        if paths and not opened:
-            print(f"sapp gui: {window.start_page.message.text()}", file=sys.stderr)
+        if "open_error" in outcome:
+            print(f"sapp gui: {outcome['open_error']}", file=sys.stderr)
             return 1
         if paths and "result" not in outcome:
             problem = outcome.get("error") or f"no estimate within {SCREENSHOT_TIMEOUT_S:.0f} s"

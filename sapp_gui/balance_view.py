@@ -33,9 +33,10 @@ from estimator.balance import BalanceResult, balance
 from estimator.errors import SappError
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
+from estimator.session import PlanSession, SessionEvent
+from estimator.session.events import CHANGED, CLOSED, OPENED
 from estimator.units import GiB
 
-from .document import Document
 from .grouped_chart import ChartEntry, GroupedStageChart
 from .language import translate
 from .tasks import ProcessRunner, TaskOutcome
@@ -62,7 +63,7 @@ class BalanceView(QWidget):
     balanced = Signal(object)      # BalanceResult shown
     failed = Signal(str)
 
-    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: PlanSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("balanceView")
         self.doc = doc
@@ -259,6 +260,13 @@ class BalanceView(QWidget):
         self.run_button.setEnabled(self.doc.loaded and not running)
         self.cancel_button.setEnabled(running)
         self.apply_button.setEnabled(self.result is not None and not self.stale and not self.applied and not running)
+
+    def on_session(self, event: SessionEvent) -> None:
+        """A new (or no) document forgets the balance; an edit may make it stale."""
+        if event.kind in (OPENED, CLOSED):
+            self.on_plan_changed(reset=True)
+        elif event.kind == CHANGED:
+            self.on_plan_changed()
 
     def on_plan_changed(self, reset: bool = False) -> None:
         if reset:

@@ -13,6 +13,8 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QWidget
 
 from estimator.result import CATEGORIES, Result
+from estimator.session import SessionEvent
+from estimator.session.events import CLOSED, ESTIMATED, OPENED, PINNED
 from estimator.units import GiB
 
 from .bars import StackedBarChart, category_brush, outline_pen
@@ -78,6 +80,27 @@ class StageChart(StackedBarChart):
         self.pinned: Result | None = None
 
     # -------------------------------------------------------------------------------------- data
+    def on_session(self, event: SessionEvent) -> None:
+        """The session's estimate on screen (beside the pinned baseline); nothing for a new document."""
+        session = event.session
+        if event.kind in (OPENED, CLOSED):
+            self.clear()
+        elif event.kind in (ESTIMATED, PINNED) and session.shown is not None:
+            self.set_result(session.shown.result, session.pinned.result if session.pinned else None)
+
+    def clear(self) -> None:
+        """No bars (a new document until its first estimate, or none open)."""
+        self.result, self.pinned = None, None
+        self.set_stack(np.zeros(0), np.zeros((0, len(CATEGORIES))))
+        empty = {"x": np.zeros(0), "height": np.zeros(0), "y0": np.zeros(0)}
+        self.over_item.setOpts(**empty)
+        self.opt_item.setOpts(**empty)
+        self._draw_pinned(None, 0)
+        self.peak_label.setHtml("")
+        self.capacity_line.setVisible(False)
+        self.budget_line.setVisible(False)
+        self.legend.setText(legend_html(False))
+
     def set_result(self, result: Result, pinned: Result | None = None) -> None:
         self.result, self.pinned = result, pinned
         n = len(result.stages)

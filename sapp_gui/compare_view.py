@@ -9,7 +9,6 @@ the tab's own worker; the bars and the table wait for them.
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,41 +32,24 @@ from PySide6.QtWidgets import (
 
 from estimator.errors import SappError
 from estimator.estimate import estimate
-from estimator.formats import parse
 from estimator.parsed import ParsedConfig
 from estimator.result import CATEGORIES, Result
-from estimator.strategy import Strategy
+from estimator.session import MAX_COMPARED, CompareEntry, PlanSession, SessionEvent
+from estimator.session.events import COMPARED, OPENED
 from estimator.units import GiB
 
 from .grouped_chart import ChartEntry, GroupedStageChart
 from .language import category_label, translate
+from .panel import strategy_text
 from .style import FITS, OVER_BUDGET
 from .tasks import TaskOutcome, TaskRunner
+from .worker import OpenOutcome, OpenRunner
 
-MAX_ENTRIES = 6
 TAGS = string.ascii_uppercase
 
 
-@dataclass
-class CompareEntry:
-    name: str
-    plan: ParsedConfig | None
-    result: Result | None = None
-    error: str = ""
-
-
-def strategy_text(st: Strategy) -> str:
-    parts = [f"dp {st.dp}", f"tp {st.tp}", f"pp {st.pp}"]
-    for name, value in (("vpp", st.vpp), ("cp", st.cp), ("ep", st.ep)):
-        if value > 1:
-            parts.append(f"{name} {value}")
-    parts.append(f"mbs {st.micro_batch_size}")
-    rec = st.recompute.default_mode if st.recompute.full_counts is None else "per-stage"
-    parts.append(f"rec {rec}")
-    return " · ".join(parts)
-
-
 def _estimate_all(plans: list[tuple[int, ParsedConfig]]) -> dict[int, Result | str]:
+    """Price compare entries (by their session key) on the worker; an error is the entry's message."""
     out: dict[int, Result | str] = {}
     for key, plan in plans:
         try:
@@ -96,21 +78,38 @@ ROWS: list[tuple[str, Any, int]] = [
 
 
 class CompareView(QWidget):
+    """The session's compare set (``PlanSession.compared``) drawn and tabulated; entries without a Result are
+    priced here and handed back to the session."""
+
     compared = Signal()           # bars and table redrawn with every entry priced
     add_current_requested = Signal()
     add_pinned_requested = Signal()
     status = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, session: PlanSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("compareView")
-        self.entries: list[CompareEntry] = []
+        self.session = session
         self.runner = TaskRunner(self, "compare")
         self.runner.finished.connect(self._on_estimated)
+        self.reader = OpenRunner(self)  # other files are read off the GUI thread too
+        self.reader.finished.connect(self._on_read)
         self.open_args: dict[str, Any] = {}
         self._build()
         self.retranslate()
         self.refresh()
+
+    @property
+    def entries(self) -> list[CompareEntry]:
+        return list(self.session.compared)
+
+    def on_session(self, event: SessionEvent) -> None:
+        if event.kind == OPENED:
+            self.open_args = {k: v for k, v in event.session.open_args.items() if k in ("devices", "device") and v}
+        elif event.kind == COMPARED:
+            if event.cause == "added":
+                self._estimate_missing()
+            self.refresh()
 
     def _build(self) -> None:
         self.add_current = QPushButton()
@@ -187,28 +186,35 @@ class CompareView(QWidget):
     # ------------------------------------------------------------------------------------ entries
     def add(self, name: str, plan: ParsedConfig | None, result: Result | None = None) -> bool:
         """Add a strategy (with its Result, or a plan to estimate); False when the view is full."""
-        if len(self.entries) >= MAX_ENTRIES:
+        if len(self.session.compared) >= MAX_COMPARED:
             self.message.setText(translate("Compare", "At most {0} strategies are compared; remove one first.")
-                                 .format(MAX_ENTRIES))
+                                 .format(MAX_COMPARED))
             return False
         if plan is None and result is None:
             return False
-        self.entries.append(CompareEntry(name, plan, result))
-        self._estimate_missing()
-        self.refresh()
+        self.session.compare_add(name, plan, result)
         return True
 
     def add_files(self, paths: list[str], **open_args: Any) -> bool:
-        """Read a config (on this thread, as File ▸ Open does) and queue its estimate."""
-        try:
-            args = {k: v for k, v in {**self.open_args, **open_args}.items() if v}
-            device = args.pop("device", None)
-            plan = parse(list(paths), **args, overrides={"hardware.device": device} if device else None)
-        except SappError as exc:
-            self.message.setText(translate("Compare", "Cannot add {0}: {1}").format(
-                ", ".join(Path(p).name for p in paths), exc))
+        """Read a config on a worker thread (as File ▸ Open does); it joins the set once read (``status`` says
+        why when it cannot be). False when nothing was started."""
+        if not paths:
             return False
-        return self.add(" + ".join(Path(p).name for p in paths), plan)
+        args = {k: v for k, v in {**self.open_args, **open_args}.items() if v}
+        self.reader.submit(self.session.request_for(paths, **args))
+        self.message.setText(translate("Compare", "Reading {0}…").format(", ".join(Path(p).name for p in paths)))
+        return True
+
+    def _on_read(self, outcome: OpenOutcome) -> None:
+        names = [Path(p).name for p in outcome.request.paths]
+        if outcome.opened is None:
+            error = outcome.error
+            text = str(error) if isinstance(error, SappError) else f"{type(error).__name__}: {error}"
+            self.message.setText(translate("Compare", "Cannot add {0}: {1}").format(", ".join(names), text))
+            self.status.emit(self.message.text())
+            return
+        self.message.setText("")
+        self.add(" + ".join(names), outcome.opened.parsed)
 
     def ask_files(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, translate("Compare", "Add config(s) to compare"), "",
@@ -219,18 +225,18 @@ class CompareView(QWidget):
 
     def remove_selected(self) -> None:
         row = self.list.currentRow()
-        if 0 <= row < len(self.entries):
-            del self.entries[row]
-            self.refresh()
+        entries = self.entries
+        if 0 <= row < len(entries):
+            self.session.compare_remove(entries[row].key)
 
     def clear(self) -> None:
         self.runner.discard()
-        self.entries = []
+        self.reader.cancel()
         self.message.setText("")
-        self.refresh()
+        self.session.compare_clear()
 
     def _estimate_missing(self) -> None:
-        missing = [(id(e), e.plan) for e in self.entries if e.result is None and not e.error and e.plan is not None]
+        missing = [(e.key, e.plan) for e in self.entries if e.pending and e.plan is not None]
         if missing:
             self.runner.submit(_estimate_all, missing)
 
@@ -238,22 +244,21 @@ class CompareView(QWidget):
         if outcome.error is not None:
             self.message.setText(str(outcome.error))
             return
-        for entry in self.entries:
-            value = outcome.value.get(id(entry))
+        for key, value in outcome.value.items():
             if isinstance(value, Result):
-                entry.result = value
-            elif isinstance(value, str):
-                entry.error = value
-        self.refresh()
+                self.session.compare_priced(key, result=value)
+            else:
+                self.session.compare_priced(key, error=str(value))
 
     @property
     def pending(self) -> bool:
-        return any(e.result is None and not e.error for e in self.entries)
+        return any(e.pending for e in self.entries)
 
     # ------------------------------------------------------------------------------------ display
     def refresh(self) -> None:
         self.list.clear()
-        for k, entry in enumerate(self.entries):
+        entries = self.entries
+        for k, entry in enumerate(entries):
             text = f"{TAGS[k]} — {entry.name}"
             if entry.plan is not None:
                 text += f" — {strategy_text(entry.plan.strategy)}"
@@ -329,3 +334,4 @@ class CompareView(QWidget):
 
     def shutdown(self) -> None:
         self.runner.shutdown()
+        self.reader.shutdown()

@@ -1,14 +1,15 @@
 """Export strategy: shows the unified diff of every file the writer changes, then writes them all or none
 (``estimator.export.write_atomic``, keeping ``FILE.bak``), or saves them under other names (Save As); and the
-main window's side of it (``ExportMixin``: starting an export, continuing after it, the unsaved-edits prompt)."""
+flow around it (``ExportFlow``: the session's validated export prepared on a worker, reading the files again
+afterwards) and the unsaved-edits prompt."""
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEventLoop, QObject, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
 from PySide6.QtWidgets import (
     QDialog,
@@ -24,12 +25,12 @@ from PySide6.QtWidgets import (
 
 from estimator.errors import SappError
 from estimator.export import write_atomic
-from estimator.session import ExportRefused, prepare_export
+from estimator.parsed import ParsedConfig
+from estimator.session import ExportPlan, ExportRefused, PlanSession, prepare_export, targets_for
+from estimator.strategy import Strategy
 
 from .language import translate
-
-if TYPE_CHECKING:
-    from .main_window import MainWindow
+from .tasks import TaskOutcome, TaskRunner
 
 
 def unified_diff(old: str, new: str, path: str) -> str:
@@ -146,12 +147,9 @@ class ExportDialog(QDialog):
 
     def save_as(self, target: str) -> bool:
         """Write the new text(s) elsewhere: a file path (one changed file) or a directory (several)."""
-        target_path = Path(target)
-        if len(self.files) == 1:
-            out = {str(target_path): next(iter(self.files.values()))}
-        else:
-            out = {str(target_path / Path(p).name): text for p, text in self.files.items()}
         try:
+            out = targets_for(self.files, target) if len(self.files) > 1 else \
+                {str(target): next(iter(self.files.values()))}
             write_atomic(out, backup=True)
         except (SappError, OSError) as exc:
             self.status.setText(translate("Export", "Nothing was written: {0}").format(exc))
@@ -172,81 +170,104 @@ class ExportDialog(QDialog):
             self.save_as(target)
 
 
-class ExportMixin:
-    """MainWindow: File ▸ Export strategy / Save strategy As, and the prompt about unsaved edits."""
+def _prepare(original: ParsedConfig, strategy: Strategy, edited: tuple[str, ...]) -> ExportPlan:
+    return prepare_export(original, strategy, edited=edited)
 
-    def export_strategy(self: MainWindow) -> QWidget | None:  # type: ignore[misc]
-        """Compute the writer's new texts and show them as a diff (non-modal); None when nothing to do."""
-        if not self.doc.loaded or self.doc.original is None:
+
+class ExportFlow(QObject):
+    """File ▸ Export strategy / Save strategy As: the session's validated export is prepared on a worker (the
+    estimator's rules and the writers never run on the GUI thread), shown as a diff, written all or none; then
+    the files are read again (``reopen``) with the edits an export does not write carried over."""
+
+    def __init__(self, session: PlanSession, parent: QWidget, *, say: Callable[[str], None],
+                 status: Callable[[str, int], None], reopen: Callable[[list[str] | None], None]) -> None:
+        super().__init__(parent)
+        self.session, self.parent_widget = session, parent
+        self.say, self.status, self.reopen = say, status, reopen
+        self.runner = TaskRunner(self, "export")
+        self.dialog: ExportDialog | None = None
+        self._preparing = False
+
+    def start(self) -> ExportDialog | None:
+        """Show the diff of what the export writes (non-modal); None when there is nothing to write or the
+        strategy is refused (the banner says why)."""
+        session = self.session
+        if not session.loaded or session.original is None or self._preparing:
             return None
-        try:
-            files = prepare_export(self.doc.original, self.doc.parsed.strategy,
-                                   edited=self.doc.export_edited()).files
-        except ExportRefused as exc:
-            text = translate("Export", "Not exported: the strategy breaks the estimator's rules. {0}").format(exc.cause)
-            if exc.edited:
+        outcome = self._prepare(session.original, session.parsed.strategy, session.export_edited())
+        error = outcome.error
+        if isinstance(error, ExportRefused):
+            text = translate("Export", "Not exported: the strategy breaks the estimator's rules. {0}").format(
+                error.cause)
+            if error.edited:
                 text += " " + translate("Export", "(Checked against the files' own {0}: edits of those are not written "
-                                                  "by an export.)").format(", ".join(exc.edited))
-            self._show_banner(text)
+                                                  "by an export.)").format(", ".join(error.edited))
+            self.say(text)
             return None
-        except SappError as exc:
-            self._show_banner(translate("Export", "Export is not available for this config: {0}").format(exc))
+        if isinstance(error, SappError):
+            self.say(translate("Export", "Export is not available for this config: {0}").format(error))
             return None
-        except Exception as exc:
-            self._show_banner(translate("Export", "Export failed: internal error in the writer ({0})").format(
-                f"{type(exc).__name__}: {exc}"))
+        if error is not None:
+            self.say(translate("Export", "Export failed: internal error in the writer ({0})").format(
+                f"{type(error).__name__}: {error}"))
             return None
-        if not files:
-            self.statusBar().showMessage(translate("Export", "Nothing to export: the strategy is the one in the file"),
-                                         6000)
+        plan: ExportPlan = outcome.value
+        if not plan.files:
+            self.status(translate("Export", "Nothing to export: the strategy is the one in the file"), 6000)
             return None
-        originals = {s.path: s.text for s in self.doc.original.sources}
-        dialog = ExportDialog(files, originals, self)
+        dialog = ExportDialog(plan.files, plan.originals, self.parent_widget)
         dialog.written.connect(self._after_export)
-        self.export_dialog = dialog
+        self.dialog = dialog
         dialog.open()
         return dialog
 
-    def save_strategy_as(self: MainWindow) -> None:  # type: ignore[misc]
-        dialog = self.export_strategy()
+    def _prepare(self, original: ParsedConfig, strategy: Strategy, edited: tuple[str, ...]) -> TaskOutcome:
+        """Run the export's preparation on the worker and wait for it with the event loop running."""
+        loop = QEventLoop(self)
+        got: list[TaskOutcome] = []
+
+        def done(outcome: TaskOutcome) -> None:
+            got.append(outcome)
+            loop.quit()
+
+        self._preparing = True
+        self.runner.finished.connect(done)
+        try:
+            self.runner.submit(_prepare, original, strategy, edited)
+            if not got:
+                loop.exec()
+        finally:
+            self.runner.finished.disconnect(done)
+            self._preparing = False
+        return got[0]
+
+    def save_as(self) -> None:
+        dialog = self.start()
         if dialog is not None:
-            dialog.choose_save_as()  # type: ignore[attr-defined]
+            dialog.choose_save_as()
 
-    def _after_export(self: MainWindow, written: list[str]) -> None:  # type: ignore[misc]
-        dialog = self.export_dialog
-        saved_as = getattr(dialog, "saved_as", {}) if dialog is not None else {}
-        self.statusBar().showMessage(translate("Export", "Wrote {0}").format(", ".join(written)), 8000)
-        if saved_as:  # continue on the new file(s), the unchanged sources (config.json) stay
-            changed = set(getattr(dialog, "files", {}))
-            paths = [p for p in self.doc.paths if p not in changed] + list(saved_as)
-            carried = self.doc.carried_edits()
-            self.doc.state = self.doc.original_state()  # the edits are in the new files: no prompt
-            if self.open_paths(paths, **self.doc.open_args) and carried:
-                self.edit(carried, translate("Export", "carried edits"))
-                self.undo_stack.clear()
-            return
-        self.doc.reread()
-        self.undo_stack.clear()
-        self._refresh_document()
-        self.runner.request(self.doc.parsed)
+    def _after_export(self, written: list[str]) -> None:
+        dialog = self.dialog
+        saved_as = dialog.saved_as if dialog is not None else {}
+        self.status(translate("Export", "Wrote {0}").format(", ".join(written)), 8000)
+        self.session.written(written)
+        if saved_as:  # continue on the new file(s); the unchanged sources (a config.json) stay
+            changed = set(dialog.files if dialog is not None else ())
+            self.reopen([p for p in self.session.paths if p not in changed] + list(saved_as))
+        else:
+            self.reopen(None)
 
-    def ask_unsaved(self: MainWindow) -> str:  # type: ignore[misc]
-        """"export", "discard" or "cancel" (tests replace this)."""
-        box = QMessageBox(QMessageBox.Icon.Question, translate("Export", "Unsaved edits"),
-                          translate("Export", "The strategy has edits that are not written to the config."),
-                          parent=self)
-        export_button = box.addButton(translate("Export", "Export…"), QMessageBox.ButtonRole.AcceptRole)
-        discard = box.addButton(translate("Export", "Discard"), QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.exec()
-        clicked = box.clickedButton()
-        return "export" if clicked is export_button else "discard" if clicked is discard else "cancel"
+    def shutdown(self) -> None:
+        self.runner.shutdown()
 
-    def confirm_discard(self: MainWindow) -> bool:  # type: ignore[misc]
-        if not self.doc.loaded or not self.doc.is_modified():
-            return True
-        answer = self.ask_unsaved()
-        if answer == "export":
-            dialog = self.export_strategy()
-            return dialog is not None and bool(dialog.exec())  # type: ignore[attr-defined]
-        return answer == "discard"
+
+def ask_unsaved(parent: QWidget) -> str:
+    """"export", "discard" or "cancel": what to do with edits not written to the config."""
+    box = QMessageBox(QMessageBox.Icon.Question, translate("Export", "Unsaved edits"),
+                      translate("Export", "The strategy has edits that are not written to the config."), parent=parent)
+    export_button = box.addButton(translate("Export", "Export…"), QMessageBox.ButtonRole.AcceptRole)
+    discard = box.addButton(translate("Export", "Discard"), QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    clicked = box.clickedButton()
+    return "export" if clicked is export_button else "discard" if clicked is discard else "cancel"

@@ -1,10 +1,16 @@
 """The main window: forms on the left; in the centre the summary tiles over tabs (Memory: stage chart + layer
 chart; Search, Compare, Balance, Schedule — see workspace.py); Explain and the warnings/assumptions list on the
-right. Edits become undoable DocState swaps; every state change requests a debounced estimate on the worker;
-results of older states are dropped by the runner."""
+right.
+
+The plan lives in the library's session (``estimator.session.PlanSession``): the window reads files and
+prices plans on workers and hands the outcomes to the session; every view follows the session's events
+(``panel.attach``), so nothing here passes results to views by hand. Edits are the session's undoable states
+(the QUndoStack mirrors them, ``commands.py``); what no longer describes the forms is greyed
+(``panel.StaleFrame``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +19,10 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QUndo
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
+    QHBoxLayout,
     QLabel,
     QMainWindow,
+    QPushButton,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -23,34 +31,51 @@ from PySide6.QtWidgets import (
 
 from estimator.errors import SappError
 from estimator.result import Result
+from estimator.session import EditError, PlanSession, SessionEvent
+from estimator.session.events import (
+    CHANGED,
+    CLOSED,
+    ESTIMATE_FAILED,
+    ESTIMATED,
+    HOLD,
+    OPENED,
+    PINNED,
+    REJECTED,
+)
 from estimator.units import GiB
 
-from . import language
+from . import language, report_export
 from .chart import StageChart
-from .commands import StateCommand
-from .document import DocState, Document, FieldError
+from .commands import UndoAdapter
 from .explain_view import ExplainView
-from .export_dialog import ExportMixin
+from .export_dialog import ExportDialog, ExportFlow, ask_unsaved
 from .forms import FormsPanel
 from .language import translate
 from .layer_chart import LayerChart
 from .menus import build_menus, check_language, fill_recent_menu, retranslate_menus
+from .panel import StaleFrame, attach
 from .presets import register_user_profiles, user_presets_dir
 from .resources import icon_path
 from .selection import SelectionController
 from .settings import Settings
 from .start_page import StartPage
 from .summary import NotesList, SummaryPanel
-from .worker import EstimateFn, EstimateRunner, Outcome
-from .workspace import WorkspaceMixin, WorkspaceTabs
+from .worker import EstimateFn, EstimateRunner, OpenOutcome, OpenRunner, Outcome
+from .workspace import WorkspaceTabs
 
 DEFAULT_SIZE = (1400, 900)
+MESSAGE_LIMIT = 2000  # characters of an error shown in the window (the rest is elided: a file may hold anything)
 
 
-class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
+def bounded(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit:,} more characters)"
+
+
+class MainWindow(QMainWindow):
     estimate_drawn = Signal(object)   # Result now on the chart
-    estimate_failed = Signal(object)  # the error of the current state (the chart keeps the last valid result)
+    estimate_failed = Signal(object)  # the error of the current plan (the chart, greyed, keeps the last estimate)
     document_opened = Signal()
+    open_failed = Signal(str)         # the message shown for files that could not be opened
 
     def __init__(self, settings: Settings | None = None, *, presets_dir: Path | None = None,
                  examples_dir: Path | None = None, estimate_fn: EstimateFn | None = None,
@@ -62,29 +87,28 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
         language.apply(language.resolve(interface_language or self.settings.language()))
         self.presets_dir = presets_dir or user_presets_dir()
         self.examples_dir = examples_dir
-        self.doc = Document(preset_dirs=(self.presets_dir,))
+        self.doc = PlanSession(preset_dirs=(self.presets_dir,), hold=self.settings.hold())
         self.profile_problem = register_user_profiles(self.presets_dir.parent / "profiles")
-        self.doc.hold = self.settings.hold()
         self.runner = EstimateRunner(self, estimate_fn=estimate_fn)
         self.runner.finished.connect(self._on_estimate)
+        self.open_runner = OpenRunner(self)
+        self.open_runner.finished.connect(self._on_read)
+        # first subscriber: a new plan is sent to the worker before the views redraw (inside the debounce)
+        self.doc.subscribe(self._request_estimate)
         self.undo_stack = QUndoStack(self)
-        self.result: Result | None = None
-        self.pinned: Result | None = None
-        self.field_errors: dict[str, str] = {}
-        self.last_touched: list[str] = []
-        self.last_error: BaseException | None = None
-        self.assumptions: dict[str, Any] = {}
-        self.export_dialog: QWidget | None = None
+        self.undo_adapter = UndoAdapter(self.doc, self.undo_stack)
+        self.exports = ExportFlow(self.doc, self, say=self._show_banner,
+                                  status=lambda text, ms: self.statusBar().showMessage(text, ms), reopen=self._reopen)
         self._docks_parked = False
         self._dock_visible: dict[QDockWidget, bool] = {}
+        self._time_text = ""
         self._build()
         self.actions_ = build_menus(self)
         check_language(self.actions_, self.settings.language())
-        self._connect_workspace()
+        attach(self.doc, self)  # last: the views have drawn when the window's signals go out
         self._refresh_recent()
         self._update_actions()
         self._restore_layout()
-        self._time_text = ""
         icon = icon_path()
         if icon is not None:
             self.setWindowIcon(QIcon(str(icon)))
@@ -102,6 +126,7 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
         self.banner.setVisible(False)
         self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary = SummaryPanel()
+        self.summary_frame = StaleFrame(self.doc, self.summary)
         self.chart = StageChart()
         self.layer_chart = LayerChart()
         self.splitter = QSplitter(Qt.Orientation.Vertical)
@@ -110,12 +135,15 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
         self.splitter.addWidget(self.layer_chart)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 2)
-        self.workspace_tabs = WorkspaceTabs(self.doc, self.splitter)
+        self.charts_frame = StaleFrame(self.doc, self.splitter, caption=False)  # the summary's caption says why
+        self.workspace_tabs = WorkspaceTabs(self.doc, self.charts_frame)
+        self.workspace_tabs.apply_requested.connect(self.edit)
+        self.workspace_tabs.status.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
         self.workspace = QWidget()
         box = QVBoxLayout(self.workspace)
         box.setContentsMargins(6, 6, 6, 6)
         box.addWidget(self.banner)
-        box.addWidget(self.summary)
+        box.addWidget(self.summary_frame)
         box.addWidget(self.workspace_tabs, 1)
         self.stack = QStackedWidget()
         self.stack.addWidget(self.start_page)
@@ -124,18 +152,33 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
 
         self.forms = FormsPanel(self.doc, self.presets_dir)
         self.forms.edited.connect(self.edit)
-        self.forms.parallel.hold_changed.connect(self.settings.set_hold)
         self.forms.hardware.preset_saved.connect(self._on_preset_saved)
         self.explain = ExplainView()
+        self.explain_frame = StaleFrame(self.doc, self.explain)
         self.selection = SelectionController(self.chart, self.layer_chart, self.explain, self.runner)
         self.notes = NotesList()
+        self.notes.extra_errors = (self.profile_problem,) if self.profile_problem else ()
+        for view in (self.summary, self.chart, self.selection, self.forms, self.notes):
+            attach(self.doc, view)
         self.forms.setMinimumWidth(320)
         self.explain.setMinimumWidth(270)
         self.notes.setMinimumWidth(270)
         self.forms_dock = self._dock("formsDock", self.forms, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self.explain_dock = self._dock("explainDock", self.explain, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.explain_dock = self._dock("explainDock", self.explain_frame, Qt.DockWidgetArea.RightDockWidgetArea)
         self.notes_dock = self._dock("notesDock", self.notes, Qt.DockWidgetArea.RightDockWidgetArea)
         self.docks = (self.forms_dock, self.explain_dock, self.notes_dock)
+        self.opening = QWidget()
+        self.opening.setObjectName("opening")
+        row = QHBoxLayout(self.opening)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.opening_label = QLabel("")
+        self.opening_cancel = QPushButton()
+        self.opening_cancel.setObjectName("cancelOpen")
+        self.opening_cancel.clicked.connect(self.cancel_open)
+        row.addWidget(self.opening_label)
+        row.addWidget(self.opening_cancel)
+        self.opening.setVisible(False)
+        self.statusBar().addPermanentWidget(self.opening)  # a temporary message must not hide Cancel
         self._dock_titles()
         self.time_label = QLabel("")
         self.time_label.setObjectName("estimateTime")
@@ -158,13 +201,14 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
         self.forms_dock.setWindowTitle(translate("MainWindow", "Strategy"))
         self.explain_dock.setWindowTitle(translate("MainWindow", "Explain"))
         self.notes_dock.setWindowTitle(translate("MainWindow", "Warnings && assumptions"))
+        self.opening_cancel.setText(translate("MainWindow", "Cancel"))
 
     def retranslate(self) -> None:
         """Every visible text again, in the language now installed (View ▸ Language)."""
         self._dock_titles()
         retranslate_menus(self, self.actions_)
         self.start_page.retranslate()
-        self.forms.retranslate(self.assumptions)
+        self.forms.retranslate(self.forms.assumptions)
         self.summary.retranslate()
         self.chart.retranslate()
         self.layer_chart.retranslate()
@@ -172,6 +216,8 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
         self.selection.retranslate()
         self.notes.retranslate()
         self.workspace_tabs.retranslate()
+        for frame in (self.summary_frame, self.charts_frame, self.explain_frame):
+            frame.retranslate()
         self._set_title()
         self._show_time()
 
@@ -217,6 +263,71 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
             self.restoreState(self._default_state)
         self._default_docks()
 
+    # ------------------------------------------------------------------------------------- session
+    @property
+    def result(self) -> Result | None:
+        """The estimate on screen (it may be of an earlier plan: ``doc.freshness()`` says)."""
+        return self.doc.shown.result if self.doc.shown is not None else None
+
+    @property
+    def pinned(self) -> Result | None:
+        return self.doc.pinned.result if self.doc.pinned is not None else None
+
+    def _request_estimate(self, event: SessionEvent) -> None:
+        if event.kind == OPENED:
+            self.runner.request_now(self.doc.parsed)
+        elif event.kind == CHANGED and event.cause != "unchanged":
+            self.runner.request(self.doc.parsed)
+        elif event.kind == CLOSED:
+            self.runner.cancel()
+
+    def _on_estimate(self, outcome: Outcome) -> None:
+        self.doc.record_estimate(outcome.parsed, outcome.result, outcome.error, outcome.elapsed)
+
+    def on_session(self, event: SessionEvent) -> None:
+        """The window's own part: banner, title, actions, time, signals."""
+        kind = event.kind
+        if kind == OPENED:
+            self.banner.setVisible(False)
+            self.start_page.show_message("")
+            self._show_workspace()
+            self._time_text = ""
+            self._show_time()
+            self.document_opened.emit()
+            self.statusBar().showMessage(translate("MainWindow", "Opened {0}").format(self.doc.title), 4000)
+        elif kind == CLOSED:
+            self._show_start_page()
+        elif kind == CHANGED:
+            self.banner.setVisible(False)
+        elif kind == REJECTED:
+            message = bounded(translate("MainWindow", "Not applied: {0}").format(event.error))
+            self._show_banner(message)
+            self.statusBar().showMessage(message, 8000)
+        elif kind == ESTIMATED and self.doc.shown is not None:
+            self.banner.setVisible(False)
+            self._time_text = f"{self.doc.shown.elapsed * 1000:.0f}"
+            self._show_time()
+            self.estimate_drawn.emit(self.doc.shown.result)
+        elif kind == ESTIMATE_FAILED and event.error is not None:
+            self._estimate_failed(event.error)
+        elif kind == HOLD:
+            self.settings.set_hold(self.doc.hold)
+        if kind in (OPENED, CLOSED, CHANGED, PINNED):
+            self._set_title()
+            self.setWindowModified(self.doc.is_modified())
+            self._update_actions()
+
+    def _estimate_failed(self, error: BaseException) -> None:
+        message = str(error) if isinstance(error, SappError) else \
+            translate("MainWindow", "internal error: {0}").format(f"{type(error).__name__}: {error}")
+        kept = "" if self.doc.shown is None else \
+            translate("MainWindow", "The chart still shows the last valid estimate, greyed: it is not of this plan.")
+        head = translate("MainWindow", "This combination cannot be priced.")
+        self._show_banner(bounded(f"{head} {message} {kept}".strip()))
+        self._time_text = "failed"
+        self._show_time()
+        self.estimate_failed.emit(error)
+
     # -------------------------------------------------------------------------------------- open
     def open_dialog(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(
@@ -227,40 +338,57 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
             self.open_paths(paths)
 
     def open_paths(self, paths: list[str], **kwargs: Any) -> bool:
-        """Open one plan from ``paths``; errors go to the start page / banner, never to a dialog."""
+        """Start reading ``paths`` as one plan on a worker (the window stays live; Cancel stops waiting);
+        ``document_opened`` or ``open_failed`` follows. False when the user kept the unsaved edits."""
         if self.doc.loaded and not self.confirm_discard():
             return False
-        try:
-            self.doc.open(paths, **kwargs)
-        except SappError as exc:
-            needs_devices = "--devices" in str(exc)
-            names = ", ".join(Path(p).name for p in paths)
-            self._open_failed(translate("MainWindow", "Cannot open {0}: {1}").format(names, exc),
-                              (list(paths), dict(kwargs)) if needs_devices else None)
-            return False
-        except Exception as exc:
-            names = ", ".join(Path(p).name for p in paths)
-            self._open_failed(translate("MainWindow", "Cannot open {0}: internal error in the reader ({1})").format(
-                names, f"{type(exc).__name__}: {exc}"))
-            return False
-        self.settings.add_recent(list(paths), kwargs)
-        self._refresh_recent()
-        self.undo_stack.clear()
-        self.result, self.pinned = None, None
-        self.selection.reset()
-        self.field_errors, self.last_touched, self.last_error = {}, [], None
-        self.assumptions = {}
-        self.summary.clear()
-        self.banner.setVisible(False)
-        self.start_page.show_message("")
-        self._show_workspace()
-        self.forms.hardware.refresh_presets()
-        self._refresh_document()
-        self.workspace_tabs.on_document_opened(self.doc.parsed, self.doc.open_args)
-        self.runner.request_now(self.doc.parsed)
-        self.document_opened.emit()
-        self.statusBar().showMessage(translate("MainWindow", "Opened {0}").format(self.doc.title), 4000)
+        self._read(self.doc.request_for(paths, **kwargs), remember=kwargs)
         return True
+
+    def _read(self, request: Any, carried: dict[str, Any] | None = None,
+              remember: dict[str, Any] | None = None) -> None:
+        names = ", ".join(Path(p).name for p in request.paths)
+        self.open_runner.submit(request, tag=(carried or {}, remember))
+        self.opening_label.setText(translate("MainWindow", "Reading {0}…").format(names))
+        self.opening.setVisible(True)
+
+    def _reopen(self, paths: list[str] | None) -> None:
+        """Read the document's files again after an export (or the files it saved elsewhere: ``paths``)."""
+        request, carried = self.doc.reopen(paths)
+        self._read(request, carried, remember={} if paths is not None else None)
+
+    def cancel_open(self) -> None:
+        """Stop waiting for the files being read (the reader is abandoned; the open document stays)."""
+        if self.open_runner.busy:
+            self.open_runner.cancel()
+            self.opening.setVisible(False)
+            self.statusBar().showMessage(translate("MainWindow", "Opening cancelled"), 5000)
+
+    def _on_read(self, outcome: OpenOutcome) -> None:
+        self.opening.setVisible(False)
+        carried, remember = outcome.tag
+        request = outcome.request
+        if outcome.opened is None:
+            self._open_error(request, outcome.error, remember)
+            return
+        if remember is not None:
+            self.settings.add_recent(list(request.paths), remember)
+            self._refresh_recent()
+        self.doc.adopt(dataclasses.replace(outcome.opened, carried=carried) if carried else outcome.opened)
+
+    def _open_error(self, request: Any, error: BaseException | None, kwargs: dict[str, Any] | None) -> None:
+        names = ", ".join(Path(p).name for p in request.paths)
+        retry = None
+        if isinstance(error, SappError):
+            message = translate("MainWindow", "Cannot open {0}: {1}").format(names, error)
+            if "--devices" in str(error):
+                retry = (list(request.paths), dict(kwargs or {}))
+        else:
+            message = translate("MainWindow", "Cannot open {0}: internal error in the reader ({1})").format(
+                names, f"{type(error).__name__}: {error}")
+        if self.doc.loaded and retry is None:
+            message += " " + translate("MainWindow", "{0} stays open.").format(self.doc.title)
+        self._open_failed(bounded(message), retry)
 
     def _open_failed(self, message: str, retry: tuple[list[str], dict] | None = None) -> None:
         self.statusBar().showMessage(message, 10000)
@@ -270,20 +398,14 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
             if self.stack.currentWidget() is not self.start_page:
                 self._show_start_page()
             self.start_page.show_message(message, retry)
+        self.open_failed.emit(message)
 
     def close_document(self) -> None:
         if self.doc.loaded and not self.confirm_discard():
             return
-        self.runner.cancel()
+        self.open_runner.cancel()
+        self.opening.setVisible(False)
         self.doc.close()
-        self.forms.refresh({})
-        self.undo_stack.clear()
-        self.result = None
-        self.workspace_tabs.on_document_closed()
-        self._show_start_page()
-        self._set_title()
-        self.setWindowModified(False)
-        self._update_actions()
 
     def _refresh_recent(self) -> None:
         entries = self.settings.recent()
@@ -323,50 +445,21 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
 
     # ------------------------------------------------------------------------------------- edits
     def edit(self, changes: dict[str, Any], text: str = "edit") -> bool:
-        """Apply a form edit: an undoable state change, or the validator's message on the field."""
+        """Apply a form edit as an undoable session state; a refused one is shown on its fields."""
         if not self.doc.loaded:
             return False
-        self.last_touched = list(changes)
         try:
-            state = self.doc.propose(changes)
-        except FieldError as exc:
-            self.field_errors = exc.errors
-            self.forms.set_errors(self.field_errors)
-            message = translate("MainWindow", "Not applied: {0}").format(exc)
-            self._show_banner(message)
-            self.statusBar().showMessage(message, 8000)
+            self.doc.apply(changes, text)
+        except EditError:
             return False
-        current = self.doc.parsed
-        if state.parsed.values == current.values and state.parsed.hardware == current.hardware:
-            self._refresh_document()  # an invalid value typed back to the current one: clear the marks
-            return True
-        self.undo_stack.push(StateCommand(self._apply_state, self.doc.state, state, text))  # type: ignore[arg-type]
         return True
-
-    def _apply_state(self, state: DocState) -> None:
-        self.doc.set_state(state)
-        self.runner.request(state.parsed)  # first: the forms refresh inside the debounce window
-        self._refresh_document()
-        self.workspace_tabs.on_plan_changed(state.parsed)
-
-    def _refresh_document(self) -> None:
-        self.field_errors = {}
-        self.banner.setVisible(False)
-        self.forms.refresh(self.assumptions)
-        self.forms.set_errors({})
-        self._set_title()
-        self.setWindowModified(self.doc.is_modified())
-        self._update_notes()
-        self._update_actions()
 
     def _set_title(self) -> None:
         self.setWindowTitle(f"{self.doc.title} — SAPP Planner[*]" if self.doc.loaded else "SAPP Planner[*]")
 
     def reset_to_file(self) -> None:
-        if not self.doc.loaded or not self.doc.is_modified():
-            return
-        self.undo_stack.push(StateCommand(self._apply_state, self.doc.state, self.doc.original_state(),  # type: ignore[arg-type]
-                                          translate("MainWindow", "Reset to file")))
+        if self.doc.loaded:
+            self.doc.reset_to_file(translate("MainWindow", "Reset to file"))
 
     def _on_preset_saved(self, preset_id: str) -> None:
         self.edit({"hardware.device": preset_id}, translate("MainWindow", "Device → {0}").format(preset_id))
@@ -379,48 +472,7 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
         for action in (acts.export, acts.save_as, acts.close, acts.pin, acts.reset, acts.report,
                        acts.compare_current, acts.named["run_search"], acts.named["run_balance"]):
             action.setEnabled(loaded)
-        acts.unpin.setEnabled(self.pinned is not None)
-
-    # --------------------------------------------------------------------------------- estimates
-    def _on_estimate(self, outcome: Outcome) -> None:
-        if outcome.error is not None:
-            self._estimate_failed(outcome)
-            return
-        result = outcome.result
-        assert result is not None
-        self.result, self.last_error = result, None
-        self.chart.set_result(result, self.pinned)
-        self.summary.set_result(outcome.parsed, result, self.pinned)
-        self.forms.set_result(result)
-        self.banner.setVisible(False)
-        self.forms.set_errors(self.field_errors)
-        self._time_text = f"{outcome.elapsed * 1000:.0f}"
-        self._show_time()
-        self.selection.set_result(result, outcome.parsed, outcome.generation)
-        self.workspace_tabs.on_estimate(outcome.parsed, result)
-        self.estimate_drawn.emit(result)
-        assumptions = {a.field: a for a in (*outcome.parsed.assumptions, *result.assumptions)}
-        if assumptions != self.assumptions:
-            self.assumptions = assumptions
-            self.forms.refresh(assumptions)
-        self._update_notes()
-
-    def _estimate_failed(self, outcome: Outcome) -> None:
-        error = outcome.error
-        assert error is not None
-        self.last_error = error
-        message = str(error) if isinstance(error, SappError) else \
-            translate("MainWindow", "internal error: {0}").format(f"{type(error).__name__}: {error}")
-        self.field_errors = self.doc.error_fields(error, self.last_touched)
-        self.forms.set_errors(self.field_errors)
-        kept = translate("MainWindow", "The chart still shows the last valid estimate.") if self.result is not None \
-            else ""
-        head = translate("MainWindow", "This combination cannot be priced.")
-        self._show_banner(f"{head} {message} {kept}".strip())
-        self._time_text = "failed"
-        self._show_time()
-        self._update_notes()
-        self.estimate_failed.emit(error)
+        acts.unpin.setEnabled(self.doc.pinned is not None)
 
     def _show_time(self) -> None:
         if not self._time_text:
@@ -434,39 +486,115 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
         self.banner.setText(text)
         self.banner.setVisible(True)
 
-    def _update_notes(self) -> None:
-        if not self.doc.loaded:
-            self.notes.set_notes()
-            return
-        parsed = self.doc.parsed
-        result = self.result
-        errors = [str(self.last_error)] if self.last_error is not None else []
-        if self.doc.preset_problem:
-            errors.append(self.doc.preset_problem)
-        if self.profile_problem:
-            errors.append(self.profile_problem)
-        self.notes.set_notes(warnings=(*parsed.warnings, *(result.warnings if result else ())),
-                             assumptions=(*parsed.assumptions, *(result.assumptions if result else ())),
-                             edits=self.doc.state.notes if self.doc.state else (), errors=errors)
-
     # -------------------------------------------------------------------------------- baseline
     def pin_baseline(self) -> None:
-        if self.result is None:
+        pinned = self.doc.pin()
+        if pinned is None:
+            self.statusBar().showMessage(translate("MainWindow", "Nothing to pin: the numbers on screen are not of "
+                                                                 "the plan in the forms"), 5000)
             return
-        self.pinned = self.result
-        self.chart.set_result(self.result, self.pinned)
-        self.summary.set_result(self.doc.parsed, self.result, self.pinned)
         self.statusBar().showMessage(translate("MainWindow", "Pinned: peak {0} GiB; later estimates are drawn beside "
-                                                             "it").format(f"{self.result.peak_bytes / GiB:,.2f}"), 5000)
-        self._update_actions()
+                                                             "it").format(f"{pinned.result.peak_bytes / GiB:,.2f}"),
+                                     5000)
 
     def clear_baseline(self) -> None:
-        self.pinned = None
-        if self.result is not None:
-            self.chart.set_result(self.result)
-            self.summary.set_result(self.doc.parsed, self.result)
-        self._update_actions()
+        self.doc.unpin()
 
+    # ---------------------------------------------------------------------------------- tabs
+    def show_tab(self, name: str) -> QWidget:
+        return self.workspace_tabs.show_tab(name)
+
+    def run_search(self) -> int | None:
+        return self.workspace_tabs.run_search()
+
+    def run_balance(self) -> int | None:
+        return self.workspace_tabs.run_balance()
+
+    def compare_current(self) -> bool:
+        return self.workspace_tabs.compare_current()
+
+    def compare_pinned(self) -> bool:
+        return self.workspace_tabs.compare_pinned()
+
+    def run_tab(self, name: str, timeout_s: float = 60.0) -> str:
+        return self.workspace_tabs.run_tab(name, timeout_s)
+
+    def exportable_charts(self) -> list[tuple[str, Any]]:
+        tabs = self.workspace_tabs
+        return [(translate("Workspace", "Stage chart"), self.chart),
+                (translate("Workspace", "Layer chart"), self.layer_chart),
+                (translate("Workspace", "Pareto chart (search)"), tabs.search.pareto),
+                (translate("Workspace", "Selected strategy's stages (search)"), tabs.search.stage_chart),
+                (translate("Workspace", "Compare chart"), tabs.compare.chart),
+                (translate("Workspace", "Balance chart"), tabs.balance.chart),
+                (translate("Workspace", "Schedule timeline"), tabs.schedule.chart)]
+
+    # -------------------------------------------------------------------------------- exports
+    def export_strategy(self) -> ExportDialog | None:
+        """The diff of what the export writes (non-modal); None when nothing is written (the banner or the
+        status bar says why)."""
+        return self.exports.start()
+
+    def save_strategy_as(self) -> None:
+        self.exports.save_as()
+
+    @property
+    def export_dialog(self) -> ExportDialog | None:
+        return self.exports.dialog
+
+    def export_report(self, path: str | Path | None = None) -> list[str]:
+        """Write the report of the plan in the forms (asks where when ``path`` is None); only when the estimate
+        on screen is of that plan."""
+        estimate = self.doc.current_estimate if self.doc.loaded else None
+        if estimate is None:
+            self.statusBar().showMessage(translate("Workspace", "Nothing estimated for the plan in the forms to "
+                                                                "report yet"), 5000)
+            return []
+        if path is None:
+            chosen = report_export.ask_path(self, report_export.suggested_name(estimate.parsed,
+                                                                               self.settings.last_dir()))
+            if chosen is None:
+                return []
+            path = chosen
+        try:
+            written = report_export.write(estimate.parsed, estimate.result, path)
+        except SappError as exc:
+            self._show_banner(translate("Workspace", "Report not written: {0}").format(exc))
+            return []
+        self.statusBar().showMessage(translate("Workspace", "Wrote {0}").format(", ".join(written)), 8000)
+        return written
+
+    def ask_unsaved(self) -> str:
+        """"export", "discard" or "cancel" (tests replace this)."""
+        return ask_unsaved(self)
+
+    def confirm_discard(self) -> bool:
+        if not self.doc.loaded or not self.doc.is_modified():
+            return True
+        answer = self.ask_unsaved()
+        if answer == "export":
+            dialog = self.export_strategy()
+            return dialog is not None and bool(dialog.exec())
+        return answer == "discard"
+
+    # ----------------------------------------------------------------------------------- language
+    def set_language(self, setting: str) -> bool:
+        """Switch the interface language now ("system", "en", "zh_CN") and remember the choice."""
+        code = language.resolve(setting)
+        ok = language.apply(code)
+        self.settings.set_language(setting)
+        self.retranslate()
+        check_language(self.actions_, setting)
+        if not ok:
+            self.statusBar().showMessage(translate("Workspace", "No translation for {0} is installed").format(code),
+                                         8000)
+        elif not language.has_font_for(language.current()):
+            # in English on purpose: without the font a Chinese message would show as boxes
+            self.statusBar().showMessage("No font for Chinese is installed: install fonts-noto-cjk (or "
+                                         "fonts-wqy-microhei)", 15000)
+        return ok
+
+    # ------------------------------------------------------------------------------------ closing
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self.confirm_discard():
             event.ignore()
@@ -479,8 +607,10 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
         event.accept()
 
     def shutdown_workers(self) -> None:
-        """Stop and join every worker (estimates, search, balance, compare, schedule)."""
+        """Stop and join every worker (reading, estimates, export, search, balance, compare, schedule)."""
+        self.open_runner.shutdown()
         self.runner.shutdown()
+        self.exports.shutdown()
         self.workspace_tabs.shutdown()
 
     # ----------------------------------------------------------------------------- keyboard
@@ -503,4 +633,3 @@ class MainWindow(WorkspaceMixin, ExportMixin, QMainWindow):
         from .menus import show_about
 
         show_about(self)
-

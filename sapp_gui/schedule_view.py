@@ -29,6 +29,8 @@ from estimator.errors import SappError
 from estimator.estimate import estimate
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
+from estimator.session import SessionEvent
+from estimator.session.events import CLOSED, ESTIMATED, OPENED
 from estimator.timeline import Timeline, estimate_timeline
 from estimator.units import GiB
 
@@ -138,6 +140,13 @@ class ScheduleView(QWidget):
             self.message.setText(translate("Schedule", "Open a config to see its pipeline schedule."))
 
     # ------------------------------------------------------------------------------------ updates
+    def on_session(self, event: SessionEvent) -> None:
+        """The timeline of the plan whose estimate is on screen (nothing for a new document until then)."""
+        if event.kind in (OPENED, CLOSED):
+            self.set_plan(None)
+        elif event.kind == ESTIMATED and event.session.shown is not None:
+            self.set_plan(event.session.shown.parsed)
+
     def set_plan(self, parsed: ParsedConfig | None) -> None:
         """The plan on screen changed; simulate it now if the tab is visible, else when it is shown."""
         self.parsed = parsed

@@ -35,11 +35,12 @@ from estimator.estimate import estimate
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
 from estimator.search import SearchResult
+from estimator.session import PlanSession, SessionEvent
+from estimator.session.events import CHANGED, CLOSED, OPENED
 from estimator.units import GiB
 
 from . import jobs
 from .chart import StageChart
-from .document import Document
 from .language import translate
 from .pareto_chart import ParetoChart
 from .search_export import ask_search_path, write_search
@@ -78,7 +79,7 @@ class SearchPanel(QWidget):
     row_shown = Signal(object)              # Result drawn for the selected row
     status = Signal(str)
 
-    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: PlanSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("searchPanel")
         self.doc = doc
@@ -227,6 +228,15 @@ class SearchPanel(QWidget):
                                   else translate("SearchPanel", "Hide search space ▴"))
 
     # ------------------------------------------------------------------------------------- running
+    def on_session(self, event: SessionEvent) -> None:
+        """A new document resets the space and forgets the result; an edit updates the space's plan values."""
+        if event.kind == OPENED:
+            self.on_plan_changed(event.session.parsed, reset=True)
+        elif event.kind == CHANGED:
+            self.on_plan_changed(event.session.parsed)
+        elif event.kind == CLOSED:
+            self.search_runner.discard()
+
     def on_plan_changed(self, parsed: ParsedConfig, reset: bool = False) -> None:
         self.space.load(parsed, reset=reset)
         if reset:

@@ -15,8 +15,8 @@ from estimator.limits import MAX_DEVICES, MAX_GLOBAL_BATCH
 from estimator.parsed import ParsedConfig
 from estimator.search import Dim, SearchSpace, parse_dims
 from estimator.search.space import DIMENSIONS
+from estimator.session import PlanSession
 
-from .document import Document
 from .language import translate
 from .style import QT_TRANSLATE_NOOP
 
@@ -124,7 +124,7 @@ class DimEditor(QWidget):
 class SearchSpaceEditor(QWidget):
     changed = Signal()
 
-    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: PlanSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("searchSpace")
         self.doc = doc

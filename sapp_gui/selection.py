@@ -8,6 +8,8 @@ from PySide6.QtCore import QObject
 
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
+from estimator.session import SessionEvent
+from estimator.session.events import CLOSED, ESTIMATED, OPENED
 
 from .chart import StageChart
 from .explain_view import ExplainView, find_trace
@@ -34,6 +36,14 @@ class SelectionController(QObject):
         chart.segment_clicked.connect(self._on_stage_segment)
         layer_chart.segment_clicked.connect(self._on_layer_segment)
         runner.explain_finished.connect(self._on_explain)
+
+    def on_session(self, event: SessionEvent) -> None:
+        """A new document starts with no selection; a new estimate keeps the selection where it still exists."""
+        if event.kind in (OPENED, CLOSED):
+            self.reset()
+        elif event.kind == ESTIMATED and event.session.shown is not None:
+            shown = event.session.shown
+            self.set_result(shown.result, shown.parsed, self.runner.generation)
 
     def reset(self) -> None:
         self.result, self.parsed, self.explained, self.selection = None, None, None, None

@@ -54,4 +54,6 @@ QLabel[sappRole="fieldError"] {{ color: {ERROR}; }}
 QLabel[sappRole="banner"] {{ background-color: #FDE7DC; color: #5A1E00; border: 1px solid {OVER_BUDGET};
                             border-radius: 4px; padding: 6px; }}
 QLabel[sappRole="note"] {{ color: #555555; }}
+QLabel[sappRole="stale"] {{ background-color: #EFEFEF; color: #444444; border-left: 4px solid #8a8a8a;
+                           padding: 3px 6px; }}
 """

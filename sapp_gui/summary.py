@@ -1,5 +1,7 @@
 """The summary tiles (verdict, peak, headroom, step time, tokens/s per device, MFU, devices, global batch,
-parameters) and the list of warnings, assumptions and what the last edit adapted.
+parameters) and the list of warnings, assumptions and what the last edit adapted — both views of the plan
+session (``on_session``). The tiles never show a verdict for a plan the forms do not hold: while the estimate
+on screen is stale (``set_stale``, from the StaleFrame around them) the verdict tile says so instead.
 
 The tiles flow into as many columns as the width allows (one row on a wide window, two beside the docks).
 The step-time tile's tooltip is the breakdown of the step into its parts (compute, exposed communication,
@@ -17,11 +19,14 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QListWidget, QListWid
 
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
+from estimator.session import FAILED, PlanSession, SessionEvent
+from estimator.session.events import CLOSED, ESTIMATED, OPENED, PINNED
 from estimator.units import GiB
 from estimator.warnings import Assumption, EstimateWarning
 
+from .document import preset_problem
 from .language import translate
-from .style import FITS, OVER_BUDGET, QT_TRANSLATE_NOOP
+from .style import FITS, MUTED, OVER_BUDGET, QT_TRANSLATE_NOOP
 
 CARD_MIN_WIDTH = 110
 
@@ -131,8 +136,24 @@ class SummaryPanel(QFrame):
         # the window wider (a hidden page of the central stack is resized to the whole window)
         self.setMinimumWidth(3 * (CARD_MIN_WIDTH + 6))
         self.fits: bool | None = None
+        self.stale = ""  # why the tiles do not describe the plan in the forms ("" when they do)
         self._last: tuple[ParsedConfig, Result, Result | None] | None = None
         self.retranslate()
+
+    # ---------------------------------------------------------------------------------- session
+    def on_session(self, event: SessionEvent) -> None:
+        session = event.session
+        if event.kind in (OPENED, CLOSED):
+            self.clear()
+        elif event.kind in (ESTIMATED, PINNED) and session.shown is not None:
+            self.set_result(session.shown.parsed, session.shown.result,
+                            session.pinned.result if session.pinned else None)
+
+    def set_stale(self, reason: str) -> None:
+        """No verdict while the tiles are of another plan than the forms' (``reason`` says why; "" = current)."""
+        self.stale = reason
+        if self._last is not None:
+            self.set_result(*self._last)
 
     # ------------------------------------------------------------------------------------- layout
     def _flow(self, columns: int) -> None:
@@ -201,6 +222,10 @@ class SummaryPanel(QFrame):
         if result.parameters_mtp:
             self.params.setToolTip(self.params.toolTip() + f"; MTP {fmt_count(result.parameters_mtp)}")
         self.context.setText(self._context(parsed, result))
+        if self.stale:
+            self.fits = None
+            self.verdict.set(translate("Summary", "No verdict"), translate("Summary", "not the plan in the forms"),
+                             MUTED, tip=self.stale)
 
     def _set_time(self, result: Result, pinned: Result | None) -> None:
         if result.step_time_s is None:
@@ -254,6 +279,23 @@ class NotesList(QListWidget):
         self.setAlternatingRowColors(True)
         self.setAccessibleName(translate("Notes", "Warnings and assumptions"))
         self._last: dict[str, Any] = {}
+        self.extra_errors: tuple[str, ...] = ()  # problems of the app itself (user profiles that cannot be read)
+
+    def on_session(self, event: SessionEvent) -> None:
+        """Warnings and assumptions of the plan in the forms, and of its estimate when it is the one shown."""
+        session: PlanSession = event.session
+        if not session.loaded:
+            self.set_notes(errors=self.extra_errors)
+            return
+        parsed = session.parsed
+        shown = session.shown  # its warnings count while it is of the session's plan (a refused edit is not)
+        result = shown.result if shown is not None and shown.parsed is parsed else None
+        fresh = session.freshness()
+        errors = [fresh.reason] if fresh.state == FAILED else []
+        errors += [text for text in (preset_problem(session), *self.extra_errors) if text]
+        self.set_notes(warnings=(*parsed.warnings, *(result.warnings if result else ())),
+                       assumptions=(*parsed.assumptions, *(result.assumptions if result else ())),
+                       edits=session.state.notes, errors=errors)
 
     def set_notes(self, *, warnings: Iterable[EstimateWarning] = (), assumptions: Iterable[Assumption] = (),
                   edits: Iterable[str] = (), errors: Iterable[str] = ()) -> None:

@@ -1,13 +1,20 @@
-"""Estimates run off the GUI thread: a one-thread QThreadPool, a short debounce, and a generation counter so
-that a result computed for an older state is dropped instead of drawn.
+"""Work the GUI thread never does: reading files and pricing plans.
 
-``EstimateRunner.request(parsed)`` bumps the generation and (re)starts the debounce timer; when it fires the
-newest plan is priced on the pool. A job that starts after a newer request skips its work; a job that
-finishes for an old generation is counted in ``discarded`` and not emitted.
+Estimates: a one-thread QThreadPool, a short debounce, and a generation counter so that a result computed for
+an older state is dropped instead of drawn. ``EstimateRunner.request(parsed)`` bumps the generation and
+(re)starts the debounce timer; when it fires the newest plan is priced on the pool. A job that starts after a
+newer request skips its work; a job that finishes for an old generation is counted in ``discarded`` and not
+emitted.
+
+Opening: ``OpenRunner`` reads files (``estimator.session.read_plan``) on a thread of its own per request, so a
+file that takes long or never ends (a FIFO with no writer, a pathological include chain) never freezes the
+window and never blocks the next open: Cancel, or a newer request, drops it and its thread is left to end
+on its own (a daemon thread).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +25,7 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 from estimator.estimate import estimate as _estimate
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
+from estimator.session import Opened, OpenRequest, read_plan
 
 DEBOUNCE_MS = 20  # ≤ 30 ms between the last edit and the start of its estimate
 
@@ -149,3 +157,93 @@ class EstimateRunner(QObject):
 
     def debug_state(self) -> dict[str, Any]:
         return {"generation": self.generation, "discarded": self.discarded, "busy": self.busy}
+
+
+# ------------------------------------------------------------------------------------------ opening
+@dataclass(frozen=True)
+class OpenOutcome:
+    generation: int
+    request: OpenRequest
+    opened: Opened | None = None
+    error: BaseException | None = None
+    elapsed: float = 0.0
+    tag: Any = None                  # what the caller attached to the request
+
+
+ReadFn = Callable[[OpenRequest], Opened]
+
+
+class OpenRunner(QObject):
+    """Reads files off the GUI thread, one daemon thread per request; ``finished`` carries the newest request's
+    OpenOutcome only. ``cancel`` forgets the request in flight (its thread may still be blocked in the
+    reader: it is abandoned, and what it returns is dropped)."""
+
+    finished = Signal(object)   # OpenOutcome
+    started = Signal(int)
+
+    def __init__(self, parent: QObject | None = None, *, read: ReadFn = read_plan) -> None:
+        super().__init__(parent)
+        self.generation = 0
+        self.discarded = 0
+        self._read = read
+        self._lock = threading.Lock()
+        self._running: dict[int, threading.Thread] = {}
+        self._signals = _Signals()
+        self._signals.done.connect(self._on_done)
+
+    def submit(self, request: OpenRequest, tag: Any = None) -> int:
+        """Read ``request`` on a new thread; any earlier request is dropped. Returns the generation."""
+        with self._lock:
+            self.generation += 1
+            generation = self.generation
+        thread = threading.Thread(target=self._run, args=(generation, request, tag), daemon=True,
+                                  name=f"sapp-open-{generation}")
+        with self._lock:
+            self._running[generation] = thread
+        thread.start()
+        self.started.emit(generation)
+        return generation
+
+    def _run(self, generation: int, request: OpenRequest, tag: Any) -> None:
+        start = time.perf_counter()
+        opened: Opened | None = None
+        error: BaseException | None = None
+        try:
+            opened = self._read(request)
+        except Exception as exc:  # delivered to the window, which shows it
+            error = exc
+        with self._lock:
+            self._running.pop(generation, None)
+        self._signals.done.emit(OpenOutcome(generation, request, opened, error, time.perf_counter() - start, tag))
+
+    def _on_done(self, outcome: OpenOutcome) -> None:
+        if outcome.generation != self.generation:
+            self.discarded += 1
+            return
+        self.finished.emit(outcome)
+
+    def cancel(self) -> None:
+        """Forget the request in flight (nothing is delivered for it)."""
+        with self._lock:
+            self.generation += 1
+
+    @property
+    def busy(self) -> bool:
+        """A request that has not been delivered or cancelled is being read."""
+        with self._lock:
+            return self.generation in self._running
+
+    @property
+    def abandoned(self) -> int:
+        """Reader threads still running for requests that no longer count."""
+        with self._lock:
+            return sum(1 for g in self._running if g != self.generation)
+
+    def shutdown(self, timeout_s: float = 2.0) -> None:
+        """Forget everything and give the readers a bounded moment to return (a blocked one is left behind)."""
+        self.cancel()
+        with self._lock:
+            threads = list(self._running.values())
+        deadline = time.perf_counter() + timeout_s
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.perf_counter()))

@@ -265,7 +265,7 @@ class PlanSession:
         if state.parsed.values == current.values and state.parsed.hardware == current.hardware:
             self._emit(CHANGED, "unchanged")
             return None
-        return self.push(PlanState(state.parsed, state.notes, label))
+        return self.push(PlanState(state.parsed, state.notes, label, state.touched))
 
     def push(self, state: PlanState) -> PlanState:
         """Make ``state`` current as an undoable step."""

@@ -88,7 +88,7 @@ def propose(current: ParsedConfig, changes: dict[str, Any], *, hold: str = HOLD_
             parsed = apply_hardware(parsed, hw_changes, presets)
     except SappError as exc:
         raise EditError(error_fields(exc, touched), str(getattr(exc, "bare_message", exc))) from None
-    return PlanState(parsed, layout_notes(current.strategy, parsed.strategy))
+    return PlanState(parsed, layout_notes(current.strategy, parsed.strategy), touched=tuple(touched))
 
 
 def apply_hardware(parsed: ParsedConfig, changes: dict[str, Any], presets: Sequence[Hardware]) -> ParsedConfig:

@@ -11,11 +11,13 @@ from ..parsed import ParsedConfig
 @dataclass(frozen=True)
 class PlanState:
     """One undoable state: the plan, what the edit that made it adapted on its own (``notes``: offsets rescaled
-    for a new pipeline depth, …) and what made it (``label``, the undo text)."""
+    for a new pipeline depth, …), what made it (``label``, the undo text) and the fields that edit set
+    (``touched``: an error of the plan is shown on them too)."""
 
     parsed: ParsedConfig
     notes: tuple[str, ...] = ()
     label: str = ""
+    touched: tuple[str, ...] = ()
 
 
 class History:

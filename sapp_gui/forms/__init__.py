@@ -1,4 +1,5 @@
-"""The left-hand forms (Parallelism, Memory, Hardware, Model) as one tabbed panel."""
+"""The left-hand forms (Parallelism, Memory, Hardware, Model) as one tabbed panel: a view of the plan session
+(``on_session``) that emits ``edited`` when the user changes a field."""
 
 from __future__ import annotations
 
@@ -8,9 +9,18 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QScrollArea, QTabWidget, QWidget
 
 from estimator.result import Result
+from estimator.session import PlanSession, SessionEvent
+from estimator.session.events import (
+    CHANGED,
+    CLOSED,
+    ESTIMATE_FAILED,
+    ESTIMATED,
+    HOLD,
+    OPENED,
+    REJECTED,
+)
 from estimator.warnings import Assumption
 
-from ..document import Document
 from ..language import translate
 from .fields import FieldForm, FieldRow
 from .hardware import HardwareForm
@@ -22,7 +32,7 @@ from .parallel import ParallelForm
 class FormsPanel(QTabWidget):
     edited = Signal(dict, str)  # changes, undo text
 
-    def __init__(self, doc: Document, presets_dir: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: PlanSession, presets_dir: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("forms")
         self.doc = doc
@@ -40,7 +50,34 @@ class FormsPanel(QTabWidget):
             self.addTab(scroll, "")
             form.edited.connect(self.edited)
         self.setEnabled(False)
+        self.assumptions: dict[str, Assumption] = {}  # defaults the estimator filled in, for "default (…)"
         self._tab_titles()
+
+    def on_session(self, event: SessionEvent) -> None:
+        """Values, marks and errors of the plan in the forms."""
+        session = event.session
+        kind = event.kind
+        if kind in (OPENED, CLOSED):
+            self.assumptions = {}
+            if kind == OPENED:
+                self.hardware.refresh_presets()
+            self.refresh(self.assumptions)
+            self.set_errors({})
+        elif kind in (CHANGED, HOLD):
+            self.refresh(self.assumptions)
+            self.set_errors({})
+        elif kind == REJECTED:
+            self.set_errors(getattr(event.error, "errors", {}))
+        elif kind == ESTIMATE_FAILED and event.error is not None:
+            self.set_errors(session.error_fields(event.error, list(session.state.touched)))
+        elif kind == ESTIMATED and session.shown is not None:
+            shown = session.shown
+            self.set_result(shown.result)
+            self.set_errors(session.rejected.errors if session.rejected is not None else {})
+            assumptions = {a.field: a for a in (*shown.parsed.assumptions, *shown.result.assumptions)}
+            if assumptions != self.assumptions:
+                self.assumptions = assumptions
+                self.refresh(assumptions)
 
     def _tab_titles(self) -> None:
         for i, title in enumerate((translate("Forms", "&Parallel"), translate("Forms", "&Memory"),

@@ -24,10 +24,11 @@ from PySide6.QtWidgets import (
 )
 
 from estimator.limits import bound_of
+from estimator.session import PlanSession
 from estimator.units import GiB
 from estimator.warnings import Assumption
 
-from ..document import Document
+from ..document import describe
 from ..language import translate
 
 NONE_INT = -1  # spin boxes show their special-value text ("default") at the minimum
@@ -283,7 +284,7 @@ class FieldRow:
 
     def __init__(self, key: str, label: str, editor: QWidget, help_text: str = "",
                  to_changes: Callable[[Any], dict[str, Any]] | None = None,
-                 read_value: Callable[[Document], Any] | None = None, context: str = "Forms") -> None:
+                 read_value: Callable[[PlanSession], Any] | None = None, context: str = "Forms") -> None:
         self.key, self.editor = key, editor
         self.label_source, self.help_source, self.context = label, help_text, context
         self.to_changes = to_changes or (lambda value: {key: value})
@@ -326,7 +327,7 @@ class FieldRow:
         if hasattr(self.editor, "retranslate"):
             self.editor.retranslate()  # type: ignore[attr-defined]
 
-    def refresh(self, doc: Document, assumptions: dict[str, Assumption]) -> None:
+    def refresh(self, doc: PlanSession, assumptions: dict[str, Assumption]) -> None:
         """Show the document's value, mark and provenance; widgets are touched only where something changed
         (repolishing every editor on every edit would dominate the edit → chart latency)."""
         value = self.read_value(doc)
@@ -356,7 +357,7 @@ class FieldRow:
         if self.help:
             tip += f"<br>{self.help}"
         value_from = translate("Forms", "Value from:")
-        tip += f"<br><i>{value_from}</i> {doc.describe(self.key, assumptions)}"
+        tip += f"<br><i>{value_from}</i> {describe(doc, self.key, assumptions)}"
         if self.error.text():
             tip += f"<br><span style='color:#B8420A'>{self.error.text()}</span>"
         if tip != self._tip:
@@ -380,7 +381,7 @@ class FieldForm(QWidget):
 
     edited = Signal(dict, str)  # changes, description for the undo stack
 
-    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: PlanSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.doc = doc
         self.rows: dict[str, FieldRow] = {}

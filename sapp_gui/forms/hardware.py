@@ -14,10 +14,10 @@ from estimator.errors import SappError
 from estimator.hardware import Hardware, runtime_of
 from estimator.hardware_figures import Figure, device_figures
 from estimator.result import Result
+from estimator.session import PlanSession
 from estimator.units import GiB
 from estimator.warnings import Assumption
 
-from ..document import Document
 from ..language import translate
 from ..presets import save_preset, user_preset_ids
 from ..style import QT_TRANSLATE_NOOP
@@ -27,7 +27,7 @@ from .fields import ChoiceEditor, FieldForm, FieldRow, GiBEditor
 class HardwareForm(FieldForm):
     preset_saved = Signal(str)  # id of the new user preset
 
-    def __init__(self, doc: Document, presets_dir: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: PlanSession, presets_dir: Path, parent: QWidget | None = None) -> None:
         super().__init__(doc, parent)
         self.setObjectName("hardwareForm")
         self.presets_dir = presets_dir

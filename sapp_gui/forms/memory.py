@@ -7,9 +7,9 @@ from typing import Any
 
 from PySide6.QtWidgets import QWidget
 
+from estimator.session import PlanSession
 from estimator.strategy import SHARDING_MODES
 
-from ..document import Document
 from ..style import QT_TRANSLATE_NOOP
 from .fields import BoolEditor, ChoiceEditor, CountsEditor, FieldForm, FieldRow, IntEditor
 
@@ -31,7 +31,7 @@ RECOMPUTE_MODES = [(QT_TRANSLATE_NOOP("MemoryForm", "none"), "none"),
 
 
 class MemoryForm(FieldForm):
-    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: PlanSession, parent: QWidget | None = None) -> None:
         super().__init__(doc, parent)
         self.setObjectName("memoryForm")
         sharding = ChoiceEditor([(SHARDING_LABELS.get(m, m), m) for m in SHARDING_MODES], context=CONTEXT)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QAbstractSpinBox, QCheckBox, QWidget
 
+from estimator.session import PlanSession
 from estimator.warnings import Assumption
 
-from ..document import Document
 from ..language import translate
 from ..style import QT_TRANSLATE_NOOP
 from .fields import BoolEditor, FieldForm, FieldRow, IntEditor, TextEditor
@@ -31,7 +31,7 @@ MODEL_INTS = (
 
 
 class ModelForm(FieldForm):
-    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: PlanSession, parent: QWidget | None = None) -> None:
         super().__init__(doc, parent)
         self.setObjectName("modelForm")
         self.edit_toggle = QCheckBox()

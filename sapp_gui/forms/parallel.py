@@ -6,10 +6,10 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, QWidget
 
+from estimator.session import HOLD_DP, HOLD_WORLD, PlanSession
 from estimator.strategy import CP_ALGOS, SCHEDULES
 from estimator.warnings import Assumption
 
-from ..document import HOLD_DP, HOLD_WORLD, Document
 from ..language import translate
 from ..style import QT_TRANSLATE_NOOP
 from .fields import BoolEditor, ChoiceEditor, FieldForm, FieldRow, IntEditor
@@ -20,7 +20,7 @@ CONTEXT = "ParallelForm"
 class ParallelForm(FieldForm):
     hold_changed = Signal(str)
 
-    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: PlanSession, parent: QWidget | None = None) -> None:
         super().__init__(doc, parent)
         self.setObjectName("parallelForm")
 
@@ -116,7 +116,7 @@ class ParallelForm(FieldForm):
         return self.doc.step_candidates(key) if self.doc.loaded else None
 
     def _hold_toggled(self, world: bool) -> None:
-        self.doc.hold = HOLD_WORLD if world else HOLD_DP
+        self.doc.set_hold(HOLD_WORLD if world else HOLD_DP)
         self.hold_changed.emit(self.doc.hold)
 
     def refresh(self, assumptions: dict[str, Assumption]) -> None:

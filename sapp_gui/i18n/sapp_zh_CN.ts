@@ -325,6 +325,10 @@
         <translation>最多对比 {0} 个策略，请先移除一个。</translation>
     </message>
     <message>
+        <source>Reading {0}…</source>
+        <translation>正在读取 {0}…</translation>
+    </message>
+    <message>
         <source>Cannot add {0}: {1}</source>
         <translation>无法添加 {0}：{1}</translation>
     </message>
@@ -532,10 +536,6 @@
     <message>
         <source>Wrote {0}</source>
         <translation>已写入 {0}</translation>
-    </message>
-    <message>
-        <source>carried edits</source>
-        <translation>沿用的编辑</translation>
     </message>
     <message>
         <source>Unsaved edits</source>
@@ -866,12 +866,28 @@
         <translation>警告与假设</translation>
     </message>
     <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>The chart still shows the last valid estimate, greyed: it is not of this plan.</source>
+        <translation>图表仍显示上一次有效的估算（已置灰）：它不是此计划的结果。</translation>
+    </message>
+    <message>
         <source>Open config(s)</source>
         <translation>打开配置文件</translation>
     </message>
     <message>
         <source>Configs (*.yaml *.yml *.json *.toml *.sh);;All files (*)</source>
         <translation>配置文件 (*.yaml *.yml *.json *.toml *.sh);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Reading {0}…</source>
+        <translation>正在读取 {0}…</translation>
+    </message>
+    <message>
+        <source>Opening cancelled</source>
+        <translation>已取消打开</translation>
     </message>
     <message>
         <source>Cannot open {0}: {1}</source>
@@ -906,12 +922,12 @@
         <translation>内部错误：{0}</translation>
     </message>
     <message>
-        <source>The chart still shows the last valid estimate.</source>
-        <translation>图表仍显示上一次有效的估算。</translation>
-    </message>
-    <message>
         <source>This combination cannot be priced.</source>
         <translation>无法估算这一组合。</translation>
+    </message>
+    <message>
+        <source>{0} stays open.</source>
+        <translation>{0} 仍保持打开。</translation>
     </message>
     <message>
         <source>estimate failed</source>
@@ -920,6 +936,10 @@
     <message>
         <source>estimate {0} ms</source>
         <translation>估算 {0} ms</translation>
+    </message>
+    <message>
+        <source>Nothing to pin: the numbers on screen are not of the plan in the forms</source>
+        <translation>无法固定：屏幕上的数字不是表单中计划的结果</translation>
     </message>
     <message>
         <source>Pinned: peak {0} GiB; later estimates are drawn beside it</source>
@@ -2155,6 +2175,21 @@
     </message>
 </context>
 <context>
+    <name>Stale</name>
+    <message>
+        <source>Estimating the plan in the forms… These numbers are of the previous plan ({0}).</source>
+        <translation>正在估算表单中的计划…这些数字属于之前的计划（{0}）。</translation>
+    </message>
+    <message>
+        <source>Not the plan in the forms: it cannot be priced. These numbers are of the last plan that could be ({0}).</source>
+        <translation>不是表单中的计划：该计划无法估算。这些数字属于上一个可估算的计划（{0}）。</translation>
+    </message>
+    <message>
+        <source>Not the plan in the forms: the last edit was not applied. These numbers are of the plan before it ({0}).</source>
+        <translation>不是表单中的计划：上一次编辑未被应用。这些数字属于编辑前的计划（{0}）。</translation>
+    </message>
+</context>
+<context>
     <name>StartPage</name>
     <message>
         <source>Drop a training config anywhere on this window (several files together: a launch script with its model.json, a TOML with its config.json), or open one. Every pipeline stage&apos;s memory is shown against the device, and you can try other parallel degrees, search the strategy space, balance the pipeline and see the schedule.</source>
@@ -2327,6 +2362,14 @@
         <translation>稠密模型</translation>
     </message>
     <message>
+        <source>No verdict</source>
+        <translation>无结论</translation>
+    </message>
+    <message>
+        <source>not the plan in the forms</source>
+        <translation>不是表单中的计划</translation>
+    </message>
+    <message>
         <source>not priced</source>
         <translation>未估算</translation>
     </message>
@@ -2374,8 +2417,8 @@
         <translation>调度</translation>
     </message>
     <message>
-        <source>Nothing estimated to compare yet</source>
-        <translation>尚无可对比的估算结果</translation>
+        <source>Nothing estimated for the plan in the forms to compare yet</source>
+        <translation>表单中的计划尚未估算，无法加入对比</translation>
     </message>
     <message>
         <source>Current</source>
@@ -2422,8 +2465,8 @@
         <translation>调度时间线</translation>
     </message>
     <message>
-        <source>Nothing estimated to report yet</source>
-        <translation>尚无可生成报告的估算结果</translation>
+        <source>Nothing estimated for the plan in the forms to report yet</source>
+        <translation>表单中的计划尚未估算，无法生成报告</translation>
     </message>
     <message>
         <source>Report not written: {0}</source>

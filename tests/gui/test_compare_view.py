@@ -105,7 +105,8 @@ def test_a_file_that_cannot_be_read_is_a_message(qtbot, window, dsv3_plan, tmp_p
     bad = tmp_path / "bad.yaml"
     bad.write_text("just: text\n", encoding="utf-8")
     compare = window.workspace_tabs.compare
-    assert not compare.add_files([str(bad)])
+    with qtbot.waitSignal(compare.status, timeout=20000):
+        assert compare.add_files([str(bad)])  # read on a worker: the refusal arrives as a message
     assert "bad.yaml" in compare.message.text()
     assert compare.entries == []
     assert np.asarray(compare.chart.data()["x"]).size == 0

@@ -1,4 +1,5 @@
-"""The Qt-free parts of the app: edit rules (document.py), bundled examples, user presets."""
+"""The Qt-free parts of the app: what it says about the session's values (document.py), bundled examples, user
+presets. The edit rules themselves are the library's (tests/test_session.py)."""
 
 from __future__ import annotations
 
@@ -12,90 +13,48 @@ from gui_helpers import DSV3_PLAN, ROOT
 
 from estimator.errors import ConfigError
 from estimator.hardware import shipped_presets
+from estimator.session import EditError, PlanSession
 from estimator.units import GiB
-from sapp_gui.document import HOLD_DP, Document, FieldError, divisors
+from sapp_gui.document import describe
 from sapp_gui.presets import preset_mapping, save_preset, user_preset_ids
 from sapp_gui.resources import load_examples
 
 
 @pytest.fixture
-def doc(tmp_path: Path) -> Document:
-    d = Document(preset_dirs=(tmp_path / "presets",))
+def doc(tmp_path: Path) -> PlanSession:
+    d = PlanSession(preset_dirs=(tmp_path / "presets",))
     d.open([DSV3_PLAN])
     return d
 
 
-def test_tp_edit_keeps_devices_and_batch(doc: Document) -> None:
-    state = doc.propose({"strategy.tp": 8})
-    st = state.parsed.strategy
-    assert (st.tp, st.dp, st.micro_batches) == (8, 8, 64)
-    assert (st.world_size, st.global_batch_size) == (1024, 512)
-    doc.set_state(state)
+def test_field_tooltips_say_where_the_value_came_from(doc: PlanSession) -> None:
+    doc.apply({"strategy.tp": 8})
     assert doc.mark("strategy.tp") == "edited"
     assert doc.mark("strategy.dp") == "derived"
     assert doc.mark("strategy.pp") is None
-    assert "the file gives 4" in doc.describe("strategy.tp")
-    assert "derived" in doc.describe("strategy.dp")
-    assert "deepseek_v3_671b.plan.yaml" in doc.describe("strategy.pp")
+    assert "the file gives 4" in describe(doc, "strategy.tp")
+    assert "derived" in describe(doc, "strategy.dp")
+    assert "deepseek_v3_671b.plan.yaml" in describe(doc, "strategy.pp")
     assert doc.is_modified()
-    doc.set_state(doc.original_state())
+    doc.undo()
     assert not doc.is_modified()
 
 
-def test_hold_dp_lets_the_device_count_follow(doc: Document) -> None:
-    doc.hold = HOLD_DP
-    st = doc.propose({"strategy.tp": 8}).parsed.strategy
-    assert (st.tp, st.dp, st.world_size, st.global_batch_size) == (8, 16, 2048, 512)
-
-
-def test_impossible_tp_names_the_field(doc: Document) -> None:
-    with pytest.raises(FieldError) as info:
-        doc.propose({"strategy.tp": 3})
-    assert "strategy.tp" in info.value.errors
-    assert "not an integer" in info.value.errors["strategy.tp"]
-    assert doc.parsed.strategy.tp == 4  # unchanged
-
-
-def test_pp_change_rescales_per_stage_lists_as_the_library_does(doc: Document) -> None:
-    state = doc.propose({"strategy.pp": 8})
-    st = state.parsed.strategy
-    assert st.pp == 8 and st.dp == 32
-    assert st.offset == (1, 1, 1, 1, 1, 1, 1, -1)  # the CLI's --set strategy.pp=8 gives the same (test_session)
-    assert st.recompute.full_counts == (7, 8, 8, 8, 8, 8, 7, 2)  # the same 56 recomputed layers, per stage
-    assert len(state.notes) == 2 and "offset" in state.notes[0]
-    doc.set_state(state)
-    assert doc.mark("strategy.offset") == "derived"
-
-
-def test_estimator_violations_map_to_fields(doc: Document) -> None:
-    from estimator import estimate
-    from estimator.errors import StrategyError
-
-    parsed = doc.propose({"strategy.ep": 3}).parsed
-    with pytest.raises(StrategyError) as info:
-        estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
-    fields = doc.error_fields(info.value, ["strategy.ep"])
-    assert "strategy.ep" in fields and "R-EP-EXP" in fields["strategy.ep"]
-    err = ConfigError("bad", key="strategy.tp")
-    assert doc.error_fields(err, ["strategy.pp"]) == {"strategy.tp": "bad", "strategy.pp": "bad"}
-
-
-def test_hardware_edits_and_user_presets(doc: Document, tmp_path: Path) -> None:
-    state = doc.propose({"hardware.device": "H100-80G"})
-    doc.set_state(state)
+def test_hardware_edits_and_user_presets(doc: PlanSession, tmp_path: Path) -> None:
+    doc.apply({"hardware.device": "H100-80G"})
     assert doc.parsed.hardware.id == "H100-80G"
     assert doc.mark("hardware.device") == "edited"
     assert doc.mark("hardware.capacity") == "derived"
-    doc.set_state(doc.propose({"hardware.capacity": 70 * GiB}))
+    doc.apply({"hardware.capacity": 70 * GiB})
     assert doc.parsed.hardware.capacity == 70 * GiB
     # an unrelated edit keeps the edited hardware
-    doc.set_state(doc.propose({"strategy.tp": 8}))
+    doc.apply({"strategy.tp": 8})
     assert doc.parsed.hardware.capacity == 70 * GiB
     save_preset(tmp_path / "presets", doc.parsed.hardware, "H100-70G", "trimmed H100")
     assert "h100-70g" in user_preset_ids(tmp_path / "presets")
-    doc.set_state(doc.propose({"hardware.device": "H100-70G"}))
+    doc.apply({"hardware.device": "H100-70G"})
     assert doc.parsed.hardware.id == "H100-70G" and doc.parsed.hardware.capacity == 70 * GiB
-    with pytest.raises(FieldError) as info:
+    with pytest.raises(EditError) as info:
         doc.propose({"hardware.device": "no-such-device"})
     assert "hardware.device" in info.value.errors
 
@@ -110,23 +69,6 @@ def test_user_preset_files(tmp_path: Path) -> None:
         save_preset(tmp_path, a2, "A2")  # a shipped id
     with pytest.raises(ConfigError):
         save_preset(tmp_path, a2, "bad name/with slash")
-
-
-def test_step_candidates_keep_the_device_count_integral(doc: Document) -> None:
-    assert doc.step_candidates("strategy.tp") == divisors(1024 // 16)
-    assert doc.step_candidates("strategy.ep") == divisors(256)
-    assert doc.step_candidates("strategy.seq_length") is None
-    assert divisors(12) == [1, 2, 3, 4, 6, 12]
-
-
-def test_recompute_changes_keep_mode_and_counts_apart(doc: Document) -> None:
-    changes = doc.recompute_changes(mode="selective")
-    assert changes["strategy.recompute"] == "selective"
-    assert changes["strategy.full_counts"][0] == 3  # the counts survive a mode change
-    plan = doc.propose(changes).parsed.strategy.recompute
-    assert plan.default_mode == "selective" and plan.full_counts[0] == 3
-    plan = doc.propose(doc.recompute_changes(counts=2)).parsed.strategy.recompute
-    assert plan.full_counts == 2 and plan.default_mode == "none"
 
 
 def test_examples_index(tmp_path: Path) -> None:
@@ -145,7 +87,7 @@ def test_examples_index(tmp_path: Path) -> None:
     # the A3 launch script opens on the A3 preset its title promises
     a3 = next(e for e in shipped if e.paths[0].name == "mindspeed_deepseek_v3_671b_pretrain.sh")
     assert a3.open_args() == {"device": "A3"} and "A3" in a3.title
-    doc = Document()
+    doc = PlanSession()
     parsed = doc.open(a3.paths, **a3.open_args())
     assert parsed.hardware.name.startswith("Ascend A3") and doc.open_args["device"] == "A3"
     assert doc.reread().hardware.name.startswith("Ascend A3")

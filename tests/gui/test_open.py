@@ -67,7 +67,8 @@ def test_text_drag_is_refused(window) -> None:
 def test_bad_file_shows_the_message_not_a_crash(qtbot, window, tmp_path: Path) -> None:
     bad = tmp_path / "broken.yaml"
     bad.write_text("strategy: [unclosed\n")
-    assert window.open_paths([str(bad)]) is False
+    with qtbot.waitSignal(window.open_failed, timeout=20000):
+        assert window.open_paths([str(bad)])  # read on a worker: the failure arrives as a signal
     assert window.start_page.message.isVisible()
     assert "broken.yaml" in window.start_page.message.text()
     assert window.stack.currentWidget() is window.start_page
@@ -89,7 +90,8 @@ def test_device_count_is_asked_when_the_format_does_not_state_it(qtbot, window) 
     toml = EXAMPLES / "torchtitan_llama3_8b_longctx_cp.toml"
     if not toml.is_file():
         pytest.skip("no torchtitan example")
-    assert window.open_paths([str(toml)]) is False
+    with qtbot.waitSignal(window.open_failed, timeout=20000):
+        assert window.open_paths([str(toml)])
     page = window.start_page
     assert not page.retry_box.isHidden()
     page.devices.setValue(8)

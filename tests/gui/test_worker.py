@@ -100,7 +100,8 @@ def test_window_drops_stale_results(qtbot, make_window) -> None:
     """Edits faster than the worker: only the newest state ends up on the chart."""
     gate = GatedEstimate()
     window = make_window(estimate_fn=gate)
-    window.open_paths([str(DSV3_PLAN)])
+    with qtbot.waitSignal(window.document_opened, timeout=20000):
+        window.open_paths([str(DSV3_PLAN)])  # read on a worker
     assert gate.started.wait(20)  # the first estimate (tp 4) is running
     window.edit({"strategy.tp": 8}, "tp 8")
     window.edit({"strategy.tp": 2}, "tp 2")
