@@ -159,7 +159,8 @@ class PlanSession:
         base = PlanState(opened.parsed)
         if opened.carried:
             try:
-                base = edits.propose(opened.parsed, opened.carried, hold=self.hold, presets=self.presets())
+                base = edits.propose(opened.parsed, opened.carried, hold=self.hold,
+                                     presets=self._presets_for(opened.carried))
             except edits.EditError as exc:  # the files changed so that the edits no longer apply: say so
                 base = PlanState(opened.parsed, (f"edits not carried over ({', '.join(opened.carried)}): {exc}",))
         self.request = opened.request
@@ -248,7 +249,13 @@ class PlanSession:
     # ----------------------------------------------------------------------------------- edits
     def propose(self, changes: dict[str, Any]) -> PlanState:
         """The state ``changes`` would make, without making it (raises EditError naming the fields)."""
-        return edits.propose(self.parsed, changes, hold=self.hold, presets=self.presets())
+        return edits.propose(self.parsed, changes, hold=self.hold, presets=self._presets_for(changes))
+
+    def _presets_for(self, changes: dict[str, Any]) -> tuple[Hardware, ...]:
+        """The presets, read only for a hardware edit (they are files: not on every keystroke)."""
+        if any(edits.canonical_key(k).startswith("hardware.") for k in changes):
+            return self.presets()
+        return ()
 
     def apply(self, changes: dict[str, Any], label: str = "edit") -> PlanState | None:
         """Make the state ``changes`` lead to current (undoable). Returns it, or None when nothing changes (an
