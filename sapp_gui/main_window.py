@@ -10,7 +10,6 @@ prices plans on workers and hands the outcomes to the session; every view follow
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,8 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QUndo
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
-    QPushButton,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -53,6 +50,7 @@ from .forms import FormsPanel
 from .language import translate
 from .layer_chart import LayerChart
 from .menus import build_menus, check_language, fill_recent_menu, retranslate_menus
+from .opening import OpenFlow, bounded
 from .panel import StaleFrame, attach
 from .presets import register_user_profiles, user_presets_dir
 from .resources import icon_path
@@ -60,15 +58,10 @@ from .selection import SelectionController
 from .settings import Settings
 from .start_page import StartPage
 from .summary import NotesList, SummaryPanel
-from .worker import EstimateFn, EstimateRunner, OpenOutcome, OpenRunner, Outcome
+from .worker import EstimateFn, EstimateRunner, Outcome
 from .workspace import WorkspaceTabs
 
 DEFAULT_SIZE = (1400, 900)
-MESSAGE_LIMIT = 2000  # characters of an error shown in the window (the rest is elided: a file may hold anything)
-
-
-def bounded(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit:,} more characters)"
 
 
 class MainWindow(QMainWindow):
@@ -91,14 +84,15 @@ class MainWindow(QMainWindow):
         self.profile_problem = register_user_profiles(self.presets_dir.parent / "profiles")
         self.runner = EstimateRunner(self, estimate_fn=estimate_fn)
         self.runner.finished.connect(self._on_estimate)
-        self.open_runner = OpenRunner(self)
-        self.open_runner.finished.connect(self._on_read)
+        self.opener = OpenFlow(self.doc, self.settings, self)
+        self.opener.failed.connect(self._open_failed)
+        self.opener.recent_changed.connect(self._refresh_recent)
         # first subscriber: a new plan is sent to the worker before the views redraw (inside the debounce)
         self.doc.subscribe(self._request_estimate)
         self.undo_stack = QUndoStack(self)
         self.undo_adapter = UndoAdapter(self.doc, self.undo_stack)
-        self.exports = ExportFlow(self.doc, self, say=self._show_banner,
-                                  status=lambda text, ms: self.statusBar().showMessage(text, ms), reopen=self._reopen)
+        self.exports = ExportFlow(self.doc, self, say=self._show_banner, reopen=self.opener.reopen,
+                                  status=lambda text, ms: self.statusBar().showMessage(text, ms))
         self._docks_parked = False
         self._dock_visible: dict[QDockWidget, bool] = {}
         self._time_text = ""
@@ -167,19 +161,8 @@ class MainWindow(QMainWindow):
         self.explain_dock = self._dock("explainDock", self.explain_frame, Qt.DockWidgetArea.RightDockWidgetArea)
         self.notes_dock = self._dock("notesDock", self.notes, Qt.DockWidgetArea.RightDockWidgetArea)
         self.docks = (self.forms_dock, self.explain_dock, self.notes_dock)
-        self.opening = QWidget()
-        self.opening.setObjectName("opening")
-        row = QHBoxLayout(self.opening)
-        row.setContentsMargins(0, 0, 0, 0)
-        self.opening_label = QLabel("")
-        self.opening_cancel = QPushButton()
-        self.opening_cancel.setObjectName("cancelOpen")
-        self.opening_cancel.clicked.connect(self.cancel_open)
-        row.addWidget(self.opening_label)
-        row.addWidget(self.opening_cancel)
-        self.opening.setVisible(False)
-        self.statusBar().addPermanentWidget(self.opening)  # a temporary message must not hide Cancel
         self._dock_titles()
+        self.statusBar().addPermanentWidget(self.opener.box)  # permanent: a temporary message must not hide Cancel
         self.time_label = QLabel("")
         self.time_label.setObjectName("estimateTime")
         self.statusBar().addPermanentWidget(self.time_label)
@@ -201,7 +184,7 @@ class MainWindow(QMainWindow):
         self.forms_dock.setWindowTitle(translate("MainWindow", "Strategy"))
         self.explain_dock.setWindowTitle(translate("MainWindow", "Explain"))
         self.notes_dock.setWindowTitle(translate("MainWindow", "Warnings && assumptions"))
-        self.opening_cancel.setText(translate("MainWindow", "Cancel"))
+        self.opener.retranslate()
 
     def retranslate(self) -> None:
         """Every visible text again, in the language now installed (View ▸ Language)."""
@@ -342,53 +325,13 @@ class MainWindow(QMainWindow):
         ``document_opened`` or ``open_failed`` follows. False when the user kept the unsaved edits."""
         if self.doc.loaded and not self.confirm_discard():
             return False
-        self._read(self.doc.request_for(paths, **kwargs), remember=kwargs)
+        self.opener.read(self.doc.request_for(paths, **kwargs), remember=kwargs)
         return True
-
-    def _read(self, request: Any, carried: dict[str, Any] | None = None,
-              remember: dict[str, Any] | None = None) -> None:
-        names = ", ".join(Path(p).name for p in request.paths)
-        self.open_runner.submit(request, tag=(carried or {}, remember))
-        self.opening_label.setText(translate("MainWindow", "Reading {0}…").format(names))
-        self.opening.setVisible(True)
-
-    def _reopen(self, paths: list[str] | None) -> None:
-        """Read the document's files again after an export (or the files it saved elsewhere: ``paths``)."""
-        request, carried = self.doc.reopen(paths)
-        self._read(request, carried, remember={} if paths is not None else None)
 
     def cancel_open(self) -> None:
         """Stop waiting for the files being read (the reader is abandoned; the open document stays)."""
-        if self.open_runner.busy:
-            self.open_runner.cancel()
-            self.opening.setVisible(False)
+        if self.opener.cancel():
             self.statusBar().showMessage(translate("MainWindow", "Opening cancelled"), 5000)
-
-    def _on_read(self, outcome: OpenOutcome) -> None:
-        self.opening.setVisible(False)
-        carried, remember = outcome.tag
-        request = outcome.request
-        if outcome.opened is None:
-            self._open_error(request, outcome.error, remember)
-            return
-        if remember is not None:
-            self.settings.add_recent(list(request.paths), remember)
-            self._refresh_recent()
-        self.doc.adopt(dataclasses.replace(outcome.opened, carried=carried) if carried else outcome.opened)
-
-    def _open_error(self, request: Any, error: BaseException | None, kwargs: dict[str, Any] | None) -> None:
-        names = ", ".join(Path(p).name for p in request.paths)
-        retry = None
-        if isinstance(error, SappError):
-            message = translate("MainWindow", "Cannot open {0}: {1}").format(names, error)
-            if "--devices" in str(error):
-                retry = (list(request.paths), dict(kwargs or {}))
-        else:
-            message = translate("MainWindow", "Cannot open {0}: internal error in the reader ({1})").format(
-                names, f"{type(error).__name__}: {error}")
-        if self.doc.loaded and retry is None:
-            message += " " + translate("MainWindow", "{0} stays open.").format(self.doc.title)
-        self._open_failed(bounded(message), retry)
 
     def _open_failed(self, message: str, retry: tuple[list[str], dict] | None = None) -> None:
         self.statusBar().showMessage(message, 10000)
@@ -403,8 +346,7 @@ class MainWindow(QMainWindow):
     def close_document(self) -> None:
         if self.doc.loaded and not self.confirm_discard():
             return
-        self.open_runner.cancel()
-        self.opening.setVisible(False)
+        self.opener.cancel()
         self.doc.close()
 
     def _refresh_recent(self) -> None:
@@ -608,7 +550,7 @@ class MainWindow(QMainWindow):
 
     def shutdown_workers(self) -> None:
         """Stop and join every worker (reading, estimates, export, search, balance, compare, schedule)."""
-        self.open_runner.shutdown()
+        self.opener.shutdown()
         self.runner.shutdown()
         self.exports.shutdown()
         self.workspace_tabs.shutdown()

@@ -142,17 +142,17 @@ def test_the_app_refuses_to_export_what_sapp_export_refuses(qtbot, window, dsv3_
 # ---------------------------------------------------------------------------------- open on a worker
 def test_a_reader_that_never_returns_does_not_freeze_the_window(qtbot, window, dense_plan) -> None:
     release = threading.Event()
-    real = window.open_runner._read
+    real = window.opener.runner._read
 
     def stuck(request):
         if request.paths[0].endswith("stuck.yaml"):
             release.wait(30)  # an include diamond, a FIFO with no writer…
         return real(request)
 
-    window.open_runner._read = stuck
+    window.opener.runner._read = stuck
     try:
         assert window.open_paths(["/nowhere/stuck.yaml"])
-        assert window.opening.isVisibleTo(window) and "stuck.yaml" in window.opening_label.text()
+        assert window.opener.box.isVisibleTo(window) and "stuck.yaml" in window.opener.label.text()
         ticks = []
         timer_id = window.startTimer(10)
         window.timerEvent = lambda event: ticks.append(event.timerId())
@@ -160,13 +160,13 @@ def test_a_reader_that_never_returns_does_not_freeze_the_window(qtbot, window, d
         window.killTimer(timer_id)
         assert len(ticks) >= 5  # the GUI thread kept running its event loop
         window.cancel_open()
-        assert not window.opening.isVisibleTo(window) and not window.open_runner.busy
+        assert not window.opener.box.isVisibleTo(window) and not window.opener.runner.busy
         open_and_wait(qtbot, window, [dense_plan])  # the next open is not blocked behind the stuck one
         assert window.doc.paths == (str(dense_plan),)
-        assert window.open_runner.abandoned == 1
+        assert window.opener.runner.abandoned == 1
     finally:
         release.set()
-    qtbot.waitUntil(lambda: window.open_runner.abandoned == 0, timeout=5000)
+    qtbot.waitUntil(lambda: window.opener.runner.abandoned == 0, timeout=5000)
     assert window.doc.paths == (str(dense_plan),)  # what the abandoned reader returned was dropped
 
 
