@@ -339,3 +339,20 @@ def test_estimator_violations_map_to_fields(session: PlanSession) -> None:
     assert "strategy.ep" in fields and "R-EP-EXP" in fields["strategy.ep"]
     err = ConfigError("bad", key="strategy.tp")
     assert session.error_fields(err, ["strategy.pp"]) == {"strategy.tp": "bad", "strategy.pp": "bad"}
+
+
+def test_pp_change_rescales_counts_kept_beside_a_mode(tmp_path: Path) -> None:
+    """A plan stating ``recompute: selective`` and ``full_counts: [...]``: the counts follow the new depth and the
+    mode stays (the counts are written back where the plan had them)."""
+    text = DSV3_PLAN.read_text().replace(
+        "  recompute: [3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 2, 0]   # full-recompute layers per stage",
+        "  recompute: selective\n  full_counts: [3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 2, 0]")
+    assert "full_counts:" in text
+    path = tmp_path / "counts.plan.yaml"
+    path.write_text(text)
+    s = PlanSession()
+    s.open([path])
+    s.apply({"strategy.pp": 8})
+    plan = s.parsed.strategy.recompute
+    assert plan.default_mode == "selective" and plan.full_counts == (7, 8, 8, 8, 8, 8, 7, 2)
+    assert s.parsed.values["strategy.recompute"] == "selective"
