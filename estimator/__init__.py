@@ -1,6 +1,6 @@
 """SAPP Planner estimator: per-stage memory of LLM training plans (pure Python + numpy, no Qt).
 
-Public API (spec §2.8): ``estimate``; the records ``ModelSpec``, ``Strategy``, ``RecomputePlan``,
+Public API (docs/model.md#inputs-and-outputs): ``estimate``; the records ``ModelSpec``, ``Strategy``, ``RecomputePlan``,
 ``ShardingSpec``, ``Hardware``, ``RunOptions`` and ``Result``; plan files via ``load_plan``.
 """
 

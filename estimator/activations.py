@@ -1,4 +1,4 @@
-"""Stored activations per layer (spec §6.1–§6.6): the slot table, the selective-recompute rules, full
+"""Stored activations per layer (docs/model.md#activations): the slot table, the selective-recompute rules, full
 recompute, and the combination with the parallel degrees [A-LAYER].
 
 A slot's bytes are per token (per routed token for EXP classes, per vocabulary entry for V). Class sums
@@ -14,8 +14,8 @@ from functools import cached_property
 from .arr import Num
 from .resolve import Dims, Flags, Par, Widths
 
-# Division classes (§6.1). GSP: a norm output that is saved all-gathered (REP) when the gather switch is
-# kept under SP, else sequence-sharded (SP). EXPT: per routed token and ÷ etp.
+# Division classes (docs/model.md#division-classes). GSP: a norm output that is saved all-gathered (REP) when the gather
+# switch is kept under SP, else sequence-sharded (SP). EXPT: per routed token and ÷ etp.
 CLASSES = ("sp", "gsp", "tp", "rep", "v", "exp", "expt")
 
 
@@ -59,7 +59,7 @@ def _s(switch: str | tuple[str, ...] | None) -> frozenset[str]:
 
 # ------------------------------------------------------------------------------------------ slot table
 def attention_slots(d: Dims, w: Widths, f: Flags, s: float, linear: bool) -> list[SlotDef]:
-    """Attention half of a body layer (§6.2). ``s`` is the key length (the full sequence)."""
+    """Attention half of a body layer (docs/model.md#slot-table). ``s`` is the key length (the full sequence)."""
     h, bc = d.h, w.c
     out = [SlotDef("a.norm_in", w.r * h, "sp"), SlotDef("a.norm_out", bc * h, "gsp", _s("norm_out"))]
     if linear:
@@ -118,7 +118,7 @@ def attention_slots(d: Dims, w: Widths, f: Flags, s: float, linear: bool) -> lis
 
 
 def ffn_slots(d: Dims, w: Widths, f: Flags, moe: bool, mm_base: int) -> list[SlotDef]:
-    """FFN half (§6.2): dense FFN, or router + shared experts + routed experts."""
+    """FFN half (docs/model.md#slot-table): dense FFN, or router + shared experts + routed experts."""
     h, bc = d.h, w.c
     out = [SlotDef("m.norm_in", w.r * h, "sp"), SlotDef("m.norm_out", bc * h, "gsp", _s("norm_out"))]
     if not moe:
@@ -286,7 +286,7 @@ MEGATRON_MODULES = {"core_attn": "core", "layernorm": "norm_out", "mla_up_proj":
 
 
 def selective_switches(rule: str, flags: Flags, explicit: tuple[str, ...] | None) -> frozenset[str]:
-    """Switches a selective layer recomputes (§6.3)."""
+    """Switches a selective layer recomputes (docs/model.md#selective-recompute)."""
     if explicit is not None:
         return frozenset(MEGATRON_MODULES.get(x, x) for x in explicit)
     if rule == "hyperparallel":
@@ -315,7 +315,7 @@ def sum_slots(slots: tuple[SlotDef, ...], off: frozenset[str], gathered: bool,
               keep: frozenset[str] | None = None) -> ClassSums:
     """Class sums of the slots kept when the switches in ``off`` are recomputed.
     ``gathered``: GSP slots count as REP (all-gathered norm outputs saved), else as SP.
-    ``keep``: when given, only these slot ids count (torchtitan_op, §10 V15)."""
+    ``keep``: when given, only these slot ids count (torchtitan_op, docs/model.md#test-vectors V15)."""
     acc = dict.fromkeys(("sp", "tp", "rep", "v", "exp", "expt"), 0.0)
     for slot in slots:
         if keep is not None:
@@ -420,7 +420,7 @@ class ActivationTable:
         return got
 
     def subset(self, kind: str, ids: frozenset[str], exclude: bool, option: str = "none") -> ClassSums:
-        """Class sums over a subset of the kept slots (FSDP2 instants, §12.3)."""
+        """Class sums over a subset of the kept slots (FSDP2 instants, docs/model.md#instants)."""
         key = (kind, ids, exclude, option)
         got = self._subsets.get(key)
         if got is None:

@@ -1,5 +1,5 @@
-"""Array-agnostic helpers: every formula accepts Python numbers or numpy arrays alike (spec §8.8), so the
-search evaluates the very same code vectorised. Scalars stay Python numbers (fast, exact in float64)."""
+"""Array-agnostic helpers: every formula accepts Python numbers or numpy arrays alike (docs/model.md#stage-assembly), so
+the search evaluates the very same code vectorised. Scalars stay Python numbers (fast, exact in float64)."""
 
 from __future__ import annotations
 

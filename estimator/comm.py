@@ -1,4 +1,5 @@
-"""Topology, collective costs and communication volumes (spec §7.3 [T-COLL], §7.4).
+"""Topology, collective costs and communication volumes (docs/model.md#collectives [T-COLL],
+docs/model.md#communication-volumes).
 
 A group of n_g ranks with stride σ spans n_g·σ ranks and talks over the smallest interconnect level holding at
 least n_g·σ devices (rank placement TP, CP, DP, PP innermost first, D33). With bw = level bandwidth × efficiency and
@@ -70,7 +71,8 @@ def p2p(M: Num, link: Link) -> Num:
     return gt(link.n, 1) * (M / link.bw + link.alpha)
 
 
-# ------------------------------------------------------------------------------------------ volumes (§7.4)
+# ------------------------------------------------------------------------------------------ volumes
+# (docs/model.md#communication-volumes)
 def tp_layer(M_h: Num, link: Link, sp: Num, regathers: Num) -> tuple[Num, Num]:
     """[T-COMM.tp] One body layer, M_h = β_c·h·T. Without SP: 2 all-reduces forward, 2 backward. With SP: 2
     all-gathers + 2 reduce-scatters forward, the same backward plus ``regathers`` all-gathers of saved sharded inputs

@@ -1,4 +1,5 @@
-"""Published reference formulas, reproduced exactly for side-by-side comparison (spec §10 V2/V3/V5/V6/V8).
+"""Published reference formulas, reproduced exactly for side-by-side comparison (docs/model.md#test-vectors
+V2/V3/V5/V6/V8).
 
 Nothing here feeds the estimator's own numbers; these are the closed forms other tools and papers print, so a
 plan can be shown next to them.
@@ -323,7 +324,7 @@ def ptdp_seconds(flops: float, gpus: int, flops_per_gpu: float) -> float:
 
 
 # ----------------------------------------------------------------------------------------------------
-# SAPP-ND relative score (spec §7.9 [T-UPSTREAM])
+# SAPP-ND relative score (docs/model.md#upstream-score [T-UPSTREAM])
 # ----------------------------------------------------------------------------------------------------
 
 UPSTREAM_PARTS = ("FW", "BW", "REC", "DP", "MP", "EP", "CP", "P2P", "BBL")
@@ -350,7 +351,8 @@ def score_upstream(
     dp_overlap: float = 0.9, tp_overlap: float = 0.5, devices_per_node: int = 8, device: str = "A2",
     calibration: dict[str, float] | None = None,
 ) -> UpstreamScore:
-    """SAPP-ND's performance score (spec §7.9), kept for side-by-side comparison with the step time in seconds.
+    """SAPP-ND's performance score (docs/model.md#upstream-score), kept for side-by-side comparison with the step time
+    in seconds.
 
     ``stages[i][chunk]`` lists layer codes: ``E`` embedding, ``N``/``S``/``F`` body layer not / selectively / fully
     recomputed, ``O`` output. Per-op work (attMM 3·(1 + n_kv/a)·b·s·h², ffMM 6·b·s·h·hff, attBMM 6·b·s²·h, softmax

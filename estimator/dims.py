@@ -1,4 +1,4 @@
-"""The model's dimensions as the formulas name them (docs/model.md §"Symbols"): resolved once per plan from the
+"""The model's dimensions as the formulas name them (docs/model.md#symbols): resolved once per plan from the
 ``ModelSpec`` and the family profile (``resolve``), read by the parameter, activation, FLOP and static-memory
 formulas."""
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Dims:
-    """Model symbols of spec §1.2 (scalars)."""
+    """Model symbols (docs/model.md#symbols), scalars."""
 
     h: int
     a: int

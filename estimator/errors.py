@@ -56,7 +56,7 @@ class ConfigError(SappError):
 
 @dataclass(frozen=True)
 class Violation:
-    """One violated rule: a stable code (spec §4.5, §8.4) and its message."""
+    """One violated rule: a stable code (docs/model.md#layout, docs/model.md#search) and its message."""
 
     code: str
     message: str
@@ -66,7 +66,7 @@ class Violation:
 
 
 class LayoutError(SappError):
-    """The layer partition cannot be built (spec §4.5)."""
+    """The layer partition cannot be built (docs/model.md#layout)."""
 
     def __init__(self, code: str, message: str) -> None:
         self.code = code

@@ -1,4 +1,4 @@
-"""Explain trace (spec §2.7): every reported number can print its formula, the values substituted, and
+"""Explain trace (docs/model.md#explain): every reported number can print its formula, the values substituted, and
 its children. Traces are built only in scalar mode with ``explain=True``."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from .units import fmt_bytes
 
-# formula_id -> template. Symbols are those of spec §1.2; inputs use the same names.
+# formula_id -> template. Symbols are those of docs/model.md#symbols; inputs use the same names.
 FORMULAS: dict[str, str] = {
     "M-STAGE": "parameters + gradients + optimizer_states + activations + communication_buffers + "
                "working_overhead + reserve",

@@ -1,4 +1,5 @@
-"""Writing a chosen strategy back into the user's own files (spec §2.8 ``export``, §11.6).
+"""Writing a chosen strategy back into the user's own files (docs/model.md#inputs-and-outputs ``export``,
+docs/model.md#frameworks).
 
 ``export(parsed, strategy)`` returns the new text of every source file it changes (the caller writes them
 all-or-none with ``write_atomic``); format modules in ``estimator/formats/`` provide ``write``.

@@ -30,8 +30,8 @@ class FitResult:
 
 
 def _plan(parsed: ParsedConfig, changes: dict[str, int]) -> ParsedConfig | None:
-    """The plan with ``changes``, or None when the strategy it makes breaks a rule (§8.4): such a value is not
-    a candidate at all (1 micro-batch cannot fill 4 pipeline stages), which is not the same as not fitting."""
+    """The plan with ``changes``, or None when the strategy it makes breaks a rule (docs/model.md#search): such a value
+    is not a candidate at all (1 micro-batch cannot fill 4 pipeline stages), which is not the same as not fitting."""
     try:
         plan = apply_changes(parsed, changes, hold="dp")
         r = resolve(plan.model, plan.strategy, plan.hardware, plan.options)

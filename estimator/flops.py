@@ -1,10 +1,10 @@
-"""FLOPs per layer, micro-batch and device (spec §7.1 [T-FLOP]).
+"""FLOPs per layer, micro-batch and device (docs/model.md#flops [T-FLOP]).
 
 Forward: matmuls 2·T·(tp_mm/t + rep_mm) + 2·R·(g+1)·h·hff_exp/etp; attention core 2·T·a·κ·s·(dqk + dv)/t (linear
 attention 6·T·n_lv·lin_d_k·lin_d_v/t); head 2·T·h·v_pad/t; embedding 0. Backward: the matmuls twice (an input-gradient
 half B and a weight-gradient half W, W = 0 for frozen layers), the attention core × 2.5 with flash attention (it
 recomputes the scores) or × 2.0 otherwise. Recompute: full → the forward again; selective → the forward FLOPs of the
-recomputed ops. Every function takes Python numbers or numpy arrays for the degrees (spec §8.8).
+recomputed ops. Every function takes Python numbers or numpy arrays for the degrees (docs/model.md#stage-assembly).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class FlopContext:
     v_pad: Num
     kappa: float
     bwd_attn: float   # attention backward factor
-    sel: frozenset[str] = frozenset()  # switches a selective layer recomputes (§6.3)
+    sel: frozenset[str] = frozenset()  # switches a selective layer recomputes (docs/model.md#selective-recompute)
     vision_tokens: Num = 0.0
     vision_seq: Num = 0.0
 

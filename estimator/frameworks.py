@@ -1,4 +1,5 @@
-"""Per-framework semantics and defaults (spec §3.4, §6.2 flags, §6.9 loss, §11 "Defaults:" lines).
+"""Per-framework semantics and defaults (docs/model.md#frameworks): widths (docs/model.md#byte-widths-per-framework),
+implementation flags (docs/model.md#slot-table), the loss working set (docs/model.md#working-overhead).
 
 ``options.framework`` selects one of these; every field the plan leaves unset is taken from here and
 reported as an assumption. Conditional defaults (they depend on the strategy) are methods.
@@ -32,7 +33,7 @@ class FrameworkDefaults:
     megatron_vocab_padding: bool
     loss_working: str  # which D45 loss working set applies: megatron | pytorch | mindformers
     o_tp: float
-    fsdp_native: bool  # PyTorch FSDP2 (priced by instants, spec §12)
+    fsdp_native: bool  # PyTorch FSDP2 (priced by instants, docs/model.md#fsdp2)
 
     def grad_persistence(self, sharding_mode: str) -> str:
         if self.name == "mindformers":

@@ -1,4 +1,4 @@
-"""PyTorch FSDP2 priced instant by instant (spec §12, DECISIONS D50–D52).
+"""PyTorch FSDP2 priced instant by instant (docs/model.md#fsdp2, DECISIONS D50–D52).
 
 Under ``fully_shard`` the categories peak at different moments, so a stage is priced at each instant of
 the backward that follows its peak replay point — loss backward (L), the O unit's post-backward (O), for
@@ -55,9 +55,9 @@ class Peak:
 
 def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], points: list,
                  explain: bool = False) -> Peak:
-    """The largest instant over the backward that follows each replay point (§12.3). The other micro-batches'
-    activations A_h add a constant per replay point, so the largest instant of a backward depends only on its
-    chunk: walk each chunk's backward once, then add the largest A_h among the points followed by that chunk's
+    """The largest instant over the backward that follows each replay point (docs/model.md#instants). The other
+    micro-batches' activations A_h add a constant per replay point, so the largest instant of a backward depends only on
+    its chunk: walk each chunk's backward once, then add the largest A_h among the points followed by that chunk's
     backward (P-FSDP-POINTS). Numbers or arrays over candidates alike."""
     chunks = sorted({pt.backward_chunk for pt in points})
     others = _other_activations(points, act_chunk, chunks, pricer.memo)
@@ -158,7 +158,8 @@ def _largest(points: list[tuple[int, Any]], act_chunk: list[Num], chunk: int) ->
 
 
 def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: str) -> list[Instant]:
-    """The instants of one backward of chunk ``j_r`` (§12.3), with A_h the other micro-batches' activations."""
+    """The instants of one backward of chunk ``j_r`` (docs/model.md#instants), with A_h the other micro-batches'
+    activations."""
     r = pricer.r
     d, w, f, par = r.dims, r.widths, r.flags, r.par
     bc, brd, T, os = w.c, w.rd, pricer.T, par.os
@@ -280,7 +281,8 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
         emb_grad: Num = bc * e_elems
         incoming: Num = T * bc * d.h
         if f.dtensor_sp and not f.vocab_emb_dp:
-            # TP + SP: the vocab-sharded DTensor embedding makes its gradient at full vocabulary (§12.3)
+            # TP + SP: the vocab-sharded DTensor embedding makes its gradient at full vocabulary
+            # (docs/model.md#instants)
             emb_grad = where(par.sp, bc * pricer.vpad * d.h, emb_grad)
             incoming = where(par.sp, maximum(incoming, bc * e_elems), incoming)
         out.append(Instant("e1: embedding backward" + label, grads, a_h, bc * unit + block0,

@@ -1,5 +1,5 @@
 """Hardware: device capacity, interconnect levels, compute rates, efficiencies with their band, host memory and
-the device-level memory the runtime holds (spec §2.5, issues 10 and 11).
+the device-level memory the runtime holds (docs/model.md#inputs-and-outputs, issues 10 and 11).
 
 Shipped presets are YAML files in ``estimator/presets/``; user presets (YAML of the same shape) can be
 loaded from any directory with ``load_presets(extra_dirs)``. Every figure names its source (``sources`` +

@@ -1,7 +1,7 @@
-"""Layer partition generator (spec §4): which layers each (stage, chunk) slot holds, where the embedding,
+"""Layer partition generator (docs/model.md#layout): which layers each (stage, chunk) slot holds, where the embedding,
 output head and MTP modules sit, and which recompute option every layer gets.
 
-Slots are indexed in model order q (§4.1); ``Layout.slot(stage, chunk)`` maps back.
+Slots are indexed in model order q (docs/model.md#positions-and-slots); ``Layout.slot(stage, chunk)`` maps back.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ class Layout:
 
 
 def slot_index(schedule: str, p: int, vp: int, stage: int, chunk: int) -> int:
-    """Model-order slot q of (chunk, stage) (§4.1): V schedules run down the stages and back up."""
+    """Model-order slot q of (chunk, stage) (docs/model.md#positions-and-slots): V schedules run down the stages and
+    back up."""
     if schedule in V_SCHEDULES:
         return stage if chunk == 0 else 2 * p - 1 - stage
     return chunk * p + stage
@@ -217,7 +218,8 @@ class _SlotRecompute:
 
 def _counts_grid(name: str, counts: object, slot_layers: list[list[int]], p: int, vp: int, strict: bool,
                  warnings: list[EstimateWarning]) -> list[list[int]] | None:
-    """Per [chunk][stage] recompute counts from a bool, int, list[p] or list[vp][p] (§4.4)."""
+    """Per [chunk][stage] recompute counts from a bool, int, list[p] or list[vp][p]
+    (docs/model.md#recompute-assignment)."""
     if counts is None or counts is False:
         return None
     if counts is True:
@@ -435,7 +437,7 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
 def _assign_recompute(inp: LayoutInputs, rec_layers: list[list[int]],
                       slot_items: list[list[tuple[str, str, int]]],
                       warnings: list[EstimateWarning]) -> dict[int, tuple[str, int, bool]]:
-    """Option per model index (§4.4): ranges > per-stage counts > default_mode."""
+    """Option per model index (docs/model.md#recompute-assignment): ranges > per-stage counts > default_mode."""
     plan, p, vp, schedule = inp.recompute, inp.p, inp.vp, inp.schedule
     full = _counts_grid("recompute", plan.full_counts, rec_layers, p, vp, inp.strict, warnings)
     sel = _counts_grid("select_recompute", plan.sel_counts, rec_layers, p, vp, inp.strict, warnings)

@@ -1,4 +1,4 @@
-"""ModelSpec: the shape of the network being trained (spec §2.1).
+"""ModelSpec: the shape of the network being trained (docs/model.md#inputs-and-outputs).
 
 Absent is not zero (DECISION D22): hidden size, layers, heads and vocabulary are required; every default
 the estimator fills in is reported as an assumption by ``resolve``.
@@ -27,7 +27,8 @@ class LayerGroup(Record):
 
 @dataclass(frozen=True)
 class VisionSpec(Record):
-    """A vision tower in front of the language model (Qwen2-VL style ViT + patch merger), spec §5.4."""
+    """A vision tower in front of the language model (Qwen2-VL style ViT + patch merger),
+    docs/model.md#vision-towers."""
 
     num_layers: int
     hidden_size: int

@@ -1,4 +1,4 @@
-"""RunOptions: framework semantics and accounting switches (spec §2.4).
+"""RunOptions: framework semantics and accounting switches (docs/model.md#inputs-and-outputs).
 
 ``None`` means "the framework's default" (``frameworks.py``), resolved per estimate and reported.
 """
@@ -44,7 +44,8 @@ class RunOptions(Record):
     norm_stats: bool | None = None
     fsdp_sync_every_microbatch: bool | None = None
     saves_gathered_input: bool | None = None  # gather switch kept: SP norm outputs saved full-length
-    # step-time overlaps and elementwise factors (§7.8); None: the documented default (estimator/steptime.py)
+    # step-time overlaps and elementwise factors (docs/model.md#knobs); None: the documented default
+    # (estimator/steptime.py)
     overlap_tp: float | None = None
     overlap_cp: float | None = None
     overlap_ep: float | None = None

@@ -1,5 +1,5 @@
-"""Parameter elements per layer, by class (spec §5.1): ``tp`` (÷ t), ``rep`` (replicated across TP),
-``exp`` (routed experts, ÷ ep·etp). Also the matmul weights used per token (FLOPs, weight casts) and the
+"""Parameter elements per layer, by class (docs/model.md#parameter-elements): ``tp`` (÷ t), ``rep`` (replicated across
+TP), ``exp`` (routed experts, ÷ ep·etp). Also the matmul weights used per token (FLOPs, weight casts) and the
 largest single tensor of each class (the for-loop optimizer's temporaries)."""
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ class ParameterCounts:
 
 @lru_cache(maxsize=256)
 def parameter_counts(model: ModelSpec, d: Dims) -> ParameterCounts:
-    """Parameter counts of the model (unpadded vocabulary), spec §2.6 and V7."""
+    """Parameter counts of the model (unpadded vocabulary), docs/model.md#inputs-and-outputs and V7."""
     emb = d.v * d.h
     head = 0 if d.tie else d.v * d.h
     body_total = 0.0

@@ -3,7 +3,7 @@ files (kept for writing a strategy back) — plus the edit rule ``apply_changes`
 for every front end (``--set``, the app, search and balance results).
 
 Readers fill a flat ``{"section.field": value}`` mapping with a Provenance per key; ``build_plan`` turns it
-into records. Edits keep the device count N and the global batch G fixed (spec §2.8).
+into records. Edits keep the device count N and the global batch G fixed (docs/model.md#inputs-and-outputs).
 """
 
 from __future__ import annotations
@@ -244,7 +244,8 @@ def apply_changes(parsed: ParsedConfig, changes: dict[str, Any], *, hold: str = 
 
 def _rescale_lists(parsed: ParsedConfig, values: dict[str, Any], provenance: dict[str, Provenance],
                    warnings: list[EstimateWarning]) -> None:
-    """New PP/VPP: map the user's offsets/partition and per-stage recompute counts proportionally (§4.6)."""
+    """New PP/VPP: map the user's offsets/partition and per-stage recompute counts proportionally
+    (docs/model.md#rescaling)."""
     from .estimate import layout_inputs
     from .layout import build_layout
     from .rescale import rescale
@@ -278,7 +279,7 @@ def _rescale_lists(parsed: ParsedConfig, values: dict[str, Any], provenance: dic
                        ("strategy.comm_counts", new.recompute.comm_counts if lists["strategy.comm_counts"] else None)):
         if lists["strategy.recompute" if key == counts_key else key] is not None:
             values[key] = value
-            provenance[key] = Provenance("derived", key=f"rescaled to pp {p_new} × vpp {vp_new} (§4.6)")
+            provenance[key] = Provenance("derived", key=f"rescaled to pp {p_new} × vpp {vp_new}")
     warnings.append(EstimateWarning("W-LAYOUT-RESCALED", f"pipeline changed to pp {p_new} × vpp {vp_new}: layer "
                                                          "offsets and per-stage recompute counts"
                                                          + (" and the vision tower's layers" if vision else "")
@@ -294,8 +295,7 @@ def _rescale_vision(partition: tuple[int, ...] | None, p_new: int, values: dict[
     if partition is None or len(partition) == p_new:
         return False
     values["strategy.vision_partition"] = rescale_vision(partition, p_new)
-    provenance["strategy.vision_partition"] = Provenance("derived", key=f"vision layers rescaled to pp {p_new} "
-                                                                        "(§4.6)")
+    provenance["strategy.vision_partition"] = Provenance("derived", key=f"vision layers rescaled to pp {p_new}")
     return True
 
 

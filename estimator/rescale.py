@@ -1,4 +1,4 @@
-"""Rescaling a user's layer layout and recompute counts when PP or VPP change (spec §4.6).
+"""Rescaling a user's layer layout and recompute counts when PP or VPP change (docs/model.md#rescaling).
 
 New stage k covers old stages [k·p_old/p_new, (k+1)·p_old/p_new); counts are summed over that interval
 (fractional overlaps weighted), rounded by largest remainder so that they still sum to the layout's

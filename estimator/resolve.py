@@ -1,4 +1,4 @@
-"""Resolve (ModelSpec, Strategy, Hardware, RunOptions) into the numbers the formulas use (spec §3).
+"""Resolve (ModelSpec, Strategy, Hardware, RunOptions) into the numbers the formulas use (docs/model.md#resolution).
 
 Three layers, so the search can vectorise: ``Dims`` (model shape, always scalars), ``Widths`` and
 ``Flags`` (byte widths and implementation switches, scalars), and ``Par`` (parallel degrees and
@@ -26,7 +26,7 @@ from .warnings import Assumption, EstimateWarning
 
 @dataclass(frozen=True)
 class Widths:
-    """Byte widths of spec §3.4."""
+    """Byte widths of docs/model.md#byte-widths-per-framework."""
 
     p: float   # β_p stored parameter
     c: float   # β_c compute / activation
@@ -70,7 +70,7 @@ class Flags:
     grad_shard: bool
     keep_gathered: bool
     fp32_grad_partition: bool
-    fsdp2: bool  # PyTorch FSDP2, priced instant by instant (§12)
+    fsdp2: bool  # PyTorch FSDP2, priced instant by instant (docs/model.md#fsdp2)
     fsdp_layout: str
     reshard_after_forward: bool
     reshard_head_unit: bool
@@ -159,7 +159,7 @@ def t_vocab(flags: Flags, t: Num) -> Num:
 
 
 def routed_tokens(dims: Dims, par: Par, rho: float) -> Num:
-    """R [A-MOE-TOK]: routed token copies per device per micro-batch (§6.6)."""
+    """R [A-MOE-TOK]: routed token copies per device per micro-batch (docs/model.md#moe-token-copies)."""
     if not dims.moe:
         return 0
     phi = dims.cap_fact if dims.cap_fact > 0 else rho
@@ -171,7 +171,7 @@ def dense_domain(flags: Flags, par: Par) -> Num:
 
 
 def shard_divisors(flags: Flags, par: Par, params_divided_by_cp: bool = False) -> tuple[Num, ...]:
-    """(sh_p, sh_g, sh_o, sh_pe, sh_ge, sh_oe) [X-SHARD], spec §3.3."""
+    """(sh_p, sh_g, sh_o, sh_pe, sh_ge, sh_oe) [X-SHARD], docs/model.md#sharding-divisors."""
     mode = flags.sharding_mode
     os, os_e = par.os, par.os_e
     if mode == "none":
@@ -279,7 +279,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     sh = st.sharding
     mode = sh.mode
 
-    # byte widths (§3.4)
+    # byte widths (docs/model.md#byte-widths-per-framework)
     bp = float(rec.take("strategy.param_bytes", st.param_bytes, fw.param_bytes, f"{fw.title} default"))
     bc = float(rec.take("strategy.compute_bytes", st.compute_bytes, fw.compute_bytes, f"{fw.title} default"))
     bg = float(rec.take("strategy.grad_bytes", st.grad_bytes, fw.grad_bytes if fw.grad_bytes else bp,
@@ -306,7 +306,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     widths = Widths(p=bp, c=bc, g=bg, m=bm, os=bos, n_os=nos, sm=bsm, dm=bdm, n=bn, r=br, l=bl, rd=brd, a=ba,
                     q=nf4_bytes(st.qlora_double_quant))
 
-    # implementation flags (§6.2): strategy / options > profile > framework
+    # implementation flags (docs/model.md#slot-table): strategy / options > profile > framework
     fa = bool(rec.take("strategy.flash_attention", _pick(st.flash_attention, profile.flash_attention), True,
                        "flash attention assumed"))
     fused_act = bool(_pick(options.fused_gated_act, profile.fused_gated_act, fw.fused_gated_act))
@@ -345,7 +345,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
         rec.assumptions.append(Assumption("options.grad_persistence", persistence,
                                           "given" if options.grad_persistence else f"{fw.title} default"))
 
-    # degrees (§3.1–§3.3)
+    # degrees (docs/model.md#resolution)
     d = st.dp
     d_rep = st.d_rep if st.d_rep is not None else (1 if mode != "hsdp" else d)
     d_sh = st.d_sh if st.d_sh is not None else d // max(1, d_rep)

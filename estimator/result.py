@@ -1,4 +1,5 @@
-"""Result records (spec §2.6): per stage → per layer → the seven categories, and the plan-level verdict."""
+"""Result records (docs/model.md#inputs-and-outputs): per stage → per layer → the seven categories, and the plan-level
+verdict."""
 
 from __future__ import annotations
 

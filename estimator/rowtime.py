@@ -1,4 +1,4 @@
-"""Row-level times of the step-time model (docs/model.md §"Step time"): per layer row its compute (F, B, W, Rc)
+"""Row-level times of the step-time model (docs/model.md#step-time): per layer row its compute (F, B, W, Rc)
 and exposed TP / CP / EP communication, from the FLOPs (``flops``), the collectives (``comm``) and the overlap and
 efficiency knobs. Stages are assembled from these in ``steptime``.
 
@@ -29,7 +29,8 @@ from .resolve import Resolved, dense_domain
 if TYPE_CHECKING:
     from .stage import Row, StagePricer
 
-# §7.8 defaults. None: the rule in ``knobs`` (o_tp per framework, o_cp per algorithm, o_ep per schedule).
+# Defaults (docs/model.md#knobs). None: the rule in ``knobs`` (o_tp per framework, o_cp per algorithm, o_ep per
+# schedule).
 KNOBS: dict[str, float | None] = {
     "overlap_tp": None,        # 0.5 MindFormers (upstream-validated), else 0.0 (frameworks.o_tp)
     "overlap_cp": None,        # 0.5 ring, 0.0 Ulysses and all-gather (exposed; hybrid: each part its own)
@@ -65,7 +66,8 @@ def _option(r: Resolved, name: str) -> float | None:
 
 
 def knobs(r: Resolved) -> Knobs:
-    """The §7.8 overlaps and elementwise factors of a plan (RunOptions field > module default > rule)."""
+    """The overlaps and elementwise factors of a plan (docs/model.md#knobs) (RunOptions field > module default >
+    rule)."""
     o_tp = _option(r, "overlap_tp")
     o_cp = _option(r, "overlap_cp")
     o_ep = _option(r, "overlap_ep")
@@ -276,7 +278,8 @@ def async_tp_exposed(comm: Num, matmuls: Num, t: Num) -> Num:
 
 
 def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> dict[str, tuple[Num, Num, Num]]:
-    """Exposed TP / CP / EP comm of a row: (forward, backward, recompute) [§7.4, §7.5]."""
+    """Exposed TP / CP / EP comm of a row: (forward, backward, recompute) [docs/model.md#communication-volumes,
+    docs/model.md#stage-time]."""
     r, k, item = ctx.r, ctx.k, row.item
     par, f = r.par, r.flags
     kind = item.kind

@@ -1,21 +1,24 @@
-"""Pipeline schedules: per-stage operation order and the in-flight profile (spec §6.7, §6.8, §4.1).
+"""Pipeline schedules: per-stage operation order and the in-flight profile (docs/model.md#in-flight-micro-batches,
+docs/model.md#peak-replay-point, docs/model.md#positions-and-slots).
 
 A stage's activation memory depends on which micro-batches each of its virtual chunks holds at the moment a
 backward starts, and that depends on the exact order the framework issues forwards and backwards. So instead
 of trusting per-schedule formulas, this module rebuilds the issue order of every stage (``stage_order``) and
 replays it (``replay_profile``): just before each backward op it records, per chunk, forwards done minus
-backwards done. The closed forms of §6.7 (``closed_form_counts``) are kept as a cross-check and, for the V
-schedules (ZB-V, DualPipeV), as what the estimator prices (``inflight_profile``).
+backwards done. The closed forms (docs/model.md#in-flight-micro-batches, ``closed_form_counts``) are kept as a
+cross-check and, for the V schedules (ZB-V, DualPipeV), as what the estimator prices (``inflight_profile``).
 
 Split backwards (ZB-V, DualPipeV): a micro-batch leaves the count at its B (input gradient), not at its W.
 Zero Bubble (Qi et al. 2024, Table 1) has B release M_B - M_W and W the remaining M_W (matmul inputs and
-output gradients); §6.7 counts micro-batches whose backward has not started. Where forwards are still to
-come, every schedule here issues W right after its B (deferred Ws only occur in cool-downs, where counts only
-fall), so counting at W gives the same maxima (tested); the W residue belongs to the timeline model.
+output gradients); the in-flight counts (docs/model.md#in-flight-micro-batches) count micro-batches whose backward has
+not started. Where forwards are still to come, every schedule here issues W right after its B (deferred Ws only occur in
+cool-downs, where counts only fall), so counting at W gives the same maxima (tested); the W residue belongs to the
+timeline model.
 
 The orders are this project's own implementations of: Megatron-LM's 1F1B and interleaved schedules
-(``get_schedule_table``/``get_pp_rank_microbatches``), GPipe, Seq1F1B as written in §6.7, PyTorch's
-``ScheduleZBVZeroBubble`` (Zero Bubble paper §6) and DeepSeek's ``DualPipeV``.
+(``get_schedule_table``/``get_pp_rank_microbatches``), GPipe, Seq1F1B as described in
+docs/model.md#in-flight-micro-batches, PyTorch's ``ScheduleZBVZeroBubble`` (Zero Bubble paper §6) and DeepSeek's
+``DualPipeV``.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ class ReplayPoint:
 
 @dataclass(frozen=True, slots=True)
 class StageProfile:
-    """The non-dominated replay points of one stage, earliest first (spec §6.7 Π_i)."""
+    """The non-dominated replay points of one stage, earliest first (Π_i of docs/model.md#in-flight-micro-batches)."""
 
     points: tuple[ReplayPoint, ...]
 
@@ -69,7 +72,7 @@ class StageProfile:
 
     @property
     def peak(self) -> ReplayPoint:
-        """The earliest point with the maximal total (ties go to the earliest, §6.8)."""
+        """The earliest point with the maximal total (ties go to the earliest, docs/model.md#peak-replay-point)."""
         best = self.points[0]
         for pt in self.points[1:]:
             if pt.total > best.total:
@@ -353,10 +356,12 @@ def replay_profile(schedule: str, p: int, vp: int, m: int, *, vpp_group: int | N
 
 def closed_form_counts(schedule: str, p: int, vp: int, m: int, *, vpp_group: int | None = None, n_s: int = 1,
                        overlap_moe_ep_comm: bool = False) -> tuple[tuple[int, ...], ...]:
-    """The spec §6.7 closed-form maximal count vector per stage (for tests and for the V schedules).
+    """The closed-form (docs/model.md#in-flight-micro-batches) maximal count vector per stage (for tests and for the V
+    schedules).
 
     Interleaved family: the first N_i forwards of the schedule table, N_i = min(total, warm-up + 1) (D37);
-    seqsmartvpp counts slices. V schedules: chunk 0 / chunk 1 as in the §6.7 table (B_pm = min(p, m)).
+    seqsmartvpp counts slices. V schedules: chunk 0 / chunk 1 as in the closed forms of
+    docs/model.md#in-flight-micro-batches (B_pm = min(p, m)).
     """
     group = _validate(schedule, p, vp, m, vpp_group, n_s, "megatron")
     min(p, m)
@@ -369,9 +374,9 @@ def closed_form_counts(schedule: str, p: int, vp: int, m: int, *, vpp_group: int
         elif schedule == "seq1f1b":
             out.append((min(m * n_s, p - i - 1 + n_s),))
         elif schedule == "zbv":
-            # §6.7 writes chunk 0 as min(m, 2·B_pm − 1 − i); with m < p that goes negative on stages i >= m,
-            # where the V order forwards every chunk-0 micro-batch first. 2p − 1 − i equals it for m >= p
-            # and matches the replay everywhere (docs/decisions.md, D-ZBV-UNDERFILL).
+            # the closed form (docs/model.md#in-flight-micro-batches) writes chunk 0 as min(m, 2·B_pm − 1 − i); with m <
+            # p that goes negative on stages i >= m, where the V order forwards every chunk-0 micro-batch first. 2p − 1
+            # − i equals it for m >= p and matches the replay everywhere (docs/decisions.md, D-ZBV-UNDERFILL).
             out.append((min(m, 2 * p - 1 - i), min(m, i + 1)))
         elif schedule == "dualpipev":
             out.append((2 * p - i, min(m, i + 1)))
@@ -384,8 +389,8 @@ def closed_form_counts(schedule: str, p: int, vp: int, m: int, *, vpp_group: int
 
 
 def _upstream_vpp(p: int, vp: int, m: int, variant: str) -> tuple[tuple[int, ...], ...]:
-    """SAPP-ND's interleaved counts (§6.7 last paragraph), kept for comparison only. Middle chunks hold
-    B_pm in both variants (upstream_less names only the first and last chunk)."""
+    """SAPP-ND's interleaved counts (``vpp_variant``, docs/model.md#in-flight-micro-batches), kept for comparison only.
+    Middle chunks hold B_pm in both variants (upstream_less names only the first and last chunk)."""
     b_pm = min(p, m)
     out = []
     for i in range(p):
@@ -406,8 +411,8 @@ def inflight_profile(schedule: str, p: int, vp: int, m: int, *, vpp_group: int |
                      overlap_moe_ep_comm: bool = False,
                      variant: str = "megatron") -> tuple[StageProfile, ...]:
     """One StageProfile per stage: the replay of the schedule's operation order (every schedule, the V ones
-    included, whose first point is their §6.7 closed form); the upstream interleaved variants as their closed
-    form, a single point followed by a backward of the last chunk."""
+    included, whose first point is their closed form, docs/model.md#in-flight-micro-batches); the upstream interleaved
+    variants as their closed form, a single point followed by a backward of the last chunk."""
     _validate(schedule, p, vp, m, vpp_group, n_s, variant)
     kwargs = {"vpp_group": vpp_group, "n_s": n_s, "overlap_moe_ep_comm": overlap_moe_ep_comm}
     if schedule == "interleaved" and variant != "megatron":
@@ -421,7 +426,7 @@ def inflight_profile(schedule: str, p: int, vp: int, m: int, *, vpp_group: int |
 
 def chunk_slot(schedule: str, p: int, vp: int, stage: int, chunk: int) -> int:
     """Model-order slot index q of (chunk, stage): q = chunk*p + stage, or for V schedules (vp = 2) chunk 0
-    -> stage, chunk 1 -> 2p-1-stage (§4.1: the model runs down the stages and back up)."""
+    -> stage, chunk 1 -> 2p-1-stage (docs/model.md#positions-and-slots: the model runs down the stages and back up)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown pipeline schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
     if not (0 <= stage < p and 0 <= chunk < vp):

@@ -1,5 +1,5 @@
-"""Per-stage pricing shared by the generic path (§6.8–§6.11) and the FSDP2 path (§12): the rows a stage
-holds, their static bytes, their stored activations, backward working sets and transient buffers.
+"""Per-stage pricing shared by the generic path (docs/model.md#stage-memory) and the FSDP2 path (docs/model.md#fsdp2):
+the rows a stage holds, their static bytes, their stored activations, backward working sets and transient buffers.
 
 ``StagePricer`` caches everything that depends only on (kind, option), so a stage costs a few dictionary
 look-ups per distinct layer kind.
@@ -196,7 +196,7 @@ class StagePricer:
         return out
 
     def kept_remote_kv(self, item: Item) -> Num:
-        """§6.5 ``cp_keeps_kv``: a ring layer also keeps the gathered remote K/V,
+        """``cp_keeps_kv`` (docs/model.md#context-parallelism): a ring layer also keeps the gathered remote K/V,
         (ring degree − 1)·β_c·n_kv·(dqk + dv)·T/t (hybrid: the ring degree is cp/u)."""
         d, f, par = self.r.dims, self.r.flags, self.r.par
         block = item.block if item.kind == MTP else item.kind
@@ -224,8 +224,8 @@ class StagePricer:
         return self.r.par.b * s_v / self.r.par.cp
 
     def _vision_activation(self) -> float:
-        """A trainable tower is priced as dense layers with the vision dims (§5.4): Korthikanti's layer with
-        LayerNorm/GeLU, flash attention, no dropout, at T_v tokens."""
+        """A trainable tower is priced as dense layers with the vision dims (docs/model.md#vision-towers): Korthikanti's
+        layer with LayerNorm/GeLU, flash attention, no dropout, at T_v tokens."""
         vision = self.r.model.vision
         assert vision is not None
         h, f_v, bc = vision.hidden_size, vision.ffn_hidden_size, self.r.widths.c
@@ -237,7 +237,8 @@ class StagePricer:
         return self._vision_tokens() * (per_token_sp / par.sp_div + per_token_tp / par.t)
 
     def vision_forward_working(self) -> float:
-        """Frozen tower: its largest forward layer working set T_v·β_c·(2·h_v + g·hff_v/t) (§5.4)."""
+        """Frozen tower: its largest forward layer working set T_v·β_c·(2·h_v + g·hff_v/t)
+        (docs/model.md#vision-towers)."""
         vision = self.r.model.vision
         if vision is None:
             return 0.0
@@ -362,7 +363,8 @@ class StagePricer:
         return [Row(item, chunk, cost(item, with_head)) for item in slot.items]
 
     def copy_row(self, chunk: int) -> Row:
-        """A copy of the embedding table (tied head or MTP embedding on a stage without E, §5.3)."""
+        """A copy of the embedding table (tied head or MTP embedding on a stage without E,
+        docs/model.md#tied-tables-and-mtp-copies)."""
         return Row(Item(EMBEDDING_COPY, ""), chunk, self.cost(Item(EMBEDDING_COPY, "")))
 
     def vision_extras_row(self, chunk: int) -> Row:
@@ -370,7 +372,7 @@ class StagePricer:
 
 
 def stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
-    """The priced rows of a stage in model order, with the copies of docs/model.md §"Stage rows" (tied head,
+    """The priced rows of a stage in model order, with the copies of docs/model.md#stage-rows (tied head,
     MTP embedding); built once per pricer and stage (memory and step time both walk them)."""
     key = ("stage-rows", stage)
     cached = pricer.memo.get(key)

@@ -1,7 +1,8 @@
-"""Static memory per layer (spec §5.2 [S-LAYER], §5.3) and the optimizer-step peak (§5.5 [S-OPT]).
+"""Static memory per layer (docs/model.md#per-device-bytes [S-LAYER], docs/model.md#tied-tables-and-mtp-copies) and the
+optimizer-step peak (docs/model.md#optimizer-step-peak [S-OPT]).
 
-Element counts come from ``params``; this module applies TP/EP division, the sharding divisors of §3.3
-and the byte widths. All functions accept numbers or numpy arrays for the degrees.
+Element counts come from ``params``; this module applies TP/EP division, the sharding divisors of
+docs/model.md#sharding-divisors and the byte widths. All functions accept numbers or numpy arrays for the degrees.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def grad_factor(f: Flags, par: Par) -> Num:
 
 
 def forloop_temporaries(largest_local: Num, divisor: Num) -> Num:
-    """for-loop AdamW: 2 fp32 temporaries of the largest local parameter tensor (§5.5)."""
+    """for-loop AdamW: 2 fp32 temporaries of the largest local parameter tensor (docs/model.md#optimizer-step-peak)."""
     return 2 * 4 * largest_local / divisor
 
 

@@ -1,4 +1,4 @@
-"""Step-time model (docs/model.md §"Step time"): a stage's time per micro-batch assembled from its rows' times
+"""Step-time model (docs/model.md#step-time): a stage's time per micro-batch assembled from its rows' times
 (``rowtime``) over its form (the distinct rows with their counts per chunk, ``assembly.form``) — the same code for
 one plan, the search's candidates and the balancer's table rows — then the pipeline formulas [T-PIPE] and the step
 total [T-STEP] with its parts, tokens/s/device and MFU. Degrees may be numpy arrays; the number of stages and
@@ -32,9 +32,10 @@ PARTS = ("fwd", "bwd", "recompute", "tp", "cp", "ep", "dp", "pp", "bubble", "opt
 # ------------------------------------------------------------------------------------------ records
 @dataclass(frozen=True)
 class StageTimes:
-    """Per micro-batch (per slice for Seq1F1B) times of one stage, seconds, exposed comm included [§7.5].
-    ``chunk_B`` is the input-gradient half of each chunk, ``chunk_Rc`` its recompute (B^c of the V formulas is
-    chunk_B + chunk_Rc). ``comm``: exposed comm per kind — tp, cp, ep, pp, fsdp per micro-batch, dp per step."""
+    """Per micro-batch (per slice for Seq1F1B) times of one stage, seconds, exposed comm included
+    [docs/model.md#stage-time]. ``chunk_B`` is the input-gradient half of each chunk, ``chunk_Rc`` its recompute (B^c of
+    the V formulas is chunk_B + chunk_Rc). ``comm``: exposed comm per kind — tp, cp, ep, pp, fsdp per micro-batch, dp
+    per step."""
 
     F: Num
     B: Num
@@ -187,7 +188,7 @@ def exposed_dp(ctx: TimeContext, dp: C.DPTimes, compute: dict[str, Num], layers:
     reduction runs bucket by bucket under the last micro-batch's backward: max(t_rs − Bk, t_rs/L) exposed, the
     last bucket (about one layer's gradients, L the stage's layers) always; without it, all of t_rs. Likewise
     ``overlap_param_gather`` hides the parameter all-gather under the next step's first forward: max(t_ag − F,
-    t_ag/L). A plan that states neither keeps the §7.8 knob: (1 − o_dp)·(t_rs + t_ag)."""
+    t_ag/L). A plan that states neither keeps the knob (docs/model.md#knobs): (1 − o_dp)·(t_rs + t_ag)."""
     feat = ctx.r.flags.feat
     if feat.overlap_grad_reduce is None and feat.overlap_param_gather is None:
         return (1 - ctx.k.o_dp) * dp.per_step
@@ -229,7 +230,8 @@ def optimizer_time(ctx: TimeContext, static: Num, states: Num) -> Num:
     return out
 
 
-# ------------------------------------------------------------------------------------------ pipeline (§7.6)
+# ------------------------------------------------------------------------------------------ pipeline
+# (docs/model.md#pipeline)
 def _max(values: Sequence[Num]) -> Num:
     out = values[0]
     for v in values[1:]:
@@ -307,7 +309,7 @@ def pipeline_time(schedule: str, stages: Sequence[StageTimes], m: Num, vp: Num, 
     return best
 
 
-# ------------------------------------------------------------------------------------------ step (§7.7)
+# ------------------------------------------------------------------------------------------ step (docs/model.md#step)
 def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]]) -> StepTime:
     """[T-STEP] T_step = n_acc·T_pipe + max_i (1 − o_dp)·t_dp,i + max_i t_opt,i, with its parts (sum = T_step),
     tokens/s/device = G·s/(T_step·N) and MFU = model FLOPs per step/(T_step·N·peak)."""

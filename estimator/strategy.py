@@ -1,4 +1,4 @@
-"""Strategy: how the model is spread over devices and what it keeps in memory (spec §2.3).
+"""Strategy: how the model is spread over devices and what it keeps in memory (docs/model.md#inputs-and-outputs).
 
 ``None`` in a width or switch means "the framework's default" (resolved in ``resolve``), so that a plan
 can say only what differs from what the framework does.
@@ -115,7 +115,7 @@ class Strategy(Record):
     # memory plans
     recompute: RecomputePlan = field(default_factory=RecomputePlan)
     sharding: ShardingSpec = field(default_factory=ShardingSpec)
-    # byte widths (None: framework default, spec §3.4)
+    # byte widths (None: framework default, docs/model.md#byte-widths-per-framework)
     param_bytes: float | None = None
     compute_bytes: float | None = None
     grad_bytes: float | None = None

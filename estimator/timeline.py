@@ -4,14 +4,15 @@ activation memory after it, for every schedule (1F1B, interleaved, GPipe, Seq1F1
 Each stage runs ``schedules.stage_order`` in order, one operation at a time; an operation starts when the stage is
 free and its cross-stage dependency has finished: the forward of (micro-batch, slice) on model-order slot q after the
 forward on slot q − 1, the backward on slot q after the backward on slot q + 1 (the last slot after its own
-forward), a weight-gradient op after its backward. Durations are the step model's chunk values (§7.5): F^c; a split
-backward B^c + Rc^c and its W^c; an unsplit backward B^c + Rc^c + W^c. Hand-over times are inside the sender's F and
-B, so a dependency waits for the sender's op to end.
+forward), a weight-gradient op after its backward. Durations are the step model's chunk values
+(docs/model.md#stage-time): F^c; a split backward B^c + Rc^c and its W^c; an unsplit backward B^c + Rc^c + W^c.
+Hand-over times are inside the sender's F and B, so a dependency waits for the sender's op to end.
 
-Memory follows the in-flight profile of §6.7: a forward adds one unit to its chunk, a backward (the input-gradient
-op when split) removes it; activations = Σ_j n_j·A_chunk(j) with A_chunk the chunk's one-micro-batch activations, and
-memory = activations + the stage's static bytes (parameters, held gradients, optimizer states, resident gathered
-weights). The maximum in-flight total over a stage's timeline is ``inflight_profile(...)[i].total``.
+Memory follows the in-flight profile of docs/model.md#in-flight-micro-batches: a forward adds one unit to its chunk, a
+backward (the input-gradient op when split) removes it; activations = Σ_j n_j·A_chunk(j) with A_chunk the chunk's
+one-micro-batch activations, and memory = activations + the stage's static bytes (parameters, held gradients, optimizer
+states, resident gathered weights). The maximum in-flight total over a stage's timeline is
+``inflight_profile(...)[i].total``.
 """
 
 from __future__ import annotations

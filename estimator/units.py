@@ -1,6 +1,6 @@
 """Byte sizes: parsing config strings and formatting for people.
 
-Config strings such as ``"58GB"`` are binary (spec §1.3): K/M/G/T with or without ``i``/``B`` mean
+Config strings such as ``"58GB"`` are binary (docs/model.md#units): K/M/G/T with or without ``i``/``B`` mean
 2^10/2^20/2^30/2^40. A bare number is bytes. Internally every size is a number of bytes.
 """
 
@@ -68,7 +68,7 @@ def fmt_bytes(value: float) -> str:
 
 
 def round_half_up(value: float) -> int:
-    """Round half away from zero at the reporting boundary (spec §1.3)."""
+    """Round half away from zero at the reporting boundary (docs/model.md#units)."""
     if value >= 0:
         return int(value + 0.5)
     return -int(-value + 0.5)

@@ -1,4 +1,4 @@
-"""Strategy validity rules (spec §8.4), shared by ``estimate`` (which lists every violated rule) and the
+"""Strategy validity rules (docs/model.md#search), shared by ``estimate`` (which lists every violated rule) and the
 search (which evaluates the same predicates as numpy masks, the first failure being the refusal reason).
 
 Each rule is a predicate ``ok(ctx) -> bool | ndarray`` over a ``RuleContext`` whose degree fields may be
@@ -164,7 +164,7 @@ RULES: tuple[Rule, ...] = (
 
 
 def violations(ctx: RuleContext) -> list[Violation]:
-    """Every violated rule for one (scalar) candidate, in §8.4 order."""
+    """Every violated rule for one (scalar) candidate, in docs/model.md#search order."""
     out = []
     for rule in RULES:
         ok = rule.ok(ctx)

@@ -1,5 +1,5 @@
 """Vectorised pricing: many candidates that share a layout (p, vp, m, schedule, recompute) priced at once by
-the very same stage code, with the degrees as numpy arrays (spec §8.8). The search builds on this."""
+the very same stage code, with the degrees as numpy arrays (docs/model.md#stage-assembly). The search builds on this."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Pipeline balancer (§9): the exact optimiser against brute force (V13 and random instances), and the balancer
-on real plans re-verified by ``estimate``."""
+"""Pipeline balancer (docs/model.md#balancing): the exact optimiser against brute force (V13 and random instances), and
+the balancer on real plans re-verified by ``estimate``."""
 
 from __future__ import annotations
 
@@ -135,8 +135,8 @@ def test_balance_refuses_what_it_cannot_express():
 
 
 def test_balance_hyperparallel_fsdp2_is_priced_by_instants():
-    """HyperParallel (FSDP2, offsets and activation_checkpoint ranges): the tables use the §12 instants, so the
-    balanced plan's stages equal estimate()'s."""
+    """HyperParallel (FSDP2, offsets and activation_checkpoint ranges): the tables use the docs/model.md#fsdp2 instants,
+    so the balanced plan's stages equal estimate()'s."""
     from estimator.parsed import build_plan
 
     values = {"model.name": "llama3-8b", "model.hidden_size": 4096, "model.num_layers": 32,

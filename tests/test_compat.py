@@ -1,4 +1,4 @@
-"""Tests for estimator.compat: spec §10 vectors V2, V3 (params column), V5, V6, V8."""
+"""Tests for estimator.compat: docs/model.md#test-vectors vectors V2, V3 (params column), V5, V6, V8."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ difference has the documented size; and our estimates of the DeepSeek-V3 test ca
 of the recorded per-stage memory. When an estimator change moves one of these numbers, update docs/fidelity.md too.
 
 The DeepSeek inputs state ``moe_config.expert_model_parallel: 1``, which the MindFormers reader takes as etp 1
-(P-MF-ETP): "default" below is etp 1, and ETP4 reproduces the spec's §3.2 rule the page quotes as "before".
+(P-MF-ETP): "default" below is etp 1, and ETP4 reproduces the original default rule (docs/model.md#expert-layout) the
+page quotes as "before".
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ ND_DEEPSEEK = "sapp_nd__nd__yamls__deepseek.yaml"
 COMPAT = {"options.comm_buffer_mode": "upstream_sum", "options.params_divided_by_cp": True,
           "options.vpp_variant": "upstream_big", "options.grad_persistence": "upstream_rule"}
 ETP1 = {"strategy.etp": 1}  # what the DeepSeek files state (expert_model_parallel: 1): a no-op on them (P-MF-ETP)
-ETP4 = {"strategy.etp": 4}  # the spec's §3.2 MindFormers rule (etp = t when ep ≤ d·cp): the default before P-MF-ETP
+ETP4 = {"strategy.etp": 4}  # the default before P-MF-ETP (etp = t when ep ≤ d·cp, docs/model.md#expert-layout)
 OFFSET_14 = [0, 0, *[1] * 14]  # the layout (3, 3, 4 × 14) of the first two recorded blocks
 BLOCKS = {  # the three comment blocks of the DeepSeek-V3 test case yaml, in file order
     "B1": {"strategy.recompute": "none", "strategy.offset": OFFSET_14},
@@ -152,7 +153,8 @@ def test_mixtral_dynamic_terms_against_the_node_log(shared_dir):
     # D17: embedding activations are token ids (8 B/token), upstream stores the embedding output (β_c·h per token)
     assert row_mib(r.stages[0], "embedding", None, "activations") == pytest.approx(8 * 4096 * 2 / MIB)
     assert node(up[0], "", "E")["_activ"] == 64
-    # §6.2: ours o.norm_in + o.head_in + statistics + fp32 loss softmax = 564 MiB; upstream s·h·4 + s·v·β_c = 314
+    # docs/model.md#slot-table: ours o.norm_in + o.head_in + statistics + fp32 loss softmax = 564 MiB; upstream s·h·4 +
+    # s·v·β_c = 314
     assert row_mib(r.stages[1], "output", None, "activations") == pytest.approx(564.0, abs=0.05)
     assert node(up[1], "", "O")["_activ"] == 314
     # D15: stage 0 working = A(ℓ15, none) 1088.8 + Gw 556.8; upstream's overhead = A(none) 1371 + comm 144
@@ -170,8 +172,9 @@ def test_mixtral_totals_as_documented(shared_dir):
     assert compat.peak_bytes / MIB == pytest.approx(42222.0, abs=1)
     assert default.stages[1].total / MIB == pytest.approx(39662.0, abs=1)
     assert compat.stages[1].total / MIB == pytest.approx(41710.0, abs=1)
-    # §6.10 resident gathered weights (mf_op, parallel_optimizer_comm_recompute False): β_c·E per layer, only for
-    # the weights a shard splits: the dense part (os = 8), not the experts (os_e = 1: nothing is gathered; F1 fixed)
+    # docs/model.md#communication-buffers resident gathered weights (mf_op, parallel_optimizer_comm_recompute False):
+    # β_c·E per layer, only for the weights a shard splits: the dense part (os = 8), not the experts (os_e = 1: nothing
+    # is gathered; F1 fixed)
     moe = row(default.stages[0], "moe", 0).by_category()
     assert moe["communication_buffers"] == 2 * 41_984_000
     assert moe["optimizer_states"] == 8 * (41_984_000 / 8 + 176_160_768 / 1)  # sh_oe = os_e = 1
@@ -191,7 +194,8 @@ def test_mixtral_totals_as_documented(shared_dir):
 @pytest.mark.parametrize("name", [DEEPSEEK, ND_DEEPSEEK])
 def test_deepseek_inputs_read_etp_1_from_expert_model_parallel(shared_dir, tmp_path, name):
     """P-MF-ETP: both DeepSeek files state moe_config.expert_model_parallel: 1, which the reader takes as etp 1 (as
-    upstream does: t_exp 1). The key is what does it: without it the spec's §3.2 rule gives etp = t = 4."""
+    upstream does: t_exp 1). The key is what does it: without it the default rule (docs/model.md#expert-layout) gives
+    etp = t = 4."""
     src = shared_dir / UP / "inputs" / name
     parsed = parse([src])
     assert parsed.strategy.etp == 1
@@ -229,12 +233,13 @@ def test_deepseek_static_per_layer_against_the_node_log(shared_dir):
     assert node(up[2], 6, "F")["accu_grad"] == 5726
     assert row_mib(s0, "dense", 0, "gradients") == pytest.approx(599.8, abs=0.1)
     assert node(up[0], 0, "F")["accu_grad"] == 370
-    # D11: the vocab_emb_dp table follows §3.3 (÷ os 8, gradient unsharded); upstream ÷ shard_embed = d·t = 64
+    # D11: the vocab_emb_dp table follows docs/model.md#sharding-divisors (÷ os 8, gradient unsharded); upstream ÷
+    # shard_embed = d·t = 64
     assert row_mib(s0, "embedding", None, "parameters") == pytest.approx(546.0, abs=0.1)
     assert row_mib(s0, "embedding", None, "gradients") == pytest.approx(4368.0, abs=0.1)
     assert node(up[0], "", "E")["model_param"] == 68 and node(up[0], "", "E")["accu_grad"] == 68
-    # the default is etp 1 too; with the spec's MindFormers etp = t = 4 (§3.2, the default before P-MF-ETP) the
-    # expert gradients were ÷ 32
+    # the default is etp 1 too; with the spec's MindFormers etp = t = 4 (docs/model.md#expert-layout, the default before
+    # P-MF-ETP) the expert gradients were ÷ 32
     assert row_mib(ours(shared_dir, DEEPSEEK).stages[2], "moe", 6, "gradients") == pytest.approx(5646.8, abs=0.1)
     assert row_mib(ours(shared_dir, DEEPSEEK, ETP4).stages[2], "moe", 6, "gradients") == pytest.approx(1614.8, abs=0.1)
 
@@ -293,7 +298,7 @@ def test_deepseek_totals_against_upstream(shared_dir):
 
 @pytest.mark.parametrize(("block", "etp", "mean", "worst", "mean_0_14", "worst_0_14"), [
     ("B1", None, 4.4, 15.5, 3.6, 4.3),       # default: etp 1 from the file (P-MF-ETP)
-    ("B1", 4, 34.5, 62.4, 34.5, 62.4),       # before P-MF-ETP: the spec's §3.2 etp = t = 4
+    ("B1", 4, 34.5, 62.4, 34.5, 62.4),       # before P-MF-ETP: etp = t = 4
     ("B2", None, 4.4, 15.8, 3.7, 4.8),
     ("B2", 4, 26.6, 48.7, 26.0, 48.7),
     ("B3", None, 19.1, 32.2, 18.2, 32.2),    # B3's numbers are B2's measurement (next test)
@@ -375,7 +380,8 @@ def test_qwen3_72b_against_upstream(shared_dir):
         assert cat(s, "gradients") == pytest.approx(u["AccumulGradients"], abs=1)
     # parameters: attention ÷ os only upstream (+53.1 MiB per layer), dense FFN ÷ d·t = 128 upstream (−65.3)
     assert cat(r.stages[1], "parameters") - up[1]["ModelParameters"] == pytest.approx(113, abs=1)
-    # β_r = 4 (fp32_residual_connection, §11.1): the full-recompute input is 32 MiB per micro-batch, upstream 16
+    # β_r = 4 (fp32_residual_connection, docs/model.md#frameworks): the full-recompute input is 32 MiB per micro-batch,
+    # upstream 16
     full = row(r.stages[7], "dense", 70)
     assert full.by_category()["activations"] / MIB / full.inflight == 32.0
     assert node(up[7], 70, "F")["_activ"] == 16

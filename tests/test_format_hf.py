@@ -1,4 +1,4 @@
-"""Hugging Face config.json and DeepSeek inference configs as model sources (spec §11.5)."""
+"""Hugging Face config.json and DeepSeek inference configs as model sources (docs/model.md#frameworks)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """HyperParallel YAML (Hyper V2 and auto_models schemas): the real files, fixtures, and export round trips
-(spec §11.4, §11.6)."""
+(docs/model.md#frameworks, docs/model.md#frameworks)."""
 
 from __future__ import annotations
 
@@ -142,8 +142,8 @@ def test_vocab_difference_between_fixture_and_hf_config_is_named(shared_dir):
     hf = shared_dir / "real-configs" / "hf_config" / "hf_deepseek_v3_config.json"
     yaml_path = _real(shared_dir, "hp_v2_nd_hyper_deepseek_v3.yaml")
     parsed = parse([yaml_path], model=hf)
-    # §11.5: the file value is used and a warning names the difference; config_overrides are applied on top of
-    # the loaded model by HyperParallel, so the fixture's 159744 wins over the HF config's 129280
+    # docs/model.md#frameworks: the file value is used and a warning names the difference; config_overrides are applied
+    # on top of the loaded model by HyperParallel, so the fixture's 159744 wins over the HF config's 129280
     assert parsed.model.vocab_size == 159744
     diff = [w.text for w in parsed.warnings if w.code == "W-MODEL-OVERRIDE" and "vocab_size" in w.text]
     assert len(diff) == 1 and "129280" in diff[0] and "159744" in diff[0] and str(hf) in diff[0]

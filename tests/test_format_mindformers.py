@@ -1,4 +1,5 @@
-"""MindFormers YAML reader and writer (spec §11.1, §11.6; §4.2 D39 offsets, §4.4 D40/D41 recompute, §6.3).
+"""MindFormers YAML reader and writer (docs/model.md#frameworks; docs/model.md#counts-per-slot D39 offsets,
+docs/model.md#recompute-assignment D40/D41 recompute, docs/model.md#selective-recompute).
 
 Real files come from ../shared/real-configs/mindformers (skipped without it); the fixtures under
 tests/fixtures/mindformers and the examples under resources/examples are this project's own.

@@ -1,4 +1,5 @@
-"""MindSpeed-LLM launch scripts and MindSpeed-MM model.json: reading, writing back, robustness (spec §11.2)."""
+"""MindSpeed-LLM launch scripts and MindSpeed-MM model.json: reading, writing back, robustness
+(docs/model.md#frameworks)."""
 
 from __future__ import annotations
 

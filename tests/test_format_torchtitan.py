@@ -1,5 +1,5 @@
 """torchtitan TOML: the flavor table, reading both schemas, the real preset files, and export round trips
-(spec §11.3, §11.6)."""
+(docs/model.md#frameworks, docs/model.md#frameworks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests for estimator.schedules: spec §6.7 in-flight profiles (V11) and the replayed operation orders."""
+"""Tests for estimator.schedules: docs/model.md#in-flight-micro-batches in-flight profiles (V11) and the replayed
+operation orders."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Strategy search (§8): enumeration, refusal codes, vectorised pricing equal to the scalar estimate,
+"""Strategy search (docs/model.md#search): enumeration, refusal codes, vectorised pricing equal to the scalar estimate,
 ranking, Pareto front, cancellation, and the empty-space message."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Step-time model (spec §7): V8 FLOPs, V12 pipeline formulas, collectives and topology, parts, MFU, the
-vectorised path, the §7.9 upstream score and the Korthikanti et al. 2022 Table 5 fidelity (issue 5)."""
+"""Step-time model (docs/model.md#step-time): V8 FLOPs, V12 pipeline formulas, collectives and topology, parts, MFU, the
+vectorised path, the docs/model.md#upstream-score upstream score and the Korthikanti et al. 2022 Table 5 fidelity (issue
+5)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ A3 = find_preset("A3")
 
 @dataclasses.dataclass(frozen=True)
 class Opts(RunOptions):
-    """RunOptions with the §7.8 knobs the lead is to add (read through getattr until then)."""
+    """RunOptions with the docs/model.md#knobs knobs the lead is to add (read through getattr until then)."""
 
     overlap_tp: float | None = None
     overlap_dp: float | None = None

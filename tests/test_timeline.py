@@ -1,5 +1,6 @@
 """Schedule timeline (issue 5): per-stage operations with start/end times and activation memory, in agreement with
-the in-flight profile of the memory model (§6.7, §6.8) for every schedule."""
+the in-flight profile of the memory model (docs/model.md#in-flight-micro-batches, docs/model.md#peak-replay-point) for
+every schedule."""
 
 from __future__ import annotations
 

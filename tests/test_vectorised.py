@@ -1,5 +1,5 @@
 """The same pricing code evaluated with numpy arrays of degrees equals the scalar estimate for every
-candidate (issue 2: every formula accepts numbers or arrays; spec §8.8 consistency)."""
+candidate (issue 2: every formula accepts numbers or arrays; docs/model.md#stage-assembly consistency)."""
 
 from __future__ import annotations
 

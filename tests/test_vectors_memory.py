@@ -1,4 +1,4 @@
-"""Spec §10 test vectors for the memory model (V1, V2, V4, V7, V9, V10, V14, V15, V16, V17)."""
+"""Spec docs/model.md#test-vectors test vectors for the memory model (V1, V2, V4, V7, V9, V10, V14, V15, V16, V17)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_v4_llama3_8b_slot_sums():
 
 
 def test_v4_gpt3_slot_split():
-    """gpt3 per token: SP 10·h, TP 24·h + 5·a·s (§6.2)."""
+    """gpt3 per token: SP 10·h, TP 24·h + 5·a·s (docs/model.md#slot-table)."""
     s = 2048
     t1 = layer_activation(GPT3_175B, Strategy(seq_length=s, tp=1), H100, megatron(), "dense", "none")
     assert t1 == s * (34 * 12288 + 5 * 96 * s)

@@ -8,7 +8,7 @@ or a grid of chunk choices) and PyTorch FSDP2 plans (instants instead of the pea
 * ``report``: the per-layer table and the Explain tree of one element (labels only; the numbers come from
   ``memory``).
 
-Adding a memory term (docs/model.md §"Adding a memory term"):
+Adding a memory term (docs/model.md#adding-a-memory-term):
 
 1. held by every row for the whole step (weights, gradients, states, a buffer kept between passes): if it is
    part of an existing per-row quantity, change ``stage.StagePricer``/``static`` where that quantity is priced;

@@ -1,4 +1,4 @@
-"""The structure of a stage, apart from its numbers (docs/model.md §"Stage assembly"): which distinct row costs
+"""The structure of a stage, apart from its numbers (docs/model.md#stage-assembly): which distinct row costs
 each chunk holds and how often, and the positions of each chunk's backward walk [W-BWD] as linear combinations
 of those costs. A form is built once per stage (and shared by the stages holding the same rows); every number
 that depends on the degrees stays in the ``RowCost`` objects, so one form serves one plan, every candidate of a
@@ -65,7 +65,7 @@ def _in_group(item: Item) -> bool:
 
 
 def build_form(rows: Sequence[Row], vp: int) -> StageForm:
-    """The form of a stage's rows (model order, the copies of docs/model.md §"Stage rows" included)."""
+    """The form of a stage's rows (model order, the copies of docs/model.md#stage-rows included)."""
     keys: list[RowCost] = []
     items: list[Item] = []
     index: dict[int, int] = {}

@@ -1,4 +1,4 @@
-"""Memory of a stage from its form and its rows' costs (docs/model.md §"Stage memory", formula M-STAGE):
+"""Memory of a stage from its form and its rows' costs (docs/model.md#stage-memory, formula M-STAGE):
 
 1. ``chunk_sums``: per chunk, the row terms summed, the stored activations of one micro-batch A_chunk, the
    backward walk's largest need W [W-BWD], the largest forward working set, the transient buffer [C-BUF] and
@@ -24,6 +24,7 @@ from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, where
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
 from ..stage import StagePricer
+from ..static import forloop_temporaries
 from . import terms
 from .form import Coefs, StageForm
 from .terms import StageView, process_groups
@@ -104,7 +105,7 @@ def _row_values(pricer: StagePricer, form: StageForm) -> list[tuple[Num, ...]]:
         if got is None:
             _st, local = cost.static, cost.local
             upstream = max_all([cost.parts[0], cost.parts[1], cost.parts[3]]) + cost.parts[2]
-            largest = None if local.frozen else 2 * 4 * local.largest / divisor
+            largest = None if local.frozen else forloop_temporaries(local.largest, divisor)
             got = pricer.memo[key] = (*(t.value(cost, pricer) for t in terms.ROW_TERMS),
                                       *((t.at_optimizer_step or t.value)(cost, pricer) for t in terms.ROW_TERMS),
                                       upstream, largest, cost)

@@ -1,5 +1,5 @@
 """What a stage shows beyond its numbers: the per-layer table (``LayerRow``s: each row's terms, then one synthetic
-row per stage-level quantity) and, for one element with ``explain``, the Explain tree (docs/model.md §"Explain").
+row per stage-level quantity) and, for one element with ``explain``, the Explain tree (docs/model.md#explain).
 The numbers all come from the assembler's ``StageMemory``; this module only labels them.
 """
 

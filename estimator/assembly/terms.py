@@ -12,7 +12,7 @@
 Both are evaluated by the one assembler (``assembly.memory``) for the estimate (one element), the search (one
 element per candidate) and the balancer (one per table row), under the generic peak-point rule and under
 PyTorch FSDP2 alike; ``instant`` marks the categories FSDP2 prices instant by instant (``fsdp``), where a row
-term of that category is replaced by the instant's value. See docs/model.md §"Adding a memory term".
+term of that category is replaced by the instant's value. See docs/model.md#adding-a-memory-term.
 """
 
 from __future__ import annotations

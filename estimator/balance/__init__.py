@@ -1,5 +1,5 @@
-"""Pipeline balancing (spec §9): for a fixed strategy, choose the layers per stage and the per-stage recompute
-counts that minimise the pipeline time with every stage within the budget — exactly, by threshold
+"""Pipeline balancing (docs/model.md#balancing): for a fixed strategy, choose the layers per stage and the per-stage
+recompute counts that minimise the pipeline time with every stage within the budget — exactly, by threshold
 enumeration over a dynamic program (``solver``) on stage tables priced by the estimator (``tables``) — and
 express the result in the framework's own terms (offsets / layer lists and recompute lists).
 """
@@ -20,7 +20,7 @@ from .chunks import ChunkedTables
 from .solver import Solution, solve
 from .tables import Assignment, StageTables
 
-DELTA = 4  # counts within base ± δ (editable, §9.2)
+DELTA = 4  # counts within base ± δ (editable, docs/model.md#balancing)
 DELTA_CHUNKED = 2  # per chunk when vp > 1: a stage's choices grow as (2δ + 1)^vp
 
 
@@ -62,7 +62,8 @@ class BalanceResult:
 
 
 def _kappa(parsed: ParsedConfig) -> tuple[float, bool]:
-    """κ_pipe of the objective Σ t_i + κ·max t_i (§9.3) and whether the schedule is exactly of that form."""
+    """κ_pipe of the objective Σ t_i + κ·max t_i (docs/model.md#balancing) and whether the schedule is exactly of that
+    form."""
     st = parsed.strategy
     schedule = st.schedule_name
     if schedule == "1f1b":
@@ -98,7 +99,7 @@ def _uniform_n_only(parsed: ParsedConfig) -> bool:
 def _check_supported(parsed: ParsedConfig) -> None:
     st, fw = parsed.strategy, parsed.options.framework
     if fw == "torchtitan":
-        raise ConfigError("torchtitan cannot express per-stage layer counts or recompute (§9.1): only the "
+        raise ConfigError("torchtitan cannot express per-stage layer counts or recompute: only the "
                           "whole-model activation_checkpoint mode; compare modes with `sapp estimate --set "
                           "strategy.recompute=…` or `sapp search --dims rec=auto`", key="options.framework")
     if _uniform_n_only(parsed):
@@ -321,7 +322,7 @@ def _objective(result: Result, kappa: float) -> float:
 
 def _snippets(fw: str, solution: Solution, offsets: tuple[int, ...],
               recompute: dict[str, tuple[int, ...]]) -> dict[str, str]:
-    """The framework's own spelling of the result (§9.1)."""
+    """The framework's own spelling of the result (docs/model.md#balancing)."""
     def lst(values: tuple[int, ...]) -> str:
         return "[" + ", ".join(map(str, values)) + "]"
     if fw == "mindformers":

@@ -1,4 +1,4 @@
-"""Stage tables for interleaved pipelines (vp > 1, docs/model.md §"Balancing"): a stage holds one slot per
+"""Stage tables for interleaved pipelines (vp > 1, docs/model.md#balancing): a stage holds one slot per
 chunk, so a stage's choice is a count per chunk (each within base ± δ) and a recompute assignment per chunk.
 
 A slot's cost is taken to depend only on (stage, chunk, count): its layer kinds are read from the plan's own

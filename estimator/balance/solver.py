@@ -1,4 +1,4 @@
-"""The exact optimiser of the pipeline balancer (spec §9.3, DECISION D28), independent of the cost model.
+"""The exact optimiser of the pipeline balancer (docs/model.md#balancing, DECISION D28), independent of the cost model.
 
 A stage i that starts at layer position a and holds c positions can be run with several recompute choices,
 each with a time and a memory; t*_i(a, c) is the fastest choice that fits the budget. The objective is

@@ -1,4 +1,4 @@
-"""Stage tables for the balancer (docs/model.md §"Balancing"): the time and memory of a stage holding layer
+"""Stage tables for the balancer (docs/model.md#balancing): the time and memory of a stage holding layer
 positions [a, a + c) with a given recompute assignment, priced by the estimator's own stage assembler.
 
 An assignment is (r_full, r_sel, r_comm): counted from the slot start, layer k is full when k < r_full, else
@@ -50,8 +50,8 @@ class Position:
 
 
 def layer_positions(parsed: ParsedConfig) -> list[Position]:
-    """Layer positions in model order that the partition distributes (§4.1): body layers with noop padding,
-    then MTP modules when they count in the offsets."""
+    """Layer positions in model order that the partition distributes (docs/model.md#positions-and-slots): body layers
+    with noop padding, then MTP modules when they count in the offsets."""
     st, model = parsed.strategy, parsed.model
     noop = set(st.noop_layers)
     body = iter(enumerate(model.body_kinds()))

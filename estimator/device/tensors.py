@@ -1,6 +1,6 @@
 """The individual tensors behind a stage's row totals: the saved activation slots of a layer (one tensor per slot
-of the §6 slot table, at the row's degrees) and the weight tensors of a layer (one per matrix). The allocator
-model needs sizes, not sums: a 512 MiB tensor and 512 tensors of 1 MiB fragment memory differently."""
+of the slot table, docs/model.md#slot-table, at the row's degrees) and the weight tensors of a layer (one per matrix).
+The allocator model needs sizes, not sums: a 512 MiB tensor and 512 tensors of 1 MiB fragment memory differently."""
 
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 caching-allocator model (issue 10). Built from the same rows, slots and schedule the estimate prices, so the
 trace's live bytes follow the estimate's instants; the allocator replays it to learn what it reserves on top.
 
-Order within a layer follows eager PyTorch: the forward allocates each slot of the §6 table in order and frees
-the ones its recompute option does not keep; the backward walks the slots in reverse, allocating the gradient
-of each slot before freeing the saved slot and the gradient it came from, and the weight gradients at the
+Order within a layer follows eager PyTorch: the forward allocates each slot of the slot table (docs/model.md#slot-table)
+in order and frees the ones its recompute option does not keep; the backward walks the slots in reverse, allocating the
+gradient of each slot before freeing the saved slot and the gradient it came from, and the weight gradients at the
 matmuls. Streams follow the frameworks' sources: FSDP2 copies in and all-gathers on its all-gather copy-in
 stream, writes the reduce-scatter output (the sharded gradient) on its reduce-scatter stream and does the rest
 on the compute stream (``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py``); other frameworks use the

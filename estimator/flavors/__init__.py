@@ -1,8 +1,8 @@
 """Model flavors: the named model shapes frameworks refer to (torchtitan ``[model] name`` + ``flavor``).
 
 One YAML file per model family (``llama3.yaml``, ``deepseek_v3.yaml`` …) holds the shapes as data, written
-with the canonical ``model.*`` field names of spec §2, plus two torchtitan sizing fields that the loader
-resolves: ``ffn_dim_multiplier`` / ``multiple_of`` (the llama FeedForward rule) when ``ffn_hidden_size`` is
+with the canonical ``model.*`` field names of docs/model.md#inputs-and-outputs, plus two torchtitan sizing fields that
+the loader resolves: ``ffn_dim_multiplier`` / ``multiple_of`` (the llama FeedForward rule) when ``ffn_hidden_size`` is
 not given, and ``moe_ffn_hidden_size: auto`` (llama4's ``auto_scale_hidden_dim``). Each file has
 ``model`` (the framework's name), optional ``aliases``, ``defaults`` shared by every flavor and ``flavors``.
 """

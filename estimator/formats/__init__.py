@@ -1,4 +1,4 @@
-"""Reading config files into a ParsedConfig (spec §2.8 ``parse``, §11).
+"""Reading config files into a ParsedConfig (docs/model.md#inputs-and-outputs ``parse``, docs/model.md#frameworks).
 
 Each file is classified by content (not only by extension) as a model source, a strategy source or both;
 several files make one plan and the model file's dimensions win. Format readers register in ``READERS``:
@@ -112,9 +112,9 @@ def _overrides(reading: Reading) -> set[str]:
 def parse(paths: Sequence[str | Path], framework: str | None = None, devices: int | None = None,
           model: str | Path | None = None, preset_dirs: tuple = (),
           overrides: dict[str, Any] | None = None) -> ParsedConfig:
-    """One plan from one file or a known combination of files (spec §2.8, ``combination``). ``model`` names a
-    file whose dimensions win; ``overrides`` ({"model.hidden_size": 4096, …}) are applied before the plan is
-    built, so they can supply what the files leave out (``--set model.…``)."""
+    """One plan from one file or a known combination of files (docs/model.md#inputs-and-outputs, ``combination``).
+    ``model`` names a file whose dimensions win; ``overrides`` ({"model.hidden_size": 4096, …}) are applied before the
+    plan is built, so they can supply what the files leave out (``--set model.…``)."""
     all_paths = [str(p) for p in paths] + ([str(model)] if model else [])
     if not all_paths:
         raise ConfigError("no config file given")

@@ -1,4 +1,4 @@
-"""Model shapes from a Hugging Face ``config.json`` or a DeepSeek inference config (spec §11.5).
+"""Model shapes from a Hugging Face ``config.json`` or a DeepSeek inference config (docs/model.md#frameworks).
 
 Covers the plain decoder configs (Llama, Mistral, Qwen2/3), MoE configs (DeepSeek-V2/V3 ``n_routed_experts``,
 Qwen-MoE ``num_experts`` with ``decoder_sparse_step`` / ``mlp_only_layers``, Mixtral ``num_local_experts``

@@ -1,4 +1,4 @@
-"""HyperParallel training YAML (spec §11.4): the "Hyper V2" schema (``train.accelerator``,
+"""HyperParallel training YAML (docs/model.md#frameworks): the "Hyper V2" schema (``train.accelerator``,
 ``model.config_overrides``) and the auto_models schema (``accelerator``, ``fsdp_config``, ``training``).
 
 Model dimensions come from ``model.config_overrides`` or HF fields written inline under ``model``; a file
@@ -156,7 +156,7 @@ def yaml_node(root: Any, keys: tuple[str, ...]) -> tuple[Any, Any] | None:
 
 
 def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
-    """The strategy (and, when the file states it, the model) of a HyperParallel YAML (spec §11.4)."""
+    """The strategy (and, when the file states it, the model) of a HyperParallel YAML (docs/model.md#frameworks)."""
     kind = schema(data)
     if kind is None:
         raise ConfigError("not a HyperParallel YAML (no train.accelerator, accelerator or fsdp_config)", path=path)

@@ -1,5 +1,5 @@
-"""Writing a strategy back into a HyperParallel YAML (spec §11.6): the file's own strategy and the new one are
-both mapped onto the file's keys, and only the values that differ are spliced into the text at their node
+"""Writing a strategy back into a HyperParallel YAML (docs/model.md#frameworks): the file's own strategy and the new one
+are both mapped onto the file's keys, and only the values that differ are spliced into the text at their node
 positions (comments, order, quoting and indentation kept byte for byte). What the file cannot express is
 refused (R-FW)."""
 

@@ -1,4 +1,4 @@
-"""The training command of a launch script and its argparse-style flags (spec §11.2).
+"""The training command of a launch script and its argparse-style flags (docs/model.md#frameworks).
 
 ``launch_flags`` picks the command that runs a ``.py`` program with the most ``--`` flags (``torchrun …
 pretrain_gpt.py --tensor-model-parallel-size 8 …``); ``FlagSet`` answers typed questions about its flags and

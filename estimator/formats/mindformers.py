@@ -1,4 +1,4 @@
-"""MindFormers training YAML (mindspore-lab/mindformers): reader and writer (spec §11.1, §11.6).
+"""MindFormers training YAML (mindspore-lab/mindformers): reader and writer (docs/model.md#frameworks).
 
 Reading follows what MindFormers itself does with the file:
 

@@ -1,5 +1,5 @@
-"""MindFormers ``base_config:`` includes (spec §11.1): the named YAML files next to a config are merged under it,
-nested mappings merged and everything else replaced, as MindFormers ``MindFormerConfig._file2dict`` does.
+"""MindFormers ``base_config:`` includes (docs/model.md#frameworks): the named YAML files next to a config are merged
+under it, nested mappings merged and everything else replaced, as MindFormers ``MindFormerConfig._file2dict`` does.
 
 Includes are bounded (estimator/limits.py): at most MAX_INCLUDE_DEPTH levels, and at most MAX_INCLUDED_FILES
 inclusions in all, counting a file again each time another path includes it (a diamond of 30 levels has 2^30

@@ -1,6 +1,7 @@
-"""The model half of a MindFormers config (spec §11.1): dimensions in either dialect (legacy ``num_layers``,
-``num_heads``, ``n_kv_heads``, a ``moe_config:`` block; mcore ``num_hidden_layers``, ``num_attention_heads``,
-``num_key_value_heads``, MoE keys inside ``model_config``), the model's flags and its identity."""
+"""The model half of a MindFormers config (docs/model.md#frameworks): dimensions in either dialect (legacy
+``num_layers``, ``num_heads``, ``n_kv_heads``, a ``moe_config:`` block; mcore ``num_hidden_layers``,
+``num_attention_heads``, ``num_key_value_heads``, MoE keys inside ``model_config``), the model's flags and its
+identity."""
 
 from __future__ import annotations
 

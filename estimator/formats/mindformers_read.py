@@ -1,4 +1,5 @@
-"""Reading a MindFormers training YAML (spec §11.1): the strategy half, in the order MindFormers applies it.
+"""Reading a MindFormers training YAML (docs/model.md#frameworks): the strategy half, in the order MindFormers applies
+it.
 
 - the global batch is G = batch_size·d·micro_batch_num·gradient_accumulation_steps·micro_batch_interleave_num:
   with ``pipeline_stage`` > 1 the micro-batches per flush are ``micro_batch_num`` and the flushes per step
@@ -7,7 +8,7 @@
   parts are all in memory);
 - offsets are kept as written (int, list[p], list[vp][p]) with the MTP modules counted (``mtp_in_offset``);
   recompute settings are bools, per-stage lists, per-chunk lists or dicts of op regexes mapped by keyword onto
-  the §6.3 switches;
+  the switches of docs/model.md#selective-recompute;
 - device counts and global batches that comments (or ``--devices``) state are checked against the degrees.
 """
 
@@ -358,7 +359,7 @@ class MindFormersReader(ModelReader, FeatureReader):
             return None
         size, fp8 = mindformers_dtype(value, ".".join(keys), self.origin(keys))
         if fp8:
-            self.warn("W-FP8", f"{'.'.join(keys)} {value!r}: FP8 tensors are priced as 2 bytes (spec §1.1)")
+            self.warn("W-FP8", f"{'.'.join(keys)} {value!r}: FP8 tensors are priced as 2 bytes")
         if field:
             self.put_at(field, float(size), keys)
         return size
@@ -368,7 +369,7 @@ class MindFormersReader(ModelReader, FeatureReader):
         self.width("strategy.compute_bytes", ("compute_dtype",))
         self.width("strategy.softmax_bytes", ("softmax_compute_type", "softmax_compute_dtype"))
         compute = self.values.get("strategy.compute_bytes")
-        # β_n and β_r are 4 for float32, else the compute width (spec §3.4)
+        # β_n and β_r are 4 for float32, else the compute width (docs/model.md#byte-widths-per-framework)
         keys, _ = self.first(MC, ("layernorm_compute_type", "layernorm_compute_dtype"))
         norm = self.width("", ("layernorm_compute_type", "layernorm_compute_dtype"))
         if norm == 4 or (norm is not None and compute is not None):

@@ -1,6 +1,7 @@
-"""The MindFormers training YAML's vocabulary (spec §11.1): where each setting lives, plausibility limits, the
-scheduler and CP names, dtype names, the Llama FFN rule, and how op-regex recompute patterns map onto the §6.3
-switches. Shared by the reader (``mindformers_read``) and the writer (``mindformers_write``)."""
+"""The MindFormers training YAML's vocabulary (docs/model.md#frameworks): where each setting lives, plausibility limits,
+the scheduler and CP names, dtype names, the Llama FFN rule, and how op-regex recompute patterns map onto the
+switches of docs/model.md#selective-recompute. Shared by the reader (``mindformers_read``) and the writer
+(``mindformers_write``)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ MAX_COUNT = 1 << 20
 CP_ALGOS = {"colossalai_cp": "ring", "ulysses_cp": "ulysses", "hybrid_cp": "hybrid"}
 SCHEDULERS = ("1f1b", "seqpipe", "seqvpp", "seqsmartvpp", "gpipe", "zero_bubble_v")
 
-# §6.3: op-regex keywords of select_recompute / select_comm_recompute and the switch each one recomputes.
+# docs/model.md#selective-recompute: op-regex keywords of select_recompute / select_comm_recompute and the switch each
+# one recomputes.
 _SEL_KEYWORDS = (
     (re.compile(r"(?<![a-z0-9])(activate|activation|silu|gelu|mul)(?![a-z0-9])"), "act"),
     (re.compile(r"norm(?![a-z0-9])"), "norm_out"),
@@ -51,7 +53,7 @@ ANCHORED = (GBS_COMMENT,)
 
 def mindformers_dtype(name: Any, key: str, path: str) -> tuple[int, bool]:
     """(bytes, is_fp8) of a MindFormers dtype name (``bfloat16``, ``mstype.float16``); fp8 variants, Ascend's
-    ``hif8`` included, are priced as 2 bytes (spec §3.4)."""
+    ``hif8`` included, are priced as 2 bytes (docs/model.md#byte-widths-per-framework)."""
     if not isinstance(name, str):
         raise ConfigError(f"expected a dtype name such as \"bfloat16\", got {name!r}", path=path, key=key)
     text = name.strip().lower()
@@ -74,7 +76,8 @@ def llama_ffn(hidden: int, multiple_of: int, multiplier: float | None) -> int:
 
 
 def selective_switch(pattern: str) -> str | None:
-    """The §6.3 switch a ``select_recompute`` op regex recomputes, or None (not modelled)."""
+    """The switch (docs/model.md#selective-recompute) a ``select_recompute`` op regex recomputes, or None (not
+    modelled)."""
     low = pattern.lower()
     for regex, switch in _SEL_KEYWORDS:
         if regex.search(low):

@@ -1,4 +1,5 @@
-"""Typed access to one merged MindFormers config (spec §11.1), and the values read from it with provenance.
+"""Typed access to one merged MindFormers config (docs/model.md#frameworks), and the values read from it with
+provenance.
 
 A key may be stated by the config itself or by one of its ``base_config`` files; errors and provenance name the
 file that states it. Absent and null keys read as ``MISSING``.

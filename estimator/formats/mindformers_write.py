@@ -1,4 +1,4 @@
-"""Writing a strategy back into a MindFormers YAML (spec §11.6): only the strategy keys change.
+"""Writing a strategy back into a MindFormers YAML (docs/model.md#frameworks): only the strategy keys change.
 
 The text is patched in place instead of being re-dumped (``yaml_patch``): only the character spans of changed
 values are replaced and missing keys are inserted as new lines under their section, so everything else stays as

@@ -1,4 +1,4 @@
-"""MindSpeed-LLM / MindSpeed-MM launch scripts and MindSpeed-MM ``model.json`` (spec §11.2).
+"""MindSpeed-LLM / MindSpeed-MM launch scripts and MindSpeed-MM ``model.json`` (docs/model.md#frameworks).
 
 One registered format, ``mindspeed``: ``read`` returns a Reading whose ``format`` is ``mindspeed_script`` (a
 ``pretrain_*.sh``/``finetune_*.sh``, role ``both`` when it carries shape flags) or ``mindspeed_model`` (a

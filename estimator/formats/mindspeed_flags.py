@@ -1,5 +1,5 @@
-"""The vocabulary of MindSpeed launch scripts (spec §11.2): which flags and shell variables mean what, shared by
-the script reader and writer so that both speak of the same names."""
+"""The vocabulary of MindSpeed launch scripts (docs/model.md#frameworks): which flags and shell variables mean what,
+shared by the script reader and writer so that both speak of the same names."""
 
 from __future__ import annotations
 

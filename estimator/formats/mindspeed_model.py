@@ -1,5 +1,5 @@
-"""MindSpeed-MM ``model.json`` (spec §11.2): reading its modules' shapes and layer lists, and writing a changed
-layer split or recompute back into the JSON text in place.
+"""MindSpeed-MM ``model.json`` (docs/model.md#frameworks): reading its modules' shapes and layer lists, and writing a
+changed layer split or recompute back into the JSON text in place.
 
 Each object with a ``model_id`` is a module; the text decoder is the priced language model, a vision encoder
 and its projector become ``model.vision``. The file owns the per-module layout (``pipeline_num_layers``,

@@ -1,4 +1,4 @@
-"""Reading a MindSpeed-LLM / MindSpeed-MM launch script (``pretrain_*.sh``/``finetune_*.sh``, spec §11.2).
+"""Reading a MindSpeed-LLM / MindSpeed-MM launch script (``pretrain_*.sh``/``finetune_*.sh``, docs/model.md#frameworks).
 
 The script is evaluated by ``shell`` (nothing is executed) and its launch command's flags are read by
 ``launch_command``; the device count N comes from the launcher flags or the node variables (or ``--devices``
@@ -146,7 +146,7 @@ def _putter(fl: FlagSet, out: Collector) -> Put:
 
 
 def _model_flags(fl: FlagSet, out: Collector, shaped: bool, path: str) -> None:
-    """Shape flags (spec §11.2); Megatron defaults are stated only for scripts that give a shape."""
+    """Shape flags (docs/model.md#frameworks); Megatron defaults are stated only for scripts that give a shape."""
     put = _putter(fl, out)
     total = fl.int("--num-layers")
     noop = fl.int_list("--noop-layers")
@@ -412,7 +412,8 @@ def _switches(fl: FlagSet, out: Collector, put: Put, seq: int | None, b: int, t:
 
 
 def _recompute_flags(fl: FlagSet, out: Collector) -> None:
-    """--recompute-granularity/method/num-layers and the MindSpeed partial recompute switches (§4.4, §6.3)."""
+    """--recompute-granularity/method/num-layers and the MindSpeed partial recompute switches
+    (docs/model.md#recompute-assignment, docs/model.md#selective-recompute)."""
     put = _putter(fl, out)
     gran, method = fl.text("--recompute-granularity"), fl.text("--recompute-method")
     n = fl.int("--recompute-num-layers", minimum=0)

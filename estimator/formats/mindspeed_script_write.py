@@ -1,4 +1,4 @@
-"""Writing a strategy back into a MindSpeed launch script (spec §11.6): only the flags, shell variables or
+"""Writing a strategy back into a MindSpeed launch script (docs/model.md#frameworks): only the flags, shell variables or
 computed inputs that define a changed field are touched, and the new text is read again to check that it states
 the requested strategy. What a launch script cannot express is refused (R-FW)."""
 

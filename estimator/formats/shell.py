@@ -1,4 +1,4 @@
-"""A small, safe evaluator for the bash subset launch scripts use (spec §11.2). Nothing is ever executed.
+"""A small, safe evaluator for the bash subset launch scripts use (docs/model.md#frameworks). Nothing is ever executed.
 
 Understood: ``NAME=value`` (also after ``export``/``declare``/``readonly``/``local``, and ``+=``), single and
 double quotes, backslash-newline continuations, comments, ``$VAR``/``${VAR}``/``${VAR:-default}`` (``-``,

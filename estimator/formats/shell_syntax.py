@@ -1,4 +1,5 @@
-"""The syntax of the bash subset launch scripts use (spec §11.2): text to commands made of words made of parts.
+"""The syntax of the bash subset launch scripts use (docs/model.md#frameworks): text to commands made of words made of
+parts.
 
 Understood: single and double quotes, backslash-newline continuations, comments, ``;``/``&&``/``|``
 separators, redirections and here-documents (skipped), ``$VAR``/``${VAR}``/``${VAR<op>word}`` (``:-``, ``-``,

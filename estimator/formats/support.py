@@ -126,7 +126,7 @@ DTYPE_BYTES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "f
 
 def known_dtype(name: str) -> tuple[int, bool] | None:
     """(bytes, is_fp8) of a lower-case dtype name without its module prefix, or None when unknown. FP8 tensors
-    are priced as 2 bytes (spec §1.1, §3.4)."""
+    are priced as 2 bytes (docs/model.md#symbols, docs/model.md#byte-widths-per-framework)."""
     if name in DTYPE_BYTES:
         return DTYPE_BYTES[name], False
     if "fp8" in name or "float8" in name:

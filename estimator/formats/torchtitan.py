@@ -1,5 +1,5 @@
-"""torchtitan TOML job configs (spec §11.3): the reader (the strategy, and the model through the flavor table).
-Writing a changed strategy back is ``torchtitan_write``.
+"""torchtitan TOML job configs (docs/model.md#frameworks): the reader (the strategy, and the model through the flavor
+table). Writing a changed strategy back is ``torchtitan_write``.
 
 Both schemas are read: the ``[parallelism]`` one (2025-06 … 2026-02, ``training.local_batch_size``) and
 the 2024-12 one (degrees under ``[training]`` and ``[experimental]``, ``training.batch_size``). torchtitan's
@@ -115,7 +115,7 @@ def detect(data: Any, path: str) -> bool:
 
 # ------------------------------------------------------------------------------------------- read
 def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
-    """The strategy of a torchtitan TOML; the model comes from the flavor table (spec §11.3)."""
+    """The strategy of a torchtitan TOML; the model comes from the flavor table (docs/model.md#frameworks)."""
     if not isinstance(data, dict):
         raise ConfigError("a torchtitan config must be a TOML table", path=path)
     for section in ("model", "training", "parallelism", "experimental", "activation_checkpoint", "optimizer"):

@@ -1,5 +1,5 @@
-"""Writing a strategy back into a torchtitan TOML (spec §11.6): the file's own strategy and the new one are both
-mapped onto the file's keys, and only the keys that differ are changed (tomlkit round trip: comments, order and
+"""Writing a strategy back into a torchtitan TOML (docs/model.md#frameworks): the file's own strategy and the new one
+are both mapped onto the file's keys, and only the keys that differ are changed (tomlkit round trip: comments, order and
 quoting kept). What a torchtitan TOML cannot express is refused (R-FW)."""
 
 from __future__ import annotations

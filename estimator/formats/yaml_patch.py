@@ -1,5 +1,5 @@
-"""Patching YAML text in place (spec §11.6): values are replaced and missing keys inserted at the character
-positions PyYAML's node marks give, so comments, key order, blank lines, quoting, ``True``/``False`` spelling,
+"""Patching YAML text in place (docs/model.md#frameworks): values are replaced and missing keys inserted at the
+character positions PyYAML's node marks give, so comments, key order, blank lines, quoting, ``True``/``False`` spelling,
 flow-list spacing and anchors all stay as written. (A ruamel round trip re-dumps the whole file: on the real
 MindFormers configs it rewrote 7–29 untouched lines — dropped anchors on booleans, collapsed multi-line flow
 lists, changed flow spacing — so it is not used.)"""

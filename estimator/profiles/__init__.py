@@ -1,4 +1,4 @@
-"""Family profiles: editable YAML data describing how a model family is built (spec §2.2).
+"""Family profiles: editable YAML data describing how a model family is built (docs/model.md#inputs-and-outputs).
 
 A profile may ``extends`` another; unset implementation flags (``fused_gated_act``, ``kv_repeat``,
 ``norm_stats``, ``selective_rule``, ``flash_attention``, ``softmax_bytes``) fall through to the framework

@@ -1,4 +1,4 @@
-"""ND strategy search (spec §8): enumerate every strategy of a search space as numpy columns, refuse the
+"""ND strategy search (docs/model.md#search): enumerate every strategy of a search space as numpy columns, refuse the
 impossible ones with their first failing rule, price the survivors vectorised (memory and step time by the
 estimator's own code), keep those that fit the budget, rank them by step time, and return the Pareto front
 and the top K re-estimated in scalar mode (so they can be explained)."""

@@ -1,4 +1,4 @@
-"""Enumerating candidates as numpy integer columns (spec §8.2): never one Python object per candidate.
+"""Enumerating candidates as numpy integer columns (docs/model.md#search): never one Python object per candidate.
 
 t | N; p | N/t; cp | N/(t·p); d = N/(t·p·cp) (every device used); b within bounds with m = G/(d·b); ep | d·t·cp
 and ep | n_exp; etp, os from the framework's set; vp, sp and the recompute mode. Undeclared dimensions keep
@@ -154,7 +154,7 @@ def _rec_auto(st) -> list[int]:
 
 def _etp_set(framework: str, dim: Dim | None, parsed: int | None, t: int, moe: bool) -> list[int]:
     """Expert TP values: torchtitan/HyperParallel {1, t}; Megatron/MindSpeed the divisors of t; MindFormers
-    its own rule (one value, §3.2). 0 stands for "= t" (resolved per candidate)."""
+    its own rule (one value, docs/model.md#expert-layout). 0 stands for "= t" (resolved per candidate)."""
     if not moe:
         return [1]
     if dim is not None and not dim.auto:

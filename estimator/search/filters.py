@@ -1,4 +1,4 @@
-"""Validity filters as boolean masks (spec §8.4): the first failing rule is a candidate's refusal reason.
+"""Validity filters as boolean masks (docs/model.md#search): the first failing rule is a candidate's refusal reason.
 
 The rules are the very predicates ``estimate`` uses (``estimator.validate.RULES``), evaluated on numpy
 columns; the search adds R-BOUND (outside a declared list or bound) and R-GBS (no integer micro-batch count).
@@ -63,8 +63,8 @@ def resolve_columns(cands: Candidates, parsed: ParsedConfig) -> dict[str, np.nda
 
 def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedConfig,
              space: SearchSpace) -> np.ndarray:
-    """Index into CODES of each candidate's first failing rule, −1 for survivors. Rules run in §8.4 order on
-    the candidates still alive, so each later rule looks at fewer rows."""
+    """Index into CODES of each candidate's first failing rule, −1 for survivors. Rules run in their order
+    (docs/model.md#search) on the candidates still alive, so each later rule looks at fewer rows."""
     c = cands.columns
     model, st = parsed.model, parsed.strategy
     reason = np.full(len(cands), -1, dtype=np.int64)
@@ -109,7 +109,7 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
         return _LazyContext({**scalars, "schedule": schedule}, columns, rows)
 
     rules = list(RULES)
-    rules.insert(10, None)  # R-GBS sits between R-VPP-SCHED and R-MB-PP (§8.4)
+    rules.insert(10, None)  # R-GBS sits between R-VPP-SCHED and R-MB-PP (docs/model.md#search)
     for rule in rules:
         if not len(alive):
             break

@@ -1,6 +1,6 @@
-"""Pricing surviving candidates group by group (spec §8.5, §8.8): candidates that share a layout and the
-group-level flags (pp, vpp, recompute mode, schedule, sharding mode) are priced at once by the scalar code
-with numpy arrays of degrees, memory and step time alike."""
+"""Pricing surviving candidates group by group (docs/model.md#search, docs/model.md#stage-assembly): candidates that
+share a layout and the group-level flags (pp, vpp, recompute mode, schedule, sharding mode) are priced at once by the
+scalar code with numpy arrays of degrees, memory and step time alike."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str)
         changes["vision_partition"] = rescale_vision(st.vision_partition, row["p"])
     candidate = st.replace(**changes)
     # the plan's own layer layout (offsets, partition) and recompute lists stay where the dimensions allow:
-    # as written at the plan's pp/vpp, mapped onto the candidate's otherwise (spec §4.6)
+    # as written at the plan's pp/vpp, mapped onto the candidate's otherwise (docs/model.md#rescaling)
     keeps_layout = st.offset is not None or st.partition is not None
     if (row["p"], row["vp"]) != (st.pp, st.vpp) and (keeps_layout or row["rec"] == KEEP_PARSED_REC):
         layout = build_layout(layout_inputs(resolve(parsed.model, st, parsed.hardware, parsed.options)))

@@ -1,5 +1,5 @@
-"""The search space (spec §8.1, §8.3): dimensions that are fixed, a list, or auto within bounds, with the
-device count N and the global batch G fixed."""
+"""The search space (docs/model.md#search): dimensions that are fixed, a list, or auto within
+bounds, with the device count N and the global batch G fixed."""
 
 from __future__ import annotations
 
@@ -48,14 +48,14 @@ class Dim:
 
 @dataclass(frozen=True)
 class Bounds:
-    """Editable bounds of the auto dimensions (§8.3)."""
+    """Editable bounds of the auto dimensions (docs/model.md#search)."""
 
     tp_max: int | None = None   # default: min(devices per node, heads)
     vpp_max: int = 4
     mbs_max: int = 8
     mb_max: int = 4096
     cp_tokens: int = 1024      # cp ≤ s / cp_tokens
-    pp_max: int | None = None  # default: the upstream bound of §8.3
+    pp_max: int | None = None  # default: the upstream bound of docs/model.md#search
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ HOLD_DP = "dp"         # dp stays: the device count follows
 HOLDS = (HOLD_WORLD, HOLD_DP)
 _KEEP = object()
 
-# estimator rule / layout codes -> the fields the message belongs to (spec §4.5, §8.4)
+# estimator rule / layout codes -> the fields the message belongs to (docs/model.md#layout, docs/model.md#search)
 CODE_FIELDS: dict[str, tuple[str, ...]] = {
     "R-CP-SEQ": ("strategy.cp", "strategy.seq_length"),
     "R-CP-SP": ("strategy.cp", "strategy.sequence_parallel"),
