@@ -82,7 +82,8 @@ def load_session(args: argparse.Namespace) -> PlanSession:
         changes["hardware.capacity"] = args.capacity
     early = {k: v for k, v in changes.items() if not k.startswith("strategy.")}
     late = {k: v for k, v in changes.items() if k.startswith("strategy.")}
-    session = PlanSession(preset_dirs=(user_presets_dir(), *plugin_preset_dirs()))
+    session = PlanSession(preset_dirs=(user_presets_dir(), *plugin_preset_dirs()),
+                          calibration=getattr(args, "calibration", None))
     session.open(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
     if late:
         try:
@@ -350,6 +351,22 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Fit a calibration profile from logs of a run of the plan; print before → after; save it atomically."""
+    from .calibrate import calibrate, read_logs, save
+    from .calibrate.report import calibration_json, render_calibration
+    from .userconfig import calibrations_dir
+
+    parsed = load_plan(args)
+    calibration = calibrate(parsed, read_logs(args.logs), args.name)
+    path = None if args.dry_run else str(save(calibration, calibrations_dir()))
+    if args.json:
+        print(json.dumps(calibration_json(calibration, path), indent=2))
+    else:
+        print(render_calibration(calibration, path))
+    return 0
+
+
 def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="plan file or framework config(s)")
     p.add_argument("--model", metavar="FILE", help="a config.json whose model dimensions win")
@@ -362,6 +379,9 @@ def _add_plan_arguments(p: argparse.ArgumentParser) -> None:
                    help="device preset (A2, A3, A100-80G, H100-80G, H200-141G, B200-192G, or one of yours in "
                         "the config folder's presets/, $SAPP_CONFIG_DIR)")
     p.add_argument("--capacity", metavar="SIZE", help="device memory, e.g. 64GB (binary units)")
+    p.add_argument("--calibration", metavar="NAME",
+                   help="a calibration profile from `sapp calibrate` (default: the newest for the plan's device "
+                        "and framework; 'none': no calibration)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -467,6 +487,24 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("-o", "--output", metavar="OUT", help="OUT.html, or OUT.md (with OUT.svg beside it); "
                                                             "default: HTML on stdout")
     rep.set_defaults(func=cmd_report)
+
+    cal = sub.add_parser("calibrate", help="learn device-level terms and efficiencies from a measured run",
+                         description="Read the memory and step-time lines of training logs (Megatron-LM/MindSpeed, "
+                                     "torchtitan, CANN plog, MindFormers/MindSpore, memory_stats JSON), fit what "
+                                     "they determine for the plan CONFIG ran, show every stage before → after, and "
+                                     "save a calibration profile that later estimates on the same device and "
+                                     "framework apply.")
+    cal.add_argument("logs", nargs="+", metavar="LOG", help="log files of one run (one per stage where needed)")
+    cal.add_argument("--config", nargs="+", required=True, metavar="CONFIG", dest="paths",
+                     help="the config(s) the run used")
+    cal.add_argument("--name", metavar="NAME", help="profile name (default: DEVICE-FRAMEWORK-DATE)")
+    cal.add_argument("--dry-run", action="store_true", help="fit and show, do not save")
+    cal.add_argument("--json", action="store_true", help="print one sapp.calibration/1 JSON object")
+    for flag, kwargs in (("--model", {"metavar": "FILE"}), ("--devices", {"type": number_argument(DEVICES),
+                                                                          "metavar": "N"}),
+                         ("--framework", {"metavar": "NAME"}), ("--device", {"metavar": "PRESET"})):
+        cal.add_argument(flag, **kwargs)
+    cal.set_defaults(func=cmd_calibrate, set=None, capacity=None, calibration="none")
     return parser
 
 

@@ -63,3 +63,9 @@ class RunOptions(Record):
     p2p_hccl_buffsize: float | None = None
     nccl_buffsize: float | None = None
     runtime_context: float | None = None
+    # a calibration profile's terms (sapp calibrate, estimator/calibrate): they apply to the profile's device
+    allocator_slack_factor: float | None = None    # × the modelled allocator slack
+    allocator_slack_fraction: float | None = None  # slack as a fraction of the tensor peak (static planners)
+    comm_library_factor: float | None = None       # × the communication libraries' documented buffers
+    calibration: str | None = None
+    calibration_device: str | None = None

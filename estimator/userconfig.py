@@ -1,5 +1,5 @@
 """The user's config folder, shared by the CLI and the desktop app: device presets (``presets/``) and family
-profiles (``profiles/``) of the shipped shapes.
+profiles (``profiles/``) of the shipped shapes, and calibration profiles (``calibrations/``, ``sapp calibrate``).
 
 ``$SAPP_CONFIG_DIR`` wins; otherwise the folder Qt's ``AppConfigLocation`` names for the app (organisation
 ``sapp-planner``, application ``SAPP Planner``), computed here without Qt so the CLI finds the same files:
@@ -36,6 +36,11 @@ def user_presets_dir() -> Path:
 
 def user_profiles_dir() -> Path:
     return user_config_dir() / "profiles"
+
+
+def calibrations_dir() -> Path:
+    """Calibration profiles written by ``sapp calibrate`` (beside the presets)."""
+    return user_config_dir() / "calibrations"
 
 
 def register_user_profiles(folder: Path | None = None) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
-ORGANIZATION = "sapp-planner"
-APPLICATION = "SAPP Planner"
+from estimator.userconfig import APPLICATION, ORGANIZATION
+
 MAX_RECENT = 10
 
 

@@ -23,3 +23,4 @@ def shared_dir():
     if not SHARED.is_dir():
         pytest.skip("../shared is not present")
     return SHARED
+

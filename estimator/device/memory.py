@@ -17,10 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..hardware import runtime_of
+from ..hardware import Hardware, runtime_of
+from ..layout import build_layout
+from ..model import ModelSpec
+from ..options import RunOptions
 from ..records import Record
-from ..resolve import Resolved
+from ..resolve import Resolved, resolve
+from ..result import Result
 from ..stage import Row, StagePricer
+from ..strategy import Strategy
 from ..units import GiB
 from .allocator import AllocatorConfig, replay
 from .communicators import communicator_count, library_bytes, library_rule, rank_groups
@@ -117,9 +122,14 @@ def device_memory(pricer: StagePricer, stage: int, rows: list[Row], tensor_peak:
     """[D-DEVICE] the device-level parts of ``stage`` whose estimated tensor peak (without workspaces) is
     ``tensor_peak``."""
     r = pricer.r
-    hw, opts = r.hardware, r.options
+    hw = r.hardware
+    opts = calibrated_options(r)
     runtime = runtime_of(r.flags.framework)
     notes: list[str] = []
+    if r.options.calibration:
+        notes.append(f"calibration {r.options.calibration} applied" if opts is r.options else
+                     f"calibration {r.options.calibration} is for {r.options.calibration_device}, not {hw.id}: "
+                     "not applied")
     workspace = hw.workspace_bytes(runtime) or 0.0
     context = opts.runtime_context if opts.runtime_context is not None else hw.context_bytes(runtime)
     if context is None:
@@ -127,18 +137,49 @@ def device_memory(pricer: StagePricer, stage: int, rows: list[Row], tensor_peak:
         notes.append(f"{hw.name} states no {runtime} runtime context: 1 GiB assumed (provisional)")
     kind, config, source = allocator_kind(r)
     notes.append(f"allocator: {source}")
+    tensors = tensor_peak + workspace
     if kind == "static":
         slack = (0.0, 0.0, 0.0)
     else:
         slack = allocator_slack(pricer, stage, rows, config, workspace)
+    if opts.allocator_slack_factor is not None:
+        slack = tuple(x * opts.allocator_slack_factor for x in slack)  # type: ignore[assignment]
+    if opts.allocator_slack_fraction is not None:
+        slack = tuple(x + opts.allocator_slack_fraction * tensors for x in slack)  # type: ignore[assignment]
     groups = rank_groups(r, stage)
     rule = library_rule(hw.comm_library, runtime, opts.hccl_buffsize, opts.p2p_hccl_buffsize, opts.nccl_buffsize)
     collective, p2p = communicator_count(groups)
-    return DeviceMemory(runtime=runtime, allocator=kind, tensor_peak=tensor_peak + workspace, workspaces=workspace,
+    comm = float(library_bytes(groups, rule)) * (opts.comm_library_factor or 1.0)
+    return DeviceMemory(runtime=runtime, allocator=kind, tensor_peak=tensors, workspaces=workspace,
                         allocator_slack=slack[0], allocator_slack_low=slack[1], allocator_slack_high=slack[2],
-                        context=float(context), comm_library=float(library_bytes(groups, rule)),
-                        library=rule.library, communicators=int(collective), p2p_communicators=int(p2p),
-                        notes=tuple(notes))
+                        context=float(context), comm_library=comm, library=rule.library,
+                        communicators=int(collective), p2p_communicators=int(p2p), notes=tuple(notes))
 
 
-__all__ = ["BAND", "DeviceMemory", "allocator_kind", "allocator_slack", "device_memory"]
+def calibrated_options(r: Resolved) -> RunOptions:
+    """The options with a calibration's terms only when the plan runs on the calibration's device."""
+    opts = r.options
+    if opts.calibration_device is None or opts.calibration_device.lower() == (r.hardware.id or "").lower():
+        return opts
+    return opts.replace(allocator_slack_factor=None, allocator_slack_fraction=None, comm_library_factor=None,
+                        runtime_context=None)
+
+
+
+
+def plan_device_memory(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions,
+                       with_time: bool = True) -> tuple[Result, tuple[DeviceMemory, ...]]:
+    """The estimate and each stage's device-level memory; a stage's tensor peak is its largest instant, the
+    optimizer step included, without the estimate's fixed reserve."""
+    from ..estimate import estimate, layout_inputs, stage_rows
+
+    result = estimate(model, strategy, hardware, options, with_time=with_time)
+    r = resolve(model, strategy, hardware, options)
+    pricer = StagePricer(r, build_layout(layout_inputs(r)))
+    parts = tuple(device_memory(pricer, s.index, stage_rows(pricer, s.index),
+                                max(s.total, s.optimizer_step_peak) - options.reserve) for s in result.stages)
+    return result, parts
+
+
+__all__ = ["BAND", "DeviceMemory", "allocator_kind", "allocator_slack", "calibrated_options", "device_memory",
+           "plan_device_memory"]

@@ -88,8 +88,10 @@ class CompareEntry:
 
 
 class PlanSession:
-    def __init__(self, preset_dirs: Sequence[str | Path] = (), *, hold: str = edits.HOLD_WORLD) -> None:
+    def __init__(self, preset_dirs: Sequence[str | Path] = (), *, hold: str = edits.HOLD_WORLD,
+                 calibration: str | None = None) -> None:
         self.preset_dirs: tuple[Path, ...] = tuple(Path(p) for p in preset_dirs)
+        self.calibration = calibration  # a profile name, "none", or None: the newest matching one
         self.hold = hold
         self.request: OpenRequest | None = None
         self.original: ParsedConfig | None = None
@@ -142,7 +144,7 @@ class PlanSession:
 
     def request_for(self, paths: Sequence[str | Path], **kwargs: Any) -> OpenRequest:
         """An OpenRequest for ``paths`` with this session's user presets."""
-        return OpenRequest.of(paths, preset_dirs=self.preset_dirs, **kwargs)
+        return OpenRequest.of(paths, preset_dirs=self.preset_dirs, calibration=self.calibration, **kwargs)
 
     def open(self, paths: Sequence[str | Path], *, framework: str | None = None, devices: int | None = None,
              model: str | Path | None = None, device: str | None = None,

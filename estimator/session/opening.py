@@ -5,7 +5,7 @@ calls it directly through ``PlanSession.open``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,8 @@ from ..parsed import ParsedConfig
 class OpenRequest:
     """What to read: the files and how (the CLI's ``--framework``, ``--devices``, ``--model``, ``--device``);
     ``overrides`` are ``--set`` values applied while parsing (they may supply what the files leave out);
-    ``preset_dirs`` hold the user's device presets."""
+    ``preset_dirs`` hold the user's device presets, and beside them (``../calibrations``) the calibration
+    profiles; ``calibration`` names one ("none": none; None: the newest for the plan's device and framework)."""
 
     paths: tuple[str, ...]
     framework: str | None = None
@@ -26,13 +27,14 @@ class OpenRequest:
     device: str | None = None
     overrides: tuple[tuple[str, Any], ...] = ()
     preset_dirs: tuple[str, ...] = ()
+    calibration: str | None = None
 
     @classmethod
     def of(cls, paths: Sequence[str | Path], *, framework: str | None = None, devices: int | None = None,
            model: str | Path | None = None, device: str | None = None, overrides: dict[str, Any] | None = None,
-           preset_dirs: Sequence[str | Path] = ()) -> OpenRequest:
+           preset_dirs: Sequence[str | Path] = (), calibration: str | None = None) -> OpenRequest:
         return cls(tuple(str(p) for p in paths), framework, devices, str(model) if model else None, device,
-                   tuple((overrides or {}).items()), tuple(str(d) for d in preset_dirs))
+                   tuple((overrides or {}).items()), tuple(str(d) for d in preset_dirs), calibration)
 
     @property
     def args(self) -> dict[str, Any]:
@@ -41,7 +43,7 @@ class OpenRequest:
 
     def with_paths(self, paths: Sequence[str]) -> OpenRequest:
         return OpenRequest(tuple(paths), self.framework, self.devices, self.model, self.device, self.overrides,
-                           self.preset_dirs)
+                           self.preset_dirs, self.calibration)
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,27 @@ def read_plan(request: OpenRequest) -> Opened:
               "overrides": overrides or None}
     dirs = tuple(Path(d) for d in request.preset_dirs)
     try:
-        return Opened(request, parse(list(request.paths), preset_dirs=dirs, **kwargs))
+        opened = Opened(request, parse(list(request.paths), preset_dirs=dirs, **kwargs))
     except ConfigError as exc:
         if not dirs or not exc.path or not any(str(exc.path).startswith(str(d)) for d in dirs):
             raise
-        return Opened(request, parse(list(request.paths), **kwargs), preset_problem=str(exc))
+        opened = Opened(request, parse(list(request.paths), **kwargs), preset_problem=str(exc))
+    return _calibrated(opened, dirs)
+
+
+def _calibrated(opened: Opened, dirs: tuple[Path, ...]) -> Opened:
+    """Apply the calibration profile the request names, or the newest one for the plan's device and framework
+    found beside the user presets (``sapp calibrate`` writes them there)."""
+    from ..calibrate.profile import apply_profile, matching_profile
+
+    name = opened.request.calibration
+    if name == "none" or not dirs:
+        return opened
+    profile = None
+    for folder in dict.fromkeys(d.parent / "calibrations" for d in dirs):
+        profile = matching_profile(opened.parsed, folder, name)
+        if profile is not None:
+            break
+    if profile is None:
+        return opened
+    return replace(opened, parsed=apply_profile(opened.parsed, profile))

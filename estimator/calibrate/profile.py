@@ -1,0 +1,147 @@
+"""Calibration profiles: the device-level terms and efficiencies one measured run determined, saved as YAML in
+the user's config folder (``calibrations/`` beside ``presets/``) and applied to later plans on the same device
+and framework, with provenance ("calibrated from LOG on DATE").
+
+A profile holds only what its logs determined; every term names the log lines it came from. Applying a profile
+sets ``options.allocator_slack_factor`` / ``allocator_slack_fraction`` / ``comm_library_factor`` /
+``runtime_context`` and the preset's ``eff_matmul`` (whose source becomes the calibration), and records
+``options.calibration``; the device memory model ignores the terms when the plan's device is not the
+profile's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from ..parsed import ParsedConfig
+from ..sources import Source, Vouch
+from ..warnings import Assumption
+
+TERMS = ("allocator_slack_factor", "allocator_slack_fraction", "comm_library_factor", "runtime_context",
+         "eff_matmul")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+HEADER = "# SAPP Planner calibration profile (sapp calibrate); terms apply to plans on the same device and framework\n"
+
+
+@dataclass(frozen=True)
+class Term:
+    value: float
+    source: str       # the log lines it came from
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    created: str      # ISO date
+    device: str
+    framework: str
+    logs: tuple[str, ...]
+    terms: dict[str, Term] = field(default_factory=dict)
+    not_determined: tuple[str, ...] = ()
+    measured_on: dict[str, Any] = field(default_factory=dict)  # the plan the logs came from (information)
+
+    @property
+    def provenance(self) -> str:
+        return f"calibrated from {', '.join(Path(p).name for p in self.logs)} on {self.created[:10]}"
+
+    def to_yaml(self) -> str:
+        data = {"name": self.name, "created": self.created, "device": self.device, "framework": self.framework,
+                "logs": list(self.logs),
+                "terms": {k: {"value": t.value, "from": t.source} for k, t in self.terms.items()},
+                "not_determined": list(self.not_determined), "measured_on": dict(self.measured_on)}
+        return HEADER + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def check_name(name: str) -> str:
+    name = name.strip()
+    if not _NAME.match(name):
+        raise ConfigError("a calibration name uses letters, digits, '.', '_', '+' or '-' (up to 64 characters)",
+                          key="--name")
+    return name
+
+
+def read_profile(path: Path) -> Profile:
+    where = str(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read calibration profile: {exc}", path=where) from None
+    if not isinstance(data, dict):
+        raise ConfigError("a calibration profile is a mapping", path=where)
+    for key in ("name", "created", "device", "framework", "terms"):
+        if key not in data:
+            raise ConfigError(f"calibration profile needs '{key}'", path=where, key=key)
+    terms = {}
+    for key, entry in (data.get("terms") or {}).items():
+        if key not in TERMS:
+            raise ConfigError(f"unknown calibration term {key!r}; known: {', '.join(TERMS)}", path=where,
+                              key=f"terms.{key}")
+        if not isinstance(entry, dict) or not isinstance(entry.get("value"), (int, float)):
+            raise ConfigError("a term is {value: number, from: text}", path=where, key=f"terms.{key}")
+        terms[key] = Term(float(entry["value"]), str(entry.get("from", "")))
+    return Profile(str(data["name"]), str(data["created"]), str(data["device"]), str(data["framework"]),
+                   tuple(str(x) for x in data.get("logs") or ()), terms,
+                   tuple(str(x) for x in data.get("not_determined") or ()), dict(data.get("measured_on") or {}))
+
+
+def profiles_in(folder: Path) -> list[Profile]:
+    """Readable profiles of ``folder``, newest first (a broken file is skipped: ``sapp calibrate`` wrote it
+    atomically, so it is someone's hand edit, reported when named explicitly)."""
+    out = []
+    if folder.is_dir():
+        for path in sorted(folder.glob("*.yaml")):
+            try:
+                out.append(read_profile(path))
+            except ConfigError:
+                continue
+    return sorted(out, key=lambda p: p.created, reverse=True)
+
+
+def matching_profile(parsed: ParsedConfig, folder: Path, name: str | None = None) -> Profile | None:
+    """The profile for the plan's device and framework (the newest), or the one named."""
+    profiles = profiles_in(folder)
+    if name is not None:
+        named = [p for p in profiles if p.name == name]
+        if not named:
+            known = ", ".join(p.name for p in profiles) or "none"
+            raise ConfigError(f"no calibration profile {name!r} in {folder} (known: {known})", key="--calibration")
+        return named[0]
+    device = (parsed.hardware.id or "").lower()
+    for profile in profiles:
+        if profile.device.lower() == device and profile.framework == parsed.options.framework:
+            return profile
+    return None
+
+
+def apply_profile(parsed: ParsedConfig, profile: Profile) -> ParsedConfig:
+    """The plan with the profile's terms in its options and preset, said out loud as an assumption."""
+    terms = profile.terms
+    options = {k: terms[k].value for k in ("allocator_slack_factor", "allocator_slack_fraction",
+                                           "comm_library_factor", "runtime_context") if k in terms}
+    opts = parsed.options.replace(calibration=profile.name, calibration_device=profile.device, **options)
+    hw = parsed.hardware
+    if "eff_matmul" in terms:
+        source = Source(f"calibration:{profile.name}", "calibrated", profile.provenance,
+                        note=terms["eff_matmul"].source)
+        value = terms["eff_matmul"].value
+        vouches = (*(v for v in hw.provenance if v.field != "eff_matmul"), Vouch("eff_matmul", source.id, value))
+        hw = hw.replace(eff_matmul=value, sources=(*hw.sources, source), provenance=vouches)
+    note = Assumption("options.calibration", profile.name,
+                      f"{profile.provenance}: " + ", ".join(f"{k} {_show(k, t.value)}" for k, t in terms.items()))
+    return replace(parsed, options=opts, hardware=hw, assumptions=(*parsed.assumptions, note))
+
+
+def _show(term: str, value: float) -> str:
+    if term == "runtime_context":
+        return f"{value / 2 ** 30:.2f} GiB"
+    return f"{value:.3g}"
+
+
+__all__ = ["HEADER", "TERMS", "Profile", "Term", "apply_profile", "check_name", "matching_profile",
+           "profiles_in", "read_profile"]
