@@ -256,14 +256,37 @@ def cmd_balance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_fixes(parsed: Any, as_json: bool) -> int:
+    """``sapp fit --nearest``: the nearest plans that fit (same devices and global batch), with their --set edits."""
+    from .fixes import nearest_fixes
+    from .units import GiB
+
+    fixes = nearest_fixes(parsed)
+    if as_json:
+        print(json.dumps({"fixes": [fix.to_dict() for fix in fixes]}, indent=2))
+        return 0 if fixes else EXIT_DOES_NOT_FIT
+    if not fixes:
+        print("no strategy of tensor × pipeline degree × recompute fits these devices and this global batch; try "
+              "more devices (sapp fit --min-devices) or a smaller global batch")
+        return EXIT_DOES_NOT_FIT
+    print("nearest plans that fit (same devices and global batch; fewest changes first):")
+    for k, fix in enumerate(fixes, start=1):
+        print(f"  {k}. {fix.summary}: peak {fix.peak_bytes / GiB:.2f} GiB of {fix.budget / GiB:.2f} GiB, "
+              f"step {fix.step_time_s:.3f} s")
+        print("     " + " ".join(f"--set {arg}" for arg in fix.set_arguments()))
+    return 0
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """The largest field value (or smallest device count) that fits; optionally the time to train."""
     from .fit import fit_max, fit_min_devices, time_to_train
     from .units import GiB
 
     parsed = load_plan(args)
-    if bool(args.max) == bool(args.min_devices):
-        raise SappError("give exactly one of --max FIELD or --min-devices")
+    if sum(map(bool, (args.max, args.min_devices, args.nearest))) != 1:
+        raise SappError("give exactly one of --max FIELD, --min-devices or --nearest")
+    if args.nearest:
+        return _print_fixes(parsed, args.json)
     res = fit_max(parsed, args.max) if args.max else fit_min_devices(parsed)
     label = "devices" if args.min_devices else args.max
     payload: dict[str, Any] = {"field": label, "value": res.value, "limiting_stage": res.limiting_stage,
@@ -453,6 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--max", choices=("micro_batch_size", "seq_length", "micro_batches"),
                      help="grow this field while the plan fits")
     fit.add_argument("--min-devices", action="store_true", help="shrink dp (tp, pp, cp and the global batch stay)")
+    fit.add_argument("--nearest", action="store_true",
+                     help="the nearest plans that fit: fewest changed settings, same devices and global batch")
     fit.add_argument("--tokens", type=number_argument(TOKENS, integer=False), metavar="N",
                      help="also the time to train for N tokens, e.g. 15e12")
     fit.add_argument("--json", action="store_true", help="print one JSON object")

@@ -100,3 +100,14 @@ def test_cli_marks_the_plan_and_agrees_on_the_counts(capsys) -> None:
     fitting = int(out.split("fitting ")[1].split()[0].replace(",", ""))
     assert f"5 of {fitting:,} shown" in header
     assert "* the plan as opened: rank" in out
+
+
+def test_accumulation_steps_are_kept_so_the_global_batch_is_too() -> None:
+    """MindFormers with pipeline stages: micro_batch_num per flush × gradient_accumulation_steps flushes. The
+    search set m = G/(d·b) and kept n_acc, doubling the global batch of every candidate (and so never met the plan
+    itself)."""
+    parsed = parse([EXAMPLES / "mindformers_qwen3_32b.yaml"])
+    assert parsed.strategy.n_acc == 2
+    result = search(parsed, space_of(parsed, ["tp=auto", "pp=auto", "rec=auto"]))
+    assert {row.strategy.global_batch_size for row in result.ranked} == {parsed.strategy.global_batch_size}
+    assert result.current is not None and result.current.ranked_index is not None

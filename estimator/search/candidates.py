@@ -66,6 +66,7 @@ def _values(dim: Dim | None, parsed_value: int, auto_values: list[int]) -> list[
 def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates:
     model, st, fw_name = parsed.model, parsed.strategy, parsed.options.framework
     n, g = space.devices, space.global_batch
+    n_acc = st.n_acc
     heads = model.num_attention_heads
     per_node = parsed.hardware.devices_per_node
     tp_max = space.bounds.tp_max or min(per_node, heads)
@@ -110,7 +111,8 @@ def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates
         block[0], block[1], block[2], block[3] = t, p, cp, d
         block[4] = rows[0]
         with np.errstate(divide="ignore"):
-            block[5] = np.where(g % (d * rows[0]) == 0, g // (d * rows[0]), 0)
+            # m = G/(d·b·n_acc): the plan's accumulation steps (flushes per step) stay
+            block[5] = np.where(g % (d * rows[0] * n_acc) == 0, g // (d * rows[0] * n_acc), 0)
         block[6] = rows[1]
         block[7] = np.where(rows[2] == 0, t, rows[2])  # 0 encodes "= t"
         block[8] = rows[3]

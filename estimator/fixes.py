@@ -1,0 +1,131 @@
+"""The nearest plans that fit, for a plan that does not (issue 12): what to change, by how little.
+
+A fix keeps the job: the device count and the global batch stay, only how the plan is cut changes. The search
+(spec §8) prices every strategy of tensor × pipeline degree × recompute (× a smaller micro-batch when the plan's
+is above 1); the fixes are the ones that fit, fewest changed settings first, then the fastest. Each carries the
+edit that makes it (the same edit the Search tab's Apply makes) and its peak and step time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .parsed import ParsedConfig
+from .search import Cancel, SearchSpace, parse_dims, search
+from .session.edits import changes_to
+from .strategy import Strategy
+
+# what a fix may vary, and the settings that follow from those (not counted as changes of their own)
+DERIVED = frozenset({"strategy.dp", "strategy.micro_batches", "strategy.etp", "strategy.shard_size",
+                     "strategy.schedule", "strategy.offset", "strategy.partition", "strategy.vision_partition"})
+RANKED = 500  # fitting strategies looked at; the nearest are among them
+
+
+@dataclass(frozen=True)
+class Fix:
+    strategy: Strategy
+    changes: dict[str, Any]     # the edit that makes it (canonical strategy.* keys, dp and m pinned)
+    changed: tuple[str, ...]    # the settings a user changes (derived ones left out), e.g. ("tp", "recompute")
+    summary: str                # "tp 4 → 8, recompute none → full"
+    peak_bytes: float           # the decisive peak (the optimizer step included)
+    step_time_s: float
+    budget: float
+
+    def to_dict(self) -> dict[str, Any]:
+        from .formats.plan_writer import strategy_fields
+
+        return {"summary": self.summary, "changed": list(self.changed), "changes": _plain(self.changes),
+                "strategy": strategy_fields(self.strategy), "peak_bytes": round(self.peak_bytes),
+                "step_time_s": self.step_time_s, "budget": round(self.budget)}
+
+    def set_arguments(self) -> list[str]:
+        """The ``--set`` arguments that make this plan from the original (``sapp estimate … --set …``), each one
+        shell word (values in YAML flow style without spaces)."""
+        import json
+
+        return [f"{key}={json.dumps(value, separators=(',', ':'))}" for key, value in _plain(self.changes).items()]
+
+
+def nearest_fixes(parsed: ParsedConfig, limit: int = 3, cancel: Cancel | None = None) -> list[Fix]:
+    """Up to ``limit`` strategies that fit with the plan's devices and global batch, fewest changed settings
+    first, then the fastest."""
+    st = parsed.strategy
+    dims = ["tp=auto", "pp=auto", "rec=auto"]
+    if st.micro_batch_size > 1:
+        dims.append("mbs=" + ",".join(str(b) for b in range(1, st.micro_batch_size + 1)))
+    space = SearchSpace(st.world_size, st.global_batch_size, parse_dims(dims), top_k=RANKED)
+    result = search(parsed, space, cancel=cancel)
+    found = []
+    for row in result.ranked:
+        changes = {key: value for key, value in changes_to(st, row.strategy, pin=("dp", "micro_batches")).items()
+                   if key not in _DEFAULTED or _stated(st, row.strategy, key)}
+        changed = tuple(key.removeprefix("strategy.") for key in changes if key not in DERIVED and
+                        _differs(st, row.strategy, key))
+        if not changed:
+            continue  # the plan itself, written differently
+        found.append(Fix(row.strategy, changes, changed, _summary(st, row.strategy, changed),
+                         max(row.peak_bytes, row.optimizer_step_peak), row.step_time_s, result.budget))
+    found.sort(key=lambda fix: (len(fix.changed), fix.step_time_s))
+    return found[:limit]
+
+
+# values a search row states although the plan leaves them to the framework's default (which gives the same)
+_DEFAULTED = ("strategy.etp", "strategy.shard_size", "strategy.schedule")
+
+
+def _stated(st: Strategy, new: Strategy, key: str) -> bool:
+    """Whether the plan states ``key`` itself (and, for the schedule, whether the one run changes)."""
+    if key == "strategy.schedule":
+        return st.schedule is not None and st.schedule_name != new.schedule_name
+    return (st.etp if key == "strategy.etp" else st.sharding.os) is not None
+
+
+def _differs(old: Strategy, new: Strategy, key: str) -> bool:
+    name = key.removeprefix("strategy.")
+    if name in ("recompute", "full_counts", "sel_counts", "comm_counts"):
+        return old.recompute != new.recompute
+    return getattr(old, name, None) != getattr(new, name, None)
+
+
+def _summary(old: Strategy, new: Strategy, changed: tuple[str, ...]) -> str:
+    parts = []
+    for name in changed:
+        if name in ("recompute", "full_counts", "sel_counts", "comm_counts"):
+            if _recompute(old) == _recompute(new) == "per-stage":
+                parts.append(f"recompute counts {_text(old.recompute.full_counts)} → "
+                             f"{_text(new.recompute.full_counts)}")
+            else:
+                parts.append(f"recompute {_recompute(old)} → {_recompute(new)}")
+        else:
+            parts.append(f"{_label(name)} {_text(getattr(old, name, None))} → {_text(getattr(new, name, None))}")
+    follows = [f"{_label(n)} {_text(getattr(old, n))} → {_text(getattr(new, n))}" for n in ("dp", "micro_batches")
+               if getattr(old, n) != getattr(new, n)]
+    return ", ".join(dict.fromkeys(parts)) + (f" ({', '.join(follows)} follow)" if follows else "")
+
+
+def _recompute(st: Strategy) -> str:
+    plan = st.recompute
+    return "per-stage" if plan.full_counts is not None else plan.default_mode
+
+
+def _label(name: str) -> str:
+    return {"micro_batch_size": "micro-batch size", "micro_batches": "micro-batches",
+            "sequence_parallel": "SP"}.get(name, name)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ",".join(_text(v) for v in value)
+    return str(value)
+
+
+def _plain(changes: dict[str, Any]) -> dict[str, Any]:
+    from .formats.support import plain_lists
+
+    return {key: plain_lists(value) for key, value in changes.items()}
+
+
+__all__ = ["Fix", "nearest_fixes"]

@@ -1,0 +1,56 @@
+"""'Does not fit' comes with the nearest plans that fit (issue 12): same devices and global batch, fewest changed
+settings first, each with the edit that makes it — and that edit, applied, gives the very numbers shown."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from estimator import estimate
+from estimator.cli import main
+from estimator.fixes import nearest_fixes
+from estimator.formats import parse
+from estimator.parsed import apply_changes
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "resources" / "examples"
+CASES = [(EXAMPLES / "mindformers_deepseek_v3_671b.yaml", {"strategy.recompute": "none"}),
+         (EXAMPLES / "mindformers_qwen3_32b.yaml", {"strategy.seq_length": 16384})]
+
+
+@pytest.mark.parametrize(("path", "overrides"), CASES)
+def test_fixes_fit_keep_the_job_and_reproduce(path: Path, overrides: dict) -> None:
+    parsed = parse([path], overrides=overrides)
+    assert not estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options).fits
+    fixes = nearest_fixes(parsed)
+    assert fixes
+    assert [len(f.changed) for f in fixes] == sorted(len(f.changed) for f in fixes)  # fewest changes first
+    for fix in fixes:
+        plan = apply_changes(parsed, fix.changes, hold="dp")
+        result = estimate(plan.model, plan.strategy, plan.hardware, plan.options)
+        assert result.fits and result.step_time_s == pytest.approx(fix.step_time_s)
+        assert max(result.peak_bytes, result.optimizer_step_peak) == pytest.approx(fix.peak_bytes)
+        assert plan.strategy.world_size == parsed.strategy.world_size
+        assert plan.strategy.global_batch_size == parsed.strategy.global_batch_size
+
+
+def test_a_one_setting_fix_comes_first() -> None:
+    parsed = parse([CASES[0][0]], overrides=CASES[0][1])
+    first = nearest_fixes(parsed)[0]
+    assert first.changed == ("recompute",) and first.summary == "recompute none → full"
+
+
+def test_cli_nearest_prints_set_arguments_that_work(capsys) -> None:
+    path, overrides = CASES[1]
+    base = [str(path), *(f"--set={k}={v}" for k, v in overrides.items())]
+    assert main(["fit", *base, "--nearest"]) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("--set")]
+    assert lines
+    for line in lines:
+        assert main(["estimate", *base, *shlex.split(line), "--check"]) == 0
+        capsys.readouterr()
+    assert main(["fit", *base, "--nearest", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fixes"] and all(f["peak_bytes"] <= f["budget"] for f in data["fixes"])
