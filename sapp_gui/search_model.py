@@ -71,7 +71,7 @@ COLUMNS: list[Column] = [
     ("ep", "EP", QT_TRANSLATE_NOOP("SearchTable", "expert-parallel degree"),
      lambda r: str(r.row.strategy.ep), lambda r: r.row.strategy.ep),
     ("etp", "ETP", QT_TRANSLATE_NOOP("SearchTable", "expert tensor-parallel degree"),
-     lambda r: str(r.row.strategy.etp or 1), lambda r: r.row.strategy.etp or 1),
+     lambda r: str(r.row.etp), lambda r: r.row.etp),
     ("mbs", "MBS", QT_TRANSLATE_NOOP("SearchTable", "micro-batch size"),
      lambda r: str(r.row.strategy.micro_batch_size), lambda r: r.row.strategy.micro_batch_size),
     ("m", "M", QT_TRANSLATE_NOOP("SearchTable", "micro-batches per step"),
@@ -109,8 +109,8 @@ NUMERIC = {"rank", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "peak
 def strategy_key(row: RankedRow) -> tuple[Any, ...]:
     """Identity of a strategy inside one search (ranked and Pareto lists share objects' values)."""
     st = row.strategy
-    return (st.dp, st.tp, st.pp, st.vpp, st.cp, st.ep, st.etp, st.micro_batch_size, st.micro_batches,
-            st.sequence_parallel, recompute_text(row), st.schedule_name, st.sharding.os, round(row.step_time_s, 9),
+    return (st.dp, st.tp, st.pp, st.vpp, st.cp, st.ep, row.etp, st.micro_batch_size, st.micro_batches,
+            st.sequence_parallel, recompute_text(row), st.schedule_name, row.shard_size, round(row.step_time_s, 9),
             round(row.peak_bytes))
 
 

@@ -67,8 +67,8 @@ def test_the_plan_outside_the_space_is_still_a_row_with_its_rank() -> None:
     assert sum(1 for row in cells if row[0].endswith("*")) == 1
     assert len(cells) == len(result.ranked) + 1
     assert cells[-1][0] == f"{current.rank}*" or cells[current.rank - 1][0] == f"{current.rank}*"
-    # the row reads like the candidates': the defaults the estimate filled in are written out
-    assert current.row.strategy.etp is not None and current.row.strategy.schedule is not None
+    # the row reads like the candidates': the expert TP and shard size it runs with, as resolved
+    assert current.row.strategy is parsed.strategy and current.row.etp == 4 and current.row.shard_size == 16
 
 
 def test_a_plan_that_does_not_fit_is_a_row_too() -> None:
@@ -91,6 +91,25 @@ def test_cancelled_search_says_how_far_it_got() -> None:
     assert result.cancelled and 0 < result.priced < result.survivors
     assert result.progress_text == f"cancelled after {result.priced:,} of {result.survivors:,} priced"
     assert result.to_dict()["priced"] == result.priced
+
+
+def test_applying_a_row_writes_only_what_changes(tmp_path: Path) -> None:
+    """A row used to state the defaults it ran with (shard size, expert TP, schedule): a MindSpeed launch script
+    cannot state a shard size, so exporting the fastest row was refused."""
+    from estimator.session import PlanSession
+
+    script = EXAMPLES / "mindspeed_qwen3_32b_pretrain.sh"
+    session = PlanSession()
+    session.open([script])
+    st = session.parsed.strategy
+    result = search(session.parsed, space_of(session.parsed, ["tp=auto", "pp=auto"], top_k=5))
+    for row in result.ranked:
+        changes = session.changes_to(row.strategy, pin=("dp", "micro_batches"))
+        assert not {"strategy.shard_size", "strategy.etp", "strategy.schedule"} & set(changes)
+        assert row.shard_size is not None  # … while the row still shows the size it runs with
+    session.apply(session.changes_to(result.ranked[0].strategy, pin=("dp", "micro_batches")))
+    assert session.prepare_export().files  # exportable
+    assert st.sharding.os is None
 
 
 def test_cli_marks_the_plan_and_agrees_on_the_counts(capsys) -> None:

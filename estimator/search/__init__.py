@@ -5,7 +5,6 @@ and the top K re-estimated in scalar mode (so they can be explained)."""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -44,11 +43,16 @@ class RankedRow:
     tokens_per_s_per_device: float
     mfu: float
     result: Result | None = None  # scalar re-estimate (top K only)
+    # the expert TP and optimizer shard size the row runs with: the strategy leaves them unstated when they are
+    # the framework's defaults (as the plan does), so that applying the row writes only what changes
+    etp: int = 1
+    shard_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         from ..formats.plan_writer import strategy_fields
 
-        return {"strategy": strategy_fields(self.strategy), "peak_bytes": round(self.peak_bytes),
+        return {"strategy": strategy_fields(self.strategy), "etp": self.etp, "shard_size": self.shard_size,
+                "peak_bytes": round(self.peak_bytes),
                 "peak_stage": self.peak_stage, "stage_peaks": [round(x) for x in self.stage_peaks],
                 "optimizer_step_peak": round(self.optimizer_step_peak), "headroom": round(self.headroom),
                 "step_time_s": self.step_time_s, "tokens_per_s_per_device": self.tokens_per_s_per_device,
@@ -214,29 +218,20 @@ def _current(parsed: ParsedConfig, budget: float, ranked: list[RankedRow],
     if result.step_time_s is None:
         return None
     decisive = max(result.peak_bytes, result.optimizer_step_peak)
-    row = RankedRow(strategy=_stated(parsed.strategy, result), peak_bytes=float(result.peak_bytes),
-                    peak_stage=result.peak_stage,
+    from ..resolve import resolve
+
+    par = resolve(parsed.model, parsed.strategy, parsed.hardware, parsed.options).par
+    row = RankedRow(strategy=parsed.strategy, peak_bytes=float(result.peak_bytes), peak_stage=result.peak_stage,
                     stage_peaks=tuple(float(s.total) for s in result.stages),
                     optimizer_step_peak=float(result.optimizer_step_peak), headroom=float(budget - decisive),
                     step_time_s=float(result.step_time_s),
                     tokens_per_s_per_device=float(result.tokens_per_s_per_device or 0.0),
-                    mfu=float(result.mfu or 0.0), result=result)
+                    mfu=float(result.mfu or 0.0), result=result, etp=int(par.etp),
+                    shard_size=int(par.os) if parsed.strategy.sharding.mode != "none" else None)
     same = next((k for k, r in enumerate(ranked) if _same_plan(parsed, r.strategy)), None)
     fits = decisive <= budget
     rank = (same + 1 if same is not None else int(np.sum(fit_times < row.step_time_s)) + 1) if fits else None
     return CurrentPlan(row=row, fits=fits, rank=rank, ranked_index=same)
-
-
-def _stated(strategy: Strategy, result: Result) -> Strategy:
-    """The plan with the defaults the estimate filled in for what a search row shows (expert TP, shard size,
-    schedule) written out, so that its row reads like the candidates' rows."""
-    assumed = {a.field: a.value for a in result.assumptions}
-    changes: dict[str, Any] = {"schedule": strategy.schedule_name}
-    if "strategy.etp" in assumed:
-        changes["etp"] = int(assumed["strategy.etp"])
-    if "strategy.shard_size" in assumed and strategy.sharding.mode != "none":
-        changes["sharding"] = dataclasses.replace(strategy.sharding, os=int(assumed["strategy.shard_size"]))
-    return strategy.replace(**changes)
 
 
 def _same_plan(parsed: ParsedConfig, strategy: Strategy) -> bool:
@@ -272,7 +267,8 @@ def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray]
                      headroom=float(budget - max(priced.peak[k], priced.optimizer_step_peak[k])),
                      step_time_s=float(priced.step_time[k]),
                      tokens_per_s_per_device=float(priced.tokens_per_s_per_device[k]), mfu=float(priced.mfu[k]),
-                     result=result)
+                     result=result, etp=int(derived["etp"][k]) if parsed.model.is_moe else 1,
+                     shard_size=int(row["os"]) if parsed.strategy.sharding.mode != "none" else None)
 
 
 def _pareto(times: np.ndarray, peaks: np.ndarray) -> list[int]:

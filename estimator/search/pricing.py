@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import SappError
 from ..layout import build_layout, layout_inputs
 from ..parsed import ParsedConfig
 from ..rescale import rescale, rescale_vision
@@ -60,7 +61,7 @@ def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str)
     changes["sharding"] = sharding
     if st.vision_partition is not None and row["p"] != st.pp:
         changes["vision_partition"] = rescale_vision(st.vision_partition, row["p"])
-    candidate = st.replace(**changes)
+    candidate = _defaults_unstated(parsed, st.replace(**changes))
     # the plan's own layer layout (offsets, partition) and recompute lists stay where the dimensions allow:
     # as written at the plan's pp/vpp, mapped onto the candidate's otherwise (docs/model.md#rescaling)
     keeps_layout = st.offset is not None or st.partition is not None
@@ -73,6 +74,25 @@ def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str)
     # PP×VPP divides it (the filters count them too)
     return candidate.replace(recompute=RecomputePlan(default_mode=RECOMPUTE_NAMES[row["rec"]], rule=st.recompute.rule,
                                                      switches=st.recompute.switches))
+
+
+def _defaults_unstated(parsed: ParsedConfig, candidate: Strategy) -> Strategy:
+    """The candidate with expert TP, optimizer shard size and schedule left unstated where the plan leaves them
+    to the framework and the framework's default gives the candidate's value: applying or exporting the row then
+    writes only what changes (a launch script cannot state a shard size, for one)."""
+    st = parsed.strategy
+    same_schedule = candidate.replace(schedule=st.schedule).schedule_name == candidate.schedule_name
+    plain = candidate.replace(etp=st.etp if st.etp is None else candidate.etp,
+                              schedule=st.schedule if same_schedule else candidate.schedule,
+                              sharding=dataclasses.replace(candidate.sharding, os=None)
+                              if st.sharding.os is None else candidate.sharding)
+    if plain == candidate:
+        return candidate
+    try:
+        ours, plains = (resolve(parsed.model, s, parsed.hardware, parsed.options) for s in (candidate, plain))
+    except SappError:
+        return candidate
+    return plain if (ours.par, ours.flags) == (plains.par, plains.flags) else candidate
 
 
 def group_keys(cands: Candidates, derived: dict[str, np.ndarray]) -> np.ndarray:

@@ -16,10 +16,10 @@ COLUMNS = ("rank", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "sp",
 
 def row_cells(rank: int | str, row: RankedRow) -> list[str]:
     st = row.strategy
-    return [str(rank), str(st.dp), str(st.tp), str(st.pp), str(st.vpp), str(st.cp), str(st.ep), str(st.etp or 1),
+    return [str(rank), str(st.dp), str(st.tp), str(st.pp), str(st.vpp), str(st.cp), str(st.ep), str(row.etp),
             str(st.micro_batch_size), str(st.micro_batches), "on" if st.sequence_parallel else "off",
             st.recompute.default_mode if st.recompute.full_counts is None else "per-stage",
-            str(st.sharding.os or "-") if st.sharding.mode != "none" else "-", st.schedule_name,
+            str(row.shard_size) if row.shard_size is not None else "-", st.schedule_name,
             f"{max(row.peak_bytes, row.optimizer_step_peak) / GiB:.2f}", str(row.peak_stage),
             f"{row.step_time_s:.3f}", f"{row.tokens_per_s_per_device:,.0f}", f"{row.mfu * 100:.1f}%"]
 
