@@ -59,7 +59,11 @@ def point_label(points, mem: StageMemory) -> str:
     if mem.point < 0:
         return ""
     pt = points[mem.point]
-    return f"before backward of chunk {pt.backward_chunk}, in flight {tuple(pt.counts)}"
+    counts = [f"{float(n):g}" for n in pt.counts]
+    if len(counts) == 1:
+        return f"before backward of chunk {pt.backward_chunk}, {counts[0]} micro-batch(es) in flight"
+    return (f"before backward of chunk {pt.backward_chunk}, micro-batches in flight per chunk: "
+            f"{', '.join(counts)}")
 
 
 def layer_rows(pricer: StagePricer, form: StageForm, mem: StageMemory) -> tuple[LayerRow, ...]:
