@@ -40,6 +40,7 @@ class StackedBarChart(ExportableChart, QWidget):
         super().__init__(parent)
         self.title = bold_label(title)
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setWordWrap(True)  # a long title (the peak point) wraps instead of widening the window
         self.plot = pg.PlotWidget()
         self.plot.setMinimumHeight(160)
         self.plot.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -88,17 +89,22 @@ class StackedBarChart(ExportableChart, QWidget):
     def add_limit_lines(self, line_width: float, over_width: float, over_pen_width: float) -> None:
         """The capacity and budget lines, and the outline drawn around bars over the budget."""
         item = self.plot.getPlotItem()
+        # pens are cosmetic (device pixels): widen them with the screen's scale so that the lines stay as
+        # visible at 2× as at 1×; the labels sit clear of their line (their backing box would cut it)
+        line_width *= device_scale()
         self.capacity_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(CAPACITY, width=line_width), label="",
                                              labelOpts={"position": 0.985, "color": CAPACITY,
-                                                        "anchors": [(1, 1), (1, 1)], "fill": (255, 255, 255, 210)})
+                                                        "anchors": [(1, 1.25), (1, 1.25)],
+                                                        "fill": (255, 255, 255, 210)})
         self.budget_line = pg.InfiniteLine(angle=0, pen=outline_pen(OVER_BUDGET, line_width, dashed=True), label="",
                                            labelOpts={"position": 0.985, "color": OVER_BUDGET,
-                                                      "anchors": [(1, 0), (1, 0)], "fill": (255, 255, 255, 210)})
+                                                      "anchors": [(1, -0.25), (1, -0.25)],
+                                                      "fill": (255, 255, 255, 210)})
         for line in (self.capacity_line, self.budget_line):
             line.setZValue(15)
             item.addItem(line)
         self.over_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=over_width, brush=None,
-                                         pen=pg.mkPen(OVER_BUDGET, width=over_pen_width))
+                                         pen=pg.mkPen(OVER_BUDGET, width=over_pen_width * device_scale()))
         self.over_item.setZValue(18)
         item.addItem(self.over_item)
 
@@ -296,6 +302,14 @@ def nice_ceil(value: float) -> float:
         if value <= m * magnitude * (1 + 1e-9):
             return float(m * magnitude)
     return float(10 * magnitude)
+
+
+def device_scale() -> float:
+    """Device pixels per logical pixel of the primary screen (2 on a 2× display), 1 without a screen."""
+    from PySide6.QtGui import QGuiApplication
+
+    screen = QGuiApplication.primaryScreen()
+    return float(screen.devicePixelRatio()) if screen is not None else 1.0
 
 
 def outline_pen(color: str, width: float = 2.5, dashed: bool = False) -> QPen:

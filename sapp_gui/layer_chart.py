@@ -4,6 +4,7 @@ MTP, and the stage-level working / buffers / reserve rows."""
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QWidget
 
 from estimator.result import CATEGORIES, LayerRow, StageResult
@@ -76,7 +77,12 @@ class LayerChart(StackedBarChart):
         rows = stage.layers
         stack = np.array([row.bytes for row in rows], dtype=float).reshape(len(rows), len(CATEGORIES))
         self.set_stack(np.arange(len(rows), dtype=float), stack, 0.72)
-        self.set_ticks([row_label(r, chunks) for r in rows], max_labels=max(8, self.plot.width() // 46))
+        labels = [row_label(r, chunks) for r in rows]
+        axis = self.plot.getPlotItem().getAxis("bottom")
+        metrics = QFontMetrics(axis.style.get("tickFont") or self.font())
+        widest = max((metrics.horizontalAdvance(text) for text in labels), default=0)
+        # one label per (widest label + a gap) of plot width, again on every resize: ticks never overlap
+        self.set_ticks(labels, max_labels=len(labels) or 1, px_per_label=widest + 12)
         top = float(stack.sum(axis=1).max(initial=0.0)) / GiB
         item = self.plot.getPlotItem()
         self.set_y_top(top * 1.08)
