@@ -17,8 +17,10 @@ timeline model.
 
 The orders are this project's own implementations of: Megatron-LM's 1F1B and interleaved schedules
 (``get_schedule_table``/``get_pp_rank_microbatches``), GPipe, Seq1F1B as described in
-docs/model.md#in-flight-micro-batches, PyTorch's ``ScheduleZBVZeroBubble`` (Zero Bubble paper §6) and DeepSeek's
-``DualPipeV``.
+docs/model.md#in-flight-micro-batches, PyTorch's ``ScheduleZBVZeroBubble`` (Zero Bubble paper §6),
+``ScheduleLoopedBFS`` (every micro-batch through each local stage before the next, backwards in reverse) and
+``ScheduleInterleavedZeroBubble`` (ZB1P: the interleaved table with a warm-up of (vp − 1)·group + (p − 1 − i) and
+split backwards), and DeepSeek's ``DualPipeV``.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-SCHEDULES = ("1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev")
+SCHEDULES = ("1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev", "looped_bfs",
+             "interleaved_zb")
 V_SCHEDULES = ("zbv", "dualpipev")
-INTERLEAVED = ("interleaved", "seqsmartvpp")
+INTERLEAVED = ("interleaved", "seqsmartvpp", "interleaved_zb")
 SLICED = ("seq1f1b", "seqsmartvpp")
 VARIANTS = ("megatron", "upstream_big", "upstream_less")
 
@@ -106,7 +109,7 @@ def _validate(schedule: str, p: int, vp: int, m: int, vpp_group: int | None, n_s
         if 0 < m % group < p:
             raise ValueError(f"interleaved schedule needs a last group of 0 or ≥ PP {p} micro-batches; {m} "
                              f"micro-batches in groups of {group} leave {m % group}")
-    elif vp != 1:
+    elif vp != 1 and schedule != "looped_bfs":
         raise ValueError(f"VPP {vp} not valid for schedule {schedule}: it runs one chunk per stage")
     return group
 
@@ -246,13 +249,17 @@ def stage_order(schedule: str, p: int, vp: int, m: int, stage: int, *, vpp_group
         return tuple(_order_zbv(p, m, stage))
     if schedule == "dualpipev":
         return tuple(_order_dualpipev(p, m, stage))
-    table = _megatron_table(m, vp, group) if schedule in INTERLEAVED else [(mb, 0) for mb in range(m)]
+    table = _table(schedule, m, vp, group)
     slices = range(n_s)
     forwards = [Op("F", mb, c, s) for mb, c in table for s in slices]
     # Backwards run through the same table with the chunk order reversed and slices last-to-first.
     backwards = [Op("B", mb, vp - 1 - c, s) for mb, c in table for s in reversed(slices)]
     hops = p - 1 - stage
-    if schedule == "gpipe":
+    if schedule == "interleaved_zb":  # ZB1P: each input-gradient backward followed by its weight gradient
+        warmup = _warmup(schedule, p, vp, stage, group, n_s, overlap_moe_ep_comm)
+        ops = _one_f_one_b(forwards, backwards, warmup)
+        return tuple(x for op in ops for x in ((op, Op("W", op.microbatch, op.chunk)) if op.kind == "B" else (op,)))
+    if schedule in ("gpipe", "looped_bfs"):
         warmup = len(forwards)
     elif schedule in INTERLEAVED:
         # Megatron: 2·(p-1-i) + (vp-1)·group warm-up micro-batches (+1 with MoE overlap); in slice units
@@ -287,10 +294,21 @@ def _replay(ops: Iterable[Op], vp: int, free_at: str = "B") -> tuple[ReplayPoint
     return tuple(pt for vec, pt in seen.items() if vec in keep)
 
 
+def _table(schedule: str, m: int, vp: int, group: int) -> list[tuple[int, int]]:
+    """Forward issue order (micro-batch, chunk): the interleaved table, chunk by chunk (looped BFS), or one chunk."""
+    if schedule in INTERLEAVED:
+        return _megatron_table(m, vp, group)
+    if schedule == "looped_bfs":
+        return [(mb, c) for c in range(vp) for mb in range(m)]
+    return [(mb, 0) for mb in range(m)]
+
+
 def _warmup(schedule: str, p: int, vp: int, stage: int, group: int, n_s: int, overlap: bool) -> int:
     hops = p - 1 - stage
-    if schedule == "gpipe":
+    if schedule in ("gpipe", "looped_bfs"):
         return 1 << 62
+    if schedule == "interleaved_zb":  # PyTorch's ZB1P: one extra forward per hop, not two
+        return hops + (vp - 1) * group
     if schedule in INTERLEAVED:
         return 2 * hops + ((vp - 1) * group + 1) * n_s - 1 + int(overlap)
     return hops + n_s - 1
@@ -306,10 +324,7 @@ def _fast_points(schedule: str, p: int, vp: int, m: int, stage: int, group: int,
     (tested); the op lists stay the reference and feed the timeline."""
     import numpy as np
 
-    if schedule in INTERLEAVED:
-        table = np.array(_megatron_table(m, vp, group), dtype=np.int64)[:, 1]
-    else:
-        table = np.zeros(m, dtype=np.int64)
+    table = np.array(_table(schedule, m, vp, group), dtype=np.int64)[:, 1]
     f_chunks = np.repeat(table, n_s)
     b_chunks = vp - 1 - f_chunks
     total = len(f_chunks)
@@ -371,6 +386,8 @@ def closed_form_counts(schedule: str, p: int, vp: int, m: int, *, vpp_group: int
             out.append((min(p - i, m),))
         elif schedule == "gpipe":
             out.append((m,))
+        elif schedule == "looped_bfs":
+            out.append((m,) * vp)
         elif schedule == "seq1f1b":
             out.append((min(m * n_s, p - i - 1 + n_s),))
         elif schedule == "zbv":
@@ -381,7 +398,8 @@ def closed_form_counts(schedule: str, p: int, vp: int, m: int, *, vpp_group: int
         elif schedule == "dualpipev":
             out.append((2 * p - i, min(m, i + 1)))
         else:
-            first = 2 * (p - 1 - i) + ((vp - 1) * group + 1) * n_s + int(overlap_moe_ep_comm)
+            hops = (1 if schedule == "interleaved_zb" else 2) * (p - 1 - i)
+            first = hops + ((vp - 1) * group + 1) * n_s + int(overlap_moe_ep_comm and schedule != "interleaved_zb")
             n = min(vp * m * n_s, first)
             units = [chunk for _, chunk in _megatron_table(m, vp, group) for _ in range(n_s)][:n]
             out.append(tuple(units.count(j) for j in range(vp)))

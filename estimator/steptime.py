@@ -254,6 +254,12 @@ def pipe_gpipe(F: Sequence[Num], Bk: Sequence[Num], m: Num) -> Num:
     return sum(F) + (m - 1) * _max(F) + sum(Bk) + (m - 1) * _max(Bk)
 
 
+def pipe_looped_bfs(F: Sequence[Num], Bk: Sequence[Num], m: Num, vp: Num) -> Num:
+    """[T-PIPE.looped_bfs] PyTorch's looped BFS runs every micro-batch through each local chunk before the next,
+    backwards in reverse — GPipe in chunk units: (Σ_i F_i + (m·vp − 1)·max F + Σ_i Bk_i + (m·vp − 1)·max Bk)/vp."""
+    return (sum(F) + (m * vp - 1) * _max(F) + sum(Bk) + (m * vp - 1) * _max(Bk)) / vp
+
+
 def pipe_seq1f1b(S_slice: Sequence[Num], m: Num, n_s: Num) -> Num:
     """[T-PIPE.seq1f1b] Σ_i S_i/n_s + (m·n_s − 1)·S_max/n_s with S_i per micro-batch, i.e. per-slice values
     s_i = S_i/n_s: Σ_i s_i + (m·n_s − 1)·s_max."""
@@ -295,6 +301,8 @@ def pipeline_time(schedule: str, stages: Sequence[StageTimes], m: Num, vp: Num, 
         return pipe_interleaved(S, m * n_s, vp)
     if schedule == "gpipe":
         return pipe_gpipe([st.F for st in stages], [st.Bk for st in stages], m)
+    if schedule == "looped_bfs":
+        return pipe_looped_bfs([st.F for st in stages], [st.Bk for st in stages], m, vp)
     if schedule == "seq1f1b":
         return pipe_seq1f1b(S, m, n_s)
     S_max = _max(S)
@@ -304,7 +312,9 @@ def pipeline_time(schedule: str, stages: Sequence[StageTimes], m: Num, vp: Num, 
         Fc = _select(S, [st.chunk_F[j] for st in stages])
         Bc = _select(S, [st.chunk_B[j] + (st.chunk_Rc[j] if st.chunk_Rc else 0.0) for st in stages])
         Wc = _select(S, [st.chunk_W[j] for st in stages])
-        value = pipe_zbv(S_max, m, p, Fc, Bc, Wc) if schedule == "zbv" else pipe_dualpipev(S_max, m, p, Fc, Bc, Wc)
+        # ZB-V and interleaved ZB1P share the zero-bubble form (the W passes fill the bubble)
+        value = pipe_dualpipev(S_max, m, p, Fc, Bc, Wc) if schedule == "dualpipev" else pipe_zbv(S_max, m, p, Fc, Bc,
+                                                                                                   Wc)
         best = value if best is None else maximum(best, value)
     return best
 
@@ -366,5 +376,5 @@ def estimate_step_time(model: ModelSpec, strategy: Strategy, hardware: Hardware,
 
 __all__ = ["COMM_KINDS", "KNOBS", "PARTS", "ChunkTimes", "Knobs", "StageTimes", "StepTime", "chunk_times",
            "compute_time", "elementwise_time", "estimate_step_time", "knobs", "pipe_1f1b", "pipe_dualpipev",
-           "pipe_gpipe", "pipe_interleaved", "pipe_seq1f1b", "pipe_zbv", "pipeline_time", "pp_sends", "row_time",
-           "stage_times", "step_time"]
+           "pipe_gpipe", "pipe_interleaved", "pipe_looped_bfs", "pipe_seq1f1b", "pipe_zbv", "pipeline_time",
+           "pp_sends", "row_time", "stage_times", "step_time"]

@@ -11,7 +11,8 @@ from typing import ClassVar
 
 from .records import Record
 
-SCHEDULES = ("1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev")
+SCHEDULES = ("1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev", "looped_bfs",
+             "interleaved_zb")
 V_SCHEDULES = ("zbv", "dualpipev")
 CP_ALGOS = ("ring", "ulysses", "hybrid", "allgather")
 RECOMPUTE_MODES = ("none", "selective", "full")

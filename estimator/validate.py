@@ -100,7 +100,7 @@ def _tp_kv_ok(c: RuleContext) -> Num:
 
 
 def _vpp_mb_ok(c: RuleContext) -> Num:
-    interleaved = c.schedule in ("interleaved", "seqsmartvpp")
+    interleaved = c.schedule in ("interleaved", "seqsmartvpp", "interleaved_zb")
     if not interleaved:
         return True if not is_array(c.m) else np.ones_like(c.m, dtype=bool)
     group = c.vpp_group
@@ -131,7 +131,7 @@ RULES: tuple[Rule, ...] = (
     Rule("R-VPP-SCHED", lambda c: _all(
         _not(_all(c.vp > 1, c.p == 1)),
         (c.vp == 2) if c.schedule in V_SCHEDULES else True,
-        (c.vp > 1) if c.schedule in ("interleaved", "seqsmartvpp") else True,
+        (c.vp > 1) if c.schedule in ("interleaved", "seqsmartvpp", "interleaved_zb") else True,
         (c.vp == 1) if c.schedule in ("1f1b", "gpipe", "seq1f1b") else True),
          lambda c: f"VPP {c.vp} not valid for schedule {c.schedule} with PP {c.p}"),
     Rule("R-MB-PP", lambda c: _any(c.allow_underfilled, c.p == 1, c.m >= c.p),

@@ -208,10 +208,10 @@ def test_old_schema_pipeline_microbatches():
 def test_memory_budget_loopedbfs_and_float8_converter():
     parsed = parse([FIXTURES / "memory_budget.toml"], devices=8)
     texts = " ".join(str(w) for w in parsed.warnings)
-    assert "[W-UNMODELLED] memory_budget" in texts and "LoopedBFS" in texts
+    assert "[W-UNMODELLED] memory_budget" in texts and "LoopedBFS" not in texts  # a modelled schedule now
     st = parsed.strategy
     assert (st.fp8, st.fp8_experts, st.compile) == ("tensorwise", False, ("model", "loss"))
-    assert st.schedule == "gpipe" and st.recompute.default_mode == "none"
+    assert (st.schedule, st.vpp) == ("looped_bfs", 2) and st.recompute.default_mode == "none"
 
 
 def test_unknown_flavor_needs_a_model_file(tmp_path):

@@ -355,7 +355,8 @@ def test_stage_out_of_range_and_closed_form_validation():
 def test_interleaved_accepts_long_last_group():
     # m 10, group 4, p 2: last group of 2 ≥ p is allowed (Megatron), so is m % group = 0.
     assert len(inflight_profile("interleaved", 2, 2, 10, vpp_group=4)) == 2
-    assert set(SCHEDULES) == {"1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev"}
+    assert set(SCHEDULES) == {"1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev",
+                              "looped_bfs", "interleaved_zb"}
 
 
 # ------------------------------------------------------------------------------ fast replay = op replay

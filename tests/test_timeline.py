@@ -22,7 +22,8 @@ MODEL = ModelSpec(name="toy", hidden_size=1024, num_layers=16, num_attention_hea
                   vocab_size=32000)
 SCHEDULES = [("1f1b", 1, 8, 1), ("1f1b", 1, 2, 1), ("interleaved", 2, 8, 1), ("interleaved", 2, 4, 1),
              ("gpipe", 1, 8, 1), ("seq1f1b", 1, 8, 4), ("seqsmartvpp", 2, 8, 2), ("zbv", 2, 8, 1), ("zbv", 2, 2, 1),
-             ("dualpipev", 2, 8, 1)]
+             ("dualpipev", 2, 8, 1), ("looped_bfs", 2, 8, 1), ("looped_bfs", 1, 4, 1), ("interleaved_zb", 2, 8, 1),
+             ("interleaved_zb", 3, 12, 1)]
 
 
 def build(schedule: str, vp: int, m: int, n_s: int, p: int = 4, recompute: str = "none"):
@@ -96,7 +97,9 @@ def uniform(F: float, B: float, W: float = 0.0, vp: int = 1) -> StageTimes:
 
 @pytest.mark.parametrize(("schedule", "vp", "n_s", "stage_times", "expected"), [
     ("1f1b", 1, 1, uniform(1 / 3, 2 / 3), 11), ("interleaved", 2, 1, uniform(1 / 6, 1 / 3, vp=2), 9.5),
-    ("gpipe", 1, 1, uniform(1 / 3, 2 / 3), 11), ("seq1f1b", 1, 4, uniform(1 / 12, 1 / 6), 8.75)])
+    ("gpipe", 1, 1, uniform(1 / 3, 2 / 3), 11), ("seq1f1b", 1, 4, uniform(1 / 12, 1 / 6), 8.75),
+    # looped BFS: (m·vp + p − 1) chunk forwards then as many chunk backwards, (16 + 3)·(1/6 + 1/3)
+    ("looped_bfs", 2, 1, uniform(1 / 6, 1 / 3, vp=2), 9.5)])
 def test_uniform_makespan_equals_pipeline_formula(schedule, vp, n_s, stage_times, expected):
     pricer, rows, step = build(schedule, vp, 8, n_s)
     step = dataclasses.replace(step, stages=(stage_times,) * 4)

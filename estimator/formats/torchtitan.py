@@ -65,11 +65,11 @@ NEW_ONLY = {"ep", "etp", "layers_per_stage", "pp_microbatch_size", "first_less",
 # torch.distributed.pipelining schedule names (matched case-insensitively) -> (schedule, chunks per stage)
 SCHEDULES: dict[str, tuple[str, int | None]] = {
     "1f1b": ("1f1b", 1), "gpipe": ("gpipe", 1), "interleaved1f1b": ("interleaved", None),
-    "loopedbfs": ("gpipe", 1), "interleavedzerobubble": ("interleaved", None),
+    "loopedbfs": ("looped_bfs", None), "interleavedzerobubble": ("interleaved_zb", None),
     "zbvzerobubble": ("zbv", 2), "dualpipev": ("dualpipev", 2),
 }
 WRITE_SCHEDULE = {"1f1b": "1F1B", "gpipe": "GPipe", "interleaved": "Interleaved1F1B", "zbv": "ZBVZeroBubble",
-                  "dualpipev": "DualPipeV"}
+                  "dualpipev": "DualPipeV", "looped_bfs": "LoopedBFS", "interleaved_zb": "InterleavedZeroBubble"}
 OPTIMIZER_IMPLS = {"fused": "fused", "foreach": "foreach", "for-loop": "forloop", "forloop": "forloop",
                    "for_loop": "forloop"}
 
@@ -282,6 +282,17 @@ def _read_batch(c: Collector, data: dict[str, Any], dp: int, pp: int, n_layers: 
             raise ConfigError(f"local batch {lbs} does not split into {m} micro-batches", path=path, key=n_key)
         b = lbs // m
         c.derive("strategy.micro_batch_size", b, f"local batch / {n_key}")
+    elif schema_of(data) != "parallelism":
+        # the 2024-12 schema: experimental.pipeline_parallel_microbatches defaults to the pipeline degree
+        m = pp
+        if lbs % m:
+            raise ConfigError(f"batch_size {lbs} does not split into the {m} micro-batches torchtitan defaults to "
+                              "(the pipeline degree); state experimental.pipeline_parallel_microbatches",
+                              path=path, key=lbs_key or "training.batch_size")
+        b = lbs // m
+        c.assume("strategy.micro_batches", m, "torchtitan (2024-12) default pipeline_parallel_microbatches = "
+                                              "pipeline_parallel_degree")
+        c.derive("strategy.micro_batch_size", b, f"batch size {lbs} / {m} micro-batches")
     else:
         raw, b_key = find_key(data, "pp_microbatch_size")
         b = to_int(raw, path, b_key) if b_key else 1
@@ -293,16 +304,17 @@ def _read_batch(c: Collector, data: dict[str, Any], dp: int, pp: int, n_layers: 
         else:
             c.assume("strategy.micro_batch_size", 1, "torchtitan default pipeline_parallel_microbatch_size")
         m = check_micro_batches(lbs // b, path, lbs_key or "training.local_batch_size")
-    c.derive("strategy.micro_batches", m, f"local batch {lbs} / micro-batch size {b}")
+    if "strategy.micro_batches" not in c.values:
+        c.derive("strategy.micro_batches", m, f"local batch {lbs} / micro-batch size {b}")
     c.derive("strategy.n_acc", steps, "gradient accumulation steps")
     if m < pp:
         c.values["options.allow_underfilled_pipeline"] = True
         c.warn("W-PP-UNDERFILLED", f"{m} micro-batch(es) for {pp} pipeline stages: torchtitan runs it (with a "
                                    "bubble warning); priced as such")
-    _read_schedule(c, data, pp, n_layers)
+    _read_schedule(c, data, pp, n_layers, m)
 
 
-def _read_schedule(c: Collector, data: dict[str, Any], pp: int, n_layers: int | None) -> None:
+def _read_schedule(c: Collector, data: dict[str, Any], pp: int, n_layers: int | None, m: int) -> None:
     path = c.path
     raw, key = find_key(data, "schedule")
     text = str(raw).strip() if key else "1F1B"
@@ -316,8 +328,6 @@ def _read_schedule(c: Collector, data: dict[str, Any], pp: int, n_layers: int | 
                           f"{', '.join(WRITE_SCHEDULE.values())}, LoopedBFS, InterleavedZeroBubble",
                           path=path, key=key)
     schedule, vp = entry
-    if schedule_key(text) in ("loopedbfs", "interleavedzerobubble"):
-        c.warn("W-UNMODELLED", f"{text} is priced as {schedule} (closest modelled schedule)")
     raw, lps_key = find_key(data, "layers_per_stage")
     if lps_key:
         lps = to_int(raw, path, lps_key)
@@ -338,6 +348,15 @@ def _read_schedule(c: Collector, data: dict[str, Any], pp: int, n_layers: int | 
             vp = per_rank
     if key and schedule != "1f1b":  # 1F1B is what an unset schedule means
         c.put("strategy.schedule", schedule, key, text)
+    if schedule in ("interleaved", "interleaved_zb"):
+        # torch.distributed.pipelining runs rounds of m / max(1, m // pp) micro-batches through the chunks
+        group = m // max(1, m // pp)
+        if m % max(1, m // pp):
+            raise ConfigError(f"{text} needs the micro-batches ({m}) to be a multiple of the rounds "
+                              f"max(1, {m} // pp {pp}) = {max(1, m // pp)}", path=path, key=key)
+        if group != pp:
+            c.derive("strategy.vpp_group", group, f"PyTorch's {text}: {m} micro-batches in rounds of "
+                                                  f"m / max(1, m // pp) = {group}")
     c.derive("strategy.vpp", vp or 2, "torchtitan looped schedules: 2 stages per rank" if vp is None
              else "stages per rank")
     c.derive("strategy.emb_out_in_offset", stage_weights(data, path) > 0,

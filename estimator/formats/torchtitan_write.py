@@ -144,14 +144,15 @@ def _view_schedule(v: dict[str, Any], st: Strategy, ctx: _Context, path: str) ->
         v["first_less"] = v["last_less"] = 0
     elif ctx.weights != 2:
         v["first_less"] = v["last_less"] = 1
-    if sched != "interleaved" and not ctx.had_lps:
+    looped = sched in ("interleaved", "interleaved_zb", "looped_bfs")  # multi-stage schedules: 2 per rank by default
+    if not looped and not ctx.had_lps:
         return
-    if sched == "interleaved" and st.vpp == 2 and not ctx.had_lps:
+    if looped and st.vpp == 2 and not ctx.had_lps:
         return
     stages = st.pp * st.vpp
     total = ctx.n_layers + (2 if st.emb_out_in_offset else 0)
     lps = next((k for k in range(1, total + 1) if math.ceil(total / k) == stages), None)
-    if lps is None and st.vpp == (1 if sched != "interleaved" else 2):
+    if lps is None and st.vpp == (2 if looped else 1):
         lps = DELETE  # the schedule's own default chunk count
     if lps is None:
         raise refuse(FORMAT, f"{st.vpp} chunks per stage for {ctx.n_layers} layers on {st.pp} stages "
