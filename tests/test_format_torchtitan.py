@@ -445,3 +445,18 @@ if hs is not None:
             estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
         except SappError:
             pass
+
+
+def test_training_compile_of_the_parallelism_schema_compiles_the_loss_too(tmp_path):
+    """From 2025-04 (torchtitan bbb1b616e, ``build_cross_entropy_loss``) until the [compile] table replaced it,
+    ``training.compile = true`` compiled the model and the loss function; the 2024-12 schema's compiled the
+    model only (the loss compile was commented out in train.py at 9dec370). A public run read with the loss
+    eager kept 8 GiB of fp32 logits it never held (docs/fidelity.md, Public runs)."""
+    new = tmp_path / "new.toml"
+    new.write_text('[model]\nname = "llama3"\nflavor = "8B"\n\n[training]\nlocal_batch_size = 2\nseq_len = 8192\n'
+                   'compile = true\n\n[parallelism]\ndata_parallel_shard_degree = -1\n')
+    old = tmp_path / "old.toml"
+    old.write_text('[model]\nname = "llama3"\nflavor = "8B"\n\n[training]\nbatch_size = 2\nseq_len = 8192\n'
+                   'compile = true\ndata_parallel_shard_degree = -1\n\n[experimental]\npipeline_parallel_degree = 1\n')
+    assert parse([new], devices=8).strategy.compile == ("model", "loss")
+    assert parse([old], devices=8).strategy.compile == ("model",)

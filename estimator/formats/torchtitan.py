@@ -448,8 +448,9 @@ def _read_options(c: Collector, data: dict[str, Any]) -> None:
     raw, key = find_key(data, "compile")
     if key and raw is True:
         components, c_key = find_key(data, "compile_components")
-        if c_key is None:  # [compile] enable alone compiles model and loss; 2024-12's training.compile the model
-            parts = ("model", "loss") if key.startswith("compile.") else ("model",)
+        if c_key is None:  # [compile] enable and the [parallelism] schema's training.compile compile model and
+            # loss (build_cross_entropy_loss compiled the loss from 2025-04 on); 2024-12's training.compile the model
+            parts = ("model",) if schema_of(data) == "2024-12" else ("model", "loss")
             c.put("strategy.compile", parts, key, raw)
         elif not isinstance(components, list) or any(str(x) not in ("model", "loss") for x in components):
             raise ConfigError(f"compile.components must list model and/or loss; got {components!r}", path=c.path,
