@@ -11,6 +11,9 @@ Until the estimate carries the device-level fields of issue 10 (``tensor_peak_by
 ``device_peak_bytes`` per stage), the comparison falls back to what the tool shows today and says which figure
 it used: max allocated against the stage peak without the fixed reserve, max reserved and device use against
 the stage peak (``peak_bytes``: live tensors plus the 1 GiB reserve).
+
+The estimate is the library's ``parse`` + ``estimate`` on the shipped presets: no user preset and no calibration
+profile (``sapp estimate --calibration none``) — a profile calibrated on a run would not be held out.
 """
 
 from __future__ import annotations
