@@ -1,9 +1,9 @@
 """The nearest plans that fit, for a plan that does not (issue 12): what to change, by how little.
 
 A fix keeps the job: the device count and the global batch stay, only how the plan is cut changes. The search
-(spec §8) prices every strategy of tensor × pipeline degree × recompute (× a smaller micro-batch when the plan's
-is above 1); the fixes are the ones that fit, fewest changed settings first, then the fastest. Each carries the
-edit that makes it (the same edit the Search tab's Apply makes) and its peak and step time.
+(docs/model.md#search) prices every strategy of tensor × pipeline degree × recompute (× a smaller micro-batch
+when the plan's is above 1); the fixes are the ones that fit, fewest changed settings first, then the fastest.
+Each carries the edit that makes it (the same edit the Search tab's Apply makes) and its peak and step time.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QWidget
 
@@ -25,9 +25,14 @@ PAIR_OFFSET = 0.21
 PAIR_WIDTH = 0.4
 
 
+WORD_JOINER = "\u2060"
+
+
 def nb(text: str) -> str:
-    """Keep a legend entry on one line."""
-    return text.replace(" ", "&nbsp;")
+    """Keep a legend entry on one line: no-break spaces, and in Chinese (which Qt breaks between any two
+    characters, whatever the markup says) word joiners between the characters."""
+    text = text.replace(" ", "&nbsp;")
+    return text if text.isascii() else WORD_JOINER.join(text)
 
 
 def category_legend_items() -> list[str]:
@@ -35,7 +40,7 @@ def category_legend_items() -> list[str]:
             for c in reversed(CATEGORIES)]
 
 
-def legend_html(pinned: bool = False, lines: bool = True) -> str:
+def legend_html(pinned: bool = False, lines: bool = True, optimizer_step: bool = False) -> str:
     items = category_legend_items()
     if lines:
         capacity, budget = nb(translate("Charts", "capacity")), nb(translate("Charts", "budget"))
@@ -43,6 +48,9 @@ def legend_html(pinned: bool = False, lines: bool = True) -> str:
         items.append(f"<span style='color:{CAPACITY}'><b>———</b></span>&nbsp;{capacity}")
         items.append(f"<span style='color:{OVER_BUDGET}'><b>- - -</b></span>&nbsp;{budget}")
         items.append(f"<span style='color:{OVER_BUDGET}; font-size:13pt'>□</span>&nbsp;{over}")
+    if optimizer_step:  # the dashed tick above a bar whose optimizer step goes higher than its training peak
+        step = nb(translate("Charts", "optimizer-step peak"))
+        items.append(f"<span style='color:{OVER_BUDGET}'><b>┅</b></span>&nbsp;{step}")
     if pinned:
         left = nb(translate("Charts", "pinned (left)"))
         items.append(f"<span style='color:#9a9a9a; font-size:13pt'>▥</span>&nbsp;{left}")
@@ -72,10 +80,16 @@ class StageChart(StackedBarChart):
             bar.setZValue(-1)
             self.pinned_bars[cat] = bar
             item.addItem(bar)
-        self.peak_label = pg.TextItem(anchor=(0.5, 1.0))
+        self.peak_label = pg.TextItem(anchor=(0.5, 1.0), fill=(255, 255, 255, 200))  # no line strikes through it
         self.peak_label.setZValue(25)
         item.addItem(self.peak_label)
         self.delta_labels: list[pg.TextItem] = []
+        self.opt_shown = False
+        self._peak_top = 0.0
+        self._declutter_timer = QTimer(self)
+        self._declutter_timer.setSingleShot(True)
+        self._declutter_timer.timeout.connect(self.declutter)
+        item.getViewBox().sigResized.connect(self._declutter_timer.start)
         self.result: Result | None = None
         self.pinned: Result | None = None
 
@@ -123,21 +137,26 @@ class StageChart(StackedBarChart):
         verdict_color = OVER_BUDGET if over[peak] else "#111111"
         peak_text = translate("Charts", "peak {0} GiB").format(f"{totals[peak] / GiB:,.2f}")
         self.peak_label.setHtml(f"<div style='color:{verdict_color}; font-weight:bold'>{peak_text}</div>")
-        # anchored on the bar's inner edge so that the label never runs off the plot at either end
+        # anchored on the bar's inner edge so that the label never runs off the plot at either end; above the
+        # optimizer-step tick when that is higher, so the tick does not strike through it
+        top = float(max(totals[peak], opt[peak]) / GiB)
         if peak < n / 2:
             self.peak_label.setAnchor((0.0, 1.0))
-            self.peak_label.setPos(float(x[peak] - width / 2), float(totals[peak] / GiB))
+            self.peak_label.setPos(float(x[peak] - width / 2), top)
         else:
             self.peak_label.setAnchor((1.0, 1.0))
-            self.peak_label.setPos(float(x[peak] + width / 2), float(totals[peak] / GiB))
+            self.peak_label.setPos(float(x[peak] + width / 2), top)
+        self._peak_top = top
         labels = [str(i) for i in range(n)]
         self.set_ticks(labels, px_per_label=22)
-        self.legend.setText(legend_html(paired))
+        self.opt_shown = bool(opt_shown.any())
+        self.legend.setText(legend_html(paired, optimizer_step=self.opt_shown))
         tops = [totals.max(initial=0.0), result.capacity, result.budget, opt.max(initial=0.0)]
         if pinned is not None:
             tops.append(max(s.total for s in pinned.stages))
         item = self.plot.getPlotItem()
         self.set_y_top(max(tops) / GiB * 1.1)
+        self._declutter_timer.start()
         slots = max(n, len(pinned.stages) if pinned else 0)
         pad = max(0.0, (4 - slots) / 2)  # one or two stages: keep the bars bar-shaped
         right = 0.0
@@ -175,13 +194,43 @@ class StageChart(StackedBarChart):
             self.plot.getPlotItem().addItem(label)
             self.delta_labels.append(label)
 
+    def declutter(self) -> None:
+        """Labels never collide: the peak label moves above a pinned delta it would cover, and a capacity or
+        budget label that would cover the peak or a delta label steps to the plot's left end, or out of the way
+        when it collides there too (the legend names the lines; their value is in the hover text)."""
+        if self.result is None:
+            return
+        view = self.plot.getPlotItem().getViewBox()
+        self.peak_label.setPos(self.peak_label.pos().x(), self._peak_top)
+        peak_rect = self.peak_label.sceneBoundingRect()
+        below = [label.sceneBoundingRect() for label in self.delta_labels]
+        below = [r for r in below if r.left() < peak_rect.right() and r.right() > peak_rect.left()]
+        if below and peak_rect.bottom() > min(r.top() for r in below):  # lift the peak label over the deltas
+            lift = (peak_rect.bottom() - min(r.top() for r in below) + 2) * view.viewPixelSize()[1]
+            self.peak_label.setPos(self.peak_label.pos().x(), self._peak_top + lift)
+            peak_rect = self.peak_label.sceneBoundingRect()
+        taken = [peak_rect, *(label.sceneBoundingRect() for label in self.delta_labels)]
+        for line, anchor in ((self.capacity_line, 1.25), (self.budget_line, -0.25)):
+            label = line.label
+            label.setVisible(line.isVisible())
+            for position, side in ((0.985, 1), (0.015, 0)):
+                label.setPosition(position)
+                label.anchors = [(side, anchor), (side, anchor)]
+                label.updatePosition()
+                if not any(label.sceneBoundingRect().intersects(rect) for rect in taken):
+                    break
+            else:
+                label.setVisible(False)
+            if label.isVisible():
+                taken.append(label.sceneBoundingRect())
+
     def _draw_lines(self, result: Result) -> None:
         self.show_limits(result.capacity, result.budget)
 
     def retranslate(self) -> None:
         self.set_labels(translate("Charts", "Memory per pipeline stage"), translate("Charts", "Pipeline stage"))
         self.legend.setAccessibleName(translate("Charts", "Chart legend"))
-        self.legend.setText(legend_html(self.pinned is not None))
+        self.legend.setText(legend_html(self.pinned is not None, optimizer_step=self.opt_shown))
         if self.result is not None:
             self.set_result(self.result, self.pinned)
 

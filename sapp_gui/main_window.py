@@ -44,6 +44,7 @@ from estimator.units import GiB
 from . import language, report_export
 from .chart import StageChart
 from .commands import UndoAdapter
+from .compact import FORMS_MIN_WIDTH, NARROW_SCREEN, SIDE_MIN_WIDTH, SidePanels
 from .explain_view import ExplainView
 from .export_dialog import ExportDialog, ExportFlow, ask_unsaved
 from .forms import FormsPanel
@@ -154,13 +155,11 @@ class MainWindow(QMainWindow):
         self.notes.extra_errors = (self.profile_problem,) if self.profile_problem else ()
         for view in (self.summary, self.chart, self.selection, self.forms, self.notes):
             attach(self.doc, view)
-        self.forms.setMinimumWidth(320)
-        self.explain.setMinimumWidth(270)
-        self.notes.setMinimumWidth(270)
         self.forms_dock = self._dock("formsDock", self.forms, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.explain_dock = self._dock("explainDock", self.explain_frame, Qt.DockWidgetArea.RightDockWidgetArea)
         self.notes_dock = self._dock("notesDock", self.notes, Qt.DockWidgetArea.RightDockWidgetArea)
         self.docks = (self.forms_dock, self.explain_dock, self.notes_dock)
+        self.side_panels = SidePanels(self, self.docks, (self.explain_dock, self.notes_dock))
         self._dock_titles()
         self.statusBar().addPermanentWidget(self.opener.box)  # permanent: a temporary message must not hide Cancel
         self.time_label = QLabel("")
@@ -201,6 +200,7 @@ class MainWindow(QMainWindow):
         self.workspace_tabs.retranslate()
         for frame in (self.summary_frame, self.charts_frame, self.explain_frame):
             frame.retranslate()
+        self.side_panels.retranslate()
         self._set_title()
         self._show_time()
 
@@ -211,6 +211,7 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         self._layout_restored = state is not None and self.restoreState(state)
+        self.side_panels.auto = not self._layout_restored
         self._show_start_page()
 
     def _show_start_page(self) -> None:
@@ -224,13 +225,14 @@ class MainWindow(QMainWindow):
 
     def _show_workspace(self) -> None:
         self.stack.setCurrentWidget(self.workspace)
-        if self._docks_parked:
+        if self._docks_parked and self.side_panels.expanded:
             for dock in self.docks:
                 dock.setVisible(self._dock_visible.get(dock, True))
             self._docks_parked = False
 
     def _default_docks(self) -> None:
-        self.resizeDocks([self.forms_dock, self.explain_dock], [340, 310], Qt.Orientation.Horizontal)
+        widths = [340, 310] if self.width() >= NARROW_SCREEN else [FORMS_MIN_WIDTH, SIDE_MIN_WIDTH]
+        self.resizeDocks([self.forms_dock, self.explain_dock], widths, Qt.Orientation.Horizontal)
         self.resizeDocks([self.explain_dock, self.notes_dock], [560, 300], Qt.Orientation.Vertical)
 
     def showEvent(self, event: Any) -> None:

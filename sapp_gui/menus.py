@@ -122,6 +122,7 @@ def build_menus(window: MainWindow) -> Actions:
     view_menu.addSeparator()
     for dock in window.docks:
         view_menu.addAction(dock.toggleViewAction())
+    view_menu.addAction(window.side_panels.action)
     view_menu.addAction(act("reset_layout", window.reset_layout))
     view_menu.addSeparator()
     view_menu.addMenu(menus["language"])

@@ -60,6 +60,9 @@ def _estimate_strategy(parsed: ParsedConfig, strategy: Any) -> Result:
     return estimate(parsed.model, strategy, parsed.hardware, parsed.options)
 
 
+COMPACT_HEIGHT = 520  # below this panel height a finished search folds the space editor away
+
+
 def current_sentence(result: SearchResult) -> str:
     """Where the plan as opened stands against a search (its row is marked * in the table)."""
     current = result.current
@@ -226,6 +229,11 @@ class SearchPanel(QWidget):
         self.space_box.setVisible(not hidden)
         self.space_toggle.setText(translate("SearchPanel", "Show search space ▾") if hidden
                                   else translate("SearchPanel", "Hide search space ▴"))
+        if self._sized:  # the pane above the results follows what it now shows; the table and charts get the rest
+            sizes = self.splitter.sizes()
+            top = self.splitter.widget(0).sizeHint().height()
+            rest = max(sum(sizes) - top, 0)
+            self.splitter.setSizes([top, int(rest * 0.48), rest - int(rest * 0.48)])
 
     # ------------------------------------------------------------------------------------- running
     def on_session(self, event: SessionEvent) -> None:
@@ -309,6 +317,8 @@ class SearchPanel(QWidget):
         self.interrupted = None
         self.result, self.searched = result, outcome.tag
         self.rows = build_rows(result)
+        if self.height() < COMPACT_HEIGHT:  # a short window: the results take the room the space editor had
+            self.space_toggle.setChecked(True)
         self.results.set_result(result, self.rows)
         self.pareto.set_rows(self.rows, result.budget)
         self._show_summary()

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from estimator.limits import MAX_DEVICES
 
 from . import language
+from .compact import scrolling
 from .language import translate
 from .resources import Example, load_examples
 
@@ -134,7 +135,8 @@ class StartPage(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.open_button)
         top.addStretch(1)
-        layout = QVBoxLayout(self)
+        body = QWidget()
+        layout = QVBoxLayout(body)
         layout.setContentsMargins(40, 30, 40, 30)
         layout.addWidget(title)
         layout.addWidget(subtitle)
@@ -144,6 +146,9 @@ class StartPage(QWidget):
         layout.addWidget(self.retry_box)
         layout.addSpacing(8)
         layout.addLayout(grid, 1)
+        outer = QVBoxLayout(self)  # scrolls on a small window instead of setting its minimum size (issue 12)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scrolling(body, "startScroll"))
         self._recent: list[tuple[list[str], dict]] = []
         self.retranslate()
 

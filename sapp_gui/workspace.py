@@ -17,6 +17,7 @@ from estimator.session import PlanSession, SessionEvent
 from estimator.session.events import ESTIMATED
 
 from .balance_view import BalanceView
+from .compact import scrolling
 from .compare_view import CompareView
 from .language import translate
 from .panel import StaleFrame, attach, catch_up
@@ -52,7 +53,7 @@ class WorkspaceTabs(QTabWidget):
             layout = QVBoxLayout(host)
             layout.setContentsMargins(0, 0, 0, 0)
             self._hosts[name] = host
-            self.addTab(host, "")
+            self.addTab(scrolling(host, f"{name}Scroll"), "")  # scrolls on a small window (issue 12)
         self.currentChanged.connect(lambda index: self.panel(TAB_NAMES[index]) if index > 0 else None)
         attach(session, self)
         self.retranslate()
@@ -115,6 +116,7 @@ class WorkspaceTabs(QTabWidget):
         return self.panel("schedule")  # type: ignore[return-value]
 
     def page(self, name: str) -> QWidget:
+        """The tab's page: the scroll area around an analysis panel's host, the memory page itself."""
         return self.widget(TAB_NAMES.index(name))
 
     def show_tab(self, name: str) -> QWidget:

@@ -46,7 +46,7 @@ class FormsPanel(QTabWidget):
             scroll.setWidget(form)
             scroll.setWidgetResizable(True)
             scroll.setFrameShape(QFrame.Shape.NoFrame)
-            scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # a narrow panel scrolls
             self.addTab(scroll, "")
             form.edited.connect(self.edited)
         self.setEnabled(False)

@@ -182,6 +182,10 @@
         <translation>超出预算</translation>
     </message>
     <message>
+        <source>optimizer-step peak</source>
+        <translation>优化器步峰值</translation>
+    </message>
+    <message>
         <source>pinned (left)</source>
         <translation>已固定基线（左）</translation>
     </message>
@@ -952,6 +956,14 @@
     <message>
         <source>Per-stage memory, step time and strategy search for LLM training plans on NPU/GPU clusters.</source>
         <translation>面向 NPU/GPU 集群大模型训练计划的逐阶段显存、单步时间估算与策略搜索。</translation>
+    </message>
+    <message>
+        <source>Side &amp;panels</source>
+        <translation>侧边面板(&amp;P)</translation>
+    </message>
+    <message>
+        <source>Show or collapse the Strategy, Explain and Warnings panels (more room for the charts on a small screen)</source>
+        <translation>显示或收起策略、说明与警告面板（小屏幕上给图表留出更多空间）</translation>
     </message>
 </context>
 <context>

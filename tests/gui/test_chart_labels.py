@@ -42,3 +42,65 @@ def test_limit_lines_follow_the_screen_scale(qtbot, window) -> None:
     assert window.chart.budget_line.pen.widthF() == 1.6 * device_scale()
     # the labels are anchored beside their line, not across it
     assert window.chart.capacity_line.label.anchors[0][1] > 1 and window.chart.budget_line.label.anchors[0][1] < 0
+
+
+def _visible_rects(chart):
+    rects = [("peak", chart.peak_label.sceneBoundingRect())]
+    rects += [(f"delta{k}", label.sceneBoundingRect()) for k, label in enumerate(chart.delta_labels)]
+    for name, line in (("capacity", chart.capacity_line), ("budget", chart.budget_line)):
+        if line.isVisible() and line.label.isVisible():
+            rects.append((name, line.label.sceneBoundingRect()))
+    return rects
+
+
+def _no_overlaps(chart) -> None:
+    rects = _visible_rects(chart)
+    for i, (a, ra) in enumerate(rects):
+        for b, rb in rects[i + 1:]:
+            assert not ra.intersects(rb), f"{a} and {b} labels overlap"
+
+
+def test_pinned_deltas_and_the_peak_label_do_not_collide(qtbot, window) -> None:
+    from gui_helpers import edit_and_wait
+
+    open_and_wait(qtbot, window, [MF_QWEN3])
+    window.pin_baseline()
+    edit_and_wait(qtbot, window, lambda: window.edit({"strategy.recompute": "full"}, "full recompute"))
+    chart = window.chart
+    qtbot.waitUntil(lambda: len(chart.delta_labels) == 4, timeout=10000)
+    chart.declutter()
+    _no_overlaps(chart)
+    for size in ((1024, 640), (1366, 768)):
+        window.resize(*size)
+        qtbot.wait(100)
+        chart.declutter()
+        _no_overlaps(chart)
+
+
+def test_the_search_mini_chart_keeps_its_labels_apart(qtbot, window) -> None:
+    from gui_helpers import run_search
+
+    window.resize(1024, 640)
+    open_and_wait(qtbot, window, [MF_QWEN3])
+    run_search(qtbot, window, {"tp": "auto", "pp": "auto"})
+    chart = window.workspace_tabs.search.stage_chart
+    qtbot.waitUntil(lambda: chart.result is not None, timeout=20000)
+    chart.declutter()
+    _no_overlaps(chart)
+
+
+def test_the_optimizer_step_marker_is_in_the_legend_and_under_the_peak_label(qtbot, window) -> None:
+    import dataclasses
+
+    result = open_and_wait(qtbot, window, [MF_QWEN3])
+    chart = window.chart
+    assert "optimizer-step" not in chart.legend.text()
+    peak = result.peak_stage
+    stages = tuple(dataclasses.replace(s, optimizer_step_peak=s.total * 1.2) if s.index == peak else s
+                   for s in result.stages)
+    chart.set_result(dataclasses.replace(result, stages=stages))
+    assert "optimizer-step&nbsp;peak" in chart.legend.text()
+    view = chart.plot.getPlotItem().getViewBox()
+    tick_y = view.mapViewToScene(chart.peak_label.pos()).y()
+    assert chart.peak_label.pos().y() >= stages[peak].optimizer_step_peak / 2**30 - 1e-9
+    assert chart.peak_label.sceneBoundingRect().bottom() <= tick_y + 1

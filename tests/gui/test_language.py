@@ -21,7 +21,7 @@ def texts(window) -> dict[str, str]:
             "verdict": window.summary.verdict.caption.text(), "dock": window.forms_dock.windowTitle(),
             "tp_tip": window.forms.row("strategy.tp").editor.toolTip(),
             "run": window.workspace_tabs.search.run_button.text(),
-            "legend": window.chart.legend.text(), "memory_tab": window.forms.tabText(1)}
+            "legend": window.chart.legend.text().replace("\u2060", ""), "memory_tab": window.forms.tabText(1)}
 
 
 def test_switch_to_chinese_and_back(qtbot, window, dsv3_plan) -> None:

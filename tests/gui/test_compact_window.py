@@ -1,0 +1,53 @@
+"""A window a laptop user can live in (issue 12): 1024×640 and 1366×768 fit, the side panels collapse and come
+back, the analysis tabs scroll instead of setting the window's minimum, and the search table keeps Peak and Step
+in view."""
+
+from __future__ import annotations
+
+import pytest
+from gui_helpers import MF_DSV3, open_and_wait, run_search
+
+
+@pytest.mark.parametrize("size", [(1024, 640), (1366, 768)])
+def test_the_window_fits_a_small_screen(qtbot, window, size) -> None:
+    open_and_wait(qtbot, window, [MF_DSV3])
+    for tab in ("memory", "search", "compare", "balance", "schedule"):
+        window.show_tab(tab)
+        qtbot.wait(50)
+        hint = window.minimumSizeHint()
+        assert hint.width() <= size[0] and hint.height() <= size[1], (tab, hint)
+    window.resize(*size)
+    qtbot.wait(100)
+    assert (window.width(), window.height()) == size
+    if size[1] < 800:  # short: Explain and Warnings share one tabbed panel
+        assert window.tabifiedDockWidgets(window.explain_dock) == [window.notes_dock]
+
+
+def test_side_panels_collapse_and_come_back(qtbot, window) -> None:
+    open_and_wait(qtbot, window, [MF_DSV3])
+    window.notes_dock.hide()
+    panels = window.side_panels
+    central = window.centralWidget().width()
+    panels.action.trigger()
+    assert all(dock.isHidden() for dock in window.docks)
+    qtbot.wait(50)
+    assert window.centralWidget().width() > central
+    panels.action.trigger()
+    assert not window.forms_dock.isHidden() and not window.explain_dock.isHidden()
+    assert window.notes_dock.isHidden()  # what was hidden before stays hidden
+    assert panels.action.shortcut().toString() == "Ctrl+Shift+B"
+
+
+def test_search_table_keeps_peak_and_step_in_view(qtbot, window) -> None:
+    window.resize(1024, 640)
+    open_and_wait(qtbot, window, [MF_DSV3])
+    run_search(qtbot, window, {"tp": "auto", "pp": "auto", "rec": "auto"})
+    table = window.workspace_tabs.search.results.table
+    header = table.horizontalHeader()
+    width = table.viewport().width()
+    from sapp_gui.search_model import COLUMN_KEYS
+
+    for key in ("peak", "step"):
+        column = COLUMN_KEYS.index(key)
+        left = header.sectionViewportPosition(column)
+        assert left >= 0 and left + header.sectionSize(column) <= width, key
