@@ -42,7 +42,7 @@ class StackedBarChart(ExportableChart, QWidget):
         self.title.setTextFormat(Qt.TextFormat.RichText)
         self.title.setWordWrap(True)  # a long title (the peak point) wraps instead of widening the window
         self.plot = pg.PlotWidget()
-        self.plot.setMinimumHeight(160)
+        self.plot.setMinimumHeight(120)  # two charts and the tiles fit a 640-px window
         self.plot.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.plot.setAccessibleName(title)
         item = self.plot.getPlotItem()

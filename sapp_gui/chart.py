@@ -196,8 +196,8 @@ class StageChart(StackedBarChart):
 
     def declutter(self) -> None:
         """Labels never collide: the peak label moves above a pinned delta it would cover, and a capacity or
-        budget label that would cover the peak or a delta label steps to the plot's left end, or out of the way
-        when it collides there too (the legend names the lines; their value is in the hover text)."""
+        budget label that would cover another label or run off the plot tries the plot's left end, then the
+        other side of its line, and steps out of the way when nothing fits (the legend names the lines)."""
         if self.result is None:
             return
         view = self.plot.getPlotItem().getViewBox()
@@ -210,15 +210,22 @@ class StageChart(StackedBarChart):
             self.peak_label.setPos(self.peak_label.pos().x(), self._peak_top + lift)
             peak_rect = self.peak_label.sceneBoundingRect()
         taken = [peak_rect, *(label.sceneBoundingRect() for label in self.delta_labels)]
-        for line, anchor in ((self.capacity_line, 1.25), (self.budget_line, -0.25)):
+        inside = view.sceneBoundingRect()
+        for line, above in ((self.capacity_line, True), (self.budget_line, False)):
             label = line.label
             label.setVisible(line.isVisible())
-            for position, side in ((0.985, 1), (0.015, 0)):
-                label.setPosition(position)
-                label.anchors = [(side, anchor), (side, anchor)]
-                label.updatePosition()
-                if not any(label.sceneBoundingRect().intersects(rect) for rect in taken):
-                    break
+            sides = (1.25, -0.25) if above else (-0.25, 1.25)  # its own side of the line first
+            for anchor in sides:
+                for position, side in ((0.985, 1), (0.015, 0)):
+                    label.setPosition(position)
+                    label.anchors = [(side, anchor), (side, anchor)]
+                    label.updatePosition()
+                    rect = label.sceneBoundingRect()
+                    if inside.contains(rect) and not any(rect.intersects(other) for other in taken):
+                        break
+                else:
+                    continue
+                break
             else:
                 label.setVisible(False)
             if label.isVisible():

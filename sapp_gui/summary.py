@@ -28,7 +28,7 @@ from .document import preset_problem
 from .language import translate
 from .style import FITS, MUTED, OVER_BUDGET, QT_TRANSLATE_NOOP
 
-CARD_MIN_WIDTH = 110
+CARD_MIN_WIDTH = 100  # five tiles in a row from 530 px: two rows on a 1024-px window
 
 # step-time parts (estimator.steptime.PARTS), in the order they are listed
 PART_NAMES: dict[str, str] = {
