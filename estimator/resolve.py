@@ -260,8 +260,10 @@ def resolve_dims(model: ModelSpec, profile: FamilyProfile, rec: _Recorder,
         lin_v=model.linear_num_value_heads * model.linear_value_head_dim,
         n_lv=model.linear_num_value_heads, lin_d_k=model.linear_key_head_dim,
         lin_d_v=model.linear_value_head_dim, conv=model.linear_conv_kernel,
-        attn_dropout=profile.attn_dropout > 0, hidden_dropout=profile.hidden_dropout > 0,
-        emb_dropout=profile.emb_dropout > 0, router_bytes=profile.router_bytes,
+        attn_dropout=float(_pick(model.attention_dropout, profile.attn_dropout)) > 0,  # type: ignore[arg-type]
+        hidden_dropout=float(_pick(model.hidden_dropout, profile.hidden_dropout)) > 0,  # type: ignore[arg-type]
+        emb_dropout=float(_pick(model.hidden_dropout, profile.emb_dropout)) > 0,  # type: ignore[arg-type]
+        router_bytes=profile.router_bytes,
     )
 
 

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from format_helpers import read_estimate_export, roundtrip
 from fuzzing import fuzz_settings
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
@@ -261,21 +262,6 @@ def _copy(tmp_path: Path, *paths: Path) -> list[str]:
     return out
 
 
-def _roundtrip(paths: list[str], changes: dict, devices: int | None = None) -> tuple[dict, list[str]]:
-    parsed = parse(paths, devices=devices)
-    edited = apply_changes(parsed, changes)
-    files = export(edited)
-    changed_lines = []
-    for path, text in files.items():
-        old = Path(path).read_text(encoding="utf-8")
-        diff = difflib.unified_diff(old.splitlines(), text.splitlines(), lineterm="", n=0)
-        changed_lines += [d for d in diff if d[:1] in "+-" and not d.startswith(("+++", "---"))]
-        Path(path).write_text(text, encoding="utf-8")
-    again = parse(paths, devices=devices)
-    assert again.strategy == edited.strategy
-    return files, changed_lines
-
-
 @pytest.mark.parametrize("name, changes, lines", [
     ("mindspeed_qwen3_32b_pretrain.sh", {"strategy.tp": 8},
      ["-TP=4", "+TP=8"]),
@@ -298,25 +284,25 @@ def _roundtrip(paths: list[str], changes: dict, devices: int | None = None) -> t
 ])
 def test_example_roundtrip(tmp_path, name, changes, lines):
     paths = _copy(tmp_path, EXAMPLES / name)
-    _files, changed = _roundtrip(paths, changes)
+    _files, changed = roundtrip(paths, changes)
     assert sorted(changed) == sorted(lines)
 
 
 def test_mm_pair_roundtrip_keeps_global_batch(tmp_path):
     paths = _copy(tmp_path, EXAMPLES / "mindspeed_qwen2_5vl_7b_finetune.sh",
                   EXAMPLES / "mindspeed_qwen2_5vl_7b_model.json")
-    files, changed = _roundtrip(paths, {"strategy.tp": 1})
+    files, changed = roundtrip(paths, {"strategy.tp": 1})
     assert list(files) == [paths[0]]  # the model.json is a model source: export leaves it alone
     assert sorted(changed) == ["+GRAD_ACC_STEP=8", "+TP=1", "-GRAD_ACC_STEP=16", "-TP=2"]
 
 
 def test_fixture_roundtrips(tmp_path):
     paths = _copy(tmp_path, FIX / "hostfile_moe.sh")
-    _files, changed = _roundtrip(paths, {"strategy.cp": 2, "strategy.cp_algo": "ring"}, devices=64)
+    _files, changed = roundtrip(paths, {"strategy.cp": 2, "strategy.cp_algo": "ring"}, devices=64)
     assert sorted(changed) == ["+ACC=4", "+CP=2", "+CP_ALGO=megatron_cp_algo", "-ACC=8", "-CP=4",
                                "-CP_ALGO=hybrid_cp_algo"]
     paths = _copy(tmp_path, FIX / "selective_dense.sh")
-    _files, changed = _roundtrip(paths, {"strategy.partition": [6, 6, 6, 6],
+    _files, changed = roundtrip(paths, {"strategy.partition": [6, 6, 6, 6],
                                          "strategy.recompute_switches": ["core_attn"]})
     assert sorted(changed) == ["+    --num-layer-list 6,6,6,6 \\", "+    --recompute-modules core_attn \\",
                                "-    --num-layer-list 5,7,7,5 \\", "-    --recompute-modules core_attn layernorm \\"]
@@ -402,15 +388,4 @@ def _mutations(draw):
 @fuzz_settings(150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_mutations())
 def test_fuzzed_inputs_raise_only_sapp_errors(tmp_path, case):
-    suffix, text = case
-    target = tmp_path / f"fuzz{suffix}"
-    target.write_text(text, encoding="utf-8")
-    try:
-        parsed = parse([str(target)], devices=64)
-    except SappError:
-        return
-    try:
-        estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
-        export(apply_changes(parsed, {"strategy.micro_batch_size": parsed.strategy.micro_batch_size}))
-    except SappError:
-        pass
+    read_estimate_export(tmp_path, *case, devices=64)

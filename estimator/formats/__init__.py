@@ -26,7 +26,10 @@ Detector = Callable[[Any, str], bool]
 READERS: dict[str, tuple[Detector, Reader]] = {}
 # Each module below defines FORMAT (name), detect(data, path), read(text, path, data, devices) -> Reading and
 # write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str (see estimator/export.py).
-FORMAT_MODULES = ("mindformers", "mindspeed", "torchtitan", "hyperparallel")
+FORMAT_MODULES = ("mindformers", "megatron", "mindspeed", "torchtitan", "hyperparallel")
+# format name -> accepts(data, path): what a format reads when --framework names it (a module without one reads
+# what it detects); a Megatron-style launch script is accepted by both megatron and mindspeed
+ACCEPTS: dict[str, Detector] = {}
 # Besides shapes, a model file may own the per-module layout (MindSpeed-MM model.json: pipeline_num_layers,
 # recompute, freeze); those keys win over the launch script's too.
 MODEL_FILE_LAYOUT_KEYS = frozenset({
@@ -35,7 +38,8 @@ MODEL_FILE_LAYOUT_KEYS = frozenset({
     "strategy.frozen_modules"})
 
 FORMAT_FRAMEWORK = {"mindformers": "mindformers", "mindspeed": "mindspeed", "mindspeed_script": "mindspeed",
-                    "mindspeed_model": "mindspeed",
+                    "mindspeed_model": "mindspeed", "megatron": "megatron", "megatron_script": "megatron",
+                    "megatron_recipe": "megatron",
                     "torchtitan": "torchtitan", "hyperparallel": "hyperparallel"}
 
 
@@ -65,7 +69,7 @@ def read_file(path: str, devices: int | None = None, framework: str | None = Non
     if framework:
         wanted = [fmt for fmt, fw in FORMAT_FRAMEWORK.items() if fw == framework.lower()]
         for fmt in wanted:
-            if fmt in READERS and READERS[fmt][0](data, path):
+            if fmt in READERS and ACCEPTS.get(fmt, READERS[fmt][0])(data, path):
                 return _tag(READERS[fmt][1](text, path, data, devices), text, path)
     if looks_like_plan(data):
         values, prov = read_plan(text, path)
@@ -192,6 +196,8 @@ def _register() -> None:
                 continue  # that format is not built yet
             raise
         READERS[module.FORMAT] = (module.detect, module.read)
+        if hasattr(module, "accepts"):
+            ACCEPTS[module.FORMAT] = module.accepts
 
 
 _register()

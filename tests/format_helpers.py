@@ -1,0 +1,44 @@
+"""What the format tests share: the export round trip (edit, write back, re-read the same plan) and the check every
+reader's fuzz test makes on a mutated file (reading, estimating and exporting it raise only SappError)."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from estimator.errors import SappError
+from estimator.estimate import estimate
+from estimator.export import export
+from estimator.formats import parse
+from estimator.parsed import apply_changes
+
+
+def roundtrip(paths: list[str], changes: dict, devices: int | None = None) -> tuple[dict, list[str]]:
+    """Apply ``changes``, export into the files, re-read them: the plan read back must be the edited one.
+    Returns the new texts and the changed lines (``-old``/``+new``)."""
+    parsed = parse(paths, devices=devices)
+    edited = apply_changes(parsed, changes)
+    files = export(edited)
+    changed_lines = []
+    for path, text in files.items():
+        old = Path(path).read_text(encoding="utf-8")
+        diff = difflib.unified_diff(old.splitlines(), text.splitlines(), lineterm="", n=0)
+        changed_lines += [d for d in diff if d[:1] in "+-" and not d.startswith(("+++", "---"))]
+        Path(path).write_text(text, encoding="utf-8")
+    again = parse(paths, devices=devices)
+    assert again.strategy == edited.strategy
+    return files, changed_lines
+
+
+def read_estimate_export(folder: Path, suffix: str, text: str, devices: int | None) -> None:
+    target = folder / f"fuzz{suffix}"
+    target.write_text(text, encoding="utf-8")
+    try:
+        parsed = parse([str(target)], devices=devices)
+    except SappError:
+        return
+    try:
+        estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+        export(apply_changes(parsed, {"strategy.micro_batch_size": parsed.strategy.micro_batch_size}))
+    except SappError:
+        pass
