@@ -90,15 +90,17 @@ def test_array_script_is_read_as_written():
     assert (s.sharding.mode, s.sharding.os) == ("zero1", 2)  # dp·cp 4 / 2 optimizer instances
     assert s.recompute.default_mode == "selective" and s.recompute.switches == ("core_attn", "mla_up_proj")
     assert s.flash_attention is True and "transformer_engine" in assumption(parsed, "strategy.flash_attention").source
-    assert not warning_texts(parsed, "W-FP8")  # the FP8 block is switched off by USE_FP8=0
+    assert s.fp8 == "none" and not s.fp8_param  # the FP8 block is switched off by USE_FP8=0
     assert parsed.provenance["strategy.tp"].key.startswith("--tensor-model-parallel-size $TP_SIZE")
     assert estimate(m, s, parsed.hardware, parsed.options).peak_bytes > 0
 
 
 def test_fp8_branch_is_read_when_the_script_switches_it_on(tmp_path):
     path = variant(tmp_path, ARRAYS, ("USE_FP8=0", "USE_FP8=1"))
-    fp8 = warning_texts(parse([path]), "W-FP8")
-    assert fp8 and "--fp8-format" in fp8[0] and "--fp8-param-gather" in fp8[0] and "not priced yet" in fp8[0]
+    parsed = parse([path])
+    s = parsed.strategy
+    assert (s.fp8, s.fp8_param) == ("delayed", True) and "default delayed" in assumption(parsed, "strategy.fp8").source
+    assert parsed.provenance["strategy.fp8_param"].key.startswith("--fp8-param-gather")
 
 
 def test_uneven_first_and_last_stages_change_the_price(tmp_path):
@@ -114,8 +116,9 @@ def test_uneven_first_and_last_stages_change_the_price(tmp_path):
     assert a.stages[1].total > b.stages[1].total and a.stages[0].total < b.stages[0].total
 
 
-def test_defaults_are_megatrons_and_the_family_is_not_the_file_name():
-    parsed = parse([str(DEFAULTS)])
+def test_defaults_are_megatrons_and_the_family_is_not_the_file_name(tmp_path):
+    misspelt = variant(tmp_path, DEFAULTS, ("    --fp16\n", "    --fp16\n    --sequence-paralel\n"))
+    parsed = parse([misspelt])
     s, m = parsed.strategy, parsed.model
     assert m.family == "default" and "not taken from the file name" in assumption(parsed, "model.family").source
     assert m.vocab_size == 50257 and "GPT2BPETokenizer" in assumption(parsed, "model.vocab_size").source
@@ -124,9 +127,10 @@ def test_defaults_are_megatrons_and_the_family_is_not_the_file_name():
     assert s.flash_attention is True
     assert (s.vpp, s.cp, s.cp_algo, s.ulysses_degree) == (2, 2, "hybrid", 2)
     assert any("learned absolute position embeddings" in w for w in warning_texts(parsed, "W-UNMODELLED"))
-    unknown = warning_texts(parsed, "W-FLAG-UNKNOWN")
-    assert unknown and "--sequence-paralel (did you mean --sequence-parallel?)" in unknown[0]
-    assert not any("--vocab-file" in w or "--lr" in w for w in unknown)  # data and schedule flags are known
+    unknown = warning_texts(parsed, "W-KEY-UNKNOWN")
+    assert len(unknown) == 1 and "--sequence-paralel" in unknown[0] and "did you mean '--sequence-parallel'" in \
+        unknown[0]
+    assert not warning_texts(parsed, "W-FLAG-UNPRICED")  # data and schedule flags are known, not unpriced
 
 
 def test_swiglu_default_width_and_unfused_attention(tmp_path):
@@ -232,9 +236,10 @@ def test_recipe_yaml_reads_the_args_block():
 def test_flags_megatron_does_not_accept_are_named(tmp_path):
     path = variant(tmp_path, ARRAYS, ("    --sequence-parallel\n", "    --sequence-parallel\n    --swap-attention\n"
                                                                   "    --tensor-model-paralell-size 2\n"))
-    unknown = warning_texts(parse([path]), "W-FLAG-UNKNOWN")[0]
-    assert "--swap-attention is a MindSpeed flag" in unknown
-    assert "--tensor-model-paralell-size (did you mean --tensor-model-parallel-size?)" in unknown
+    parsed = parse([path])
+    assert "--swap-attention (a MindSpeed flag, which Megatron-LM does not accept)" in \
+        warning_texts(parsed, "W-FLAG-UNPRICED")[0]
+    assert "did you mean '--tensor-model-parallel-size'" in warning_texts(parsed, "W-KEY-UNKNOWN")[0]
 
 
 # ------------------------------------------------------------------------------------------ writing

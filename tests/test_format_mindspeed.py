@@ -130,7 +130,8 @@ def test_405b_reads_as_written_and_estimates_with_a_model_config(shared_dir):
     parsed = parse([path], model=str(FIX / "llama31_405b_config.json"))
     assert parsed.model.num_kv_heads == 8 and parsed.model.vocab_size == 128256
     assert any(w.code == "W-MODEL-DIFF" and "num_kv_heads" in w.text for w in parsed.warnings)
-    assert any(w.code == "W-UNMODELLED" and "--swap-attention" in w.text for w in parsed.warnings)
+    assert parsed.strategy.offload_activations == ("input_norm", "self_attention", "post_attention_norm")
+    assert parsed.provenance["strategy.offload_activations"].key.startswith("--swap-attention")
     with pytest.raises(StrategyError, match="R-TP-KV"):  # why the script states 16 groups for TP 16
         estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
     as_written = apply_changes(parsed, {"model.num_kv_heads": 16})

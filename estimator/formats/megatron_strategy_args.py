@@ -23,17 +23,23 @@ CP_COMM_TYPES = {"p2p": "ring", "a2a": "ulysses", "a2a+p2p": "hybrid", "allgathe
 # --data-parallel-sharding-strategy of Megatron-FSDP -> sharding mode
 FSDP_STRATEGIES = {"no_shard": "none", "optim": "zero1", "optim_grads": "zero2", "optim_grads_params": "zero3"}
 RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
-# settings read but not priced yet: (flags, what is not priced)
+# settings read that have no Strategy field yet: (flags, what is not priced)
 NOT_PRICED: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("--tp-comm-overlap", "--tp-comm-overlap-ag", "--tp-comm-overlap-rs"),
-     "TP communication overlap (userbuffers) — its buffers and the hidden communication time"),
-    (("--overlap-grad-reduce", "--overlap-param-gather", "--overlap-p2p-communication",
-      "--moe-shared-expert-overlap"), "communication overlap in the step time"),
-    (("--cpu-offloading", "--cpu-offloading-num-layers", "--fine-grained-activation-offloading",
-      "--offload-modules"), "activation / weight offloading to host memory (priced as kept on the device)"),
-    (("--cross-entropy-loss-fusion",), "the fused cross-entropy's smaller loss working set (priced unfused)"),
+    (("--overlap-p2p-communication", "--moe-shared-expert-overlap"), "this communication overlap in the step time"),
+    (("--cpu-offloading-weights",), "weight offloading to host memory (priced as kept on the device)"),
 )
-FP8_PREFIX = "--fp8"
+# --offload-modules of Megatron's fine-grained activation offloading -> Strategy.offload_activations groups
+OFFLOAD_MODULES = {"attn_norm": "input_norm", "qkv_linear": "self_attention", "core_attn": "self_attention",
+                   "attn_proj": "self_attention", "gdp_qkv": "self_attention", "mlp_norm": "post_attention_norm",
+                   "expert_fc1": "mlp", "moe_act": "mlp", "fused_group_mlp": "mlp"}
+# MindSpeed --lora-target-modules -> Strategy.lora_targets
+LORA_MODULES = {"linear_qkv": "qkv", "linear_proj": "o", "linear_fc1": "fc1", "linear_fc2": "down"}
+FP8_RECIPES = ("tensorwise", "delayed", "mxfp8", "blockwise")
+FEATURE_FLAGS = frozenset({
+    "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp8-amax-history-len", "--tp-comm-overlap",
+    "--use-ascend-mc2", "--overlap-grad-reduce", "--overlap-param-gather", "--cross-entropy-loss-fusion",
+    "--cpu-offloading", "--cpu-offloading-num-layers", "--fine-grained-activation-offloading", "--offload-modules",
+    "--swap-attention", "--swap-modules", "--lora-r", "--lora-alpha", "--lora-target-modules", "--qlora"})
 STRATEGY_FLAGS = frozenset({
     "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
     "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--moe-tp-extend-ep", "--micro-batch-size",
@@ -54,9 +60,9 @@ STRATEGY_FLAGS = frozenset({
     "--main-grads-dtype", "--recompute-granularity", "--recompute-method", "--recompute-num-layers",
     "--recompute-modules", "--recompute-activation-function", "--recompute-activation-function-num-layers",
     "--recompute-norm", "--recompute-norm-num-layers", "--recompute-mla-up-proj",
-    "--enable-recompute-layers-per-pp-rank", "--distribute-saved-activations",
+    "--enable-recompute-layers-per-pp-rank", "--distribute-saved-activations", *FEATURE_FLAGS,
     *(f for flags, _ in NOT_PRICED for f in flags)})
-# every flag the Megatron readers read (the FP8 flags are named in their own warning: megatron_vocab.yaml)
+# every flag the Megatron readers read
 READ_FLAGS = MODEL_FLAGS | STRATEGY_FLAGS
 _DTYPE_BYTES = {"fp32": 4.0, "float32": 4.0, "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "float16": 2.0,
                 "fp8": 1.0, "uint8": 1.0}
@@ -89,7 +95,71 @@ def read_strategy(fl: FlagQueries, out: Collector, world: int, how: str, dialect
     _precision(fl, out, put, t, cp, dialect)
     _sharding(fl, out, put, d, cp)
     _recompute(fl, out, put, p)
+    _features(fl, out, put)
     _not_priced(fl, out, dialect)
+
+
+def _features(fl: FlagQueries, out: Collector, put: Put) -> None:
+    """FP8, loss fusion, TP/DP communication overlap, activation offload, LoRA (issue 11's Strategy fields)."""
+    if fl.has("--fp8-format"):
+        recipe = fl.text("--fp8-recipe") or "delayed"
+        if recipe not in FP8_RECIPES:
+            raise fl.error("--fp8-recipe", f"--fp8-recipe {recipe!r}: the estimator knows {', '.join(FP8_RECIPES)}")
+        if fl.has("--fp8-recipe"):
+            put("strategy.fp8", recipe, "--fp8-recipe")
+        else:
+            out.assume("strategy.fp8", recipe, "--fp8-format without --fp8-recipe: Megatron's default delayed "
+                                               "scaling")
+        if fl.has("--fp8-param-gather"):
+            put("strategy.fp8_param", True, "--fp8-param-gather")
+        if fl.int("--fp8-amax-history-len", minimum=1) is not None:
+            put("strategy.fp8_amax_history", fl.int("--fp8-amax-history-len"), "--fp8-amax-history-len")
+    elif any(fl.has(f) for f in ("--fp8-recipe", "--fp8-param-gather")):
+        out.warn("W-FLAG", "--fp8-recipe / --fp8-param-gather without --fp8-format: Megatron trains in bf16")
+    for flag, key, value in (("--cross-entropy-loss-fusion", "strategy.loss_fusion", "fused"),
+                             ("--tp-comm-overlap", "strategy.async_tp", True),
+                             ("--use-ascend-mc2", "strategy.async_tp", True),
+                             ("--overlap-grad-reduce", "strategy.overlap_grad_reduce", True),
+                             ("--overlap-param-gather", "strategy.overlap_param_gather", True)):
+        if fl.has(flag):
+            put(key, value, flag)
+    groups: list[str] = []
+    if fl.has("--cpu-offloading"):
+        groups.append("layer")
+        layers = fl.int("--cpu-offloading-num-layers", minimum=0)
+        if layers is not None:
+            put("strategy.offload_counts", layers, "--cpu-offloading-num-layers")
+    if fl.has("--fine-grained-activation-offloading"):
+        modules = [m for v in fl.values("--offload-modules") or () for m in v.replace(",", " ").split()]
+        unknown = [m for m in modules if m not in OFFLOAD_MODULES]
+        if unknown:
+            raise fl.error("--offload-modules", f"--offload-modules {' '.join(unknown)}: Megatron offloads "
+                                                f"{', '.join(OFFLOAD_MODULES)}")
+        groups += [OFFLOAD_MODULES[m] for m in modules]
+    if fl.has("--swap-attention"):
+        modules = (fl.text("--swap-modules") or "input_norm,self_attention,post_attention_norm").split(",")
+        groups += [m.strip() for m in modules if m.strip()]
+    if groups:
+        flag = next(f for f in ("--cpu-offloading", "--fine-grained-activation-offloading", "--swap-attention")
+                    if fl.has(f))
+        put("strategy.offload_activations", tuple(dict.fromkeys(groups)), flag)
+    if fl.has("--lora-r") or fl.has("--lora-target-modules"):
+        put("strategy.peft", "qlora" if fl.has("--qlora") else "lora", "--lora-r" if fl.has("--lora-r") else
+            "--lora-target-modules")
+        rank = fl.int("--lora-r", minimum=1)
+        if rank is None:
+            out.assume("strategy.lora_rank", 16, "no --lora-r: MindSpeed's LoRA feature defaults to 16 (older "
+                                                 "MindSpeed-LLM releases to 8)")
+        else:
+            put("strategy.lora_rank", rank, "--lora-r")
+        modules = [m for v in fl.values("--lora-target-modules") or () for m in v.replace(",", " ").split()]
+        unknown = [m for m in modules if m not in LORA_MODULES]
+        if unknown:
+            raise fl.error("--lora-target-modules", f"--lora-target-modules {' '.join(unknown)}: expected "
+                                                    f"{', '.join(LORA_MODULES)}")
+        if modules:
+            put("strategy.lora_targets", tuple(dict.fromkeys(LORA_MODULES[m] for m in modules)),
+                "--lora-target-modules")
 
 
 def _batch(fl: FlagQueries, out: Collector, put: Put, d: int) -> None:
@@ -287,9 +357,6 @@ def _precision(fl: FlagQueries, out: Collector, put: Put, t: int, cp: int, diale
     _attention_kernel(fl, out, put, t, cp, dialect)
     if fl.has("--moe-grouped-gemm"):
         put("strategy.grouped_gemm", True, "--moe-grouped-gemm")
-    fp8 = [name for name in fl.names() if name.startswith(FP8_PREFIX)]
-    if fp8:
-        out.warn("W-FP8", f"{', '.join(fp8)}: FP8 training is read but not priced yet; priced as bf16")
 
 
 def _precision_aware(fl: FlagQueries, out: Collector, put: Put) -> None:
@@ -467,10 +534,8 @@ def _not_priced(fl: FlagQueries, out: Collector, dialect: str) -> None:
         out.put("options.fused_gated_act", True, fl.where("--use-fused-swiglu"), raw=True)
     elif fl.has("--no-bias-swiglu-fusion"):
         out.put("options.fused_gated_act", False, fl.where("--no-bias-swiglu-fusion"), raw=True)
-    for flag, what in (("--swap-attention", "attention activations swapped to the host"),
-                       ("--moe-zero-memory", "MoE activation recompute (--moe-zero-memory)"),
-                       ("--mla-zero-memory", "MLA activation saving (--mla-zero-memory)"),
-                       ("--lora-target-modules", "LoRA fine-tuning (the base model is priced as trained)")):
+    for flag, what in (("--moe-zero-memory", "MoE activation recompute (--moe-zero-memory)"),
+                       ("--mla-zero-memory", "MLA activation saving (--mla-zero-memory)")):
         if fl.has(flag) and (flag != "--moe-zero-memory" or fl.text(flag) != "disable"):
             out.warn("W-UNMODELLED", f"{flag}: {what} is not modelled; priced as kept")
 
