@@ -18,6 +18,7 @@ from ..warnings import Assumption, EstimateWarning
 from .combination import check_combination
 from .common import load_json, load_toml, load_yaml, read_text
 from .hf import looks_like_hf, read_hf, unknown_hf_keys, unmodelled_features
+from .hub import is_model_name, model_reading
 from .plan import looks_like_plan, read_plan
 from .support import Reader, Reading
 
@@ -64,6 +65,8 @@ def _load(text: str, path: str) -> Any:
 
 
 def read_file(path: str, devices: int | None = None, framework: str | None = None) -> Reading:
+    if is_model_name(path):  # a Hub id or a model directory (--model Qwen/Qwen3-8B)
+        return model_reading(path)
     text = read_text(path)
     data = _load(text, path)
     if framework:
@@ -163,6 +166,7 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
         values.update({k: reading.values[k] for k in owned})
         provenance.update({k: reading.provenance[k] for k in owned if k in reading.provenance})
         warnings.extend(reading.warnings)
+        assumptions.extend(reading.assumptions)
     for key in list(values):  # readers hand over raw values: give every field its type (idempotent)
         info = REGISTRY.get(key)
         if info is not None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..catalogue import by_shape
 from .flag_source import FlagQueries
+from .hub import vocab_of
 from .megatron_pipeline import PatternError, layer_pattern, moe_layer_groups
 from .support import MAX_LAYERS, Collector
 
@@ -182,12 +184,38 @@ def _vocab(fl: FlagQueries, out: Collector, put: Put, shaped: bool, program: str
         vocab = TOKENIZER_VOCAB["GPT2BPETokenizer"]
         out.assume("model.vocab_size", vocab, "no --tokenizer-type: pretrain_gpt.py defaults to GPT2BPETokenizer "
                                               f"({vocab} tokens)")
+    elif shaped:
+        vocab = _known_vocab(fl, out)
     if vocab is not None and (fl.has("--make-vocab-size-divisible-by") or shaped):
         divisible = fl.int("--make-vocab-size-divisible-by", minimum=1)
         if divisible is not None:
             put("model.make_vocab_divisible_by", divisible, "--make-vocab-size-divisible-by")
         else:
             out.assume("model.make_vocab_divisible_by", 128, "Megatron pads the vocabulary to a multiple of 128·t")
+
+
+def _known_vocab(fl: FlagQueries, out: Collector) -> int | None:
+    """The vocabulary of the model the tokenizer names (local model directory, Hugging Face cache, catalogue),
+    else of the one catalogued model with the script's shape; None when neither is known."""
+    for flag in TOKENIZER_NAME_FLAGS:
+        name = fl.text(flag)
+        found = vocab_of(name) if name else None
+        if found is not None:
+            out.assume("model.vocab_size", found[0], f"{flag} {name}: the vocab_size of {found[1]} (the tokenizer's "
+                                                     "length is taken as the model's vocabulary)")
+            return found[0]
+    shape = (fl.int("--hidden-size"), fl.int("--num-layers"), fl.int("--num-attention-heads"))
+    if None in shape:
+        return None
+    models = by_shape(*shape, fl.int("--ffn-hidden-size"))  # type: ignore[arg-type]
+    vocabs = {m.config.get("text_config", m.config).get("vocab_size") for m in models}
+    if len(vocabs) != 1 or None in vocabs:
+        return None
+    vocab = int(vocabs.pop())  # type: ignore[arg-type]
+    names = ", ".join(m.id for m in models)
+    out.assume("model.vocab_size", vocab, f"the tokenizer is not known, but the shape (h{shape[0]}, {shape[1]} layers, "
+                                          f"{shape[2]} heads) is the catalogue's {names}: its vocab_size")
+    return vocab
 
 
 def _switches(fl: FlagQueries, out: Collector, put: Put) -> None:
