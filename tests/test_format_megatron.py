@@ -99,7 +99,8 @@ def test_fp8_branch_is_read_when_the_script_switches_it_on(tmp_path):
     path = variant(tmp_path, ARRAYS, ("USE_FP8=0", "USE_FP8=1"))
     parsed = parse([path])
     s = parsed.strategy
-    assert (s.fp8, s.fp8_param) == ("delayed", True) and "default delayed" in assumption(parsed, "strategy.fp8").source
+    assert (s.fp8, s.fp8_param) == ("delayed", True) and "default --fp8-recipe delayed" in \
+        assumption(parsed, "strategy.fp8").source
     assert parsed.provenance["strategy.fp8_param"].key.startswith("--fp8-param-gather")
 
 

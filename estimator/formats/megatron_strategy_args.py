@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from .feature_flags import FEATURE_FLAGS as ISSUE11_FLAGS
+from .feature_flags import read_feature_flags
 from .flag_source import FlagQueries
 from .megatron_model_args import MODEL_FLAGS, Put, putter
 from .megatron_pipeline import PatternError, account_counts, layout_rows, parse_layout, uneven_counts
@@ -32,14 +34,10 @@ NOT_PRICED: tuple[tuple[tuple[str, ...], str], ...] = (
 OFFLOAD_MODULES = {"attn_norm": "input_norm", "qkv_linear": "self_attention", "core_attn": "self_attention",
                    "attn_proj": "self_attention", "gdp_qkv": "self_attention", "mlp_norm": "post_attention_norm",
                    "expert_fc1": "mlp", "moe_act": "mlp", "fused_group_mlp": "mlp"}
-# MindSpeed --lora-target-modules -> Strategy.lora_targets
-LORA_MODULES = {"linear_qkv": "qkv", "linear_proj": "o", "linear_fc1": "fc1", "linear_fc2": "down"}
-FP8_RECIPES = ("tensorwise", "delayed", "mxfp8", "blockwise")
 FEATURE_FLAGS = frozenset({
-    "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp8-amax-history-len", "--tp-comm-overlap",
-    "--use-ascend-mc2", "--overlap-grad-reduce", "--overlap-param-gather", "--cross-entropy-loss-fusion",
-    "--cpu-offloading", "--cpu-offloading-num-layers", "--fine-grained-activation-offloading", "--offload-modules",
-    "--swap-attention", "--swap-modules", "--lora-r", "--lora-alpha", "--lora-target-modules", "--qlora"})
+    *ISSUE11_FLAGS, "--tp-comm-overlap", "--use-ascend-mc2", "--overlap-grad-reduce", "--overlap-param-gather",
+    "--cross-entropy-loss-fusion", "--cpu-offloading", "--cpu-offloading-num-layers",
+    "--fine-grained-activation-offloading", "--offload-modules", "--swap-attention", "--swap-modules"})
 STRATEGY_FLAGS = frozenset({
     "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
     "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--moe-tp-extend-ep", "--micro-batch-size",
@@ -100,22 +98,9 @@ def read_strategy(fl: FlagQueries, out: Collector, world: int, how: str, dialect
 
 
 def _features(fl: FlagQueries, out: Collector, put: Put) -> None:
-    """FP8, loss fusion, TP/DP communication overlap, activation offload, LoRA (issue 11's Strategy fields)."""
-    if fl.has("--fp8-format"):
-        recipe = fl.text("--fp8-recipe") or "delayed"
-        if recipe not in FP8_RECIPES:
-            raise fl.error("--fp8-recipe", f"--fp8-recipe {recipe!r}: the estimator knows {', '.join(FP8_RECIPES)}")
-        if fl.has("--fp8-recipe"):
-            put("strategy.fp8", recipe, "--fp8-recipe")
-        else:
-            out.assume("strategy.fp8", recipe, "--fp8-format without --fp8-recipe: Megatron's default delayed "
-                                               "scaling")
-        if fl.has("--fp8-param-gather"):
-            put("strategy.fp8_param", True, "--fp8-param-gather")
-        if fl.int("--fp8-amax-history-len", minimum=1) is not None:
-            put("strategy.fp8_amax_history", fl.int("--fp8-amax-history-len"), "--fp8-amax-history-len")
-    elif any(fl.has(f) for f in ("--fp8-recipe", "--fp8-param-gather")):
-        out.warn("W-FLAG", "--fp8-recipe / --fp8-param-gather without --fp8-format: Megatron trains in bf16")
+    """Issue 11's Strategy fields: FP8 and LoRA/QLoRA (``feature_flags``), loss fusion, TP/DP communication
+    overlap, activation offload."""
+    read_feature_flags(fl, out, put)  # FP8 and LoRA/QLoRA (issue 11)
     for flag, key, value in (("--cross-entropy-loss-fusion", "strategy.loss_fusion", "fused"),
                              ("--tp-comm-overlap", "strategy.async_tp", True),
                              ("--use-ascend-mc2", "strategy.async_tp", True),
@@ -143,23 +128,6 @@ def _features(fl: FlagQueries, out: Collector, put: Put) -> None:
         flag = next(f for f in ("--cpu-offloading", "--fine-grained-activation-offloading", "--swap-attention")
                     if fl.has(f))
         put("strategy.offload_activations", tuple(dict.fromkeys(groups)), flag)
-    if fl.has("--lora-r") or fl.has("--lora-target-modules"):
-        put("strategy.peft", "qlora" if fl.has("--qlora") else "lora", "--lora-r" if fl.has("--lora-r") else
-            "--lora-target-modules")
-        rank = fl.int("--lora-r", minimum=1)
-        if rank is None:
-            out.assume("strategy.lora_rank", 16, "no --lora-r: MindSpeed's LoRA feature defaults to 16 (older "
-                                                 "MindSpeed-LLM releases to 8)")
-        else:
-            put("strategy.lora_rank", rank, "--lora-r")
-        modules = [m for v in fl.values("--lora-target-modules") or () for m in v.replace(",", " ").split()]
-        unknown = [m for m in modules if m not in LORA_MODULES]
-        if unknown:
-            raise fl.error("--lora-target-modules", f"--lora-target-modules {' '.join(unknown)}: expected "
-                                                    f"{', '.join(LORA_MODULES)}")
-        if modules:
-            put("strategy.lora_targets", tuple(dict.fromkeys(LORA_MODULES[m] for m in modules)),
-                "--lora-target-modules")
 
 
 def _batch(fl: FlagQueries, out: Collector, put: Put, d: int) -> None:

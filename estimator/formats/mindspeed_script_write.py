@@ -12,6 +12,7 @@ from typing import Any
 from ..fields import REGISTRY, coerce
 from ..parsed import ParsedConfig, SourceFile, build_plan
 from ..strategy import RecomputePlan, ShardingSpec, Strategy
+from .feature_flags import feature_flag_edits
 from .flag_source import FlagQueries
 from .launch_command import Flag, FlagSet, launch_flags
 from .megatron_write import megatron_flags
@@ -92,6 +93,7 @@ def desired_flags(path: str, fl: FlagQueries, old: Strategy, new: Strategy, pars
             raise refusal(f"param/compute bytes {widths}: {title} trains in bf16/fp16 (2, 2) or fp32 (4, 4)", path)
     if "residual_bytes" in changed:
         want["--fp32-residual-connection"] = True if new.residual_bytes == 4 else None
+    want.update(feature_flag_edits(path, old, new, parsed.model.is_mla))
     if dialect == "megatron":
         megatron_flags(path, fl, old, new, changed, parsed, want)
     else:
