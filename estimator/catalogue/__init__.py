@@ -9,7 +9,6 @@ taken from). Nothing is downloaded. A config found this way is read by the same 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -23,7 +22,6 @@ from ..yamlio import load_data
 
 # an org/name Hub id (a local path may look the same: the caller tries the file first)
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,95}")
-_MAX_CONFIG_BYTES = 4 << 20  # a config.json is a few KiB; anything larger is not one
 
 
 @dataclass(frozen=True)
@@ -115,10 +113,10 @@ def _cached_config(hub_id: str) -> Path | None:
             continue
         ref = repo / "refs" / "main"
         try:
-            pinned = ref.read_text(encoding="utf-8").strip() if ref.is_file() else ""
+            pinned = ref.read_text(encoding="utf-8")[:64].strip() if ref.is_file() else ""
         except OSError:
             pinned = ""
-        candidates = [snapshots / pinned] if pinned else []
+        candidates = [snapshots / pinned] if re.fullmatch(r"[0-9a-f]{7,64}", pinned) else []
         candidates += sorted((p for p in snapshots.iterdir() if p.is_dir()), key=_mtime, reverse=True)
         for snapshot in candidates:
             config = snapshot / "config.json"
@@ -135,12 +133,11 @@ def _mtime(path: Path) -> float:
 
 
 def _load(path: Path) -> dict[str, Any] | None:
-    try:
-        if path.stat().st_size > _MAX_CONFIG_BYTES:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
+    """The config.json at ``path`` through the readers' bounded loader (size, nesting, digits): a ConfigError
+    naming the file when it is broken, None when it is no JSON object."""
+    from ..formats.common import load_json, read_text  # the formats package imports this module
+
+    data = load_json(read_text(path), str(path))
     return data if isinstance(data, dict) else None
 
 

@@ -17,9 +17,10 @@ from .support import Reading
 
 
 def is_model_name(path: str) -> bool:
-    """Whether ``path`` names a model rather than a config file: a directory, or a Hub id that is no file."""
+    """Whether ``path`` names a model rather than a config file: a directory holding a config.json, or a Hub id
+    that is no file (any other directory is refused as one by the loader)."""
     p = Path(path)
-    return p.is_dir() or (not p.exists() and catalogue.HUB_ID.fullmatch(path.strip()) is not None)
+    return (p / "config.json").is_file() or (not p.exists() and catalogue.HUB_ID.fullmatch(path.strip()) is not None)
 
 
 def model_reading(name: str) -> Reading:

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..catalogue import by_shape
+from ..limits import FIELD_BOUNDS, check_number
 from .flag_source import FlagQueries
 from .hub import vocab_of
 from .megatron_pipeline import PatternError, layer_pattern, moe_layer_groups
-from .support import MAX_LAYERS, Collector
+from .support import Collector
 
 # put(key, value, flag): a value read from ``flag``, with the flag, its variable and line as provenance
 Put = Callable[[str, Any, str], None]
@@ -78,8 +79,7 @@ def _layers(fl: FlagQueries, out: Collector, put: Put) -> int | None:
     total = fl.int("--num-layers", minimum=1)
     noop = fl.int_list("--noop-layers")
     if total is not None:
-        if total > MAX_LAYERS:
-            raise fl.error("--num-layers", f"--num-layers {total} is implausibly large (limit {MAX_LAYERS})")
+        check_number(total, FIELD_BOUNDS["model.num_layers"], path=fl.path, key="model.num_layers")  # sizes lists
         if noop and (max(noop) >= total or len(set(noop)) != len(noop)):
             raise fl.error("--noop-layers", f"--noop-layers {fl.raw('--noop-layers')} must be distinct layer "
                                             f"indices below --num-layers {total}")
