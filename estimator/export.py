@@ -23,7 +23,8 @@ WRITER_MODULES = {"mindformers": ("mindformers_write", "write_strategy"), "minds
                   "mindspeed_model": ("mindspeed", "write"), "megatron_script": ("megatron_write", "write_megatron"),
                   "megatron_recipe": ("megatron_write", "write_megatron"),
                   "torchtitan": ("torchtitan_write", "write_toml"),
-                  "hyperparallel": ("hyperparallel_write", "write_yaml"), "plan": ("plan_writer", "write")}
+                  "hyperparallel": ("hyperparallel_write", "write_yaml"), "plan": ("plan_writer", "write"),
+                  "deepspeed": ("deepspeed_write", "write_json"), "llamafactory": ("llamafactory_write", "write_yaml")}
 
 
 def _writer(fmt: str):

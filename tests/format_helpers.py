@@ -13,10 +13,10 @@ from estimator.formats import parse
 from estimator.parsed import apply_changes
 
 
-def roundtrip(paths: list[str], changes: dict, devices: int | None = None) -> tuple[dict, list[str]]:
+def roundtrip(paths: list[str], changes: dict, devices: int | None = None, **opening) -> tuple[dict, list[str]]:
     """Apply ``changes``, export into the files, re-read them: the plan read back must be the edited one.
-    Returns the new texts and the changed lines (``-old``/``+new``)."""
-    parsed = parse(paths, devices=devices)
+    Returns the new texts and the changed lines (``-old``/``+new``). ``opening``: parse's model / overrides."""
+    parsed = parse(paths, devices=devices, **opening)
     edited = apply_changes(parsed, changes)
     files = export(edited)
     changed_lines = []
@@ -25,16 +25,16 @@ def roundtrip(paths: list[str], changes: dict, devices: int | None = None) -> tu
         diff = difflib.unified_diff(old.splitlines(), text.splitlines(), lineterm="", n=0)
         changed_lines += [d for d in diff if d[:1] in "+-" and not d.startswith(("+++", "---"))]
         Path(path).write_text(text, encoding="utf-8")
-    again = parse(paths, devices=devices)
+    again = parse(paths, devices=devices, **opening)
     assert again.strategy == edited.strategy
     return files, changed_lines
 
 
-def read_estimate_export(folder: Path, suffix: str, text: str, devices: int | None) -> None:
+def read_estimate_export(folder: Path, suffix: str, text: str, devices: int | None, **opening) -> None:
     target = folder / f"fuzz{suffix}"
     target.write_text(text, encoding="utf-8")
     try:
-        parsed = parse([str(target)], devices=devices)
+        parsed = parse([str(target)], devices=devices, **opening)
     except SappError:
         return
     try:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from format_helpers import read_estimate_export, roundtrip
-from hypothesis import HealthCheck, given, settings
+from fuzzing import fuzz_settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from estimator.errors import ConfigError
@@ -308,7 +309,7 @@ def _mutations(draw):
     return path.suffix, text
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@fuzz_settings(150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_mutations())
 def test_fuzzed_inputs_raise_only_sapp_errors(tmp_path, case):
     read_estimate_export(tmp_path, *case, devices=32)

@@ -27,7 +27,8 @@ Detector = Callable[[Any, str], bool]
 READERS: dict[str, tuple[Detector, Reader]] = {}
 # Each module below defines FORMAT (name), detect(data, path), read(text, path, data, devices) -> Reading and
 # write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str (see estimator/export.py).
-FORMAT_MODULES = ("mindformers", "megatron", "mindspeed", "torchtitan", "hyperparallel")
+FORMAT_MODULES = ("mindformers", "megatron", "mindspeed", "torchtitan", "hyperparallel", "llamafactory",
+                  "deepspeed")
 # format name -> accepts(data, path): what a format reads when --framework names it (a module without one reads
 # what it detects); a Megatron-style launch script is accepted by both megatron and mindspeed
 ACCEPTS: dict[str, Detector] = {}
@@ -41,7 +42,8 @@ MODEL_FILE_LAYOUT_KEYS = frozenset({
 FORMAT_FRAMEWORK = {"mindformers": "mindformers", "mindspeed": "mindspeed", "mindspeed_script": "mindspeed",
                     "mindspeed_model": "mindspeed", "megatron": "megatron", "megatron_script": "megatron",
                     "megatron_recipe": "megatron",
-                    "torchtitan": "torchtitan", "hyperparallel": "hyperparallel"}
+                    "torchtitan": "torchtitan", "hyperparallel": "hyperparallel", "deepspeed": "hf_trainer",
+                    "llamafactory": "hf_trainer"}
 
 
 def _load(text: str, path: str) -> Any:
@@ -52,7 +54,7 @@ def _load(text: str, path: str) -> Any:
         return load_toml(text, path)
     if suffix in (".yaml", ".yml"):
         return load_yaml(text, path)
-    if suffix == ".sh":
+    if suffix in (".sh", ".py"):  # launch scripts and Python configs are read as text (never executed)
         return None
     # unknown extension: try JSON, then TOML, then YAML
     stripped = text.lstrip()

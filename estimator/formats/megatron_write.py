@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..fields import REGISTRY, coerce
-from ..parsed import ParsedConfig, SourceFile, build_plan
+from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
 from .common import load_yaml
 from .flag_source import ArgsMapping, FlagQueries
@@ -244,7 +243,7 @@ def write_megatron(source: SourceFile, parsed: ParsedConfig, strategy: Strategy)
 def write_recipe(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
     """New text of a Megatron-LM recipe YAML: the ``ARGS:`` keys of the changed fields, layout kept."""
     from .megatron import ARGS, read_recipe
-    from .mindspeed_script_write import desired_flags, same_plan
+    from .mindspeed_script_write import desired_flags, same_plan_as_read
 
     old = parsed.baseline_strategy
     if old == strategy:
@@ -267,11 +266,7 @@ def write_recipe(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -
             patch.set((ARGS, key), _yaml_value(value, args.get(key)))
     text = patch.result()
     reading = read_recipe(text, source.path, load_yaml(text, source.path), strategy.world_size)
-    values = {k: v for k, v in parsed.values.items() if not k.startswith("strategy.")}
-    values.update({k: coerce(REGISTRY[k], v, source.path) for k, v in reading.values.items() if k in REGISTRY})
-    values["strategy.softmax_bytes"] = strategy.softmax_bytes
-    values["strategy.rescale_user_layout"] = strategy.rescale_user_layout
-    same_plan(build_plan(values, sources=parsed.sources).strategy, strategy, source.path)
+    same_plan_as_read(reading.values, source, parsed, strategy)
     return text
 
 

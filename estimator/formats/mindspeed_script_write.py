@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from ..fields import REGISTRY, coerce
@@ -439,8 +440,15 @@ def _verify(text: str, source: SourceFile, parsed: ParsedConfig, strategy: Strat
         prov = parsed.provenance.get(key)
         return prov is not None and prov.source == "file" and prov.path not in (None, source.path)
 
-    values = {k: v for k, v in parsed.values.items() if not k.startswith("strategy.") or elsewhere(k)}
-    values.update({k: coerce(REGISTRY[k], v, source.path) for k, v in reading.values.items() if k in REGISTRY})
+    same_plan_as_read(reading.values, source, parsed, strategy, elsewhere)
+
+
+def same_plan_as_read(read: dict[str, Any], source: SourceFile, parsed: ParsedConfig, strategy: Strategy,
+                      keep: Callable[[str], bool] = lambda key: False) -> None:
+    """Refuse (R-FW) unless the values ``read`` back from a rewritten file, over the plan's model, hardware and
+    options (and the strategy values ``keep`` names: stated elsewhere), build the requested strategy."""
+    values = {k: v for k, v in parsed.values.items() if not k.startswith("strategy.") or keep(k)}
+    values.update({k: coerce(REGISTRY[k], v, source.path) for k, v in read.items() if k in REGISTRY})
     values["strategy.softmax_bytes"] = strategy.softmax_bytes  # derived from t and b: not stated by the flags
     values["strategy.rescale_user_layout"] = strategy.rescale_user_layout
     same_plan(build_plan(values, sources=parsed.sources).strategy, strategy, source.path)
