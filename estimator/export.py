@@ -24,7 +24,9 @@ WRITER_MODULES = {"mindformers": ("mindformers_write", "write_strategy"), "minds
                   "megatron_recipe": ("megatron_write", "write_megatron"),
                   "torchtitan": ("torchtitan_write", "write_toml"),
                   "hyperparallel": ("hyperparallel_write", "write_yaml"), "plan": ("plan_writer", "write"),
-                  "deepspeed": ("deepspeed_write", "write_json"), "llamafactory": ("llamafactory_write", "write_yaml")}
+                  "deepspeed": ("deepspeed_write", "write_json"), "llamafactory": ("llamafactory_write", "write_yaml"),
+                  "torchtitan_py": ("torchtitan_py", "write"), "megatron_bridge": ("megatron_bridge_write", "write_bridge"),
+                  "megatron_bridge_py": ("megatron_bridge_write", "write_bridge")}
 
 
 def _writer(fmt: str):

@@ -20,6 +20,7 @@ from .common import load_json, load_toml, load_yaml, read_text
 from .hf import looks_like_hf, read_hf, unknown_hf_keys, unmodelled_features
 from .hub import is_model_name, model_reading
 from .plan import looks_like_plan, read_plan
+from .py_static import split_entry
 from .support import Reader, Reading
 
 Detector = Callable[[Any, str], bool]
@@ -28,7 +29,7 @@ READERS: dict[str, tuple[Detector, Reader]] = {}
 # Each module below defines FORMAT (name), detect(data, path), read(text, path, data, devices) -> Reading and
 # write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str (see estimator/export.py).
 FORMAT_MODULES = ("mindformers", "megatron", "mindspeed", "torchtitan", "hyperparallel", "llamafactory",
-                  "deepspeed")
+                  "deepspeed", "torchtitan_py", "megatron_bridge")
 # format name -> accepts(data, path): what a format reads when --framework names it (a module without one reads
 # what it detects); a Megatron-style launch script is accepted by both megatron and mindspeed
 ACCEPTS: dict[str, Detector] = {}
@@ -43,7 +44,8 @@ FORMAT_FRAMEWORK = {"mindformers": "mindformers", "mindspeed": "mindspeed", "min
                     "mindspeed_model": "mindspeed", "megatron": "megatron", "megatron_script": "megatron",
                     "megatron_recipe": "megatron",
                     "torchtitan": "torchtitan", "hyperparallel": "hyperparallel", "deepspeed": "hf_trainer",
-                    "llamafactory": "hf_trainer"}
+                    "llamafactory": "hf_trainer", "torchtitan_py": "torchtitan", "megatron_bridge": "megatron",
+                    "megatron_bridge_py": "megatron"}
 
 
 def _load(text: str, path: str) -> Any:
@@ -69,8 +71,9 @@ def _load(text: str, path: str) -> Any:
 def read_file(path: str, devices: int | None = None, framework: str | None = None) -> Reading:
     if is_model_name(path):  # a Hub id or a model directory (--model Qwen/Qwen3-8B)
         return model_reading(path)
-    text = read_text(path)
-    data = _load(text, path)
+    file, _ = split_entry(path)  # FILE.py:FUNCTION names one recipe of a Python config module
+    text = read_text(file)
+    data = _load(text, file)
     if framework:
         wanted = [fmt for fmt, fw in FORMAT_FRAMEWORK.items() if fw == framework.lower()]
         for fmt in wanted:

@@ -13,7 +13,7 @@ from ..nearest import suggest
 from ..parsed import Provenance
 from ..warnings import Assumption, EstimateWarning
 from .hf import looks_like_hf, read_hf
-from .support import Reading
+from .support import Collector, Reading
 
 
 def is_model_name(path: str) -> bool:
@@ -48,6 +48,22 @@ def reading_of(name: str, found: catalogue.Found) -> Reading:
     return reading
 
 
+def collect_model(out: Collector, name: str, named_by: str) -> bool:
+    """The model ``name`` into ``out`` (values with their provenance, notes, the assumption naming the file or
+    catalogue entry); a W-MODEL warning naming ``named_by`` and the fix when nothing knows it."""
+    found = catalogue.resolve(name)
+    if found is None or not looks_like_hf(found.config):
+        out.warn("W-MODEL", f"{named_by} {name}: not a local model directory, not in the local Hugging Face cache nor "
+                            "in the catalogue; give its config.json with --model")
+        return False
+    reading = reading_of(name, found)
+    out.values.update(reading.values)
+    out.provenance.update(reading.provenance)
+    out.warnings.extend(reading.warnings)
+    out.assumptions.extend(reading.assumptions)
+    return True
+
+
 def vocab_of(name: str) -> tuple[int, str] | None:
     """The vocabulary of the model a tokenizer path or id names, with its source; None when unknown."""
     found = catalogue.resolve(name)
@@ -61,4 +77,4 @@ def vocab_of(name: str) -> tuple[int, str] | None:
     return vocab, found.how
 
 
-__all__ = ["is_model_name", "model_reading", "reading_of", "vocab_of"]
+__all__ = ["collect_model", "is_model_name", "model_reading", "reading_of", "vocab_of"]

@@ -70,7 +70,7 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     mcore = megatron_keys(data)
     known = set(catalogue("llamafactory").known("")) | set(mcore)
     out.warnings.extend(unknown_names(path, "", [str(k) for k in data], known, cat=catalogue("llamafactory")))
-    _model(out, data, path)
+    hub.collect_model(out, data["model_name_or_path"], "model_name_or_path")
     seq = to_int(data.get("cutoff_len", DEFAULTS["cutoff_len"]), path, "cutoff_len")
     if "cutoff_len" in data:
         out.put("strategy.seq_length", seq, "cutoff_len")
@@ -88,21 +88,6 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
         _trainer(out, data, path, devices)
     _method(out, data, path)
     return out.reading(FORMAT, "both" if any(k.startswith("model.") for k in out.values) else "strategy", text, path)
-
-
-def _model(out: Collector, data: dict[str, Any], path: str) -> None:
-    name = data["model_name_or_path"]
-    found = hub.catalogue.resolve(name)
-    if found is None:
-        out.warn("W-MODEL", f"model_name_or_path {name}: not a local model directory, not in the local Hugging Face "
-                            "cache nor in the catalogue; give its config.json with --model")
-        return
-    reading = hub.reading_of(name, found)
-    for key, value in reading.values.items():
-        out.values[key] = value
-        out.provenance[key] = reading.provenance.get(key) or out.provenance.get(key)  # type: ignore[assignment]
-    out.warnings.extend(reading.warnings)
-    out.assumptions.extend(reading.assumptions)
 
 
 def _trainer_args(data: dict[str, Any], path: str) -> TrainerArgs:
