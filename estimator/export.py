@@ -25,7 +25,8 @@ WRITER_MODULES = {"mindformers": ("mindformers_write", "write_strategy"), "minds
                   "torchtitan": ("torchtitan_write", "write_toml"),
                   "hyperparallel": ("hyperparallel_write", "write_yaml"), "plan": ("plan_writer", "write"),
                   "deepspeed": ("deepspeed_write", "write_json"), "llamafactory": ("llamafactory_write", "write_yaml"),
-                  "torchtitan_py": ("torchtitan_py", "write"), "megatron_bridge": ("megatron_bridge_write", "write_bridge"),
+                  "torchtitan_py": ("torchtitan_py", "write"),
+                  "megatron_bridge": ("megatron_bridge_write", "write_bridge"),
                   "megatron_bridge_py": ("megatron_bridge_write", "write_bridge")}
 
 

@@ -35,9 +35,8 @@ OFFLOAD_MODULES = {"attn_norm": "input_norm", "qkv_linear": "self_attention", "c
                    "attn_proj": "self_attention", "gdp_qkv": "self_attention", "mlp_norm": "post_attention_norm",
                    "expert_fc1": "mlp", "moe_act": "mlp", "fused_group_mlp": "mlp"}
 FEATURE_FLAGS = frozenset({
-    *ISSUE11_FLAGS, "--tp-comm-overlap", "--use-ascend-mc2", "--overlap-grad-reduce", "--overlap-param-gather",
-    "--cross-entropy-loss-fusion", "--cpu-offloading", "--cpu-offloading-num-layers",
-    "--fine-grained-activation-offloading", "--offload-modules", "--swap-attention", "--swap-modules"})
+    *ISSUE11_FLAGS, "--cpu-offloading", "--cpu-offloading-num-layers", "--fine-grained-activation-offloading",
+    "--offload-modules", "--swap-attention", "--swap-modules"})
 STRATEGY_FLAGS = frozenset({
     "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
     "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--moe-tp-extend-ep", "--micro-batch-size",
@@ -98,16 +97,9 @@ def read_strategy(fl: FlagQueries, out: Collector, world: int, how: str, dialect
 
 
 def _features(fl: FlagQueries, out: Collector, put: Put) -> None:
-    """Issue 11's Strategy fields: FP8 and LoRA/QLoRA (``feature_flags``), loss fusion, TP/DP communication
-    overlap, activation offload."""
-    read_feature_flags(fl, out, put)  # FP8 and LoRA/QLoRA (issue 11)
-    for flag, key, value in (("--cross-entropy-loss-fusion", "strategy.loss_fusion", "fused"),
-                             ("--tp-comm-overlap", "strategy.async_tp", True),
-                             ("--use-ascend-mc2", "strategy.async_tp", True),
-                             ("--overlap-grad-reduce", "strategy.overlap_grad_reduce", True),
-                             ("--overlap-param-gather", "strategy.overlap_param_gather", True)):
-        if fl.has(flag):
-            put(key, value, flag)
+    """Issue 11's Strategy fields: FP8, LoRA/QLoRA, loss fusion and TP/DP communication overlap
+    (``feature_flags``), activation offload."""
+    read_feature_flags(fl, out, put)
     groups: list[str] = []
     if fl.has("--cpu-offloading"):
         groups.append("layer")

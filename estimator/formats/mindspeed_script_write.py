@@ -94,7 +94,7 @@ def desired_flags(path: str, fl: FlagQueries, old: Strategy, new: Strategy, pars
             raise refusal(f"param/compute bytes {widths}: {title} trains in bf16/fp16 (2, 2) or fp32 (4, 4)", path)
     if "residual_bytes" in changed:
         want["--fp32-residual-connection"] = True if new.residual_bytes == 4 else None
-    want.update(feature_flag_edits(path, old, new, parsed.model.is_mla))
+    want.update(feature_flag_edits(path, fl, old, new, parsed.model.is_mla, parsed.options.framework))
     if dialect == "megatron":
         megatron_flags(path, fl, old, new, changed, parsed, want)
     else:
