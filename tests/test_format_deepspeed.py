@@ -233,3 +233,16 @@ def test_fuzzed_inputs_raise_only_sapp_errors(tmp_path, case):
     shutil.copy(LF / "ds_z2_config.json", tmp_path / "ds_z2_config.json")
     opening = {"model": LLAMA, "overrides": SEQ} if suffix == ".json" else {}
     read_estimate_export(tmp_path, suffix, text, devices=16, **opening)
+
+
+def test_parameter_offload_below_stage_3_is_refused_on_export(tmp_path):
+    target = tmp_path / "ds.json"
+    data = json.loads((DS / "zero3_tuned.json").read_text())
+    data["zero_optimization"]["offload_param"] = {"device": "cpu"}
+    target.write_text(json.dumps(data, indent=2))
+    parsed = open_ds(target)
+    assert parsed.strategy.offload_params is True
+    with pytest.raises(ConfigError, match="offload_param"):
+        export(apply_changes(parsed, {"strategy.sharding": "zero2"}))
+    moved = export(apply_changes(parsed, {"strategy.sharding": "zero2", "strategy.offload_params": False}))
+    assert '"device": "none"' in moved[str(target)]

@@ -189,6 +189,7 @@ def _zero(out: Collector, data: dict[str, Any], path: str) -> None:
                               key=f"{ZERO}.{key}.device")
         if key == "offload_param" and stage != 3 and device != "none":
             out.warn("W-FLAG", f"{ZERO}.offload_param needs stage 3; DeepSpeed ignores it at stage {stage}")
+            out.derive(name, False, f"{ZERO}.offload_param is ignored below stage 3")
             continue
         out.put(name, device != "none", f"{ZERO}.{key}.device", device)
         if device == "nvme":

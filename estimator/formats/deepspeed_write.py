@@ -48,6 +48,9 @@ def write_json(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> 
         put(("train_batch_size",), strategy.micro_batch_size * strategy.micro_batches * strategy.dp, "the batch")
     if "tp" in changed:
         put(("tensor_parallel", "autotp_size"), strategy.tp, "the AutoTP degree")
+    if strategy.offload_params and strategy.sharding.mode != "zero3":
+        raise refusal("DeepSpeed offloads parameters (offload_param) at ZeRO stage 3 only: set "
+                      "strategy.offload_params=false with a lower stage", path)
     if "sharding.mode" in changed:
         stage = next((k for k, v in STAGES.items() if v == strategy.sharding.mode), None)
         if stage is None:

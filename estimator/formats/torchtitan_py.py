@@ -12,9 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .. import flavors
 from ..errors import ConfigError
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
+from ..warnings import Assumption
 from . import torchtitan
 from .common import read_text
 from .py_static import Call, Module, Unresolved, split_entry
@@ -59,7 +61,7 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
         raise ConfigError(f"{function}() does not return a Trainer.Config the static reader can follow ({config})",
                           path=path)
     extra = Collector(path)
-    job = _job(config, module, file, extra)
+    job = _job(config, module, f"{file}:{function}", extra)
     for call, line in module.side_calls:
         extra.warn("W-PY-UNRESOLVED", f"line {line}: {call} changes the config in code the static reading does not "
                                       "run; what it sets is not priced")
@@ -90,7 +92,7 @@ def choose_function(module: Module, function: str | None, file: str, returns: tu
                       f"{shown})", path=file)
 
 
-def _job(config: Call, module: Module, file: str, out: Collector) -> dict[str, Any]:
+def _job(config: Call, module: Module, entry: str, out: Collector) -> dict[str, Any]:
     """The TOML job config ``config`` stands for (sections as dicts; unresolved values left out and named)."""
     job: dict[str, Any] = {}
     for key, value in config.kwargs.items():
@@ -104,7 +106,7 @@ def _job(config: Call, module: Module, file: str, out: Collector) -> dict[str, A
                                         f"{FIXES.get(key, '--set')}")
             continue
         if key == "model_spec":
-            _model(job, value, module, file, out)
+            _model(job, value, module, entry, out)
         elif key == "model_converters" and isinstance(value, Call):
             _converters(job, value.get("converters"), out)
         elif key == "loss":
@@ -152,13 +154,23 @@ def _has_unresolved(value: Any) -> bool:
     return False
 
 
-def _model(job: dict[str, Any], spec: Any, module: Module, file: str, out: Collector) -> None:
+def _model(job: dict[str, Any], spec: Any, module: Module, entry: str, out: Collector) -> None:
+    """``model_registry("FLAVOR", …)``: the flavor of the registry's model (``entry``: FILE.py:FUNCTION)."""
+    file, function = split_entry(entry)
     if not isinstance(spec, Call) or spec.short != "model_registry" or not spec.args:
         out.warn("W-FLAVOR", f"model_spec {getattr(spec, 'name', spec)} is not model_registry(\"FLAVOR\"); give the "
                              "model with --model config.json")
         return
     flavor = spec.args[0]
     name = model_name(module, file)
+    if name is None:  # the registry's recipes are named after their model (llama3_8b, deepseek_v3_671b)
+        name = next((f for f in sorted(flavors.families(), key=len, reverse=True)
+                     if str(function).lower().startswith(f"{f}_") or str(function).lower() == f), None)
+        if name is not None:
+            out.assumptions.append(Assumption("model.name", f"{name} {flavor}", f"the file states no model (no "
+                                              f"models/<name>/ folder, torchtitan.models import or Model class); "
+                                              f"taken from the recipe's name {function}() — give --model to "
+                                              "price another"))
     if name is None or not isinstance(flavor, str):
         out.warn("W-FLAVOR", "which torchtitan model this registry belongs to is not stated (no torchtitan.models."
                              "<name> import, no <Name>Model class); give the model with --model config.json")
