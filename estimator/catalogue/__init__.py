@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -132,31 +132,23 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def _load(path: Path) -> dict[str, Any] | None:
-    """The config.json at ``path`` through the readers' bounded loader (size, nesting, digits): a ConfigError
-    naming the file when it is broken, None when it is no JSON object."""
-    from ..formats.common import load_json, read_text  # the formats package imports this module
-
-    data = load_json(read_text(path), str(path))
-    return data if isinstance(data, dict) else None
-
-
-def resolve(name: str) -> Found | None:
+def resolve(name: str, read_json: Callable[[Path], Any]) -> Found | None:
     """The model config ``name`` refers to: a local directory's config.json, the local hub cache, else the
-    catalogue; None when none of them knows it."""
+    catalogue; None when none of them knows it. ``read_json`` loads a local config.json (the readers' bounded
+    loader: a ConfigError naming a broken file)."""
     text = name.strip()
     if not text:
         return None
     directory = Path(text).expanduser()
     if (directory / "config.json").is_file():
-        data = _load(directory / "config.json")
-        if data is not None:
+        data = read_json(directory / "config.json")
+        if isinstance(data, dict):
             return Found(data, f"the local model directory {text}", path=str(directory / "config.json"))
     if HUB_ID.fullmatch(text):
         cached = _cached_config(text)
         if cached is not None:
-            data = _load(cached)
-            if data is not None:
+            data = read_json(cached)
+            if isinstance(data, dict):
                 return Found(data, f"the local Hugging Face cache ({cached})", path=str(cached))
     found = lookup(text)
     if found is None:

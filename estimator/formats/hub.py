@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from .. import catalogue
 from ..errors import ConfigError
 from ..nearest import suggest
 from ..parsed import Provenance
 from ..warnings import Assumption, EstimateWarning
+from .common import load_json, read_text
 from .hf import looks_like_hf, read_hf
 from .support import Collector, Reading
+
+
+def read_config_json(path: Path) -> Any:
+    """A local config.json through the readers' bounded loader (size, nesting, digits)."""
+    return load_json(read_text(path), str(path))
 
 
 def is_model_name(path: str) -> bool:
@@ -25,7 +32,7 @@ def is_model_name(path: str) -> bool:
 
 def model_reading(name: str) -> Reading:
     """The model ``name`` refers to, as a model-role Reading; a ConfigError when nothing knows it."""
-    found = catalogue.resolve(name)
+    found = catalogue.resolve(name, read_config_json)
     if found is None or not looks_like_hf(found.config):
         near = suggest(name, list(catalogue.all_ids()), cutoff=0.75)
         raise ConfigError("no such file, and no model of that name in a local model directory, the local Hugging "
@@ -51,7 +58,7 @@ def reading_of(name: str, found: catalogue.Found) -> Reading:
 def collect_model(out: Collector, name: str, named_by: str) -> bool:
     """The model ``name`` into ``out`` (values with their provenance, notes, the assumption naming the file or
     catalogue entry); a W-MODEL warning naming ``named_by`` and the fix when nothing knows it."""
-    found = catalogue.resolve(name)
+    found = catalogue.resolve(name, read_config_json)
     if found is None or not looks_like_hf(found.config):
         out.warn("W-MODEL", f"{named_by} {name}: not a local model directory, not in the local Hugging Face cache nor "
                             "in the catalogue; give its config.json with --model")
@@ -66,7 +73,7 @@ def collect_model(out: Collector, name: str, named_by: str) -> bool:
 
 def vocab_of(name: str) -> tuple[int, str] | None:
     """The vocabulary of the model a tokenizer path or id names, with its source; None when unknown."""
-    found = catalogue.resolve(name)
+    found = catalogue.resolve(name, read_config_json)
     if found is None:
         return None
     config = found.config.get("text_config", found.config) if isinstance(found.config.get("text_config"),
@@ -77,4 +84,4 @@ def vocab_of(name: str) -> tuple[int, str] | None:
     return vocab, found.how
 
 
-__all__ = ["collect_model", "is_model_name", "model_reading", "reading_of", "vocab_of"]
+__all__ = ["collect_model", "is_model_name", "model_reading", "read_config_json", "reading_of", "vocab_of"]

@@ -10,14 +10,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..parsed import ParsedConfig, SourceFile
+from ..parsed import ParsedConfig
 from ..strategy import Strategy
-from .common import load_yaml
-from .flag_source import ArgsMapping, FlagQueries
+from .flag_source import FlagQueries
 from .megatron_pipeline import PatternError, account_counts, parse_layout, uneven_counts
 from .megatron_strategy_args import FSDP_STRATEGIES
 from .support import refusal
-from .yaml_patch import YamlPatch
 
 CP_COMM = {"ring": "p2p", "ulysses": "a2a", "hybrid": "a2a+p2p", "allgather": "allgather"}
 _PIPELINE_FLAGS = ("--pipeline-model-parallel-layout", "--decoder-first-pipeline-num-layers",
@@ -228,55 +226,4 @@ def _compress(stages: list[str]) -> str:
     return text
 
 
-# ------------------------------------------------------------------------------------------ recipe YAML
-def write_megatron(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
-    """New text of a Megatron-LM launch script or recipe YAML for ``strategy``: only the flags, variables or keys
-    of changed fields are touched; what Megatron-LM cannot express is refused with a ConfigError naming R-FW."""
-    from .megatron import MEGATRON_RECIPE
-    from .mindspeed_script_write import write_script
-
-    if source.format == MEGATRON_RECIPE:
-        return write_recipe(source, parsed, strategy)
-    return write_script(source, parsed, strategy)
-
-
-def write_recipe(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
-    """New text of a Megatron-LM recipe YAML: the ``ARGS:`` keys of the changed fields, layout kept."""
-    from .megatron import ARGS, read_recipe
-    from .mindspeed_script_write import desired_flags, same_plan_as_read
-
-    old = parsed.baseline_strategy
-    if old == strategy:
-        return source.text
-    data = load_yaml(source.text, source.path)
-    fl = ArgsMapping(data[ARGS], source.path, ARGS)
-    want = desired_flags(source.path, fl, old, strategy, parsed, "megatron")
-    patch = YamlPatch(source.text, source.path)
-    args = data[ARGS]
-    for flag, value in want.items():
-        key = flag[2:].replace("-", "_")
-        present = key in args
-        if value is None:
-            if present and args[key] not in (None, False):
-                patch.set((ARGS, key), False if args[key] is True else None)
-        elif value is True:
-            if args.get(key) is not True:
-                patch.set((ARGS, key), True)
-        else:
-            patch.set((ARGS, key), _yaml_value(value, args.get(key)))
-    text = patch.result()
-    reading = read_recipe(text, source.path, load_yaml(text, source.path), strategy.world_size)
-    same_plan_as_read(reading.values, source, parsed, strategy)
-    return text
-
-
-def _yaml_value(value: str, like: Any) -> Any:
-    """A flag value as the YAML writes it: a number when it is one, a list when the key held a list."""
-    if isinstance(like, list):
-        return [int(v) if v.isdigit() else v for v in value.split()]
-    if re.fullmatch(r"\d+", value):
-        return int(value)
-    return value
-
-
-__all__ = ["CP_COMM", "MINDSPEED_FIELDS", "layout_string", "megatron_flags", "write_megatron", "write_recipe"]
+__all__ = ["CP_COMM", "MINDSPEED_FIELDS", "layout_string", "megatron_flags"]
