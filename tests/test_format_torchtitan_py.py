@@ -81,10 +81,11 @@ def test_the_module_is_never_executed(tmp_path):
     evil.write_text(REGISTRY.read_text() + f"\nopen({str(marker)!r}, 'w').write('x')\n"
                     "def llama3_side_effect() -> Trainer.Config:\n"
                     f"    open({str(marker)!r}, 'w').write('x')\n    return llama3_8b()\n")
-    with pytest.raises(ConfigError):  # no flavor table without the models/<name>/ folder: --model is needed
-        parse([f"{evil}:llama3_side_effect"], devices=8)
-    reading = parse([f"{evil}:llama3_side_effect"], devices=8, model="meta-llama/Meta-Llama-3.1-8B")
+    reading = parse([f"{evil}:llama3_side_effect"], devices=8)
     assert reading.strategy.micro_batch_size == 2 and not marker.exists()
+    # outside models/llama3/ the model comes from the recipe's name, said as an assumption
+    assert reading.model.num_layers == 32 and any("recipe's name llama3_side_effect()" in a.source
+                                                   for a in reading.assumptions if a.field == "model.name")
 
 
 def test_export_is_refused_with_the_values_to_type_in():
