@@ -246,3 +246,12 @@ def test_parameter_offload_below_stage_3_is_refused_on_export(tmp_path):
         export(apply_changes(parsed, {"strategy.sharding": "zero2"}))
     moved = export(apply_changes(parsed, {"strategy.sharding": "zero2", "strategy.offload_params": False}))
     assert '"device": "none"' in moved[str(target)]
+
+
+def test_zero_buffer_sizes_are_named_outside_deepspeed_and_refused_by_other_writers():
+    mindformers = ROOT / "tests" / "fixtures" / "mindformers" / "tiny_legacy.yaml"
+    parsed = parse([str(mindformers)], overrides={"strategy.reduce_bucket": 10_000_000})
+    result = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    assert any("reduce_bucket" in w.text and "no meaning" in w.text for w in result.warnings)
+    with pytest.raises(ConfigError, match="reduce_bucket"):
+        export(apply_changes(parse([str(mindformers)]), {"strategy.reduce_bucket": 10_000_000}))
