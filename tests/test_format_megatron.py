@@ -1,5 +1,5 @@
 """Megatron-LM launch scripts (bash arrays, commands in variables and strings, branches), Megatron's defaults and
-flags, the pipeline split flags, recipe YAMLs, writing back, and fuzzing (spec §11.2, issue 13)."""
+flags, the pipeline split flags, recipe YAMLs, writing back, and fuzzing (docs/model.md#frameworks, issue 13)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Writing a strategy back into a DeepSpeed JSON (spec §11.6): the ZeRO stage, offload devices, buckets and
-prefetch limits, micro-batch, accumulation, precision and AutoTP degree, edited in place; ``"auto"`` values belong
-to the launching Trainer and are refused (change them where the Trainer gets them). The new text is read again."""
+"""Writing a strategy back into a DeepSpeed JSON (docs/model.md#frameworks): the ZeRO stage, offload devices, buckets
+and prefetch limits, micro-batch, accumulation, precision and AutoTP degree, edited in place; ``"auto"`` values
+belong to the launching Trainer and are refused (change them where the Trainer gets them). The new text is read
+again."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Writing a strategy back into a LLaMA-Factory YAML (spec §11.6): the Trainer keys (micro-batch, accumulation,
-cutoff_len, precision, gradient checkpointing), the LoRA / QLoRA keys and, for MCoreAdapter runs, the Megatron
-keys, patched in place. What the DeepSpeed config it names decides (ZeRO stage, offload, buckets) is refused
+"""Writing a strategy back into a LLaMA-Factory YAML (docs/model.md#frameworks): the Trainer keys (micro-batch,
+accumulation, cutoff_len, precision, gradient checkpointing), the LoRA / QLoRA keys and, for MCoreAdapter runs, the
+Megatron keys, patched in place. What the DeepSpeed config it names decides (ZeRO stage, offload, buckets) is refused
 with the file to edit; the new text is read again."""
 
 from __future__ import annotations

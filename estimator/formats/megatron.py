@@ -1,4 +1,4 @@
-"""Megatron-LM launch scripts and Megatron-LM recipe YAMLs (spec §11.2).
+"""Megatron-LM launch scripts and Megatron-LM recipe YAMLs (docs/model.md#frameworks).
 
 One registered format, ``megatron``: ``read`` returns a Reading whose ``format`` is ``megatron_script`` (a bash
 launch script running Megatron-LM's ``pretrain_gpt.py``; ``launch_dialect`` tells it from a MindSpeed script) or

@@ -1,7 +1,7 @@
-"""Writing a strategy back into a Megatron-Bridge YAML (override file or serialised run config, spec §11.6): the
-Megatron arguments a changed strategy needs (``desired_flags``) become config keys in their section — the one
-the file already states them in, else the section Megatron-Bridge keeps them in — patched in place. The new text
-is read again and must give the requested plan."""
+"""Writing a strategy back into a Megatron-Bridge YAML (override file or serialised run config,
+docs/model.md#frameworks): the Megatron arguments a changed strategy needs (``desired_flags``) become config keys in
+their section — the one the file already states them in, else the section Megatron-Bridge keeps them in — patched in
+place. The new text is read again and must give the requested plan."""
 
 from __future__ import annotations
 

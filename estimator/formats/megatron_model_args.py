@@ -1,9 +1,8 @@
-"""The model a Megatron-LM / MindSpeed argument set describes (spec §11.2): shape, attention (GQA, MLA), MoE and
-its layer pattern, vocabulary, and the architecture switches — with Megatron's own defaults for what the arguments
-leave out (NVIDIA/Megatron-LM megatron/training/arguments.py and TransformerConfig @ d98e8a6), each reported as an
-assumption. The family profile is never guessed from the file's name: a launch script states its architecture in
-flags, so the ``default`` profile supplies only implementation defaults, and the assumption says so.
-"""
+"""The model a Megatron-LM / MindSpeed argument set describes (docs/model.md#frameworks): shape, attention (GQA,
+MLA), MoE and its layer pattern, vocabulary, and the architecture switches — with Megatron's own defaults for what
+the arguments leave out (NVIDIA/Megatron-LM megatron/training/arguments.py and TransformerConfig @ d98e8a6), each
+reported as an assumption. The family profile is never guessed from the file's name: a launch script states its
+architecture in flags, so the ``default`` profile supplies only implementation defaults, and the assumption says so."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Writing a strategy back into a Megatron-LM recipe YAML (the ``ARGS:`` mapping, spec §11.6): the arguments of the
-changed fields, as ``desired_flags`` gives them for a launch script, patched in place; the new text is read again
-and must give the requested plan."""
+"""Writing a strategy back into a Megatron-LM recipe YAML (the ``ARGS:`` mapping, docs/model.md#frameworks): the
+arguments of the changed fields, as ``desired_flags`` gives them for a launch script, patched in place; the new text
+is read again and must give the requested plan."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""The strategy a Megatron-LM / MindSpeed argument set states (spec §11.2): parallel degrees, batch, context
-parallelism, the pipeline split (virtual stages, uneven first/last stages, the layout string, embedding and loss
-counted as layers), precision, optimizer sharding (distributed optimizer and its instances, Megatron-FSDP),
+"""The strategy a Megatron-LM / MindSpeed argument set states (docs/model.md#frameworks): parallel degrees, batch,
+context parallelism, the pipeline split (virtual stages, uneven first/last stages, the layout string, embedding and
+loss counted as layers), precision, optimizer sharding (distributed optimizer and its instances, Megatron-FSDP),
 attention kernels and recompute. Megatron's defaults (NVIDIA/Megatron-LM @ d98e8a6) fill what is left out and are
-reported; settings the estimator does not price yet are named in a warning, never dropped silently.
-"""
+reported; settings the estimator does not price yet are named in a warning, never dropped silently."""
 
 from __future__ import annotations
 

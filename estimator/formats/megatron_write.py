@@ -1,9 +1,8 @@
-"""Writing a strategy back as Megatron-LM arguments (spec §11.6): the flags only Megatron-LM has (``--cp-comm-type``,
-uneven first/last pipeline stages, the pipeline layout string, the embedding/loss split flags,
-``--num-distributed-optimizer-instances``, Megatron-FSDP, the attention backend, precision-aware optimizer
-dtypes), and the ``ARGS:`` block of a Megatron-LM recipe YAML. The script writer (``mindspeed_script_write``)
-calls ``megatron_flags`` for what differs from MindSpeed; what Megatron-LM cannot state is refused (R-FW).
-"""
+"""Writing a strategy back as Megatron-LM arguments (docs/model.md#frameworks): the flags only Megatron-LM has
+(``--cp-comm-type``, uneven first/last pipeline stages, the pipeline layout string, the embedding/loss split flags,
+``--num-distributed-optimizer-instances``, Megatron-FSDP, the attention backend, precision-aware optimizer dtypes),
+and the ``ARGS:`` block of a Megatron-LM recipe YAML. The script writer (``mindspeed_script_write``) calls
+``megatron_flags`` for what differs from MindSpeed; what Megatron-LM cannot state is refused (R-FW)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""MindSpeed-LLM / MindSpeed-MM launch scripts and MindSpeed-MM ``model.json`` (spec §11.2). Launch scripts that
-run Megatron-LM are read by ``megatron`` (``launch_dialect`` tells them apart).
+"""MindSpeed-LLM / MindSpeed-MM launch scripts and MindSpeed-MM ``model.json`` (docs/model.md#frameworks). Launch
+scripts that run Megatron-LM are read by ``megatron`` (``launch_dialect`` tells them apart).
 
 One registered format, ``mindspeed``: ``read`` returns a Reading whose ``format`` is ``mindspeed_script`` (a
 ``pretrain_*.sh``/``finetune_*.sh``, role ``both`` when it carries shape flags) or ``mindspeed_model`` (a

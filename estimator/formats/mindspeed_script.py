@@ -1,5 +1,5 @@
-"""Reading a Megatron-LM or MindSpeed-LLM / MindSpeed-MM launch script (``pretrain_*.sh``, ``train_*.sh``, spec
-§11.2).
+"""Reading a Megatron-LM or MindSpeed-LLM / MindSpeed-MM launch script (``pretrain_*.sh``, ``train_*.sh``,
+docs/model.md#frameworks).
 
 The script is evaluated by ``shell`` (nothing is executed) and its launch command's flags are read by
 ``launch_command``; which framework it runs is decided by ``launch_dialect`` from what the script shows, and said.

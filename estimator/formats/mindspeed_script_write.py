@@ -1,6 +1,6 @@
-"""Writing a strategy back into a MindSpeed or Megatron-LM launch script (spec §11.6): only the flags, shell
-variables or computed inputs that define a changed field are touched (array elements included), and the new text
-is read again to check that it states the requested strategy. What a launch script cannot express is refused
+"""Writing a strategy back into a MindSpeed or Megatron-LM launch script (docs/model.md#frameworks): only the flags,
+shell variables or computed inputs that define a changed field are touched (array elements included), and the new
+text is read again to check that it states the requested strategy. What a launch script cannot express is refused
 (R-FW). The flags only Megatron-LM has are chosen by ``megatron_write``."""
 
 from __future__ import annotations
