@@ -84,7 +84,13 @@ def load_session(args: argparse.Namespace) -> PlanSession:
     late = {k: v for k, v in changes.items() if k.startswith("strategy.")}
     session = PlanSession(preset_dirs=(user_presets_dir(), *plugin_preset_dirs()),
                           calibration=getattr(args, "calibration", None))
-    session.open(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
+    try:
+        session.open(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
+    except ConfigError as exc:  # a file that states no sequence length (a DeepSpeed JSON): --set supplies it
+        if exc.key != "strategy.seq_length" or "strategy.seq_length" not in late:
+            raise
+        early["strategy.seq_length"] = late.pop("strategy.seq_length")
+        session.open(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
     if late:
         try:
             session.apply(late, "--set")

@@ -40,6 +40,8 @@ FORMULAS: dict[str, str] = {
                 "2·cp·β_c·n_kv·(dqk + dv)·T/t",
     "C-BUF.ep": "2·β_c·h·R (dispatch and combine)",
     "C-BUF.dp": "2·β_c·(E_d + E_e) (current + prefetched gathered weights)",
+    "C-BUF.zero": "DeepSpeed (hf_trainer): ZeRO-3 min(β_c·E + β_c·prefetch, max(β_c·E, β_c·max_live)) + β_g·reduce; "
+                  "ZeRO-1/2 f·(β_g·reduce + β_p·allgather), f = 4.5 with overlap_comm else 1",
     "C-BUF.pp": "2·β_c·h·T/sp_div (send and receive)",
     "RESERVE": "reserve_fixed + frag_fraction·(activations + working) + comm_lib_per_group·groups",
     "S-OPT": "parameters + gradients + optimizer_states/swap_times + temporaries + resident gathered + "

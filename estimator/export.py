@@ -20,8 +20,15 @@ from .strategy import Strategy
 MODEL_WITH_LAYOUT = ("mindspeed_model",)
 # format → (writer module, its function): a writer builds on its reader, never the other way round
 WRITER_MODULES = {"mindformers": ("mindformers_write", "write_strategy"), "mindspeed_script": ("mindspeed", "write"),
-                  "mindspeed_model": ("mindspeed", "write"), "torchtitan": ("torchtitan_write", "write_toml"),
-                  "hyperparallel": ("hyperparallel_write", "write_yaml"), "plan": ("plan_writer", "write")}
+                  "mindspeed_model": ("mindspeed", "write"),
+                  "megatron_script": ("mindspeed_script_write", "write_script"),
+                  "megatron_recipe": ("megatron_recipe_write", "write_recipe"),
+                  "torchtitan": ("torchtitan_write", "write_toml"),
+                  "hyperparallel": ("hyperparallel_write", "write_yaml"), "plan": ("plan_writer", "write"),
+                  "deepspeed": ("deepspeed_write", "write_json"), "llamafactory": ("llamafactory_write", "write_yaml"),
+                  "torchtitan_py": ("torchtitan_py", "write"),
+                  "megatron_bridge": ("megatron_bridge_write", "write_bridge"),
+                  "megatron_bridge_py": ("megatron_bridge_write", "write_bridge")}
 
 
 def _writer(fmt: str):

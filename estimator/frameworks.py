@@ -105,6 +105,15 @@ _TABLE = {
         kv_repeat_with_fa=True, kv_repeat_without_fa=True, selective_rule="hyperparallel",
         saves_gathered_input=True, megatron_vocab_padding=False, loss_working="pytorch", o_tp=0.0,
         fsdp_native=True),
+    # the Hugging Face Trainer (LLaMA-Factory, accelerate) with DeepSpeed ZeRO or DDP: eager PyTorch modules
+    # (unfused SwiGLU, SDPA repeating K/V for GQA), bf16 weights with fp32 masters in DeepSpeed's optimizer
+    "hf_trainer": FrameworkDefaults(
+        name="hf_trainer", title="Hugging Face Trainer (DeepSpeed)", default_device="H100-80G",
+        param_bytes=2, compute_bytes=2, grad_bytes=2, master_bytes=4, softmax_bytes=2, reduce_bytes=None,
+        optimizer_impl="fused", fused_gated_act=False, fused_gated_act_experts=False,
+        kv_repeat_with_fa=True, kv_repeat_without_fa=True, selective_rule="megatron",
+        saves_gathered_input=True, megatron_vocab_padding=False, loss_working="pytorch", o_tp=0.0,
+        fsdp_native=False),
 }
 
 assert set(_TABLE) == set(FRAMEWORKS)

@@ -373,10 +373,10 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
         else:
             idx, kind = next(body_iter)
             positions.append((kind, kind, idx))
+    if inp.mtp_in_offset:  # with the output also a position, MTP comes before it (Megatron's layout E t… m L)
+        positions.extend((MTP, kind, n_lay + k) for k, kind in enumerate(inp.mtp_kinds))
     if inp.emb_out_in_offset:
         positions.append((OUTPUT, "", -1))
-    if inp.mtp_in_offset:
-        positions.extend((MTP, kind, n_lay + k) for k, kind in enumerate(inp.mtp_kinds))
 
     slot_items: list[list[tuple[str, str, int]]] = []
     cursor = 0

@@ -82,6 +82,8 @@ class ModelSpec(Record):
     first_k_dense: int = 0
     moe_layer_freq: int = 1
     capacity_factor: float | None = None
+    attention_dropout: float | None = None  # None: the family profile's
+    hidden_dropout: float | None = None  # None: the family profile's (also the embedding's, as in Megatron)
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
@@ -205,6 +207,10 @@ class ModelSpec(Record):
                             "linear_num_value_heads and linear_value_head_dim")
         if self.is_mla and not self.qk_rope_head_dim:
             problems.append("MLA (kv_lora_rank > 0) needs qk_rope_head_dim")
+        for name in ("attention_dropout", "hidden_dropout"):
+            rate = getattr(self, name)
+            if rate is not None and not 0 <= rate < 1:
+                problems.append(f"model.{name} must be a probability in [0, 1); got {rate!r}")
         if self.experts_per_token > max(self.num_experts, 0):
             problems.append(f"experts_per_token {self.experts_per_token} exceeds num_experts "
                             f"{self.num_experts}")

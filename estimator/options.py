@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from .records import Record
 from .units import GiB
 
-FRAMEWORKS = ("mindformers", "mindspeed", "megatron", "torchtitan", "hyperparallel")
+FRAMEWORKS = ("mindformers", "mindspeed", "megatron", "torchtitan", "hyperparallel", "hf_trainer")
 GRAD_PERSISTENCE = ("persistent", "upstream_rule", "progressive")
 OPTIMIZER_IMPLS = ("fused", "foreach", "forloop")
 VPP_VARIANTS = ("megatron", "upstream_big", "upstream_less")

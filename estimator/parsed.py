@@ -125,7 +125,8 @@ def _strategy_from(values: dict[str, Any], where: str | None) -> Strategy:
         else:
             top[info.attr] = value
     if top.get("seq_length") is None:
-        raise ConfigError("the strategy is missing strategy.seq_length (the training sequence length)",
+        raise ConfigError("the strategy is missing strategy.seq_length (the training sequence length); give it "
+                          "with --set strategy.seq_length=N",
                           path=where, key="strategy.seq_length")
     return Strategy(recompute=RecomputePlan(**rec), sharding=ShardingSpec(**shard), **top)
 

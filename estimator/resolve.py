@@ -22,6 +22,7 @@ from .params import lora_modules
 from .profiles import FamilyChoice, FamilyProfile, detect_family, get_profile
 from .strategy import FSDP_MODES, Strategy
 from .warnings import Assumption, EstimateWarning
+from .zero_buffers import ZeroBuffers, resolve_zero
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class Flags:
     frozen: tuple[str, ...]
     causal: bool
     feat: Features = field(default_factory=Features)  # FP8, compile, overlaps, PEFT, offload (issue 11)
+    zero: ZeroBuffers | None = None  # DeepSpeed ZeRO buckets and ZeRO-3 window (hf_trainer only)
 
 
 @dataclass(frozen=True)
@@ -260,8 +262,10 @@ def resolve_dims(model: ModelSpec, profile: FamilyProfile, rec: _Recorder,
         lin_v=model.linear_num_value_heads * model.linear_value_head_dim,
         n_lv=model.linear_num_value_heads, lin_d_k=model.linear_key_head_dim,
         lin_d_v=model.linear_value_head_dim, conv=model.linear_conv_kernel,
-        attn_dropout=profile.attn_dropout > 0, hidden_dropout=profile.hidden_dropout > 0,
-        emb_dropout=profile.emb_dropout > 0, router_bytes=profile.router_bytes,
+        attn_dropout=float(_pick(model.attention_dropout, profile.attn_dropout)) > 0,  # type: ignore[arg-type]
+        hidden_dropout=float(_pick(model.hidden_dropout, profile.hidden_dropout)) > 0,  # type: ignore[arg-type]
+        emb_dropout=float(_pick(model.hidden_dropout, profile.emb_dropout)) > 0,  # type: ignore[arg-type]
+        router_bytes=profile.router_bytes,
     )
 
 
@@ -326,6 +330,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     reshard = sh.reshard_after_forward if sh.reshard_after_forward is not None else p == 1
     fsdp_sync = options.fsdp_sync_every_microbatch if options.fsdp_sync_every_microbatch is not None else p == 1
     schedule = st.schedule_name
+    zero, zero_warnings = resolve_zero(st, fw.name, dims.h, rec.assumptions)
     flags = Flags(
         framework=fw.name, flash_attention=fa, fused_act=fused_act, fused_act_experts=fused_exp,
         kv_repeat=kv_repeat, norm_stats=norm_stats, rule=rule,
@@ -340,6 +345,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
         reshard_after_forward=bool(reshard), reshard_head_unit=sh.reshard_head_unit, fsdp_sync=bool(fsdp_sync),
         schedule=schedule, cp_algo=st.cp_algo, comm_buffer_mode=options.comm_buffer_mode,
         dtensor_sp=fw.fsdp_native, frozen=tuple(st.frozen_modules), causal=profile.causal, feat=feat,
+        zero=zero,
     )
     if persistence != fw.grad_persistence(mode) or options.grad_persistence is None:
         rec.assumptions.append(Assumption("options.grad_persistence", persistence,
@@ -374,7 +380,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
 
     capacity = hardware.capacity
     budget = plan_budget(capacity, options)
-    warnings = unpriced_warnings(st) + lora_warnings(model, dims, feat)
+    warnings = unpriced_warnings(st) + lora_warnings(model, dims, feat) + zero_warnings
     if feat.async_tp:
         if st.tp > 1 and not st.sequence_parallel:
             warnings.append(EstimateWarning("W-ASYNC-TP", "async TP decomposes sequence-parallel all-gathers and "

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from . import params as P
 from .activations import ActivationTable, ClassSums, combine
-from .arr import Num, gt, maximum
+from .arr import Num, gt, maximum, minimum
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout, Slot
 from .resolve import Resolved, routed_tokens, shard_divisors, t_vocab, v_pad
 from .static import (
@@ -319,6 +319,12 @@ class StagePricer:
         regather = mode == "zero3" or (mode in ("fsdp", "hsdp") and not f.fsdp2) or \
             (mode == "mf_op" and not f.keep_gathered)
         dp_term = 2 * self.gathered_bytes(item) if regather else 0.0
+        zero = f.zero
+        if zero is not None:  # DeepSpeed: the ZeRO-3 gathered window and the buckets (C-BUF.zero)
+            if mode == "zero3":
+                used = self.gathered_bytes(item)
+                dp_term = minimum(used + bc * zero.prefetch, maximum(used, bc * zero.max_live))
+            dp_term = dp_term + zero.bucket_bytes(w.g, w.p)
         pp_term = 2 * bc * d.h * T / par.sp_div * gt(par.p, 1)
         return (sp_term, cp_term, ep_term, dp_term, pp_term)
 

@@ -36,6 +36,8 @@ FEATURE_FIELDS = ("fp8", "fp8_param", "fp8_experts", "fp8_amax_history", "compil
                   "overlap_grad_reduce", "overlap_param_gather", "cp_load_balance", "peft", "lora_rank",
                   "lora_targets", "lora_dropout", "lora_param_bytes", "qlora_double_quant", "offload_activations",
                   "offload_counts", "offload_optimizer", "offload_params")
+# DeepSpeed ZeRO buffer sizes (writers for other frameworks refuse a change of them)
+ZERO_BUFFER_FIELDS = ("reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_params", "overlap_comm")
 SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act")
 
 # A per-stage count: None (not given), True/False (every layer / none), an int applied to every slot,
@@ -164,6 +166,13 @@ class Strategy(Record):
     offload_counts: Counts = None
     offload_optimizer: bool = False
     offload_params: bool = False
+    # DeepSpeed ZeRO communication buffers, in elements (None: the Hugging Face Trainer's "auto" from the
+    # hidden size h — h² buckets, 0.9·h² prefetch — else DeepSpeed's defaults; priced for hf_trainer only)
+    reduce_bucket: int | None = None
+    allgather_bucket: int | None = None
+    prefetch_bucket: int | None = None
+    max_live_params: int | None = None
+    overlap_comm: bool | None = None
 
     _nested: ClassVar = {"recompute": RecomputePlan, "sharding": ShardingSpec}
 

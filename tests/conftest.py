@@ -1,9 +1,15 @@
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# models named by Hub id resolve from the shipped catalogue, not from this machine's Hugging Face cache (a test
+# that wants a cache makes its own with monkeypatch)
+os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="sapp-hf-home-")
+for _var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+    os.environ.pop(_var, None)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -460,3 +460,41 @@ def test_training_compile_of_the_parallelism_schema_compiles_the_loss_too(tmp_pa
                    'compile = true\ndata_parallel_shard_degree = -1\n\n[experimental]\npipeline_parallel_degree = 1\n')
     assert parse([new], devices=8).strategy.compile == ("model", "loss")
     assert parse([old], devices=8).strategy.compile == ("model",)
+
+
+TOKENS_TOML = """[model]
+name = "llama3"
+flavor = "8B"
+
+[training]
+num_tokens_per_microbatch_per_dp_rank = 16384
+max_context_length = 8192
+
+[parallelism]
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 2
+
+[compile]
+enable = true
+enable_async_tensor_parallel = true
+"""
+
+
+def test_the_2026_token_counted_batch_is_read_and_written_in_tokens(tmp_path):
+    path = tmp_path / "tokens.toml"
+    path.write_text(TOKENS_TOML)
+    parsed = parse([str(path)], devices=16)
+    s = parsed.strategy
+    assert (s.micro_batch_size, s.seq_length, s.dp, s.async_tp) == (2, 8192, 8, True)  # 16384 tokens / 8192
+    assert parsed.provenance["strategy.async_tp"].key == "compile.enable_async_tensor_parallel"
+    files = export(apply_changes(parsed, {"strategy.micro_batch_size": 1, "strategy.micro_batches": 2,
+                                          "strategy.seq_length": 4096}))
+    text = files[str(path)]
+    assert "num_tokens_per_microbatch_per_dp_rank = 4096" in text and "max_context_length = 4096" in text
+    assert "num_tokens_per_train_step = 65536" in text and "local_batch_size" not in text  # 1 × 8 × 2 × 4096
+    path.write_text(text)
+    again = parse([str(path)], devices=16).strategy
+    assert (again.micro_batch_size, again.micro_batches, again.seq_length) == (1, 2, 4096)
+    path.write_text(TOKENS_TOML.replace("16384", "10000"))
+    with pytest.raises(ConfigError, match="not a whole number of 8192-token sequences"):
+        parse([str(path)], devices=16)

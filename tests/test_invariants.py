@@ -30,7 +30,7 @@ MOE = ModelSpec(name="deepseek-v3", hidden_size=7168, num_layers=61, first_k_den
                 vocab_size=129280, mtp_layers=1)
 QWEN3 = ModelSpec(name="qwen3-32b", hidden_size=5120, num_layers=64, num_attention_heads=64, num_kv_heads=8,
                   head_dim=128, qk_norm=True, ffn_hidden_size=25600, vocab_size=151936)
-FRAMEWORKS = ("mindformers", "mindspeed", "megatron", "torchtitan", "hyperparallel")
+FRAMEWORKS = ("mindformers", "mindspeed", "megatron", "torchtitan", "hyperparallel", "hf_trainer")
 
 
 def model_states(result) -> list[float]:

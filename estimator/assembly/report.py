@@ -17,6 +17,8 @@ from .memory import StageMemory
 V_LABELS = ("", "chunk 0 forward + chunk 1 backward", "chunk 1 forward + chunk 0 backward")
 BUFFER_PARTS = (("SP gather", "C-BUF.sp"), ("CP exchange", "C-BUF.cp"), ("EP dispatch/combine", "C-BUF.ep"),
                 ("weight re-gather", "C-BUF.dp"), ("PP send/recv", "C-BUF.pp"))
+# DeepSpeed (hf_trainer): the dp part is the ZeRO buckets and the ZeRO-3 gathered window
+ZERO_BUFFER_PARTS = (*BUFFER_PARTS[:3], ("ZeRO buckets and gathered window", "C-BUF.zero"), BUFFER_PARTS[4])
 
 
 def _row_bytes(pricer: StagePricer, row: Row, n: Num, instants: bool) -> tuple[Num, ...]:
@@ -114,7 +116,7 @@ def explain_tree(pricer: StagePricer, stage: int, form: StageForm, mem: StageMem
             if isinstance(source, Row):
                 leaves.append(_row_leaf(pricer, name, label, value, source, lr))
             elif source is None:
-                leaves.append(_stage_leaf(name, label, value, lr, form))
+                leaves.append(_stage_leaf(name, label, value, lr, form, pricer.r.flags.zero is not None))
             else:
                 term, (_value, view) = source
                 leaves.append(Quantity(label, value, term.id, term.inputs(view), note=lr.note))
@@ -201,12 +203,13 @@ def _peft_leaf(pricer: StagePricer, category: str, label: str, value: float, loc
                                                         "sh_o": sh[2]})
 
 
-def _stage_leaf(category: str, label: str, value: float, lr: LayerRow, form: StageForm) -> Quantity:
+def _stage_leaf(category: str, label: str, value: float, lr: LayerRow, form: StageForm, zero: bool) -> Quantity:
     if category == "communication_buffers":
         if not form.rows:
             return Quantity(label, value, "C-BUF", note=lr.note)
         top = max(form.rows, key=lambda row: row.transient)
-        children = [Quantity(n, float(v), fid) for (n, fid), v in zip(BUFFER_PARTS, top.parts, strict=True) if v]
+        parts = ZERO_BUFFER_PARTS if zero else BUFFER_PARTS
+        children = [Quantity(n, float(v), fid) for (n, fid), v in zip(parts, top.parts, strict=True) if v]
         exact = abs(sum(c.value for c in children) - value) <= 1e-9 * max(1.0, value)
         return Quantity(label, value, "C-BUF", children=children, op="sum" if children and exact else "formula",
                         note=lr.note if exact else f"{lr.note}; children: the largest layer's terms")

@@ -18,7 +18,9 @@ from ..warnings import Assumption, EstimateWarning
 from .combination import check_combination
 from .common import load_json, load_toml, load_yaml, read_text
 from .hf import looks_like_hf, read_hf, unknown_hf_keys, unmodelled_features
+from .hub import is_model_name, model_reading
 from .plan import looks_like_plan, read_plan
+from .py_static import split_entry
 from .support import Reader, Reading
 
 Detector = Callable[[Any, str], bool]
@@ -26,7 +28,11 @@ Detector = Callable[[Any, str], bool]
 READERS: dict[str, tuple[Detector, Reader]] = {}
 # Each module below defines FORMAT (name), detect(data, path), read(text, path, data, devices) -> Reading and
 # write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str (see estimator/export.py).
-FORMAT_MODULES = ("mindformers", "mindspeed", "torchtitan", "hyperparallel")
+FORMAT_MODULES = ("mindformers", "megatron", "mindspeed", "torchtitan", "hyperparallel", "llamafactory",
+                  "deepspeed", "torchtitan_py", "megatron_bridge")
+# format name -> accepts(data, path): what a format reads when --framework names it (a module without one reads
+# what it detects); a Megatron-style launch script is accepted by both megatron and mindspeed
+ACCEPTS: dict[str, Detector] = {}
 # Besides shapes, a model file may own the per-module layout (MindSpeed-MM model.json: pipeline_num_layers,
 # recompute, freeze); those keys win over the launch script's too.
 MODEL_FILE_LAYOUT_KEYS = frozenset({
@@ -35,8 +41,11 @@ MODEL_FILE_LAYOUT_KEYS = frozenset({
     "strategy.frozen_modules"})
 
 FORMAT_FRAMEWORK = {"mindformers": "mindformers", "mindspeed": "mindspeed", "mindspeed_script": "mindspeed",
-                    "mindspeed_model": "mindspeed",
-                    "torchtitan": "torchtitan", "hyperparallel": "hyperparallel"}
+                    "mindspeed_model": "mindspeed", "megatron": "megatron", "megatron_script": "megatron",
+                    "megatron_recipe": "megatron",
+                    "torchtitan": "torchtitan", "hyperparallel": "hyperparallel", "deepspeed": "hf_trainer",
+                    "llamafactory": "hf_trainer", "torchtitan_py": "torchtitan", "megatron_bridge": "megatron",
+                    "megatron_bridge_py": "megatron"}
 
 
 def _load(text: str, path: str) -> Any:
@@ -47,7 +56,7 @@ def _load(text: str, path: str) -> Any:
         return load_toml(text, path)
     if suffix in (".yaml", ".yml"):
         return load_yaml(text, path)
-    if suffix == ".sh":
+    if suffix in (".sh", ".py"):  # launch scripts and Python configs are read as text (never executed)
         return None
     # unknown extension: try JSON, then TOML, then YAML
     stripped = text.lstrip()
@@ -60,12 +69,15 @@ def _load(text: str, path: str) -> Any:
 
 
 def read_file(path: str, devices: int | None = None, framework: str | None = None) -> Reading:
-    text = read_text(path)
-    data = _load(text, path)
+    if is_model_name(path):  # a Hub id or a model directory (--model Qwen/Qwen3-8B)
+        return model_reading(path)
+    file, _ = split_entry(path)  # FILE.py:FUNCTION names one recipe of a Python config module
+    text = read_text(file)
+    data = _load(text, file)
     if framework:
         wanted = [fmt for fmt, fw in FORMAT_FRAMEWORK.items() if fw == framework.lower()]
         for fmt in wanted:
-            if fmt in READERS and READERS[fmt][0](data, path):
+            if fmt in READERS and ACCEPTS.get(fmt, READERS[fmt][0])(data, path):
                 return _tag(READERS[fmt][1](text, path, data, devices), text, path)
     if looks_like_plan(data):
         values, prov = read_plan(text, path)
@@ -159,6 +171,7 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
         values.update({k: reading.values[k] for k in owned})
         provenance.update({k: reading.provenance[k] for k in owned if k in reading.provenance})
         warnings.extend(reading.warnings)
+        assumptions.extend(reading.assumptions)
     for key in list(values):  # readers hand over raw values: give every field its type (idempotent)
         info = REGISTRY.get(key)
         if info is not None:
@@ -192,6 +205,8 @@ def _register() -> None:
                 continue  # that format is not built yet
             raise
         READERS[module.FORMAT] = (module.detect, module.read)
+        if hasattr(module, "accepts"):
+            ACCEPTS[module.FORMAT] = module.accepts
 
 
 _register()

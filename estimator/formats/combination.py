@@ -18,15 +18,20 @@ KNOWN_PAIRS = frozenset({
     ("mindspeed_script", "mindspeed_model"),
     ("torchtitan", "hf_config"),
     ("hyperparallel", "hf_config"),
+    ("deepspeed", "hf_config"),
+    ("torchtitan_py", "hf_config"),
 })
 # what each format is, in the user's words
 LABELS = {
     "mindformers": "a MindFormers YAML", "mindspeed_script": "a launch script", "mindspeed_model": "a MindSpeed-MM "
     "model.json", "torchtitan": "a torchtitan TOML", "hyperparallel": "a HyperParallel YAML",
-    "hf_config": "a Hugging Face config.json", "plan": "a plan file",
+    "hf_config": "a Hugging Face config.json", "plan": "a plan file", "megatron": "a Megatron-LM launch script",
+    "deepspeed": "a DeepSpeed JSON", "llamafactory": "a LLaMA-Factory YAML",
+    "torchtitan_py": "a torchtitan config registry (Python)", "megatron_bridge": "a Megatron-Bridge YAML",
+    "megatron_bridge_py": "a Megatron-Bridge recipe (Python)",
 }
-ALLOWED = ("a launch script with its model.json, a torchtitan TOML or a HyperParallel YAML with a config.json, "
-           "or one config with --model FILE for its model")
+ALLOWED = ("a launch script with its model.json, a torchtitan TOML or registry, a HyperParallel YAML or a DeepSpeed "
+           "JSON with a config.json, or one config with --model FILE for its model")
 
 
 def label(reading: Reading) -> str:

@@ -116,6 +116,8 @@ def read_hf(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, 
     types = {str(model_type), str(source.get("model_type"))}
     if deepseek_native:
         _deepseek_native(values, put, source, notes)
+    if types & {"llama4", "llama4_text"}:
+        _llama4(values, put, source, prefix, path)
     _moe(values, put, source, path, notes)
     if types & _QK_NORM_TYPES:
         put("qk_norm", True, None, "Qwen3-family models have q/k RMSNorm")
@@ -202,6 +204,23 @@ def _deepseek_native(values: dict[str, Any], put: Any, source: dict[str, Any], n
     if int(values.get("model.num_experts") or 0) and "model.first_k_dense" not in values:
         put("first_k_dense", 1, None, "DeepSeek inference default n_dense_layers = 1")
     notes.append("DeepSeek inference config: no MTP modules are stated (set model.mtp_layers if trained)")
+
+
+def _llama4(values: dict[str, Any], put: Any, source: dict[str, Any], prefix: str, path: str) -> None:
+    """Llama 4 (transformers' Llama4TextConfig): layer i is MoE when (i + 1) % interleave_moe_layer_step == 0;
+    a MoE layer adds one shared expert of ``intermediate_size``; dense layers use ``intermediate_size_mlp``."""
+    if not values.get("model.num_experts"):
+        return
+    step = _int(source.get("interleave_moe_layer_step", 1), path, prefix + "interleave_moe_layer_step", 1, MAX_LAYERS)
+    expert = values.get("model.ffn_hidden_size")
+    put("moe_ffn_hidden_size", expert, prefix + "intermediate_size")
+    put("num_shared_experts", 1, None, "Llama 4 MoE layers have one shared expert")
+    put("shared_ffn_hidden_size", expert, prefix + "intermediate_size")
+    if source.get("intermediate_size_mlp") is not None:
+        put("ffn_hidden_size", source["intermediate_size_mlp"], prefix + "intermediate_size_mlp")
+    if step > 1:
+        put("first_k_dense", step - 1, None, "interleave_moe_layer_step: the first MoE layer")
+        put("moe_layer_freq", step, prefix + "interleave_moe_layer_step")
 
 
 def _moe(values: dict[str, Any], put: Any, source: dict[str, Any], path: str, notes: list[str]) -> None:

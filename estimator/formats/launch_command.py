@@ -1,8 +1,11 @@
 """The training command of a launch script and its argparse-style flags (docs/model.md#frameworks).
 
 ``launch_flags`` picks the command that runs a ``.py`` program with the most ``--`` flags (``torchrun …
-pretrain_gpt.py --tensor-model-parallel-size 8 …``); ``FlagSet`` answers typed questions about its flags and
-keeps, for each value, the script text and variables it came from (for provenance and for writers).
+pretrain_gpt.py --tensor-model-parallel-size 8 …``, the program possibly named through a variable); when no
+command of the script runs one, a string variable holding such a command (``TRAINING_CMD="… python
+pretrain_gpt.py ${ARGS[@]}"`` run through ``bash -c`` or a batch job) is read instead, split into words as the
+shell would. ``FlagSet`` answers typed questions about its flags and keeps, for each value, the script text and
+variables it came from (for provenance and for writers).
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from .flag_source import FlagQueries
 from .shell import Script, Seg, Value, problem_of, seg_slice, text_of
-from .shell_syntax import Command, Lit, line_of
+from .shell_syntax import Command, line_of
 
 
 @dataclass
@@ -25,26 +29,31 @@ class Flag:
     line: int
 
 
-class FlagSet:
+class FlagSet(FlagQueries):
     """The argparse-style flags of the script's launch command (``torchrun … pretrain_gpt.py --flags``).
 
     Flags before the program (``--nproc_per_node``…) are the launcher's; a flag's values are the tokens up to
     the next ``--flag``; the last occurrence wins, as with argparse. Values are resolved only when asked for.
     """
 
-    def __init__(self, script: Script, command: Command | None) -> None:
+    def __init__(self, script: Script, command: Command | None, fields: list[Value] | None = None,
+                 line: int = 0) -> None:
         self.script = script
+        self.path = script.path
         self.command = command
+        self.line = command.line if command is not None else line
         self.program = ""
         self.launcher: dict[str, Flag] = {}
         self.flags: dict[str, list[Flag]] = {}
+        if fields is None and command is not None:
+            fields = script.expand_words(command.words)
         self.notes: list[str] = list(script.warnings)
         script.warnings.clear()
-        if command is None:
+        if fields is None:
             return
         current: Flag | None = None
         target = self.launcher
-        for token in script.expand_words(command.words):
+        for token in fields:
             raw = text_of(token)
             if not self.program and raw.endswith(".py") and not raw.startswith("-"):
                 self.program, target, current = raw, {}, None
@@ -66,9 +75,9 @@ class FlagSet:
         if span is None:
             ref = next((s.via[0] for s in token if s.via), None)
             span = ref.span if ref else None
-        if span is None and self.command is not None:
-            return self.command.line
-        return line_of(self.script.text, span[0]) if span else 0
+        if span is None:
+            return self.line
+        return line_of(self.script.text, span[0])
 
     # queries
     def names(self) -> list[str]:
@@ -110,53 +119,9 @@ class FlagSet:
             return None
         return tuple(self._resolved(flag, tok) for tok in flag.values)
 
-    def text(self, name: str) -> str | None:
+    def locate(self, name: str) -> tuple[int | None, str]:
         flag = self.last(name)
-        if flag is None:
-            return None
-        if not flag.values:
-            raise ConfigError(f"{name} needs a value", path=self.script.path, line=flag.line, key=name)
-        return self._resolved(flag, flag.values[0]).strip()
-
-    def int(self, name: str, minimum: int | None = None) -> int | None:
-        raw = self.text(name)
-        if raw is None:
-            return None
-        flag = self.last(name)
-        if not re.fullmatch(r"[-+]?\d+", raw) or len(raw) > 19:
-            raise ConfigError(f"{name} expects an integer, got {raw!r}", path=self.script.path,
-                              line=flag.line if flag else None, key=name)
-        value = int(raw)
-        if minimum is not None and value < minimum:
-            raise ConfigError(f"{name} must be at least {minimum}, got {value}", path=self.script.path,
-                              line=flag.line if flag else None, key=name)
-        return value
-
-    def float(self, name: str) -> float | None:
-        raw = self.text(name)
-        if raw is None:
-            return None
-        try:
-            value = float(raw)
-        except ValueError:
-            value = float("nan")
-        if value != value or value in (float("inf"), float("-inf")):
-            flag = self.last(name)
-            raise ConfigError(f"{name} expects a number, got {raw!r}", path=self.script.path,
-                              line=flag.line if flag else None, key=name)
-        return value
-
-    def int_list(self, name: str) -> list[int]:
-        """``a,b,c`` (or space-separated values) as non-negative integers."""
-        values = self.values(name)
-        if values is None:
-            return []
-        items = [x for v in values for x in re.split(r"[,\s]+", v.strip().strip("[]")) if x]
-        if not items or not all(x.isdigit() and len(x) < 10 for x in items):
-            flag = self.last(name)
-            raise ConfigError(f"{name} expects comma-separated non-negative integers, got {' '.join(values)!r}",
-                              path=self.script.path, line=flag.line if flag else None, key=name)
-        return [int(x) for x in items]
+        return (flag.line if flag else None), name
 
     def launcher_value(self, names: tuple[str, ...]) -> tuple[str, str | None] | None:
         """(text, problem) of the first launcher flag present among ``names``."""
@@ -180,18 +145,80 @@ def _cut(token: Value, i: int, j: int) -> Value:
 
 
 def launch_flags(script: Script) -> FlagSet:
-    """Flags of the launch command: the command running a ``.py`` program with the most ``--`` flags."""
-    best: tuple[int, Command] | None = None
+    """Flags of the launch command: the command running a ``.py`` program with the most ``--`` flags, among the
+    commands that run (a branch the script's own variables rule out does not); else such a command held in a
+    string variable; else an empty FlagSet (``command`` None, ``found`` False)."""
+    best: tuple[int, Command, list[Value]] | None = None
     for cmd in script.commands:
-        statics = ["".join(p.text for p in w.parts if isinstance(p, Lit)) for w in cmd.words]
-        if not any(s.endswith(".py") for s in statics):
+        if script.runs(cmd) is False:
             continue
         fields = script.expand_words(cmd.words)
-        score = sum(1 for f in fields if text_of(f).startswith("--"))
-        if best is None or score > best[0]:
-            best = (score, cmd)
         script.warnings.clear()
-    return FlagSet(script, best[1] if best else None)
+        score = _score(fields)
+        if score is not None and (best is None or score > best[0]):
+            best = (score, cmd, fields)
+    if best is not None:
+        flags = FlagSet(script, best[1], best[2])
+        if script.runs(best[1]) is None:
+            flags.notes.append(f"the training command (line {best[1].line}) is inside an if/case/loop/function "
+                               "whose condition the estimator cannot decide; it is read as if it runs")
+        return flags
+    held: tuple[int, str, int, list[Value]] | None = None
+    for record in script.all_assignments:
+        if record.elements is not None or not record.value:
+            continue
+        for fields in split_commands(record.value):
+            score = _score(fields)
+            if score is not None and (held is None or score > held[0]):
+                held = (score, record.name, record.line, fields)
+    if held is None:
+        return FlagSet(script, None)
+    flags = FlagSet(script, None, held[3], held[2])
+    flags.notes.append(f"the training command is read from the string {held[1]} (line {held[2]}), which the script "
+                       "runs indirectly (bash -c, a batch job); its words are split as the shell would, quotes "
+                       "inside the string are not interpreted")
+    return flags
+
+
+def _score(fields: list[Value]) -> int | None:
+    """The number of ``--`` flags of a command that runs a ``.py`` program, else None."""
+    texts = [text_of(f) for f in fields]
+    if not any(t.endswith(".py") and not t.startswith("-") for t in texts):
+        return None
+    return sum(1 for t in texts if t.startswith("--"))
+
+
+_COMMAND_BREAK = re.compile(r"&&|\|\||[;|\n]")
+
+
+def split_commands(value: Value) -> list[list[Value]]:
+    """The commands of a string as ``bash -c`` would see them: words split at blanks, commands at ``;``, ``&&``,
+    ``||``, ``|`` and newlines (quotes inside the string are not interpreted)."""
+    commands: list[list[Value]] = [[]]
+    current: list[Seg] = []
+
+    def end_word() -> None:
+        nonlocal current
+        if current:
+            commands[-1].append(tuple(current))
+        current = []
+
+    for seg in value:
+        if seg.problem:
+            current.append(seg)
+            continue
+        pos = 0
+        for piece in re.finditer(r"[ \t]+|&&|\|\||[;|\n]", seg.text):
+            if piece.start() > pos:
+                current.append(seg_slice(seg, pos, piece.start()))
+            end_word()
+            if _COMMAND_BREAK.fullmatch(piece.group()):
+                commands.append([])
+            pos = piece.end()
+        if pos < len(seg.text):
+            current.append(seg_slice(seg, pos, len(seg.text)))
+    end_word()
+    return [c for c in commands if c]
 
 
 __all__ = ["Flag", "FlagSet", "launch_flags"]

@@ -22,7 +22,7 @@ from ..frameworks import framework_defaults
 from ..layout import LayoutInputs, build_layout
 from ..model import ModelSpec
 from ..parsed import ParsedConfig, SourceFile
-from ..strategy import FEATURE_FIELDS, RecomputePlan, Strategy
+from ..strategy import FEATURE_FIELDS, ZERO_BUFFER_FIELDS, RecomputePlan, Strategy
 from .common import dig, has_key, load_yaml
 from .mindformers import read
 from .mindformers_base import resolve_base
@@ -60,7 +60,8 @@ _FIXED = ("d_rep", "d_sh", "vpp_group", "overlap_moe_ep_comm", "vision_partition
           "dropout_mask_bytes", "loss_bytes", "reduce_bytes", "vocab_parallel_loss", "swap_optimizer", "swap_times",
           "reuse_fp32_param", "frozen_modules", "recompute.ranges", "recompute.uniform_group",
           "recompute.switches", "recompute.rule", "sharding.os_e", "sharding.span_cp",
-          "sharding.fp32_grad_partition", *(f for f in FEATURE_FIELDS if f not in _PET_WRITABLE))
+          "sharding.fp32_grad_partition", *(f for f in FEATURE_FIELDS if f not in _PET_WRITABLE),
+          *ZERO_BUFFER_FIELDS)
 
 
 def _get(st: Strategy, dotted: str) -> Any:

@@ -1,4 +1,5 @@
-"""MindSpeed-LLM / MindSpeed-MM launch scripts and MindSpeed-MM ``model.json`` (docs/model.md#frameworks).
+"""MindSpeed-LLM / MindSpeed-MM launch scripts and MindSpeed-MM ``model.json`` (docs/model.md#frameworks). Launch
+scripts that run Megatron-LM are read by ``megatron`` (``launch_dialect`` tells them apart).
 
 One registered format, ``mindspeed``: ``read`` returns a Reading whose ``format`` is ``mindspeed_script`` (a
 ``pretrain_*.sh``/``finetune_*.sh``, role ``both`` when it carries shape flags) or ``mindspeed_model`` (a
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
+from .launch_dialect import script_dialect
 from .mindspeed_flags import MARKERS, MODEL
 from .mindspeed_model import is_model_json, read_model_json, write_model_json
 from .mindspeed_script import read_script
@@ -27,23 +29,39 @@ from .support import Reading
 FORMAT = "mindspeed"
 
 
+def launch_script_text(data: Any, path: str) -> str | None:
+    """The text of a ``.sh`` file that runs Megatron-style flags, else None."""
+    if data is not None or not str(path).endswith(".sh"):
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return text if any(marker in text for marker in MARKERS) else None
+
+
+def accepts(data: Any, path: str) -> bool:
+    """Any Megatron-style launch script (read as MindSpeed when ``--framework mindspeed`` says so) or a
+    MindSpeed-MM model.json."""
+    return is_model_json(data) if isinstance(data, dict) else launch_script_text(data, path) is not None
+
+
 def detect(data: Any, path: str) -> bool:
-    """A launch script (``.sh`` with Megatron flags) or a MindSpeed-MM model.json (objects with model_id)."""
+    """A MindSpeed launch script (``launch_dialect`` decides against Megatron-LM) or a MindSpeed-MM model.json
+    (objects with model_id)."""
     if isinstance(data, dict):
         return is_model_json(data)
-    if data is None and str(path).endswith(".sh"):
-        try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return False
-        return any(marker in text for marker in MARKERS)
-    return False
+    text = launch_script_text(data, path)
+    return text is not None and script_dialect(text)[0] == "mindspeed"
 
 
 def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     if isinstance(data, dict):
         return read_model_json(data, text, path)
-    return read_script(text, path, devices)
+    chosen, why = script_dialect(text)
+    if chosen != "mindspeed":
+        why = f"read as MindSpeed-LLM as asked; by its contents the script is a {why}"
+    return read_script(text, path, devices, "mindspeed", why)
 
 
 def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
@@ -54,4 +72,4 @@ def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
     return write_script(source, parsed, strategy)
 
 
-__all__ = ["FORMAT", "detect", "read", "write"]
+__all__ = ["FORMAT", "accepts", "detect", "launch_script_text", "read", "write"]

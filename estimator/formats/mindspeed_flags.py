@@ -5,16 +5,14 @@ from __future__ import annotations
 
 # Reading.format of the two kinds of MindSpeed file
 SCRIPT, MODEL = "mindspeed_script", "mindspeed_model"
+# Reading.format of a Megatron-LM launch script and of a Megatron-LM recipe YAML (arguments under ARGS:)
+MEGATRON_SCRIPT, MEGATRON_RECIPE = "megatron_script", "megatron_recipe"
 # text that marks a .sh file as a MindSpeed / Megatron launch script
 MARKERS = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--num-layers", "--micro-batch-size",
-           "--global-batch-size", "pretrain_gpt.py", "pretrain_vlm.py", "posttrain_gpt.py")
-# --context-parallel-algo value -> cp_algo (the adaptive variants are priced as their base algorithm) …
-CP_ALGOS = {"megatron_cp_algo": "ring", "ulysses_cp_algo": "ulysses", "hybrid_cp_algo": "hybrid",
-            "adaptive_cp_algo": "ring", "hybrid_adaptive_cp_algo": "hybrid", "kvallgather_cp_algo": "allgather"}
-# … and the value written for each cp_algo
+           "--global-batch-size", "pretrain_gpt.py", "pretrain_vlm.py", "posttrain_gpt.py", "pretrain_mamba.py")
+# the --context-parallel-algo value written for each cp_algo (megatron_strategy_args.CP_ALGOS reads them)
 CP_ALGO_FLAGS = {"ring": "megatron_cp_algo", "ulysses": "ulysses_cp_algo", "hybrid": "hybrid_cp_algo",
                  "allgather": "kvallgather_cp_algo"}
-TOKENIZER_VOCAB = {"Llama2Tokenizer": 32000, "GPT2BPETokenizer": 50257}
 # shell variables that state the devices per node, the node count, and the micro-batches per step
 PER_NODE_VARS = ("NPUS_PER_NODE", "GPUS_PER_NODE", "NPROC_PER_NODE")
 NODE_VARS = ("NNODES", "NUM_NODES")

@@ -9,7 +9,6 @@ and its projector become ``model.vision``. The file owns the per-module layout (
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from ..errors import ConfigError
 from ..layout import balanced_counts  # layers per slot without a list: the layout's own split (D27)
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
+from .json_patch import json_edit, json_members
 from .known_keys import catalogue, check_everywhere
 from .mindspeed_flags import MODEL
 from .mindspeed_script_write import recompute_flags
@@ -224,45 +224,6 @@ def read_model_json(data: dict, text: str, path: str) -> Reading:
 
 
 # ------------------------------------------------------------------------------------------ writing
-def _json_members(text: str) -> dict[tuple[str, ...], tuple[int, int, int]]:
-    """(key path) -> (member start, value start, value end) for every object member of a JSON text."""
-    out: dict[tuple[str, ...], tuple[int, int, int]] = {}
-    ws = re.compile(r"\s*")
-    string = re.compile(r'"(?:[^"\\]|\\.)*"')
-
-    def value(i: int, path: tuple[str, ...]) -> int:
-        i = ws.match(text, i).end()  # type: ignore[union-attr]
-        c = text[i]
-        if c == "{":
-            i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
-            while text[i] != "}":
-                m = string.match(text, i)
-                assert m is not None
-                key = json.loads(m.group())
-                colon = ws.match(text, m.end()).end()  # type: ignore[union-attr]
-                start = ws.match(text, colon + 1).end()  # type: ignore[union-attr]
-                end = value(start, (*path, key))
-                out[(*path, key)] = (i, start, end)
-                i = ws.match(text, end).end()  # type: ignore[union-attr]
-                if text[i] == ",":
-                    i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
-            return i + 1
-        if c == "[":
-            i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
-            while text[i] != "]":
-                i = ws.match(text, value(i, path)).end()  # type: ignore[union-attr]
-                if text[i] == ",":
-                    i += 1
-                i = ws.match(text, i).end()  # type: ignore[union-attr]
-            return i + 1
-        if c == '"':
-            return string.match(text, i).end()  # type: ignore[union-attr]
-        return re.compile(r"[^\s,}\]]+").match(text, i).end()  # type: ignore[union-attr]
-
-    value(0, ())
-    return out
-
-
 def write_model_json(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
     """pipeline_num_layers (text and vision) and recompute_* of the text decoder, edited in place."""
     old = parsed.baseline_strategy
@@ -272,7 +233,7 @@ def write_model_json(source: SourceFile, parsed: ParsedConfig, strategy: Strateg
     if found is None:
         raise refusal("no text_decoder in this model.json", path)
     tpath, mod = found
-    members = _json_members(text)
+    members = json_members(text)
     edits: dict[str, Any] = {}
     p, vp = strategy.pp, strategy.vpp
     stated = mod.get("pipeline_num_layers")
@@ -310,29 +271,7 @@ def write_model_json(source: SourceFile, parsed: ParsedConfig, strategy: Strateg
             changes.append(((*vpath, "pipeline_num_layers"), vis))
     editor = Editor(text, path)
     for key_path, value in changes:
-        _json_edit(text, members, editor, key_path, value, path)
+        json_edit(text, members, editor, key_path, value, path)
     return editor.apply()
 
 
-def _json_edit(text: str, members: dict, editor: Editor, key_path: tuple[str, ...], value: Any,
-               path: str | None = None) -> None:
-    rendered = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-    if key_path in members:
-        start, vstart, vend = members[key_path]
-        if value is None:
-            before = text.rfind(",", 0, start)
-            after = re.compile(r"\s*,").match(text, vend)
-            span = (before, vend) if after is None else (start, after.end())
-            editor.replace(span, "")
-            return
-        editor.replace((vstart, vend), rendered)
-        return
-    if value is None:
-        return
-    siblings = [v for k, v in members.items() if k[:-1] == key_path[:-1]]
-    if not siblings:
-        raise refusal("cannot add a key to an empty object", path=path, key=".".join(key_path))
-    last = max(siblings, key=lambda v: v[2])
-    line_start = text.rfind("\n", 0, last[0]) + 1
-    indent = text[line_start:last[0]] if not text[line_start:last[0]].strip() else " "
-    editor.replace((last[2], last[2]), f",\n{indent}{json.dumps(key_path[-1])}: {rendered}")

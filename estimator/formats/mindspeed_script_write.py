@@ -1,21 +1,27 @@
-"""Writing a strategy back into a MindSpeed launch script (docs/model.md#frameworks): only the flags, shell variables or
-computed inputs that define a changed field are touched, and the new text is read again to check that it states
-the requested strategy. What a launch script cannot express is refused (R-FW)."""
+"""Writing a strategy back into a MindSpeed or Megatron-LM launch script (docs/model.md#frameworks): only the flags,
+shell variables or computed inputs that define a changed field are touched (array elements included), and the new
+text is read again to check that it states the requested strategy. What a launch script cannot express is refused
+(R-FW). The flags only Megatron-LM has are chosen by ``megatron_write``."""
 
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Callable
 from typing import Any
 
 from ..fields import REGISTRY, coerce
 from ..parsed import ParsedConfig, SourceFile, build_plan
-from ..strategy import RecomputePlan, Strategy
+from ..strategy import RecomputePlan, ShardingSpec, Strategy
 from .feature_flags import feature_flag_edits
+from .flag_source import FlagQueries
 from .launch_command import Flag, FlagSet, launch_flags
+from .megatron_write import megatron_flags
 from .mindspeed_flags import (
     ANCHORS,
     CP_ALGO_FLAGS,
     FIXED_FIELDS,
+    MEGATRON_SCRIPT,
     MODEL,
     MODEL_JSON_FIELDS,
     NODE_VARS,
@@ -30,52 +36,83 @@ from .text_edits import Editor
 
 def write_script(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
     """New text of the launch script ``source`` for ``strategy``: only the flags or variables of changed fields
-    are touched; what MindSpeed cannot express is refused with a ConfigError naming R-FW."""
+    are touched; what the framework cannot express is refused with a ConfigError naming R-FW."""
     old = parsed.baseline_strategy
     if old == strategy:
         return source.text
+    dialect = "megatron" if source.format == MEGATRON_SCRIPT else "mindspeed"
     _script, fl, world, _how, _notes = resolve_script(source.text, source.path, old.world_size)
-    desired, nodes = _desired_flags(source.path, fl, old, strategy, parsed)
+    desired = desired_flags(source.path, fl, old, strategy, parsed, dialect)
     text = _apply_flags(source.text, source.path, fl, desired)
-    if nodes is not None:
+    if strategy.world_size != old.world_size:
         text = _set_nodes(text, source.path, strategy.world_size, world)
     text = _settle(text, source.path, strategy)
-    _verify(text, source, parsed, strategy)
+    _verify(text, source, parsed, strategy, dialect)
     return text
 
 
-def _desired_flags(path: str, fl: FlagSet, old: Strategy, new: Strategy,
-                   parsed: ParsedConfig) -> tuple[dict[str, Any], bool | None]:
+def desired_flags(path: str, fl: FlagQueries, old: Strategy, new: Strategy, parsed: ParsedConfig,
+                  dialect: str) -> dict[str, Any]:
     """Flag -> new value (str), True (present) or None (absent) for every changed field."""
     want: dict[str, Any] = {}
     changed = {f for f in new.field_names() if getattr(old, f) != getattr(new, f)} - {"softmax_bytes",
                                                                                      "rescale_user_layout"}
     mm_pair = any(src.format == MODEL for src in parsed.sources)
-    for name in sorted(changed & set(FIXED_FIELDS)):
-        raise refusal(f"MindSpeed launch scripts cannot express strategy.{name} = {getattr(new, name)!r}", path)
+    fixed = set(FIXED_FIELDS) - ({"mtp_in_offset", "emb_out_in_offset", "recompute_slice_activation"}
+                                 if dialect == "megatron" else set())
+    title = "Megatron-LM" if dialect == "megatron" else "MindSpeed"
+    for name in sorted(changed & fixed):
+        raise refusal(f"{title} launch scripts cannot express strategy.{name} = {getattr(new, name)!r}", path)
     model_json_owned = sorted(changed & set(MODEL_JSON_FIELDS)) + (
         sorted(changed & {"partition", "recompute"}) if mm_pair else [])
     for name in model_json_owned:
         raise refusal(f"strategy.{name} of a MindSpeed-MM run lives in its model.json (pipeline_num_layers, "
                       "recompute_*, freeze); export rewrites the launch script only — edit the model.json", path)
     if new.n_acc != 1:
-        raise refusal("MindSpeed runs all G/(b·d) micro-batches in one flush: strategy.n_acc must be 1", path)
+        raise refusal(f"{title} runs all G/(b·d) micro-batches in one flush: strategy.n_acc must be 1", path)
     for name, flag in (("tp", "--tensor-model-parallel-size"), ("pp", "--pipeline-model-parallel-size"),
                        ("cp", "--context-parallel-size"), ("micro_batch_size", "--micro-batch-size"),
-                       ("seq_length", "--seq-length"), ("ulysses_degree", "--ulysses-degree-in-cp"),
+                       ("seq_length", "--seq-length"),
                        ("vpp_group", "--microbatch-group-size-per-virtual-pipeline-stage")):
         if name in changed:
             want[flag] = None if getattr(new, name) is None else str(getattr(new, name))
     if changed & {"dp", "micro_batch_size", "micro_batches", "n_acc"}:
         want["--global-batch-size"] = str(new.global_batch_size)
-    for name, flag in (("sequence_parallel", "--sequence-parallel"), ("flash_attention", "--use-flash-attn"),
-                       ("grouped_gemm", "--moe-grouped-gemm"), ("swap_optimizer", "--swap-optimizer"),
-                       ("reuse_fp32_param", "--reuse-fp32-param"),
+    for name, flag in (("sequence_parallel", "--sequence-parallel"), ("grouped_gemm", "--moe-grouped-gemm"),
                        ("overlap_moe_ep_comm", "--overlap-moe-expert-parallel-comm")):
+        if name in changed:
+            want[flag] = True if getattr(new, name) else None
+    if "recompute" in changed:
+        want.update(recompute_flags(path, new, dialect))
+    if changed & {"param_bytes", "compute_bytes"}:
+        widths = (new.param_bytes, new.compute_bytes)
+        if widths in ((2, 2), (None, None), (2, None), (None, 2)):
+            want["--bf16"] = True if not fl.has("--fp16") else None
+        elif widths == (4, 4):
+            want["--bf16"] = want["--fp16"] = None
+        else:
+            raise refusal(f"param/compute bytes {widths}: {title} trains in bf16/fp16 (2, 2) or fp32 (4, 4)", path)
+    if "residual_bytes" in changed:
+        want["--fp32-residual-connection"] = True if new.residual_bytes == 4 else None
+    want.update(feature_flag_edits(path, fl, old, new, parsed.model.is_mla, parsed.options.framework))
+    if dialect == "megatron":
+        megatron_flags(path, fl, old, new, changed, parsed, want)
+    else:
+        _mindspeed_flags(path, fl, new, changed, parsed, want)
+    return want
+
+
+def _mindspeed_flags(path: str, fl: FlagQueries, new: Strategy, changed: set[str], parsed: ParsedConfig,
+                     want: dict[str, Any]) -> None:
+    """The flags only MindSpeed has, or spells its own way."""
+    for name, flag in (("flash_attention", "--use-flash-attn"), ("swap_optimizer", "--swap-optimizer"),
+                       ("reuse_fp32_param", "--reuse-fp32-param")):
         if name in changed:
             want[flag] = True if getattr(new, name) else None
     if "swap_times" in changed:
         want["--swap-optimizer-times"] = str(new.swap_times)
+    if "ulysses_degree" in changed:
+        want["--ulysses-degree-in-cp"] = None if new.ulysses_degree is None else str(new.ulysses_degree)
     if "cp_algo" in changed:
         want["--context-parallel-algo"] = CP_ALGO_FLAGS[new.cp_algo]
     if changed & {"ep", "etp"} or ("tp" in changed and fl.has("--moe-tp-extend-ep")):
@@ -89,29 +126,15 @@ def _desired_flags(path: str, fl: FlagSet, old: Strategy, new: Strategy,
     if "noop_layers" in changed:
         want["--noop-layers"] = ",".join(map(str, new.noop_layers)) or None
         want["--num-layers"] = str(parsed.model.num_layers + len(new.noop_layers))
-    if "recompute" in changed:
-        want.update(recompute_flags(path, new))
     if "sharding" in changed:
         sh = new.sharding
         if sh.mode not in ("none", "zero1") or sh.os is not None or sh.os_e is not None or not sh.span_cp:
             raise refusal(f"MindSpeed shards the optimizer over d·cp with --use-distributed-optimizer (zero1) or "
                           f"not at all; strategy.sharding {sh.mode} with shard sizes is not expressible", path)
         want["--use-distributed-optimizer"] = True if sh.mode == "zero1" else None
-    if changed & {"param_bytes", "compute_bytes"}:
-        widths = (new.param_bytes, new.compute_bytes)
-        if widths in ((2, 2), (None, None), (2, None), (None, 2)):
-            want["--bf16"] = True if not fl.has("--fp16") else None
-        elif widths == (4, 4):
-            want["--bf16"] = want["--fp16"] = None
-        else:
-            raise refusal(f"param/compute bytes {widths}: MindSpeed trains in bf16/fp16 (2, 2) or fp32 (4, 4)", path)
-    for name, flag, on in (("grad_bytes", "--o2-gradient", 2), ("optimizer_state_bytes", "--o2-optimizer", 2),
-                           ("residual_bytes", "--fp32-residual-connection", 4)):
+    for name, flag in (("grad_bytes", "--o2-gradient"), ("optimizer_state_bytes", "--o2-optimizer")):
         if name in changed:
-            want[flag] = True if getattr(new, name) == on else None
-    want.update(feature_flag_edits(path, fl, old, new, parsed.model.is_mla, parsed.options.framework))
-    nodes = True if new.world_size != old.world_size else None
-    return want, nodes
+            want[flag] = True if getattr(new, name) == 2 else None
 
 
 def _experts(path: str, fl: FlagSet, new: Strategy, want: dict[str, Any]) -> None:
@@ -159,13 +182,16 @@ def _vpp(path: str, fl: FlagSet, new: Strategy, want: dict[str, Any]) -> None:
     want["--num-layers-per-virtual-pipeline-stage"] = str(total // (new.pp * new.vpp))
 
 
-def recompute_flags(path: str, new: Strategy) -> dict[str, Any]:
+def recompute_flags(path: str, new: Strategy, dialect: str = "mindspeed") -> dict[str, Any]:
     """Recompute flag -> value (str), True (present) or None (absent) stating ``new.recompute``; the model.json
-    writer states the same plan with the same names."""
+    writer states the same plan with the same names. Megatron-LM states selective recompute with
+    ``--recompute-modules`` only (MindSpeed also has its partial-recompute switches)."""
     plan = new.recompute
     want: dict[str, Any] = dict.fromkeys(RECOMPUTE_FLAGS)
+    want["--distribute-saved-activations"] = True if new.recompute_slice_activation and dialect == "megatron" else None
+    title = "Megatron-LM" if dialect == "megatron" else "MindSpeed"
     if plan.ranges or plan.comm_counts not in (None, False):
-        raise refusal("MindSpeed has no per-layer recompute ranges or communication recompute", path)
+        raise refusal(f"{title} has no per-layer recompute ranges or communication recompute", path)
     switches = tuple(plan.switches or ())
     full = plan.full_counts
     if isinstance(full, tuple):
@@ -186,7 +212,18 @@ def recompute_flags(path: str, new: Strategy) -> dict[str, Any]:
     if not selective:
         return want
     partial = set(switches) <= {"act", "layernorm", "mla_up_proj"} and switches
-    if partial:
+    if dialect == "megatron":
+        if "act" in switches:
+            raise refusal("Megatron-LM has no recompute of the dense MLP activation alone (its --recompute-modules "
+                          "are core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts)", path)
+        if plan.sel_counts not in (None, True, False, 0):
+            raise refusal("Megatron-LM recomputes the selected modules in every layer; selective counts are not "
+                          "expressible", path)
+        if want["--recompute-granularity"] is not None:
+            raise refusal("Megatron-LM cannot combine full recompute with selective modules", path)
+        want["--recompute-granularity"] = "selective"
+        want["--recompute-modules"] = " ".join(switches) if switches and switches != ("core_attn",) else None
+    elif partial:
         for switch, flag in (("act", "--recompute-activation-function"), ("layernorm", "--recompute-norm"),
                              ("mla_up_proj", "--recompute-mla-up-proj")):
             want[flag] = True if switch in switches else None
@@ -214,16 +251,28 @@ def _apply_flags(text: str, path: str, fl: FlagSet, want: dict[str, Any]) -> str
                 editor.replace(*_removal(text, path, occ))
         elif value is True:
             if not present:
-                _insert(text, path, fl, editor, name)
+                _insert(text, path, fl, editor, name, "")
         elif present:
             for occ in present:
                 span = _value_span(text, occ)
                 if span is None:
                     continue  # computed in the script ($((…))): settled afterwards
-                editor.replace(span, value)
+                bare = text[span[0] - 1:span[0]] not in ("'", '"') and (not occ.token[0].via or _in_array(fl, span))
+                editor.replace(span, _words(value) if bare else value)
         else:
-            _insert(text, path, fl, editor, f"{name} {value}")
+            _insert(text, path, fl, editor, name, value)
     return editor.apply()
+
+
+def _in_array(fl: FlagSet, span: tuple[int, int]) -> bool:
+    """Whether script text at ``span`` stands inside an array literal ``( … )``."""
+    return any(a <= span[0] < b for a, b in fl.script.array_spans)
+
+
+def _words(value: str) -> str:
+    """``value``'s blank-separated words for a command line, each quoted when the shell would read it otherwise
+    (a layout string's ``|`` and ``(``)."""
+    return " ".join(w if re.fullmatch(r"[\w./:,+=@%-]+", w) else shlex.quote(w) for w in value.split())
 
 
 def _value_span(text: str, occ: Flag) -> tuple[int, int] | None:
@@ -257,9 +306,9 @@ def _removal(text: str, path: str, occ: Flag) -> tuple[tuple[int, int], str]:
     return (start, end), ""
 
 
-def _insert(text: str, path: str, fl: FlagSet, editor: Editor, new: str) -> None:
-    """Add ``new`` after a related flag (the longest shared name prefix), else after a parallelism flag."""
-    flag = new.split()[0]
+def _insert(text: str, path: str, fl: FlagSet, editor: Editor, flag: str, value: str) -> None:
+    """Add ``flag value`` after a related flag (the longest shared name prefix), else after a parallelism flag: on
+    a line of its own where the flags stand one per line (continued command, array), else beside it."""
     def shared(name: str) -> int:
         return next((i for i, (a, b) in enumerate(zip(name, flag, strict=False)) if a != b), min(len(name), len(flag)))
 
@@ -276,13 +325,17 @@ def _insert(text: str, path: str, fl: FlagSet, editor: Editor, new: str) -> None
         line_end = text.find("\n", end)
         line_end = len(text) if line_end < 0 else line_end
         line_start = text.rfind("\n", 0, end) + 1
+        indent = re.match(r"[ \t]*", text[line_start:]).group()  # type: ignore[union-attr]
+        array = _in_array(fl, (end - 1, end))
+        new = f"{flag} {_words(value) if array or not occ.token[0].via else value}".rstrip()
         if re.fullmatch(r"\s*\\\s*", text[end:line_end]):
-            indent = re.match(r"\s*", text[line_start:]).group()  # type: ignore[union-attr]
             editor.replace((line_end + 1, line_end + 1), f"{indent}{new} \\\n")
+        elif array and re.fullmatch(r"\s*(#.*)?", text[end:line_end]):
+            editor.replace((line_end + 1, line_end + 1), f"{indent}{new}\n")
         else:
             editor.replace((end, end), f" {new}")
         return
-    raise refusal(f"no place to add {new.split()[0]}: the launch command has no literal flags", path)
+    raise refusal(f"no place to add {flag}: the launch command has no literal flags", path)
 
 
 def _set_nodes(text: str, path: str, world: int, old_world: int) -> str:
@@ -369,28 +422,42 @@ def _solve(text: str, path: str, strategy: Strategy, flag: str, goal: int, recor
     return editor.apply()
 
 
-def _same(value: Any) -> Any:
+def _same(value: Any, st: Strategy) -> Any:
     """Equal plans compare equal: with per-stage counts a default mode "full" adds nothing; a uniform group of
-    1 is no group."""
+    1 is no group; an optimizer shard group of the whole dp·cp domain is the default one."""
     if isinstance(value, RecomputePlan):
         mode = "none" if value.full_counts is not None and value.default_mode == "full" else value.default_mode
         return value.replace(default_mode=mode, uniform_group=value.uniform_group if value.uniform_group > 1 else 0)
+    if isinstance(value, ShardingSpec) and value.span_cp and value.os == st.dp * st.cp:
+        return value.replace(os=None)
     return value
 
 
-def _verify(text: str, source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> None:
+def _verify(text: str, source: SourceFile, parsed: ParsedConfig, strategy: Strategy, dialect: str) -> None:
     """Re-read the new text: what it states must be the requested strategy."""
-    reading = read_script(text, source.path, strategy.world_size)
+    reading = read_script(text, source.path, strategy.world_size, dialect)
     def elsewhere(key: str) -> bool:  # a strategy value another file states (edits must come from this text)
         prov = parsed.provenance.get(key)
         return prov is not None and prov.source == "file" and prov.path not in (None, source.path)
 
-    values = {k: v for k, v in parsed.values.items() if not k.startswith("strategy.") or elsewhere(k)}
-    values.update({k: coerce(REGISTRY[k], v, source.path) for k, v in reading.values.items() if k in REGISTRY})
+    same_plan_as_read(reading.values, source, parsed, strategy, elsewhere)
+
+
+def same_plan_as_read(read: dict[str, Any], source: SourceFile, parsed: ParsedConfig, strategy: Strategy,
+                      keep: Callable[[str], bool] = lambda key: False) -> None:
+    """Refuse (R-FW) unless the values ``read`` back from a rewritten file, over the plan's model, hardware and
+    options (and the strategy values ``keep`` names: stated elsewhere), build the requested strategy."""
+    values = {k: v for k, v in parsed.values.items() if not k.startswith("strategy.") or keep(k)}
+    values.update({k: coerce(REGISTRY[k], v, source.path) for k, v in read.items() if k in REGISTRY})
     values["strategy.softmax_bytes"] = strategy.softmax_bytes  # derived from t and b: not stated by the flags
     values["strategy.rescale_user_layout"] = strategy.rescale_user_layout
-    again = build_plan(values, sources=parsed.sources).strategy
-    bad = [f for f in strategy.field_names() if _same(getattr(again, f)) != _same(getattr(strategy, f))]
+    same_plan(build_plan(values, sources=parsed.sources).strategy, strategy, source.path)
+
+
+def same_plan(again: Strategy, strategy: Strategy, path: str) -> None:
+    """Refuse (R-FW) when the re-read strategy ``again`` is not the requested one."""
+    bad = [f for f in strategy.field_names()
+           if _same(getattr(again, f), again) != _same(getattr(strategy, f), strategy)]
     if bad:
-        shown = ", ".join(f"{f} {getattr(strategy, f)!r} (script gives {getattr(again, f)!r})" for f in bad[:4])
-        raise refusal(f"the launch script cannot state this strategy: {shown}", source.path)
+        shown = ", ".join(f"{f} {getattr(strategy, f)!r} (the file gives {getattr(again, f)!r})" for f in bad[:4])
+        raise refusal(f"the file cannot state this strategy: {shown}", path)

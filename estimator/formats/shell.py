@@ -1,11 +1,14 @@
 """A small, safe evaluator for the bash subset launch scripts use (docs/model.md#frameworks). Nothing is ever executed.
 
-Understood: ``NAME=value`` (also after ``export``/``declare``/``readonly``/``local``, and ``+=``), single and
+Understood: ``NAME=value`` (also after ``export``/``declare``/``readonly``/``local``, and ``+=``), arrays
+(``NAME=( … )``, ``NAME+=( … )``, ``${NAME[@]}``, ``"${NAME[@]}"``, ``${NAME[*]}``, ``${NAME[i]}``), single and
 double quotes, backslash-newline continuations, comments, ``$VAR``/``${VAR}``/``${VAR:-default}`` (``-``,
 ``:=``, ``=``, ``:+``, ``+``), integer ``$((…))`` arithmetic, and word splitting of unquoted expansions.
 Command substitutions, positional parameters and other expansions are *unresolved*: a value that depends on
-them is reported only when it is needed, naming the variable. Assignments inside ``if``/``for``/``case``/
-functions are kept but marked conditional.
+them is reported only when it is needed, naming the variable (``${1:-x}`` is ``x``: the script is read as run
+without arguments). ``if``/``elif``/``else`` branches are followed when their tests can be decided from the
+script's own variables (``shell_conditions``); otherwise, and inside loops, ``case`` and functions, assignments
+are kept but marked conditional.
 
 Every piece of expanded text remembers where it came from (``Seg.span`` for literal script text, ``Seg.via``
 for the variables it travelled through), so a writer can edit the literal that defines a value. The syntax
@@ -20,7 +23,8 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..limits import MAX_NESTING, MAX_SHELL_VALUE_CHARS, MAX_SHELL_VALUE_PARTS
-from .shell_syntax import NAME, Arith, Command, Lit, Opaque, Param, Word, shorten, static_text, tokenize
+from .shell_conditions import test_value
+from .shell_syntax import NAME, Arith, Array, Command, IfBlock, Lit, Opaque, Param, Word, shorten, static_text, tokenize
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _DECLARERS = {"export", "declare", "typeset", "readonly", "local"}
@@ -47,9 +51,10 @@ class Seg:
     via: tuple[Ref, ...] = ()
     problem: str | None = None
     arith: str | None = None
+    sep: bool = False  # the boundary between two array elements of ${NAME[@]} (a blank when joined)
 
     def inside(self, ref: Ref) -> Seg:
-        return Seg(self.text, self.span, (ref, *self.via), self.problem, self.arith)
+        return Seg(self.text, self.span, (ref, *self.via), self.problem, self.arith, self.sep)
 
 
 Value = tuple[Seg, ...]
@@ -77,6 +82,7 @@ class Assignment:
     word: Word
     value_parts: tuple = ()
     arith_deps: tuple[str, ...] = ()
+    elements: tuple[Value, ...] | None = None  # an array assignment's elements (after word splitting)
 
 
 def _rooted(problem: str) -> bool:
@@ -94,32 +100,73 @@ class Script:
     commands: list[Command]
     pinned: dict[str, str] = field(default_factory=dict)
     vars: dict[str, Value] = field(default_factory=dict)
+    arrays: dict[str, list[Value]] = field(default_factory=dict)
     assignments: dict[str, Assignment] = field(default_factory=dict)  # the last assignment of each name
     all_assignments: list[Assignment] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    blocks: list[IfBlock] = field(default_factory=list)
+    decisions: dict[int, int | None] = field(default_factory=dict)  # if-block -> branch run (-1: none; None: ?)
+    array_spans: list[tuple[int, int]] = field(default_factory=list)  # the ( … ) of every array literal
 
     @classmethod
     def parse(cls, text: str, path: str, pinned: dict[str, str] | None = None) -> Script:
         try:
-            commands = tokenize(text, path)
-            script = cls(text, path, commands, dict(pinned or {}))
+            program = tokenize(text, path)
+            script = cls(text, path, program.commands, dict(pinned or {}), blocks=program.blocks)
             script._evaluate()
         except RecursionError:
             raise ConfigError("expansions (${…}, $((…)), quotes) nest deeper than the reader follows (about 300 "
                               "levels; real scripts nest 2 or 3): simplify the script", path=path) from None
         return script
 
+    # which commands run
+    def runs(self, cmd: Command) -> bool | None:
+        """True when ``cmd`` runs, False when an if-branch around it is not taken, None when that cannot be
+        told (an undecidable test, or inside a loop, case or function)."""
+        state: bool | None = True
+        for block, branch in cmd.branches:
+            if block not in self.decisions:
+                self.decisions[block] = self._decide(self.blocks[block])
+            taken = self.decisions[block]
+            if taken is None:
+                state = None
+            elif taken != branch:
+                return False
+        return None if cmd.depth > len(cmd.branches) else state
+
+    def _decide(self, block: IfBlock) -> int | None:
+        for k, test in enumerate(block.tests):
+            if test is None:
+                return k
+            value = test_value(test, self._test_words)
+            if value is None:
+                return None
+            if value:
+                return k
+        return -1
+
+    def _test_words(self, words: object) -> list[str] | None:
+        fields = self.expand_words(list(words))  # type: ignore[call-overload]
+        self.warnings.clear()
+        if any(problem_of(f) for f in fields):
+            return None
+        return [text_of(f) for f in fields]
+
     # evaluation of assignments, in order
     def _evaluate(self) -> None:
         for name, value in self.pinned.items():
             self.vars[name] = (Seg(value, None, (), None, None),)
         for cmd in self.commands:
+            state = self.runs(cmd)
+            if state is False:
+                continue
+            conditional = state is None
             words = list(cmd.words)
             head = static_text(words[0])
             if head in _DECLARERS:
                 words = [w for w in words[1:] if not (static_text(w) or "").startswith("-")]
                 for w in words:
-                    if not self._assign(w, cmd) and head != "export":
+                    if not self._assign(w, cmd, conditional) and head != "export":
                         name = static_text(w)
                         if name and NAME.fullmatch(name):
                             self.vars.setdefault(name, (Seg("", None, (), None, None),))
@@ -127,6 +174,7 @@ class Script:
             if head == "unset":
                 for w in words[1:]:
                     self.vars.pop(static_text(w) or "", None)
+                    self.arrays.pop(static_text(w) or "", None)
                 continue
             n_assign = 0
             for w in words:
@@ -135,15 +183,17 @@ class Script:
                 n_assign += 1
             if n_assign == len(words):
                 for w in words:
-                    self._assign(w, cmd)
+                    self._assign(w, cmd, conditional)
 
-    def _assign(self, word: Word, cmd: Command) -> bool:
+    def _assign(self, word: Word, cmd: Command, conditional: bool) -> bool:
         found = _assign_name(word)
         if not found:
             return False
         name, append, rest = found
         if name in self.pinned:
             return True
+        if len(rest) == 1 and isinstance(rest[0], Array):
+            return self._assign_array(name, append, rest[0], word, cmd, conditional)
         try:
             value = self.expand_value(rest)
         except ConfigError as exc:  # too large: say which assignment
@@ -154,15 +204,38 @@ class Script:
             deps = tuple(NAME.findall(rest[0].expr))
         if append:
             value = bounded(self.vars.get(name, ()) + value, 0, 0, self.path, name, cmd.line)
-        if problem_of(value) and not _rooted(problem_of(value)):
-            root = f"{name} (line {cmd.line}) comes from {problem_of(value)}"
-            value = tuple(Seg(s.text, s.span, s.via, root if s.problem else None, s.arith) for s in value)
-        conditional = cmd.depth > 0
+        value = self._rooted_value(name, cmd, value)
         self.vars[name] = value
+        if name in self.arrays:  # a plain assignment to an array sets its element 0
+            self.arrays[name] = [value, *self.arrays[name][1:]]
         record = Assignment(name, value, cmd.line, conditional, word, tuple(rest), deps)
         self.assignments[name] = record
         self.all_assignments.append(record)
         return True
+
+    def _assign_array(self, name: str, append: bool, array: Array, word: Word, cmd: Command,
+                      conditional: bool) -> bool:
+        self.array_spans.append(array.span)
+        elements = [self._rooted_value(name, cmd, e) for e in self.expand_words(array.elements)]
+        if append:
+            before = self.arrays.get(name)
+            if before is None:
+                before = [self.vars[name]] if name in self.vars else []
+            elements = before + elements
+            bounded(tuple(seg for element in elements for seg in element), 0, 0, self.path, name, cmd.line)
+        self.arrays[name] = elements
+        self.vars[name] = elements[0] if elements else ()
+        record = Assignment(name, (), cmd.line, conditional, word, (array,), (), tuple(elements))
+        self.assignments[name] = record
+        self.all_assignments.append(record)
+        return True
+
+    def _rooted_value(self, name: str, cmd: Command, value: Value) -> Value:
+        """``value`` with an unresolved part's problem saying which assignment it comes through."""
+        if problem_of(value) and not _rooted(problem_of(value) or ""):
+            root = f"{name} (line {cmd.line}) comes from {problem_of(value)}"
+            return tuple(Seg(s.text, s.span, s.via, root if s.problem else None, s.arith, s.sep) for s in value)
+        return value
 
     # expansion
     def lookup(self, name: str) -> Value | None:
@@ -177,7 +250,13 @@ class Script:
                                  "command line are not seen")
             return ()
         if not NAME.fullmatch(part.name):
+            if part.op in (":-", "-", ":=", "="):  # read as run without arguments: the default applies
+                return tuple(s.inside(ref) for s in self.expand_value(part.arg or ()))
+            if part.op in (":+", "+"):
+                return ()
             return (Seg("", None, (ref,), f"${part.name} is a positional or special parameter of the shell"),)
+        if part.index is not None:
+            return self._subscript(part, ref)
         value = self.lookup(part.name)
         is_set = value is not None
         empty = not is_set or (not problem_of(value) and text_of(value) == "")
@@ -193,6 +272,25 @@ class Script:
             return (Seg("", None, (ref,), f"{part.name} is not set in the script"),)
         return tuple(s.inside(ref) for s in value)
 
+    def _subscript(self, part: Param, ref: Ref) -> Value:
+        """``${NAME[@]}`` (elements separated by ``sep`` boundaries), ``${NAME[*]}`` (joined by blanks) or
+        ``${NAME[i]}``; a plain variable is an array of one element."""
+        elements = self.arrays.get(part.name)
+        if elements is None:
+            value = self.lookup(part.name)
+            if value is None:
+                return (Seg("", None, (ref,), f"{part.name} is not set in the script"),)
+            elements = [value]
+        if part.index in ("@", "*"):
+            out: list[Seg] = []
+            for k, element in enumerate(elements):
+                if k:
+                    out.append(Seg(" ", None, (ref,), None, None, part.index == "@"))
+                out.extend(s.inside(ref) for s in element)
+            return tuple(out)
+        k = int(part.index or 0)
+        return tuple(s.inside(ref) for s in elements[k]) if k < len(elements) else ()
+
     def _part(self, part: object) -> Value:
         if isinstance(part, Lit):
             return (Seg(part.text, part.span),)
@@ -204,6 +302,8 @@ class Script:
             except ValueError as exc:
                 msg = str(exc) if _rooted(str(exc)) else f"$(({shorten(part.expr)})): {exc}"
                 return (Seg("", None, (), msg),)
+        if isinstance(part, Array):
+            return (Seg("", None, (), "an array literal outside an assignment"),)
         assert isinstance(part, Opaque)
         return (Seg("", None, (), part.reason),)
 
@@ -229,10 +329,21 @@ class Script:
                 segs = bounded(self._part(part), pieces, chars, self.path)
                 pieces, chars = pieces + len(segs), chars + sum(len(seg.text) for seg in segs)
                 if quoted or isinstance(part, Lit):
-                    current.extend(segs)
-                    started = True
+                    for seg in segs:
+                        if seg.sep:  # "${NAME[@]}": every element is a word of its own
+                            fields.append(tuple(current))
+                            current = []
+                        else:
+                            current.append(seg)
+                    if segs or not (isinstance(part, Param) and part.index == "@"):
+                        started = True
                     continue
                 for seg in segs:
+                    if seg.sep:
+                        if started:
+                            fields.append(tuple(current))
+                        current, started = [], False
+                        continue
                     if seg.problem:
                         current.append(seg)
                         started = True

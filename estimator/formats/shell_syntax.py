@@ -3,16 +3,18 @@ parts.
 
 Understood: single and double quotes, backslash-newline continuations, comments, ``;``/``&&``/``|``
 separators, redirections and here-documents (skipped), ``$VAR``/``${VAR}``/``${VAR<op>word}`` (``:-``, ``-``,
-``:=``, ``=``, ``:+``, ``+``) and ``$((…))``. Command substitutions and arrays become ``Opaque`` parts: they
-would need execution, which never happens. ``if``/``for``/``while``/``case`` and function bodies raise a
-command's ``depth`` so that evaluation can mark their assignments conditional. Every part keeps its span in the
-script text, for error locations and for writers that edit a literal in place.
+``:=``, ``=``, ``:+``, ``+``), ``$((…))``, array literals ``NAME=( … )`` and subscripts ``${NAME[@]}``,
+``${NAME[*]}``, ``${NAME[0]}``. Command substitutions become ``Opaque`` parts: they would need execution,
+which never happens. ``if``/``elif``/``else`` branches keep their test commands (``IfBlock``) so that evaluation
+can decide which branch runs; ``for``/``while``/``case`` and function bodies raise a command's ``depth`` so that
+evaluation marks their assignments conditional. Every part keeps its span in the script text, for error
+locations and for writers that edit a literal in place.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..limits import MAX_SHELL_NESTING
@@ -38,6 +40,16 @@ class Param:
     arg: tuple | None  # the word after the operator (a tuple of parts)
     span: tuple[int, int]
     quoted: bool
+    index: str | None = None  # an array subscript: "@", "*" or a non-negative integer
+
+
+@dataclass(frozen=True)
+class Array:
+    """An array literal ``( word word … )`` after ``NAME=`` or ``NAME+=``."""
+
+    elements: tuple  # Words
+    span: tuple[int, int]
+    quoted: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,25 @@ class Command:
     words: tuple[Word, ...]
     line: int
     depth: int  # > 0: inside if/for/while/case/function (conditional)
+    branches: tuple[tuple[int, int], ...] = ()  # (if-block id, branch index) of each enclosing if branch
+
+
+# A test list: (connector, words) pieces joined by "&&"/"||" ("" for the first), as written between if/elif and then
+Test = tuple[tuple[str, tuple[Word, ...]], ...]
+
+
+@dataclass
+class IfBlock:
+    """An ``if … fi`` statement: the test of each branch in order (None for ``else``)."""
+
+    line: int
+    tests: list[Test | None] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Program:
+    commands: list[Command]
+    blocks: list[IfBlock]
 
 
 def line_of(text: str, pos: int) -> int:
@@ -87,10 +118,14 @@ class _Lexer:
         self.words: list[Word] = []
         self.parts: list = []
         self.word_start = -1
-        self.depth = 0
         self.skip_next = False  # the next word is a redirection target
         self.heredocs: list[tuple[str, bool]] = []
         self.nesting = 0  # ${…:-${…}} levels around this lexer
+        # open constructs, innermost last: ("if", block id, branch index) or ("other", -1, -1)
+        self.stack: list[tuple[str, int, int]] = []
+        self.blocks: list[IfBlock] = []
+        self.test: list[tuple[str, tuple[Word, ...]]] | None = None  # the if/elif test being read
+        self.connector = ""  # the separator that ended the previous command (for test lists)
 
     def error(self, message: str, pos: int) -> ConfigError:
         return ConfigError(message, path=self.path, line=line_of(self.t, pos), column=column_of(self.t, pos))
@@ -110,29 +145,54 @@ class _Lexer:
                 self.words.append(word)
         self.parts, self.word_start = [], -1
 
-    def end_command(self) -> None:
+    def end_command(self, separator: str = "\n") -> None:
         self.end_word()
         words = self.words
         self.words = []
-        if words and static_text(words[0]) == "function":
-            self.depth += any(static_text(w) == "{" for w in words)
+        connector, self.connector = self.connector, separator if separator in ("&&", "||") else ""
+        if not words:
+            return
+        if self.test is not None and static_text(words[0]) != "then":
+            self.test.append((connector, tuple(words)))  # a further command of an if/elif test list
+            return
+        if static_text(words[0]) == "function":
+            if any(static_text(w) == "{" for w in words):
+                self.stack.append(("other", -1, -1))
             return
         while words and static_text(words[0]) in _LEADING | _OPENERS | _CLOSERS:
             key = static_text(words[0])
+            if key in ("if", "elif"):
+                if key == "if":
+                    self.blocks.append(IfBlock(line_of(self.t, words[0].span[0])))
+                    self.stack.append(("if", len(self.blocks) - 1, -1))
+                self.test = [("", tuple(words[1:]))]
+                return
             if key in _OPENERS:
-                self.depth += 1
-                return  # the rest of an if/while head is a test, a for head a list: not assignments
-            if key in _CLOSERS:
-                self.depth = max(0, self.depth - 1)
+                self.stack.append(("other", -1, -1))
+                return  # the rest of a while head is a test, a for head a list: not assignments
+            if key in ("then", "else") and self.stack and self.stack[-1][0] == "if":
+                kind, block, _ = self.stack[-1]
+                self.blocks[block].tests.append(tuple(self.test or ()) if key == "then" else None)
+                self.stack[-1] = (kind, block, len(self.blocks[block].tests) - 1)
+                self.test = None
+            elif key in _CLOSERS or key == "}":
+                if self.stack:
+                    self.stack.pop()
             elif key == "{":
-                self.depth += 1
-            elif key == "}":
-                self.depth = max(0, self.depth - 1)
+                self.stack.append(("other", -1, -1))
             words = words[1:]
         if words:
-            self.commands.append(Command(tuple(words), line_of(self.t, words[0].span[0]), self.depth))
+            branches = tuple((block, branch) for kind, block, branch in self.stack if kind == "if")
+            self.commands.append(Command(tuple(words), line_of(self.t, words[0].span[0]), len(self.stack),
+                                         branches))
 
     def run(self) -> list[Command]:
+        self._scan(array=False)
+        self.end_command()
+        return self.commands
+
+    def _scan(self, array: bool) -> None:
+        """Read words and commands; in an array literal (``array``), up to its closing parenthesis."""
         t, n = self.t, len(self.t)
         while self.i < n:
             c = t[self.i]
@@ -145,6 +205,10 @@ class _Lexer:
                 self.end_word()
                 self.i += 1
             elif c == "\n":
+                if array:
+                    self.end_word()
+                    self.i += 1
+                    continue
                 self.end_command()
                 self.i += 1
                 self._heredoc_bodies()
@@ -161,19 +225,21 @@ class _Lexer:
                 self._double()
             elif c == "$" or c == "`":
                 self.add(self._dollar(False), self.i)
+            elif array and c == ")":
+                self.end_word()
+                self.i += 1
+                return
+            elif array and c in ";&|()<>":
+                raise self.error(f"{c!r} inside an array literal is not supported", self.i)
             elif c in ";&|":
                 self.end_word()
-                self.i += 2 if t[self.i:self.i + 2] in (";;", "&&", "||", "|&") else 1
-                self.end_command()
+                sep = t[self.i:self.i + 2] if t[self.i:self.i + 2] in (";;", "&&", "||", "|&") else c
+                self.i += len(sep)
+                self.end_command(sep)
             elif c in "()":
                 if c == "(" and self.parts and isinstance(self.parts[-1], Lit) and \
                         self.parts[-1].text.endswith("=") and not self.parts[-1].quoted:
-                    start = self.i
-                    close = _match(t, self.i, "(", ")")
-                    if close < 0:
-                        raise self.error("unterminated array '('", start)
-                    self.i = close + 1
-                    self.add(Opaque("arrays are not supported", (start, self.i), False), start)
+                    self.add(self._array(), self.i)
                     continue
                 self.end_word()
                 if c == "(" and t[self.i:self.i + 2] == "()" and self.words:
@@ -200,8 +266,23 @@ class _Lexer:
                 if self.i == start:  # a lone character the loop above does not take
                     self.i += 1
                 self.add(Lit(t[start:self.i], (start, self.i), False), start)
-        self.end_command()
-        return self.commands
+        if array:
+            raise self.error("unterminated array '('", n)
+
+    def _array(self) -> Array:
+        """The array literal ``( … )`` starting at ``self.i``: its elements are words (newlines and comments
+        allowed between them)."""
+        start = self.i
+        sub = _Lexer(self.t, self.path)
+        sub.i = start + 1
+        try:
+            sub._scan(array=True)
+        except ConfigError as exc:
+            if "unterminated array" in str(exc):
+                raise self.error("unterminated array '('", start) from None
+            raise
+        self.i = sub.i
+        return Array(tuple(sub.words), (start, self.i))
 
     def _double(self) -> None:
         t, n = self.t, len(self.t)
@@ -287,6 +368,9 @@ class _Lexer:
         rest = body[m.end():]
         if not rest:
             return Param(m.group(), "", None, span, quoted)
+        sub_m = re.fullmatch(r"\[(@|\*|\d{1,9})\]", rest) if NAME.fullmatch(m.group()) else None
+        if sub_m:
+            return Param(m.group(), "", None, span, quoted, sub_m.group(1))
         op = re.match(r":-|:=|:\+|-|=|\+", rest)
         if not op:
             return Opaque(f"unsupported expansion ${{{shorten(body)}}}", span, quoted)
@@ -344,9 +428,11 @@ class _Lexer:
         self.heredocs = []
 
 
-def tokenize(text: str, path: str) -> list[Command]:
-    """The commands of a script, in order (nothing is executed)."""
-    return _Lexer(text, path).run()
+def tokenize(text: str, path: str) -> Program:
+    """The commands of a script in order, and its if-blocks (nothing is executed)."""
+    lexer = _Lexer(text, path)
+    commands = lexer.run()
+    return Program(commands, lexer.blocks)
 
 
 _BRACKETS = {"(": re.compile(r"[\\'()]"), "{": re.compile(r"[\\{}]")}

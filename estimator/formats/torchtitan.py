@@ -45,7 +45,10 @@ LOCATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "disable_loss_parallel": (("parallelism", "disable_loss_parallel"), ("training", "disable_loss_parallel")),
     "local_batch_size": (("training", "local_batch_size"), ("training", "batch_size")),
     "global_batch_size": (("training", "global_batch_size"),),
-    "seq_len": (("training", "seq_len"),),
+    "seq_len": (("training", "seq_len"), ("training", "max_context_length")),
+    # 2026 schema: the batch in tokens (per micro-batch and data-parallel rank; per step)
+    "microbatch_tokens": (("training", "num_tokens_per_microbatch_per_dp_rank"),),
+    "step_tokens": (("training", "num_tokens_per_train_step"),),
     "mp_param": (("training", "mixed_precision_param"), ("parallelism", "mixed_precision_param")),
     "mp_reduce": (("training", "mixed_precision_reduce"), ("parallelism", "mixed_precision_reduce")),
     "ac_mode": (("activation_checkpoint", "mode"),),
@@ -56,11 +59,12 @@ LOCATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "compile": (("compile", "enable"), ("training", "compile")),
     "compile_components": (("compile", "components"),),
     "cp_rotate": (("parallelism", "context_parallel_rotate_method"),),
-    "async_tp": (("parallelism", "enable_async_tensor_parallel"), ("experimental", "enable_async_tensor_parallel")),
+    "async_tp": (("parallelism", "enable_async_tensor_parallel"), ("experimental", "enable_async_tensor_parallel"),
+                 ("compile", "enable_async_tensor_parallel")),
 }
 # keys the 2024-12 schema does not have (only the first location is [parallelism])
 NEW_ONLY = {"ep", "etp", "layers_per_stage", "pp_microbatch_size", "first_less", "last_less", "reshard",
-            "cp_rotate"}
+            "cp_rotate", "microbatch_tokens", "step_tokens"}
 
 # torch.distributed.pipelining schedule names (matched case-insensitively) -> (schedule, chunks per stage)
 SCHEDULES: dict[str, tuple[str, int | None]] = {
@@ -248,16 +252,39 @@ def _reshard(c: Collector, raw: str, key: str, pp: int) -> None:
     c.put("strategy.reshard_head_unit", policy == "always", key, raw)
 
 
+def _tokens_as_sequences(c: Collector, data: dict[str, Any], name: str) -> tuple[int | None, str | None]:
+    """A batch stated in tokens (2026 schema) as a count of sequences of seq_len / max_context_length."""
+    raw, key = find_key(data, name)
+    if key is None:
+        return None, None
+    tokens = to_int(raw, c.path, key)
+    seq_raw, seq_key = find_key(data, "seq_len")
+    if seq_key is None:
+        raise ConfigError(f"{key} counts tokens: give training.max_context_length (the sequence length) too",
+                          path=c.path, key=key)
+    seq = to_int(seq_raw, c.path, seq_key)
+    if tokens % seq:
+        raise ConfigError(f"{key} {tokens} is not a whole number of {seq}-token sequences ({seq_key})",
+                          path=c.path, key=key)
+    return tokens // seq, f"{key} / {seq_key}"
+
+
 def _read_batch(c: Collector, data: dict[str, Any], dp: int, pp: int, n_layers: int | None) -> None:
     path = c.path
     raw, lbs_key = find_key(data, "local_batch_size")
-    if lbs_key is None:
+    tokens_lbs, tokens_key = _tokens_as_sequences(c, data, "microbatch_tokens")
+    if lbs_key is None and tokens_lbs is not None:
+        lbs, lbs_key = tokens_lbs, tokens_key
+    elif lbs_key is None:
         lbs = 8
         c.assumptions.append(Assumption("training.local_batch_size", 8, "torchtitan default"))
     else:
         lbs = to_int(raw, path, lbs_key)
     raw, g_key = find_key(data, "global_batch_size")
     gbs = to_int(raw, path, g_key, allowed=(-1, 0)) if g_key else -1
+    if g_key is None:
+        step_sequences, step_key = _tokens_as_sequences(c, data, "step_tokens")
+        gbs, g_key = (step_sequences, step_key) if step_sequences is not None else (gbs, g_key)
     steps = 1
     if gbs > 0:
         if gbs % (lbs * dp):

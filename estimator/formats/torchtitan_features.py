@@ -20,7 +20,8 @@ FEATURE_LOCATIONS: dict[str, tuple[tuple[str, ...], ...]] = {
     "mx_recipe": (("quantize", "linear", "mx", "recipe_name"), ("mx", "recipe_name")),
     "mx_moe": (("quantize", "grouped_mm", "mx", "fqns"),),
     "cp_rotate": (("parallelism", "context_parallel_rotate_method"),),
-    "async_tp": (("parallelism", "enable_async_tensor_parallel"), ("experimental", "enable_async_tensor_parallel")),
+    "async_tp": (("parallelism", "enable_async_tensor_parallel"), ("experimental", "enable_async_tensor_parallel"),
+                 ("compile", "enable_async_tensor_parallel")),
     "cpu_offload": (("training", "enable_cpu_offload"),),
 }
 FLOAT8_RECIPES = {None: "tensorwise", "tensorwise": "tensorwise", "rowwise": "rowwise",

@@ -50,6 +50,8 @@ class _Context:
     had_rotate: bool = False  # the file states context_parallel_rotate_method
     had_compile: bool = False
     had_async_tp: bool = False
+    tokens: bool = False  # the batch is stated in tokens (num_tokens_per_microbatch_per_dp_rank)
+    step_tokens: bool = False  # the global batch in tokens (num_tokens_per_train_step; the tokens schema's key)
 
 
 def _context(data: dict[str, Any], parsed: ParsedConfig) -> _Context:
@@ -57,14 +59,20 @@ def _context(data: dict[str, Any], parsed: ParsedConfig) -> _Context:
     sched = find_key(data, "schedule")[0]
     schema = schema_of(data)
     return _Context(schema=schema, rep_all=rep == -1, shard_all=shard[1] is None or shard[0] == -1,
-                    had_global=(find_key(data, "global_batch_size")[0] or -1) > 0,
+                    had_global=(find_key(data, "global_batch_size")[0] or -1) > 0 or
+                    find_key(data, "step_tokens")[1] is not None,
                     had_lps=find_key(data, "layers_per_stage")[1] is not None,
                     old_microbatches=find_key(data, "pp_microbatches")[1] is not None or schema != "parallelism",
                     schedule_text=str(sched) if sched is not None else None,
                     n_layers=parsed.model.num_layers, weights=stage_weights(data),
                     had_rotate=find_key(data, "cp_rotate")[1] is not None,
                     had_compile=find_key(data, "compile")[1] is not None,
-                    had_async_tp=find_key(data, "async_tp")[1] is not None)
+                    had_async_tp=find_key(data, "async_tp")[1] is not None,
+                    tokens=find_key(data, "local_batch_size")[1] is None and
+                    find_key(data, "microbatch_tokens")[1] is not None,
+                    step_tokens=find_key(data, "global_batch_size")[1] is None and
+                    (find_key(data, "step_tokens")[1] is not None or
+                     find_key(data, "microbatch_tokens")[1] is not None))
 
 
 def _view(st: Strategy, ctx: _Context, path: str) -> dict[str, Any]:
@@ -102,8 +110,15 @@ def _view(st: Strategy, ctx: _Context, path: str) -> dict[str, Any]:
         lbs, steps = b * m, n_acc
         v["pp_microbatches" if ctx.old_microbatches else "pp_microbatch_size"] = m if ctx.old_microbatches else b
         _view_schedule(v, st, ctx, path)
-    v["local_batch_size"] = lbs
-    v["global_batch_size"] = lbs * dp * steps if (ctx.had_global or steps > 1) else None
+    global_batch = lbs * dp * steps if (ctx.had_global or steps > 1) else None
+    if ctx.tokens:  # the 2026 schema counts tokens per micro-batch and data-parallel rank
+        v["microbatch_tokens"] = lbs * st.seq_length
+    else:
+        v["local_batch_size"] = lbs
+    if ctx.step_tokens:
+        v["step_tokens"] = global_batch * st.seq_length if global_batch is not None else None
+    else:
+        v["global_batch_size"] = global_batch
     v["reshard"] = _view_reshard(st, path)
     v["disable_loss_parallel"] = True if st.vocab_parallel_loss is False else None
     v["ac_mode"], v["ac_option"] = _view_recompute(st, ctx, path)

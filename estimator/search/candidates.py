@@ -191,6 +191,8 @@ def _os_set(framework: str, mode: str, dim: Dim | None, st, d: int, cp: int) -> 
         return [st.sharding.os] if st.sharding.os is not None else [domain]
     if framework in ("megatron", "mindspeed"):
         return sorted({1, domain})
+    if framework == "hf_trainer":  # DeepSpeed ZeRO shards over every data-parallel rank
+        return [domain]
     if framework in ("torchtitan", "hyperparallel"):
         return [x * span for x in divisors(d)]
     return divisors(domain)

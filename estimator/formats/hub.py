@@ -1,0 +1,87 @@
+"""A model named by Hub id or local model directory (``--model Qwen/Qwen3-8B``, a fine-tuning config's
+``model_name_or_path``, a script's tokenizer): its config from the local Hugging Face cache or the shipped
+catalogue (``estimator.catalogue``), read as a ``config.json`` is, with the source said in an assumption."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import catalogue
+from ..errors import ConfigError
+from ..nearest import suggest
+from ..parsed import Provenance
+from ..warnings import Assumption, EstimateWarning
+from .common import load_json, read_text
+from .hf import looks_like_hf, read_hf
+from .support import Collector, Reading
+
+
+def read_config_json(path: Path) -> Any:
+    """A local config.json through the readers' bounded loader (size, nesting, digits)."""
+    return load_json(read_text(path), str(path))
+
+
+def is_model_name(path: str) -> bool:
+    """Whether ``path`` names a model rather than a config file: a directory holding a config.json, or a Hub id
+    that is no file (any other directory is refused as one by the loader)."""
+    p = Path(path)
+    return (p / "config.json").is_file() or (not p.exists() and catalogue.HUB_ID.fullmatch(path.strip()) is not None)
+
+
+def model_reading(name: str) -> Reading:
+    """The model ``name`` refers to, as a model-role Reading; a ConfigError when nothing knows it."""
+    found = catalogue.resolve(name, read_config_json)
+    if found is None or not looks_like_hf(found.config):
+        near = suggest(name, list(catalogue.all_ids()), cutoff=0.75)
+        raise ConfigError("no such file, and no model of that name in a local model directory, the local Hugging "
+                          "Face cache or the catalogue" + (f"; did you mean {near}?" if near else "")
+                          + "; give the model's config.json with --model", path=name)
+    return reading_of(name, found)
+
+
+def reading_of(name: str, found: catalogue.Found) -> Reading:
+    values, prov, notes = read_hf(found.config, found.path or name)
+    where = found.path or (found.entry.id if found.entry else name)
+    for key, p in list(prov.items()):
+        prov[key] = Provenance(p.source, path=where, key=p.key, raw=p.raw)
+    if found.entry is not None:
+        values["model.name"] = found.entry.name
+    reading = Reading("hf_config", "model", values, prov,
+                      [EstimateWarning("W-MODEL-NOTE", f"{name}: {note}") for note in notes],
+                      [Assumption("model", name, f"the model's config.json from {found.how}")],
+                      text=json.dumps(found.config, indent=2), path=name)
+    return reading
+
+
+def collect_model(out: Collector, name: str, named_by: str) -> bool:
+    """The model ``name`` into ``out`` (values with their provenance, notes, the assumption naming the file or
+    catalogue entry); a W-MODEL warning naming ``named_by`` and the fix when nothing knows it."""
+    found = catalogue.resolve(name, read_config_json)
+    if found is None or not looks_like_hf(found.config):
+        out.warn("W-MODEL", f"{named_by} {name}: not a local model directory, not in the local Hugging Face cache nor "
+                            "in the catalogue; give its config.json with --model")
+        return False
+    reading = reading_of(name, found)
+    out.values.update(reading.values)
+    out.provenance.update(reading.provenance)
+    out.warnings.extend(reading.warnings)
+    out.assumptions.extend(reading.assumptions)
+    return True
+
+
+def vocab_of(name: str) -> tuple[int, str] | None:
+    """The vocabulary of the model a tokenizer path or id names, with its source; None when unknown."""
+    found = catalogue.resolve(name, read_config_json)
+    if found is None:
+        return None
+    config = found.config.get("text_config", found.config) if isinstance(found.config.get("text_config"),
+                                                                          dict) else found.config
+    vocab = config.get("vocab_size", found.config.get("vocab_size"))
+    if isinstance(vocab, bool) or not isinstance(vocab, int) or vocab <= 0:
+        return None
+    return vocab, found.how
+
+
+__all__ = ["collect_model", "is_model_name", "model_reading", "read_config_json", "reading_of", "vocab_of"]

@@ -1,0 +1,345 @@
+"""Megatron-Bridge / NeMo 2 run configs (issue 13). A ``ConfigContainer`` has sections — ``model`` (the Megatron
+TransformerConfig / model provider), ``train``, ``ddp``, ``dist``, ``optimizer``, ``mixed_precision``, ``peft``,
+``dataset`` … — whose keys are Megatron's arguments under their config names; they are translated to Megatron
+arguments and read by the Megatron readers (``megatron_model_args``, ``megatron_strategy_args``).
+
+Two forms are read:
+
+- YAML: an override file (``--config-file`` of the recipe scripts: only the keys it changes) or a serialised run
+  config (every key). An override file does not name the recipe it overrides: what it leaves out is Megatron's
+  default, said as an assumption, and the model comes from ``--model`` (a Hub id or a config.json) unless the
+  ``model`` section states its shape. ``write`` patches the YAML's own keys.
+- Python recipe modules (``recipe.py:FUNCTION``), read statically (``py_static``): ``cfg.model =
+  AutoBridge.from_hf_pretrained("ORG/NAME")…`` names the model (the catalogue / local cache), ``cfg.X.Y = literal``
+  assignments set the keys. What cannot be read (an imported helper's defaults, helper calls that change the
+  config, values computed in code) is named with the fix. Python is code: export is refused with the values.
+
+The device count comes from ``--devices``: neither form states it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ..errors import ConfigError
+from ..nearest import suggest
+from ..warnings import Assumption
+from ..yamlio import load_data
+from . import hub
+from .flag_source import ArgsMapping
+from .megatron_model_args import read_model
+from .megatron_strategy_args import READ_FLAGS, read_strategy
+from .megatron_vocab import flag_warnings
+from .py_static import Call, Module, Symbol, Unresolved, split_entry
+from .support import Collector, Reading
+
+FORMAT = "megatron_bridge"
+FORMAT_PY = "megatron_bridge_py"
+# sections whose keys are Megatron arguments
+ARG_SECTIONS = ("model", "train", "ddp", "dist", "optimizer", "mixed_precision", "comm_overlap")
+# sections ignored by design (data, logging, checkpoints, schedules, profiling, fault tolerance)
+IGNORED = ("dataset", "checkpoint", "logger", "scheduler", "rng", "profiling", "tokenizer", "ft", "straggler",
+           "nvrx_straggler", "inprocess_restart", "rerun_state_machine", "tensor_inspect", "validation")
+MARKS = ("train", "ddp", "dist", "optimizer", "scheduler", "checkpoint", "logger", "rng", "mixed_precision")
+# config names whose Megatron argument is named differently (config key -> Megatron argument key)
+RENAMES = {"num_layers_in_first_pipeline_stage": "decoder_first_pipeline_num_layers",
+           "num_layers_in_last_pipeline_stage": "decoder_last_pipeline_num_layers",
+           "num_moe_experts": "num_experts", "grad_reduce_in_fp32": "accumulate_allreduce_grads_in_fp32",
+           "fp8": "fp8_format"}
+# config booleans that are the opposite of a Megatron switch
+INVERTED = {"share_embeddings_and_output_weights": "untie_embeddings_and_output_weights",
+            "add_bias_linear": "disable_bias_linear", "masked_softmax_fusion": "no_masked_softmax_fusion"}
+# keys that restate what other keys say (the 16-bit dtype of bf16_mixed): nothing more to price
+RESTATED = ("pipeline_dtype", "params_dtype", "autocast_dtype")
+DTYPES = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16", "float32": "fp32",
+          "bfloat16": "bf16", "float16": "fp16"}
+LAYOUT_TOKENS = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L"}
+# Megatron-Bridge's LoRA defaults (peft/lora.py): rank 32 on the four linear layers of a block
+LORA_DEFAULT_RANK = 32
+LORA_MODULES = {"linear_qkv": ("qkv",), "linear_proj": ("o",), "linear_fc1": ("fc1",), "linear_fc2": ("down",),
+                "linear_q": ("q",), "linear_kv_down_proj": ("kv_a",), "linear_kv_up_proj": ("kv_b",),
+                "linear_q_down_proj": ("q_a",), "linear_q_up_proj": ("q_b",)}
+LORA_DEFAULT_TARGETS = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
+
+
+# ------------------------------------------------------------------------------------------ detection
+def detect(data: Any, path: str) -> bool:
+    if data is None:
+        return _is_bridge_python(path)
+    return isinstance(data, dict) and isinstance(data.get("model"), dict) and \
+        sum(1 for k in MARKS if isinstance(data.get(k), dict) or (k == "mixed_precision" and k in data)) >= 1 and \
+        "model_name_or_path" not in data and "ARGS" not in data
+
+
+def _is_bridge_python(path: str) -> bool:
+    from .common import read_text
+
+    file, _ = split_entry(path)
+    if not file.lower().endswith(".py"):
+        return False
+    try:
+        return "megatron.bridge" in read_text(file)
+    except ConfigError:
+        return False
+
+
+# ------------------------------------------------------------------------------------------ YAML
+def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
+    if data is None:
+        return read_python(text, path, devices)
+    if not isinstance(data, dict):
+        raise ConfigError("a Megatron-Bridge config must be a mapping of sections", path=path)
+    out = Collector(path)
+    sections = {k: v for k, v in data.items() if k in ARG_SECTIONS}
+    for name, section in sections.items():
+        if not isinstance(section, (dict, str)):
+            raise ConfigError(f"{name} must be a mapping", path=path, key=name)
+    out.assume("options.framework", "megatron", "a Megatron-Bridge config (Megatron-core underneath)")
+    _read(out, sections, data.get("peft"), data.get("dataset"), path, devices)
+    known = (*ARG_SECTIONS, *IGNORED, "peft")
+    for key in (k for k in data if k not in known):
+        near = suggest(str(key), list(known))
+        out.warn("W-KEY-UNKNOWN", f"{key} is not a Megatron-Bridge section" + (f"; did you mean {near!r}?" if near
+                                                                                else "") + " (ignored)")
+    if "model.num_layers" not in out.values:
+        out.warn("W-MODEL", "this file does not state the model's shape (an override of a recipe): give the model "
+                            "with --model ORG/NAME or config.json; what the recipe sets and this file does not "
+                            "override is priced at Megatron's defaults")
+    role = "both" if any(k.startswith("model.") for k in out.values) else "strategy"
+    return out.reading(FORMAT, role, text, path)
+
+
+def megatron_args(sections: dict[str, Any], out: Collector) -> tuple[dict[str, Any], dict[str, str]]:
+    """The Megatron arguments the sections state (argument key -> value) and where each comes from."""
+    args: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for name, section in sections.items():
+        if name == "mixed_precision" and isinstance(section, str):  # a named recipe: "bf16_mixed", "fp8_…"
+            _precision_recipe(section, args, where)
+            continue
+        for key, value in (section or {}).items():
+            key = str(key)
+            if isinstance(value, Symbol) and value.name in DTYPES:
+                value = DTYPES[value.name]
+            if key.startswith("_") or key in RESTATED or isinstance(value, (Unresolved, Call, Symbol, dict)):
+                continue
+            if isinstance(value, str) and value in DTYPES:
+                value = DTYPES[value]
+            if key in INVERTED:
+                arg, value = INVERTED[key], (not value) if isinstance(value, bool) else value
+            else:
+                arg = RENAMES.get(key, key)
+            if key == "pipeline_model_parallel_layout" and isinstance(value, list):
+                value = _layout_string(value, out)
+            if name == "mixed_precision" and key == "bf16" and value is True:
+                arg = "bf16"
+            args[arg] = value
+            where[arg] = f"{name}.{key}"
+    # the provider's own spellings of what Megatron's flags switch on
+    model = sections.get("model") if isinstance(sections.get("model"), dict) else {}
+    heads, groups = model.get("num_attention_heads"), model.get("num_query_groups")
+    if isinstance(groups, int) and groups != heads:
+        args["group_query_attention"], where["group_query_attention"] = True, "model.num_query_groups"
+    if model.get("gated_linear_unit") is True:  # GPTModelProvider's gated unit with its default SiLU: SwiGLU
+        args.pop("gated_linear_unit", None)
+        args["swiglu"], where["swiglu"] = True, "model.gated_linear_unit"
+    return args, where
+
+
+def _precision_recipe(name: str, args: dict[str, Any], where: dict[str, str]) -> None:
+    lowered = name.lower()
+    if "bf16" in lowered:
+        args["bf16"] = True
+    if "fp16" in lowered and "bf16" not in lowered:
+        args["fp16"] = True
+    if "fp8" in lowered or "mxfp8" in lowered:
+        args["fp8_format"] = "hybrid"
+        recipe = next((r for r in ("mxfp8", "blockwise", "current", "delayed", "subchannel") if r in lowered),
+                      "delayed")
+        args["fp8_recipe"] = {"current": "tensorwise", "subchannel": "blockwise"}.get(recipe, recipe)
+    for key in ("bf16", "fp16", "fp8_format", "fp8_recipe"):
+        if key in args:
+            where[key] = f"mixed_precision {name!r}"
+
+
+def _layout_string(rows: list[Any], out: Collector) -> str | None:
+    """A layout given as lists of layer kinds per stage as Megatron's layout string."""
+    stages = []
+    for row in rows:
+        if not isinstance(row, list) or any(t not in LAYOUT_TOKENS for t in row):
+            out.warn("W-PY-UNRESOLVED", f"pipeline_model_parallel_layout {rows!r}: not lists of embedding/decoder/"
+                                        "mtp/loss; priced as Megatron's even split")
+            return None
+        stages.append("".join(LAYOUT_TOKENS[t] for t in row))
+    return "|".join(stages)
+
+
+def _read(out: Collector, sections: dict[str, Any], peft: Any, dataset: Any, path: str,
+          devices: int | None) -> None:
+    if devices is None:
+        raise ConfigError("a Megatron-Bridge config does not state the device count: pass --devices N", path=path)
+    args, where = megatron_args(sections, out)
+    if "seq_length" not in args and isinstance(dataset, dict):
+        for key in ("seq_length", "sequence_length"):
+            if isinstance(dataset.get(key), int):
+                args["seq_length"], where["seq_length"] = dataset[key], f"dataset.{key}"
+                break
+    if not any(k in args for k in ("bf16", "fp16")) and "mixed_precision" not in sections:
+        args["bf16"], where["bf16"] = True, "no mixed_precision: Megatron-Bridge recipes' bf16_mixed"
+        out.assumptions.append(Assumption("strategy.param_bytes", 2.0, where["bf16"]))
+    fl = BridgeArgs(args, path, where)
+    if fl.has("--num-layers") and fl.has("--hidden-size"):
+        read_model(fl, out, "megatron", "pretrain_gpt.py")
+    read_strategy(fl, out, devices, "--devices", "megatron")
+    read_peft(out, peft)
+    said = flag_warnings(fl, READ_FLAGS, "megatron")
+    out.warnings.extend(w for w in said if w.code != "W-KEY-UNKNOWN")
+    unread = [w for w in said if w.code == "W-KEY-UNKNOWN"]
+    if unread:
+        names = sorted({where.get(n.lstrip("-").replace("-", "_"), n) for n in fl.names()
+                        if any(n in w.text for w in unread)})
+        out.warn("W-FLAG-UNPRICED", f"Megatron-Bridge keys the estimator does not read: {', '.join(names[:20])}"
+                                    + (" …" if len(names) > 20 else ""))
+
+
+class BridgeArgs(ArgsMapping):
+    """Megatron arguments from config keys, each located at its section.key."""
+
+    def __init__(self, args: dict[str, Any], path: str, where: dict[str, str]) -> None:
+        super().__init__(args, path)
+        self.origin = where
+
+    def where(self, name: str) -> str:
+        key = self.keys.get(name, name.lstrip("-").replace("-", "_"))
+        return self.origin.get(key, key)
+
+
+def read_peft(out: Collector, peft: Any) -> None:
+    """``peft``: a LoRA section (``dim``, ``alpha``, ``target_modules``) or the name of the method."""
+    if peft is None:
+        return
+    if isinstance(peft, str):
+        if peft.lower() not in ("lora", "dora"):
+            out.warn("W-UNMODELLED", f"peft {peft!r} is not priced (LoRA is)")
+            return
+        peft = {}
+    if not isinstance(peft, dict):
+        out.warn("W-PY-UNRESOLVED", f"peft {peft}: not a section the estimator can read; give --set strategy.peft="
+                                    "lora strategy.lora_rank=…")
+        return
+    rank = peft.get("dim", LORA_DEFAULT_RANK)
+    targets = peft.get("target_modules", list(LORA_DEFAULT_TARGETS))
+    if not isinstance(rank, int) or isinstance(rank, bool) or not isinstance(targets, list):
+        raise ConfigError(f"peft.dim must be an integer and peft.target_modules a list; got {rank!r}, {targets!r}",
+                          path=out.path, key="peft")
+    out.put("strategy.peft", "lora", "peft", "lora")
+    (out.put if "dim" in peft else out.assume)("strategy.lora_rank", rank, "peft.dim" if "dim" in peft else
+                                               "Megatron-Bridge's default LoRA rank 32")
+    unknown = [t for t in targets if t not in LORA_MODULES]
+    if unknown:
+        out.warn("W-UNMODELLED", f"LoRA on {', '.join(map(str, unknown))} is not priced")
+    out.put("strategy.lora_targets", tuple(dict.fromkeys(m for t in targets if t in LORA_MODULES
+                                                         for m in LORA_MODULES[t])),
+            "peft.target_modules" if "target_modules" in peft else "Megatron-Bridge's default LoRA targets", targets)
+    dropout = peft.get("dropout")
+    if dropout:
+        out.put("strategy.lora_dropout", dropout, "peft.dropout")
+
+
+# ------------------------------------------------------------------------------------------ Python recipes
+def read_python(text: str, path: str, devices: int | None) -> Reading:
+    from .torchtitan_py import choose_function
+
+    file, function = split_entry(path)
+    module = Module(text, file)
+    function = choose_function(module, function, file, ("ConfigContainer",))
+    cfg = module.evaluate(function)
+    if not isinstance(cfg, Call):
+        raise ConfigError(f"{function}() does not return a ConfigContainer the static reader can follow ({cfg})",
+                          path=path)
+    out = Collector(path)
+    out.assume("options.framework", "megatron", "a Megatron-Bridge recipe (Megatron-core underneath)")
+    base, base_source = base_sections(cfg.short)
+    if base:
+        out.assumptions.append(Assumption("recipe base", f"{cfg.short}()", f"line {cfg.line}; its settings read from "
+                                                                           f"{base_source}"))
+    elif cfg.name != "ConfigContainer":
+        out.warn("W-PY-UNRESOLVED", f"line {cfg.line}: the config starts as {cfg.name}(), an imported helper the "
+                                    "static reading does not run: what it sets and this recipe does not change is "
+                                    "priced at Megatron's defaults")
+    for call, line in module.side_calls:
+        out.warn("W-PY-UNRESOLVED", f"line {line}: {call} changes the config in code the static reading does not "
+                                    "run; what it sets is not priced (give it with --set)")
+    sections: dict[str, Any] = {}
+    for name in (*ARG_SECTIONS, "dataset", "peft"):
+        inherited = base.get(name)
+        if name not in cfg.kwargs:
+            sections[name] = inherited
+            continue
+        stated = _call_section(name, cfg.kwargs[name], out)  # None: the recipe turns it off (cfg.peft = None)
+        sections[name] = {**inherited, **stated} if isinstance(inherited, dict) and isinstance(stated, dict) \
+            else stated
+    _python_model(out, cfg.kwargs.get("model"))
+    _read(out, {k: v for k, v in sections.items() if k in ARG_SECTIONS and v is not None}, sections.get("peft"),
+          sections.get("dataset"), path, devices)
+    if base:  # say where the inherited values come from
+        for key, prov in list(out.provenance.items()):
+            section, _, name = str(prov.key or "").partition(".")
+            inherited = base.get(section)
+            if isinstance(inherited, dict) and name in inherited and name not in _stated(cfg, section):
+                out.provenance[key] = type(prov)(prov.source, path=prov.path,
+                                                 key=f"{prov.key} ({cfg.short}() in {base_source})", raw=prov.raw)
+    role = "both" if any(k.startswith("model.") for k in out.values) else "strategy"
+    return out.reading(FORMAT_PY, role, text, path)
+
+
+def _stated(cfg: Call, section: str) -> set[str]:
+    value = cfg.kwargs.get(section)
+    return set(value.kwargs) if isinstance(value, Call) else set()
+
+
+@cache
+def _bases() -> dict[str, Any]:
+    text = resources.files(__package__).joinpath("megatron_bridge_bases.yaml").read_text(encoding="utf-8")
+    return load_data(text)
+
+
+def base_sections(name: str) -> tuple[dict[str, Any], str]:
+    """The sections a Megatron-Bridge base recipe (``_pretrain_common`` …) sets, and where that is read from."""
+    data = _bases()
+    return data["bases"].get(name, {}), f"Megatron-Bridge recipes/common.py ({data['source']})"
+
+
+def _call_section(name: str, value: Any, out: Collector) -> Any:
+    if isinstance(value, str) or value is None:
+        return value
+    if name == "mixed_precision" and isinstance(value, Call) and not value.kwargs:
+        return value.short  # bf16_mixed(), bf16_with_fp8_current_scaling_mixed(), …
+    if not isinstance(value, Call):
+        out.warn("W-PY-UNRESOLVED", f"{name}: {value} — not read")
+        return {}
+    section = {}
+    for key, item in value.kwargs.items():
+        if isinstance(item, Unresolved):
+            default = "Megatron-Bridge's LoRA default" if name == "peft" else "the base recipe's or Megatron's default"
+            out.warn("W-PY-UNRESOLVED", f"{name}.{key}: {item} — priced at {default}; give it with --set")
+        elif not isinstance(item, Call):
+            section[key] = item
+    return section
+
+
+def _python_model(out: Collector, model: Any) -> None:
+    name = model.name if isinstance(model, Call) else ""
+    found = re.search(r"from_hf_pretrained\(\s*['\"]([^'\"]+)['\"]", name)
+    if found is None:
+        out.warn("W-MODEL", f"the recipe's model ({name or model}) is not AutoBridge.from_hf_pretrained(\"ORG/NAME\")"
+                            ": give the model with --model ORG/NAME or config.json")
+        return
+    hub.collect_model(out, found.group(1), "AutoBridge.from_hf_pretrained")
+
+
+# ------------------------------------------------------------------------------------------ writing
+__all__ = ["FORMAT", "FORMAT_PY", "BridgeArgs", "detect", "megatron_args", "read", "read_peft"]

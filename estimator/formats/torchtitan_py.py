@@ -1,0 +1,301 @@
+"""torchtitan's Python config registry (``torchtitan/models/<m>/config_registry.py``, issue 13): a function returning
+``Trainer.Config(...)``, named ``FILE.py:FUNCTION`` (or the only one in the file). The module is read statically
+(``py_static``: parsed, never imported or executed) and its calls are turned into the TOML job config they stand
+for — ``TrainingConfig``, ``ParallelismConfig``, ``CompileConfig``, ``SelectiveAC``/``FullAC``/
+``ActivationCheckpointConfig``, the model converters (float8 / MXFP8 linears and grouped experts, LoRA) and
+``model_registry("FLAVOR")`` — which the TOML reader prices. A value the static reading cannot know is named with
+its line and the ``--set`` that supplies it. Python is code, so export is refused with the values to type in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import flavors
+from ..errors import ConfigError
+from ..parsed import ParsedConfig, SourceFile
+from ..strategy import Strategy
+from ..warnings import Assumption
+from . import torchtitan
+from .common import read_text
+from .py_static import Call, Module, Unresolved, split_entry
+from .support import Collector, Reading, changed_fields, refusal
+
+FORMAT = "torchtitan_py"
+# Trainer.Config keywords read, and those ignored by design (data, logging, checkpoints, schedules, validation)
+SECTIONS = ("model_spec", "training", "parallelism", "activation_checkpoint", "compile", "model_converters",
+            "loss", "optimizer")
+IGNORED = ("hf_assets_path", "dataloader", "metrics", "checkpoint", "lr_scheduler", "validator", "profiler",
+           "profiling", "comm", "fault_tolerance", "debug", "job", "tokenizer", "override", "memory_estimation")
+# --set fields for what a section's value supplies, for unresolved values
+FIXES = {"training": "strategy.micro_batch_size / strategy.seq_length", "parallelism": "strategy.tp / pp / cp / ep",
+         "activation_checkpoint": "strategy.recompute", "compile": "strategy.compile",
+         "model_spec": "--model config.json"}
+# LoRAConverter target_modules (torchtitan module names) -> Strategy.lora_targets
+LORA_MODULES = {"wq": ("q",), "wk": ("k",), "wv": ("v",), "wkv": ("k", "v"), "wo": ("o",), "w1": ("gate",),
+                "w3": ("up",), "w2": ("down",)}
+
+
+def _split(path: str) -> tuple[str, str | None]:
+    return split_entry(path)
+
+
+def detect(data: Any, path: str) -> bool:
+    file, _ = _split(path)
+    if data is not None or not file.lower().endswith(".py"):
+        return False
+    try:
+        text = read_text(file)
+    except ConfigError:
+        return False
+    return "torchtitan" in text and "megatron.bridge" not in text
+
+
+def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
+    file, function = _split(path)
+    module = Module(text, file)
+    function = choose_function(module, function, file, ("Trainer.Config", "JobConfig"))
+    config = module.evaluate(function)
+    if not isinstance(config, Call):
+        raise ConfigError(f"{function}() does not return a Trainer.Config the static reader can follow ({config})",
+                          path=path)
+    extra = Collector(path)
+    job = _job(config, module, f"{file}:{function}", extra)
+    for call, line in module.side_calls:
+        extra.warn("W-PY-UNRESOLVED", f"line {line}: {call} changes the config in code the static reading does not "
+                                      "run; what it sets is not priced")
+    reading = torchtitan.read(text, path, job, devices)
+    reading.format = FORMAT
+    reading.values.update(extra.values)
+    reading.provenance.update(extra.provenance)
+    reading.warnings.extend(extra.warnings)
+    reading.assumptions.extend(extra.assumptions)
+    reading.values["options.framework"] = "torchtitan"
+    return reading
+
+
+def choose_function(module: Module, function: str | None, file: str, returns: tuple[str, ...]) -> str:
+    """The recipe function to read: the one named, else the only one whose return annotation is one of
+    ``returns``; a ConfigError listing the choices otherwise."""
+    candidates = [name for name in module.functions if any(r in module.returns(name) for r in returns)
+                  and not name.startswith("_")]
+    if function is not None:
+        if function not in module.functions:
+            raise ConfigError(f"no function {function}() in this file; its recipes: {', '.join(candidates)}",
+                              path=file)
+        return function
+    if len(candidates) == 1:
+        return candidates[0]
+    shown = ", ".join(candidates[:12]) + (" …" if len(candidates) > 12 else "")
+    raise ConfigError(f"name the recipe to read as {Path(file).name}:FUNCTION (this file has {len(candidates)}: "
+                      f"{shown})", path=file)
+
+
+def _job(config: Call, module: Module, entry: str, out: Collector) -> dict[str, Any]:
+    """The TOML job config ``config`` stands for (sections as dicts; unresolved values left out and named)."""
+    job: dict[str, Any] = {}
+    for key, value in config.kwargs.items():
+        if key in IGNORED:
+            continue
+        if key not in SECTIONS:
+            out.warn("W-KEY-UNKNOWN", f"Trainer.Config({key}=…) is not a setting the estimator reads; ignored")
+            continue
+        if isinstance(value, Unresolved):
+            out.warn("W-PY-UNRESOLVED", f"{key}: {value} — the static reading cannot know it; supply it with "
+                                        f"{FIXES.get(key, '--set')}")
+            continue
+        if key == "model_spec":
+            _model(job, value, module, entry, out)
+        elif key == "model_converters" and isinstance(value, Call):
+            _converters(job, value.get("converters"), out)
+        elif key == "loss":
+            _loss(value, out)
+        elif key == "optimizer":
+            _optimizer(job, value, out)
+        elif key == "activation_checkpoint":
+            _checkpointing(job, value, out)
+        elif isinstance(value, Call):  # training, parallelism, compile: their keywords are the TOML keys
+            job.setdefault(key, {}).update(_section(key, value, out))
+    return job
+
+
+# keys that size the batch: without them the reader would price torchtitan's defaults, so they must resolve
+BATCH_KEYS = ("local_batch_size", "seq_len", "max_context_length", "num_tokens_per_microbatch_per_dp_rank",
+              "global_batch_size", "num_tokens_per_train_step")
+
+
+def _section(name: str, call: Call, out: Collector) -> dict[str, Any]:
+    """A config call's keyword arguments as a TOML section; unresolved ones named and left out (refused for the
+    batch keys)."""
+    section = {}
+    for key, value in call.kwargs.items():
+        if name == "training" and key in BATCH_KEYS and isinstance(value, Unresolved):
+            raise ConfigError(f"training.{key}: {value} — the static reading cannot know it; write the number in "
+                              "the recipe (or read a TOML job config)", path=out.path, key=f"training.{key}")
+        if isinstance(value, Unresolved) or _has_unresolved(value):
+            out.warn("W-PY-UNRESOLVED", f"{name}.{key}: {value if isinstance(value, Unresolved) else 'not a literal'}"
+                                        f" — left at torchtitan's default; supply it with --set "
+                                        f"({FIXES.get(name, 'the matching strategy field')})")
+            continue
+        if isinstance(value, Call):
+            continue  # nested configs (datasets, …) are not priced
+        section[key] = value
+    return section
+
+
+def _has_unresolved(value: Any) -> bool:
+    if isinstance(value, Unresolved):
+        return True
+    if isinstance(value, list):
+        return any(_has_unresolved(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_unresolved(v) for v in value.values())
+    return False
+
+
+def _model(job: dict[str, Any], spec: Any, module: Module, entry: str, out: Collector) -> None:
+    """``model_registry("FLAVOR", …)``: the flavor of the registry's model (``entry``: FILE.py:FUNCTION)."""
+    file, function = split_entry(entry)
+    if not isinstance(spec, Call) or spec.short != "model_registry" or not spec.args:
+        out.warn("W-FLAVOR", f"model_spec {getattr(spec, 'name', spec)} is not model_registry(\"FLAVOR\"); give the "
+                             "model with --model config.json")
+        return
+    flavor = spec.args[0]
+    name = model_name(module, file)
+    if name is None:  # the registry's recipes are named after their model (llama3_8b, deepseek_v3_671b)
+        name = next((f for f in sorted(flavors.families(), key=len, reverse=True)
+                     if str(function).lower().startswith(f"{f}_") or str(function).lower() == f), None)
+        if name is not None:
+            out.assumptions.append(Assumption("model.name", f"{name} {flavor}", f"the file states no model (no "
+                                              f"models/<name>/ folder, torchtitan.models import or Model class); "
+                                              f"taken from the recipe's name {function}() — give --model to "
+                                              "price another"))
+    if name is None or not isinstance(flavor, str):
+        out.warn("W-FLAVOR", "which torchtitan model this registry belongs to is not stated (no torchtitan.models."
+                             "<name> import, no <Name>Model class); give the model with --model config.json")
+        return
+    job["model"] = {"name": name, "flavor": flavor}
+    _converters(job, spec.get("converters"), out)
+    for key, value in spec.kwargs.items():
+        if key == "converters":
+            continue
+        if key == "num_mtp_layers" and value:
+            out.warn("W-UNMODELLED", f"model_registry(num_mtp_layers={value}): the flavor table has no MTP layers; "
+                                     "priced without them")
+        elif key != "attn_backend":
+            out.warn("W-UNMODELLED", f"model_registry({key}={value!r}) is not read; priced as the plain flavor")
+
+
+def model_name(module: Module, file: str) -> str | None:
+    """The torchtitan model a registry file belongs to: its folder under torchtitan/models/, a
+    ``torchtitan.models.<name>`` import, else the ``<Name>Model`` class it imports from ``.model``."""
+    parts = Path(file).resolve().parts
+    if len(parts) >= 3 and parts[-3] == "models":
+        return parts[-2]
+    for imported in module.imports:
+        pieces = imported.split(".")
+        if pieces[:2] == ["torchtitan", "models"] and len(pieces) > 2 and pieces[2] != "common":
+            return pieces[2]
+    for node in module.tree.body:
+        names = getattr(node, "names", [])
+        if getattr(node, "module", None) == "model" and getattr(node, "level", 0) == 1:
+            for alias in names:
+                if alias.name.endswith("Model") and len(alias.name) > 5:
+                    return alias.name[:-5].lower()
+    return None
+
+
+def _converters(job: dict[str, Any], value: Any, out: Collector) -> None:
+    if value is None:
+        return
+    if not isinstance(value, list):
+        out.warn("W-PY-UNRESOLVED", f"converters: {value} — not a list the static reading can follow")
+        return
+    names: list[str] = job.setdefault("model", {}).setdefault("converters", [])
+    for conv in value:
+        if not isinstance(conv, Call):
+            out.warn("W-PY-UNRESOLVED", f"a converter the static reading cannot follow ({conv}); not priced")
+            continue
+        kind = conv.short
+        options = {k: v for k, v in conv.kwargs.items() if not isinstance(v, Unresolved)}
+        if kind == "Float8LinearConverter":
+            names.append("float8")
+            float8 = {k: v for k, v in options.items()
+                      if k in ("recipe_name", "enable_fsdp_float8_all_gather", "filter_fqns")}
+            if isinstance(float8.get("filter_fqns"), list):  # lm_head is the newer name of the output head
+                float8["filter_fqns"] = ["output" if f == "lm_head" else f for f in float8["filter_fqns"]]
+            job.setdefault("quantize", {}).setdefault("linear", {})["float8"] = float8
+        elif kind == "MXFP8LinearConverter":
+            names.append("mx")
+            job.setdefault("quantize", {}).setdefault("linear", {})["mx"] = {"recipe_name": "mxfp8"}
+        elif kind == "Float8GroupedExpertsConverter":
+            names.append("quantize.grouped_mm.float8")
+        elif kind == "MXFP8GroupedExpertsConverter":
+            names.append("quantize.grouped_mm.mx")
+        elif kind == "LoRAConverter":
+            _lora(conv, out)
+        else:
+            out.warn("W-UNMODELLED", f"{kind} is not priced (its linears are priced in bf16)")
+
+
+def _lora(conv: Call, out: Collector) -> None:
+    rank, targets = conv.get("rank"), conv.get("target_modules")
+    if not isinstance(rank, int) or not isinstance(targets, list):
+        out.warn("W-PY-UNRESOLVED", f"LoRAConverter rank/target_modules (line {conv.line}) are not literals; give "
+                                    "--set strategy.lora_rank=… strategy.lora_targets=[…]")
+        return
+    unknown = [t for t in targets if t not in LORA_MODULES]
+    if unknown:
+        out.warn("W-UNMODELLED", f"LoRA target modules {', '.join(map(str, unknown))} are not priced")
+    where = f"LoRAConverter (line {conv.line})"
+    out.put("strategy.peft", "lora", where, "LoRAConverter")
+    out.put("strategy.lora_rank", rank, f"{where} rank", rank)
+    out.put("strategy.lora_targets", tuple(dict.fromkeys(m for t in targets if t in LORA_MODULES
+                                                         for m in LORA_MODULES[t])), f"{where} target_modules",
+            targets)
+
+
+def _loss(value: Any, out: Collector) -> None:
+    if isinstance(value, Call) and value.short == "ChunkedLossWrapper":
+        out.put("strategy.loss_fusion", "chunked", f"loss=ChunkedLossWrapper (line {value.line})",
+                "ChunkedLossWrapper")
+    elif isinstance(value, Call) and value.short == "MTPLoss":
+        out.warn("W-UNMODELLED", "MTPLoss: multi-token prediction layers are not in the flavor table; not priced")
+
+
+def _optimizer(job: dict[str, Any], value: Any, out: Collector) -> None:
+    if not isinstance(value, Call):
+        return
+    if value.short == "OptimizersInBackwardContainer":
+        out.warn("W-UNMODELLED", "the optimizer step in the backward (gradients freed per parameter) is not "
+                                 "modelled; priced as a step after the backward")
+    section = {k: v for k, v in value.kwargs.items() if k in ("name", "implementation") and isinstance(v, str)}
+    if value.short not in ("default_adamw", "OptimizersContainer", "OptimizersInBackwardContainer"):
+        section.setdefault("name", value.short)
+    if section:
+        job["optimizer"] = section
+
+
+def _checkpointing(job: dict[str, Any], value: Any, out: Collector) -> None:
+    if not isinstance(value, Call):
+        return
+    modes = {"SelectiveAC": "selective", "FullAC": "full", "NoAC": "none"}
+    if value.short in modes:
+        section = {"mode": modes[value.short]}
+        option = value.get("selective_ac_option", value.get("ac_option"))
+        if isinstance(option, (str, int)):
+            section["selective_ac_option"] = str(option)
+    else:
+        section = _section("activation_checkpoint", value, out)
+    job["activation_checkpoint"] = section
+
+
+def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
+    changed = changed_fields(parsed.baseline_strategy, strategy)
+    shown = ", ".join(f"{k} = {v!r}" for k, v in changed.items())
+    raise refusal(f"a Python config registry is code: the estimator does not rewrite it; set {shown} in "
+                  f"{Path(_split(source.path)[0]).name} by hand", source.path)
+
+
+__all__ = ["FORMAT", "choose_function", "detect", "model_name", "read", "write"]

@@ -1,0 +1,127 @@
+"""Megatron-Bridge / NeMo 2 configs (issue 13): override YAMLs and serialised run configs read as the Megatron
+arguments they are, recipes read statically (base recipe settings from the bundled table, the model from
+AutoBridge, what cannot be read named), YAML export in place, Python export refused; fuzzing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from format_helpers import check_mutated, mutate, read_estimate_export, roundtrip
+from fuzzing import fuzz_settings
+from hypothesis import HealthCheck, given
+from hypothesis import strategies as st
+
+from estimator.errors import ConfigError
+from estimator.estimate import estimate
+from estimator.export import export
+from estimator.formats import parse
+from estimator.parsed import apply_changes
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "fixtures" / "megatron_bridge"
+OVERRIDE, RUN, RECIPES = FIX / "llama3_8b_override.yaml", FIX / "gpt_run_config.yaml", FIX / "llama_recipes.py"
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+
+
+def warning_texts(parsed, code: str) -> list[str]:
+    return [w.text for w in parsed.warnings if w.code == code]
+
+
+def test_an_override_file_is_read_as_megatron_arguments_with_the_model_from_model(tmp_path):
+    misspelt = tmp_path / "override.yaml"
+    misspelt.write_text(OVERRIDE.read_text() + "modle:\n  num_layers: 2\n")
+    parsed = parse([str(misspelt)], devices=16, model=LLAMA)
+    s = parsed.strategy
+    assert parsed.options.framework == "megatron" and parsed.model.hidden_size == 4096
+    assert (s.tp, s.pp, s.dp, s.sequence_parallel, s.seq_length) == (2, 2, 4, True, 8192)
+    assert (s.micro_batch_size, s.micro_batches, s.sharding.mode) == (1, 16, "zero1")
+    assert s.recompute.default_mode == "full" and (s.param_bytes, s.compute_bytes) == (2, 2)
+    assert parsed.provenance["strategy.tp"].key == "model.tensor_model_parallel_size"
+    assert parsed.provenance["strategy.sharding"].key == "ddp.use_distributed_optimizer"
+    assert any("did you mean 'model'" in w for w in warning_texts(parsed, "W-KEY-UNKNOWN"))
+    assert warning_texts(parsed, "W-MODEL")  # the recipe it overrides is not named
+
+
+def test_a_serialised_run_config_states_the_model_itself():
+    parsed = parse([str(RUN)], devices=16)
+    m, s = parsed.model, parsed.strategy
+    assert (m.num_layers, m.hidden_size, m.num_kv_heads, m.ffn_hidden_size, m.gated_ffn) == (24, 2048, 4, 5632, True)
+    assert (m.norm, m.tie_embeddings, m.qkv_bias) == ("rms", False, False)
+    assert (s.tp, s.cp, s.dp, s.fp8, s.fp8_param) == (2, 2, 4, "tensorwise", True)
+    assert not warning_texts(parsed, "W-GQA")  # num_query_groups is GQA in a provider, no switch needed
+
+
+def test_a_recipe_reads_its_base_its_model_and_its_assignments():
+    parsed = parse([f"{RECIPES}:llama3_8b_pretrain_config"], devices=16)
+    s = parsed.strategy
+    assert parsed.model.num_layers == 32 and parsed.model.vocab_size == 128256  # AutoBridge's Hub id
+    assert (s.tp, s.pp, s.dp, s.seq_length, s.micro_batch_size, s.micro_batches) == (2, 2, 4, 8192, 1, 32)
+    # _pretrain_common(): distributed optimizer and bf16_mixed, said where they come from
+    assert s.sharding.mode == "zero1" and "_pretrain_common() in Megatron-Bridge recipes/common.py" in \
+        parsed.provenance["strategy.sharding"].key
+    assert s.optimizer_state_bytes == 2  # precision-aware optimizer with bf16 moments (torch.bfloat16)
+    assert any(a.field == "recipe base" for a in parsed.assumptions)
+
+
+def test_a_layout_built_from_lists_and_what_code_changes_is_named():
+    parsed = parse([f"{RECIPES}:llama3_8b_layout_helper"], devices=16)
+    est = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    assert [st.layer_counts for st in est.stages] == [(15,), (17,)]
+    unresolved = warning_texts(parsed, "W-PY-UNRESOLVED")
+    assert any("line 32: apply_layout(cfg.model, LAYOUT)" in w for w in unresolved)
+    assert any("context_parallel_size: line 34: assigned inside an if block" in w for w in unresolved)
+
+
+def test_recipe_parameters_and_the_lora_base():
+    s = parse([f"{RECIPES}:llama3_8b_peft_config"], devices=16).strategy
+    assert (s.peft, s.lora_rank, s.lora_targets) == ("lora", 16, ("qkv", "o"))  # rank: the parameter's default
+    assert (s.micro_batch_size, s.global_batch_size, s.seq_length) == (1, 32, 4096)
+
+
+def test_yaml_export_patches_keys_in_their_sections(tmp_path):
+    target, run = tmp_path / "override.yaml", tmp_path / "run.yaml"
+    shutil.copy(OVERRIDE, target)
+    shutil.copy(RUN, run)
+    _, changed = roundtrip([str(target)], {"strategy.tp": 4, "strategy.pp": 1, "strategy.micro_batches": 16,
+                                               "strategy.sharding": "none"}, devices=16, model=LLAMA)
+    assert sorted(changed) == sorted(["-  tensor_model_parallel_size: 2", "+  tensor_model_parallel_size: 4",
+                                      "-  pipeline_model_parallel_size: 2", "+  pipeline_model_parallel_size: 1",
+                                      "-  use_distributed_optimizer: true", "+  use_distributed_optimizer: false"])
+    _files, changed = roundtrip([str(run)], {"strategy.cp": 1, "strategy.micro_batches": 32}, devices=16)
+    assert sorted(changed) == sorted(["-  context_parallel_size: 2", "+  context_parallel_size: 1",
+                                      "-  global_batch_size: 128", "+  global_batch_size: 512"])
+
+
+def test_python_export_is_refused_with_the_values():
+    parsed = parse([f"{RECIPES}:llama3_8b_pretrain_config"], devices=16)
+    with pytest.raises(ConfigError, match=r"recipe is code: .*tp = 4"):
+        export(apply_changes(parsed, {"strategy.tp": 4, "strategy.micro_batches": 64}))
+
+
+def test_devices_are_required():
+    with pytest.raises(ConfigError, match="--devices"):
+        parse([str(RUN)])
+
+
+_SOURCES = [OVERRIDE, RUN, RECIPES]
+
+
+@st.composite
+def _mutations(draw):
+    path = draw(st.sampled_from(_SOURCES))
+    return path.suffix, mutate(draw, path.read_text(encoding="utf-8"),
+                               ["(", ")", "[", "]", ":", "\n  ", "-1", "1e400", "'x'", "null", " * 99999", "cfg.model.",
+                                "true"])
+
+
+@fuzz_settings(100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_mutations())
+def test_fuzzed_inputs_raise_only_sapp_errors(tmp_path, case):
+    suffix, text = case
+    if suffix == ".yaml":
+        read_estimate_export(tmp_path, suffix, text, devices=16, model=LLAMA)
+        return
+    for name in ("llama3_8b_pretrain_config", "llama3_8b_layout_helper", "llama3_8b_peft_config"):
+        check_mutated(tmp_path / "recipes.py", text, name, devices=16)
