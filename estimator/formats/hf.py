@@ -293,8 +293,8 @@ def _vision(v: dict[str, Any], lm_hidden: Any, model_type: str, notes: list[str]
     if "embed_dim" in v:  # Qwen2-VL: hidden_size is the merger's output width
         width = field("embed_dim", None)
         ratio = v.get("mlp_ratio") or 4
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0:
-            raise ConfigError(f"mlp_ratio must be a positive number; got {ratio!r}", path=path,
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1024:
+            raise ConfigError(f"mlp_ratio must be a number above 0 and at most 1024; got {ratio!r}", path=path,
                               key="vision_config.mlp_ratio")
         ffn = int((width or 0) * ratio)
         out = field("hidden_size", None) if v.get("hidden_size") != width else lm_hidden

@@ -83,7 +83,7 @@ def render_markdown(parsed: ParsedConfig, result: Result, chart_file: str | None
         lines += [f"![per-stage memory]({quote(chart_file)})", ""]
     lines += ["## Memory per stage (GiB, * = peak)", "", "| " + " | ".join(STAGE_HEADER) + " |",
               "|" + "---|" * len(STAGE_HEADER)]
-    lines += ["| " + " | ".join(md(c) for c in r) + " |" for r in _stage_rows(result)]
+    lines += ["| " + " | ".join(r) + " |" for r in _stage_rows(result)]  # numbers and the peak's *
     lines += ["", f"## Device figures ({md(parsed.hardware.name)})", "", "| " + " | ".join(FIGURE_HEADER) + " |",
               "|---|---|---|"]
     lines += [f"| {md(label)} | {md(value)} | {f'[{md(source)}]({quote(url, safe=URL_SAFE)})' if url else md(source)} |"
