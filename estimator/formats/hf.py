@@ -15,11 +15,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError
 from ..parsed import Provenance
 from ..warnings import EstimateWarning
+from ..yamlio import load_data
 from .known_keys import catalogue, unknown_names
 from .support import MAX_LAYERS
 
@@ -178,8 +177,7 @@ def unmodelled_features(data: dict[str, Any], path: str) -> list[EstimateWarning
 
 @cache
 def hf_features() -> dict[str, Any]:
-    with open(Path(__file__).with_name("keys") / "hf_features.yaml", encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+    return load_data((Path(__file__).with_name("keys") / "hf_features.yaml").read_text(encoding="utf-8"))
 
 
 def _int(value: Any, path: str, key: str | None, minimum: int = 0, maximum: int = 1 << 40) -> int:

@@ -102,7 +102,9 @@ def _raw_profiles() -> dict[str, dict[str, Any]]:
             raw[data["name"]] = data
     for user_dir in _USER_DIRS:
         for path in sorted(user_dir.glob("*.yaml")) if user_dir.is_dir() else []:
-            data = _load(path.read_text(encoding="utf-8"), str(path))
+            from ..formats.common import read_text  # a user's file: regular files only, bounded (docs/limits.md)
+
+            data = _load(read_text(path), str(path))
             raw[data["name"]] = data
     return raw
 
