@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import SappError
+from .inputs import file_kind
 from .limits import MAX_FILE_BYTES
 
 JOURNAL_PREFIX = ".sapp-journal-"
@@ -117,8 +118,6 @@ def _existing(target: str, named: str) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     if not stat.S_ISREG(info.st_mode):
-        from .formats.common import file_kind
-
         raise SappError(f"{named} is {file_kind(info.st_mode)}, not a regular file; write to a regular file or a "
                         "new path (nothing was written)")
     return info

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .errors import ConfigError
+from .inputs import load_yaml, read_text
 from .records import Record
 from .sources import Source, Vouch, read_sources, resolve_source
 from .units import parse_size
@@ -311,9 +312,7 @@ def load_presets(extra_dirs: tuple[Path, ...] = ()) -> tuple[Hardware, ...]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.yaml")):
-            from .formats.common import load_yaml, read_text  # bounded, regular files only (docs/limits.md)
-
-            data = load_yaml(read_text(path), str(path))
+            data = load_yaml(read_text(path), str(path))  # bounded, regular files only (docs/limits.md)
             preset = hardware_from_mapping(data, str(path))
             by_id[preset.id.lower()] = preset  # type: ignore[union-attr]
     return tuple(by_id.values())

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from estimator.errors import SappError
 from estimator.export import write_atomic
-from estimator.formats.common import read_text
+from estimator.inputs import read_text
 from estimator.parsed import ParsedConfig
 from estimator.session import ExportPlan, ExportRefused, PlanSession, prepare_export, targets_for
 from estimator.strategy import Strategy

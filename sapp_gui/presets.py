@@ -17,8 +17,8 @@ import yaml
 
 from estimator.errors import ConfigError, SappError
 from estimator.export import write_atomic
-from estimator.formats.common import load_yaml, read_text
 from estimator.hardware import Hardware, figures, hardware_from_mapping, shipped_presets
+from estimator.inputs import load_yaml, read_text
 from estimator.sources import Source
 from estimator.units import MiB
 from estimator.userconfig import register_user_profiles as _register_profiles

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from ..errors import ConfigError
+from ..inputs import read_text
 from ..records import Record
 from ..yamlio import load_data
 
@@ -102,9 +103,7 @@ def _raw_profiles() -> dict[str, dict[str, Any]]:
             raw[data["name"]] = data
     for user_dir in _USER_DIRS:
         for path in sorted(user_dir.glob("*.yaml")) if user_dir.is_dir() else []:
-            from ..formats.common import read_text  # a user's file: regular files only, bounded (docs/limits.md)
-
-            data = _load(read_text(path), str(path))
+            data = _load(read_text(path), str(path))  # regular files only, bounded (docs/limits.md)
             raw[data["name"]] = data
     return raw
 

@@ -259,3 +259,13 @@ def test_reading_files_finishes_their_interrupted_export_and_says_so(tmp_path: P
     assert "W-EXPORT-FINISHED" in got.stdout + got.stderr and "finished now" in got.stdout + got.stderr
     assert "dp 4 × tp 1" in got.stdout  # the estimate is of the finished export
     assert notes.read_text() == "new\n" and leftovers(tmp_path) == []
+
+
+def test_two_changed_files_with_one_name_are_not_written_over_each_other(tmp_path: Path) -> None:
+    from estimator.session.exporting import targets_for
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(SappError, match=r"two changed files have the name p\.yaml"):
+        targets_for({str(tmp_path / "a" / "p.yaml"): "a\n", str(tmp_path / "b" / "p.yaml"): "b\n"}, out)
+    assert list(out.iterdir()) == []
