@@ -2,18 +2,16 @@
 docs/model.md#frameworks).
 
 ``export(parsed, strategy)`` returns the new text of every source file it changes (the caller writes them
-all-or-none with ``write_atomic``); format modules in ``estimator/formats/`` provide ``write``.
+all-or-none with ``write_atomic``, estimator/atomic.py); format modules in ``estimator/formats/`` provide
+``write``.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
-import shutil
-import tempfile
-from pathlib import Path
 
-from .errors import ConfigError, SappError
+from .atomic import write_atomic
+from .errors import ConfigError
 from .parsed import ParsedConfig, SourceFile
 from .strategy import Strategy
 
@@ -58,42 +56,6 @@ def export(parsed: ParsedConfig, strategy: Strategy | None = None) -> dict[str, 
         if new_text != source.text:
             out[source.path] = new_text
     return out
-
-
-def write_atomic(files: dict[str, str | bytes], *, backup: bool = True) -> list[str]:
-    """Write every file or none: all contents (text, or bytes for images) go to temp files next to their targets
-    first, then each is renamed over its target (keeping ``TARGET.bak`` when ``backup``). Returns the backup
-    paths."""
-    staged: list[tuple[str, str]] = []
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        for path, text in files.items():
-            target = Path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            if isinstance(text, bytes):
-                with os.fdopen(fd, "wb") as raw:
-                    raw.write(text)
-            else:
-                with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                    fh.write(text)
-            if target.exists():
-                shutil.copymode(target, tmp)
-            else:  # a new file gets the usual permissions, not mkstemp's private 0600
-                os.chmod(tmp, 0o666 & ~umask)
-            staged.append((tmp, path))
-    except OSError as exc:
-        for tmp, _ in staged:
-            Path(tmp).unlink(missing_ok=True)
-        raise SappError(f"cannot write {exc.filename or ''}: {exc.strerror}") from None
-    backups = []
-    for tmp, path in staged:
-        if backup and Path(path).exists():
-            shutil.copy2(path, path + ".bak")
-            backups.append(path + ".bak")
-        os.replace(tmp, path)
-    return backups
 
 
 __all__ = ["SourceFile", "export", "write_atomic"]

@@ -15,9 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
-
 from .errors import ConfigError
+from .inputs import load_yaml, read_text
 from .records import Record
 from .sources import Source, Vouch, read_sources, resolve_source
 from .units import parse_size
@@ -313,13 +312,7 @@ def load_presets(extra_dirs: tuple[Path, ...] = ()) -> tuple[Hardware, ...]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.yaml")):
-            try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8"))
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                raise ConfigError(f"malformed YAML: {getattr(exc, 'problem', exc)}", path=str(path),
-                                  line=mark.line + 1 if mark else None,
-                                  column=mark.column + 1 if mark else None) from None
+            data = load_yaml(read_text(path), str(path))  # bounded, regular files only (docs/limits.md)
             preset = hardware_from_mapping(data, str(path))
             by_id[preset.id.lower()] = preset  # type: ignore[union-attr]
     return tuple(by_id.values())

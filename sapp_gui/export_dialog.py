@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from estimator.errors import SappError
 from estimator.export import write_atomic
+from estimator.inputs import read_text
 from estimator.parsed import ParsedConfig
 from estimator.session import ExportPlan, ExportRefused, PlanSession, prepare_export, targets_for
 from estimator.strategy import Strategy
@@ -124,8 +125,8 @@ class ExportDialog(QDialog):
     @staticmethod
     def _disk_text(path: str) -> str | None:
         try:
-            return Path(path).read_text(encoding="utf-8")
-        except OSError:
+            return read_text(path)  # a FIFO or device in its place is not read (docs/limits.md)
+        except SappError:
             return None
 
     def diff_text(self) -> str:

@@ -9,6 +9,7 @@ pale colours and a dashed outline like the pinned baseline of the stage chart.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
 
 import numpy as np
 import pyqtgraph as pg
@@ -144,9 +145,9 @@ class GroupedStageChart(StackedBarChart):
         names = []
         pale, full = translate("Charts", "pale"), translate("Charts", "solid")
         for e in faded:
-            names.append(f"<span style='color:#8a8a8a'>▥ {pale}</span> = {e.name}")
-        for e in solid:
-            names.append(f"<b>{e.tag}</b> = {e.name}" if len(solid) > 1 else f"▮ {full} = {e.name}")
+            names.append(f"<span style='color:#8a8a8a'>▥ {pale}</span> = {escape(e.name)}")
+        for e in solid:  # names are file names: text, never markup
+            names.append(f"<b>{e.tag}</b> = {escape(e.name)}" if len(solid) > 1 else f"▮ {full} = {escape(e.name)}")
         if len(solid) > 1 and not self.tags_drawn:
             order = " ".join(e.tag for e in solid)
             names.append(translate("Charts", "(in each stage from left to right: {0})").format(order))

@@ -15,9 +15,10 @@ from typing import Any
 
 import yaml
 
-from estimator.errors import ConfigError
+from estimator.errors import ConfigError, SappError
 from estimator.export import write_atomic
 from estimator.hardware import Hardware, figures, hardware_from_mapping, shipped_presets
+from estimator.inputs import load_yaml, read_text
 from estimator.sources import Source
 from estimator.units import MiB
 from estimator.userconfig import register_user_profiles as _register_profiles
@@ -106,8 +107,8 @@ def user_preset_ids(folder: Path) -> set[str]:
         return ids
     for path in folder.glob("*.yaml"):
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            data = load_yaml(read_text(path), str(path))
+        except SappError:  # bounded, regular files only (docs/limits.md)
             continue
         if isinstance(data, dict) and data.get("id"):
             ids.add(str(data["id"]).lower())

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import yaml
 
+from estimator.yamlio import load_data
+
 INDEX_NAME = "index.yaml"
 # files that are never offered on their own (the index, editor leftovers, backups)
 _SKIP_SUFFIXES = (".bak", ".tmp", ".swp", ".md", ".txt")
@@ -69,7 +71,7 @@ def load_examples(folder: Path | None = None, lang: str | None = None) -> list[E
     index = folder / INDEX_NAME
     if index.is_file():
         try:
-            data = yaml.safe_load(index.read_text(encoding="utf-8")) or {}
+            data = load_data(index.read_text(encoding="utf-8")) or {}
             entries = [e for e in data.get("examples") or [] if isinstance(e, dict)]
         except (yaml.YAMLError, OSError, AttributeError):
             entries = []

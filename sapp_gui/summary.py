@@ -128,6 +128,7 @@ class SummaryPanel(QFrame):
         self.cards = (self.verdict, self.peak, self.headroom, self.step_time, self.throughput, self.mfu,
                       self.devices, self.batch, self.params)
         self.context = QLabel("")
+        self.context.setTextFormat(Qt.TextFormat.PlainText)  # it shows the model name: text, never HTML
         self.context.setWordWrap(True)
         self.context.setProperty("sappRole", "note")
         self.columns = 0

@@ -7,10 +7,12 @@ a reader takes (text, path, data, devices) and returns a ``Reading``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..atomic import recover_interrupted
 from ..errors import ConfigError
 from ..fields import REGISTRY, coerce, lookup
 from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
@@ -130,6 +132,8 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
     all_paths = [str(p) for p in paths] + ([str(model)] if model else [])
     if not all_paths:
         raise ConfigError("no config file given")
+    # an export of these files that was killed half-way is finished first (estimator/atomic.py), and said
+    finished = recover_interrupted({os.path.dirname(os.path.abspath(p)) for p in all_paths})
     readings = [read_file(p, devices, framework) for p in all_paths]
     check_combination(readings[:len(paths)])  # --model is the explicit way to take another file's model
     strategy_sources = [r for r in readings if r.role in ("strategy", "both")]
@@ -139,7 +143,7 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
                           path=all_paths[0])
     values: dict[str, Any] = {}
     provenance: dict[str, Provenance] = {}
-    warnings: list[EstimateWarning] = []
+    warnings: list[EstimateWarning] = [EstimateWarning("W-EXPORT-FINISHED", note) for note in finished]
     assumptions: list[Assumption] = []
     for reading in strategy_sources:
         values.update(reading.values)

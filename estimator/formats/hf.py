@@ -15,11 +15,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError
 from ..parsed import Provenance
 from ..warnings import EstimateWarning
+from ..yamlio import load_data
 from .known_keys import catalogue, unknown_names
 from .support import MAX_LAYERS
 
@@ -180,8 +179,7 @@ def unmodelled_features(data: dict[str, Any], path: str) -> list[EstimateWarning
 
 @cache
 def hf_features() -> dict[str, Any]:
-    with open(Path(__file__).with_name("keys") / "hf_features.yaml", encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+    return load_data((Path(__file__).with_name("keys") / "hf_features.yaml").read_text(encoding="utf-8"))
 
 
 def _int(value: Any, path: str, key: str | None, minimum: int = 0, maximum: int = 1 << 40) -> int:
@@ -312,8 +310,8 @@ def _vision(v: dict[str, Any], lm_hidden: Any, model_type: str, notes: list[str]
     if "embed_dim" in v:  # Qwen2-VL: hidden_size is the merger's output width
         width = field("embed_dim", None)
         ratio = v.get("mlp_ratio") or 4
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0:
-            raise ConfigError(f"mlp_ratio must be a positive number; got {ratio!r}", path=path,
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1024:
+            raise ConfigError(f"mlp_ratio must be a number above 0 and at most 1024; got {ratio!r}", path=path,
                               key="vision_config.mlp_ratio")
         ffn = int((width or 0) * ratio)
         out = field("hidden_size", None) if v.get("hidden_size") != width else lm_hidden

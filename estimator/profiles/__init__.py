@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from ..errors import ConfigError
+from ..inputs import read_text
 from ..records import Record
 from ..yamlio import load_data
 
@@ -102,7 +103,7 @@ def _raw_profiles() -> dict[str, dict[str, Any]]:
             raw[data["name"]] = data
     for user_dir in _USER_DIRS:
         for path in sorted(user_dir.glob("*.yaml")) if user_dir.is_dir() else []:
-            data = _load(path.read_text(encoding="utf-8"), str(path))
+            data = _load(read_text(path), str(path))  # regular files only, bounded (docs/limits.md)
             raw[data["name"]] = data
     return raw
 

@@ -7,6 +7,7 @@ Editors commit on Enter, focus loss or an arrow step (never per keystroke), so o
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +52,7 @@ class IntEditor(QSpinBox):
     def __init__(self, key: str, minimum: int = 1, *, optional: bool = False,
                  steps: Callable[[], list[int] | None] | None = None) -> None:
         super().__init__()
+        self.key = key
         maximum = field_maximum(key)
         self.optional = optional
         self._steps = steps
@@ -297,6 +299,7 @@ class FieldRow:
         self.error.setWordWrap(True)
         self.error.setVisible(False)
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.setTextFormat(Qt.TextFormat.PlainText)  # messages quote values from the file
         self.container = QWidget()
         box = QVBoxLayout(self.container)
         box.setContentsMargins(0, 0, 0, 0)
@@ -357,9 +360,9 @@ class FieldRow:
         if self.help:
             tip += f"<br>{self.help}"
         value_from = translate("Forms", "Value from:")
-        tip += f"<br><i>{value_from}</i> {describe(doc, self.key, assumptions)}"
+        tip += f"<br><i>{value_from}</i> {html.escape(describe(doc, self.key, assumptions))}"  # file text
         if self.error.text():
-            tip += f"<br><span style='color:#B8420A'>{self.error.text()}</span>"
+            tip += f"<br><span style='color:#B8420A'>{html.escape(self.error.text())}</span>"
         if tip != self._tip:
             self._tip = tip
             self.editor.setToolTip(tip)
