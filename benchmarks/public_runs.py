@@ -256,7 +256,7 @@ def summarise(comparisons: list[Comparison]) -> dict[str, Any]:
 
 # -------------------------------------------------------------------------------------------- rendering
 def _gib(value: float | None) -> str:
-    return "—" if value is None else f"{value / 2 ** 30:.1f}"
+    return "—" if value is None else f"{value / 2 ** 30:.2f}"
 
 
 def _row(c: Comparison) -> dict[str, str]:

@@ -171,7 +171,8 @@ def test_megatron_plans_count_the_parameters_their_arguments_build(run, payloads
     the published dimensions and arguments, not from the plan)."""
     dims, args = run.published["model"], run.published["megatron_arguments"]
     expected = megatron_gpt_parameters(
-        h=dims["hidden_size"], heads=dims["num_attention_heads"], kv=dims["num_kv_heads"],
+        h=dims["hidden_size"], heads=dims["num_attention_heads"],
+        kv=dims.get("num_kv_heads", dims["num_attention_heads"]),  # no --group-query-attention: one per head
         ffn=dims["ffn_hidden_size"], layers=dims["num_layers"], vocab=args["vocab_size"], gated=args["swiglu"],
         rms=args["normalization"] == "RMSNorm",
         tied=not args["untie_embeddings_and_output_weights"])
