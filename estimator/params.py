@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .dims import Dims
+from .kinds import extra_params
 from .model import ModelSpec, VisionSpec
 from .profiles import get_profile
 
@@ -96,7 +97,8 @@ def block(d: Dims, kind: str) -> Elements:
         return Elements()
     mixer = linear_attention(d) if kind.startswith("lin_") else attention(d)
     ffn = moe_ffn(d) if kind.endswith("moe") else dense_ffn(d)
-    return mixer + ffn + norms(d)
+    extra = extra_params(d, kind)  # what a kind described as data adds (estimator/kinds), by class
+    return mixer + ffn + norms(d) + Elements(tp=extra["tp"], rep=extra["rep"], exp=extra["exp"])
 
 
 def linear_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:
