@@ -381,7 +381,8 @@ class ActivationTable:
         """A body kind's slots: the shipped table of its base kind, edited by its kind file and the user's slot
         overrides (estimator/kinds), then by the features that change what is saved (compile, FP8, LoRA)."""
         base = base_of(kind)
-        slots = apply_slots(kind, block_slots(self.d, self.w, self.f, self.s, base), self.d, self.w, self.f, self.s)
+        slots = apply_slots(kind, block_slots(self.d, self.w, self.f, self.s, base), self.d, self.w, self.f, self.s,
+                            SlotDef)
         feat = self.f.feat
         if feat.compile_model and base not in ("noop", "vision"):
             slots = tuple(compiled_slots(list(slots)))

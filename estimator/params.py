@@ -9,6 +9,7 @@ from functools import lru_cache
 
 from .dims import Dims
 from .kinds import extra_params
+from .kinds import generation as kinds_generation
 from .model import ModelSpec, VisionSpec
 from .profiles import get_profile
 
@@ -231,9 +232,14 @@ class ParameterCounts:
     non_embedding: int
 
 
-@lru_cache(maxsize=256)
 def parameter_counts(model: ModelSpec, d: Dims) -> ParameterCounts:
     """Parameter counts of the model (unpadded vocabulary), docs/model.md#inputs-and-outputs and V7."""
+    return _parameter_counts(model, d, kinds_generation())
+
+
+@lru_cache(maxsize=256)
+def _parameter_counts(model: ModelSpec, d: Dims, _kinds: int) -> ParameterCounts:
+    """``_kinds``: the layer-kind registry's generation, so a kind folder registered later is counted."""
     emb = d.v * d.h
     head = 0 if d.tie else d.v * d.h
     body_total = 0.0

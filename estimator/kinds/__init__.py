@@ -29,7 +29,7 @@ its file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -118,12 +118,18 @@ def remove_kinds_dir(folder: str | Path) -> None:
     _changed()
 
 
-def _changed() -> None:
-    """Forget what was derived from the kinds: the registry and the cached parameter counts."""
-    from ..params import parameter_counts
+_GENERATION = [0]
 
+
+def _changed() -> None:
+    """Forget the registry; caches of what is derived from it key on ``generation()``."""
+    _GENERATION[0] += 1
     registry.cache_clear()
-    parameter_counts.cache_clear()
+
+
+def generation() -> int:
+    """Changes whenever the registered folders change (params.parameter_counts keys its cache on it)."""
+    return _GENERATION[0]
 
 
 def _texts() -> Iterable[tuple[str, str, str]]:
@@ -334,9 +340,11 @@ def _matches(override: SlotOverride, kind: str) -> bool:
     return override.kind in ("*", kind)
 
 
-def apply_slots(kind: str, slots: tuple, dims: Any, widths: Any, flags: Any, s: float) -> tuple:
+def apply_slots(kind: str, slots: tuple, dims: Any, widths: Any, flags: Any, s: float,
+                make: Callable[..., Any]) -> tuple:
     """The slot table of ``kind``: the base kind's slots (``slots``), edited by the kind's file (a slot whose
-    ``when`` is false is absent), then by the overrides that name it. Returns SlotDef tuples."""
+    ``when`` is false is absent), then by the overrides that name it. ``make(id, bytes, cls, switches)``
+    builds a new slot (activations.SlotDef)."""
     data = get_kind(kind)
     overrides = [o for o in registry().overrides if _matches(o, kind)]
     if data is None and not overrides:
@@ -349,23 +357,22 @@ def apply_slots(kind: str, slots: tuple, dims: Any, widths: Any, flags: Any, s: 
             if spec.when is not None and not spec.when(names):
                 out = [slot for slot in out if slot.id != spec.id]
             else:
-                out = _edit(out, spec, names, kind, data.source)
+                out = _edit(out, spec, names, kind, data.source, make)
     for override in overrides:
         if override.slot.when is None or override.slot.when(names):
-            out = _edit(out, override.slot, names, kind, None)
+            out = _edit(out, override.slot, names, kind, None, make)
     return tuple(out)
 
 
-def _edit(out: list, spec: SlotSpec, names: dict[str, Any], kind: str, source: str | None) -> list:
-    from ..activations import SlotDef
-
+def _edit(out: list, spec: SlotSpec, names: dict[str, Any], kind: str, source: str | None,
+          make: Callable[..., Any]) -> list:
     index = next((i for i, slot in enumerate(out) if slot.id == spec.id), None)
     if index is None:
         if spec.bytes is None or spec.cls is None:
             if source is not None:
                 raise ConfigError(f"slot {spec.id!r} is new to kind {kind!r}: it needs bytes and class", path=source)
             return out  # an override of a slot this kind does not have
-        return [*out, SlotDef(spec.id, float(spec.bytes(names)), spec.cls, frozenset(spec.switches or ()))]
+        return [*out, make(spec.id, float(spec.bytes(names)), spec.cls, frozenset(spec.switches or ()))]
     old = out[index]
     new = replace(old, bytes=float(spec.bytes(names)) if spec.bytes is not None else old.bytes,
                   cls=spec.cls or old.cls,
