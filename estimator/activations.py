@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from .arr import Num
+from .kinds import apply_slots, base_of
 from .resolve import Dims, Flags, Par, Widths
 
 # Division classes (docs/model.md#division-classes). GSP: a norm output that is saved all-gathered (REP) when the gather
@@ -377,14 +378,18 @@ class ActivationTable:
         return got
 
     def _block(self, kind: str) -> tuple[SlotDef, ...]:
-        slots = block_slots(self.d, self.w, self.f, self.s, kind)
+        """A body kind's slots: the shipped table of its base kind, edited by its kind file and the user's slot
+        overrides (estimator/kinds), then by the features that change what is saved (compile, FP8, LoRA)."""
+        base = base_of(kind)
+        slots = apply_slots(kind, block_slots(self.d, self.w, self.f, self.s, base), self.d, self.w, self.f, self.s,
+                            SlotDef)
         feat = self.f.feat
-        if feat.compile_model and kind not in ("noop", "vision"):
+        if feat.compile_model and base not in ("noop", "vision"):
             slots = tuple(compiled_slots(list(slots)))
-        if feat.fp8_on and feat.fp8_impl == "te" and kind not in ("noop", "vision"):
-            slots = tuple(fp8_slots(self.d, self.w, self.f, kind, list(slots)))
-        if feat.lora and kind not in ("noop", "vision"):
-            slots = tuple(lora_slots(self.d, self.w, self.f, kind, list(slots)))
+        if feat.fp8_on and feat.fp8_impl == "te" and base not in ("noop", "vision"):
+            slots = tuple(fp8_slots(self.d, self.w, self.f, base, list(slots)))
+        if feat.lora and base not in ("noop", "vision"):
+            slots = tuple(lora_slots(self.d, self.w, self.f, base, list(slots)))
         return slots
 
     def gathered(self, option: str) -> bool:

@@ -24,7 +24,7 @@ from .result import Result
 from .session import PlanSession
 from .session.edits import EditError
 from .units import parse_size
-from .userconfig import register_user_profiles, user_presets_dir
+from .userconfig import register_user_kinds, register_user_profiles, user_presets_dir
 
 EXIT_BAD_INPUT = 1
 EXIT_DOES_NOT_FIT = 3
@@ -546,9 +546,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     # the user's presets and family profiles (the app's config folder) count for the CLI too
-    problem = register_user_profiles()
-    if problem:
-        print(f"warning: {problem}", file=sys.stderr)
+    for problem in (register_user_profiles(), register_user_kinds()):
+        if problem:
+            print(f"warning: {problem}", file=sys.stderr)
     if args.command != "plugins":
         for problem in plugin_problems():
             print(f"warning: {problem}", file=sys.stderr)

@@ -54,6 +54,7 @@ class Dims:
     hidden_dropout: bool
     emb_dropout: bool
     router_bytes: float
+    kind_symbols: tuple[tuple[str, float], ...] = ()  # symbols of the data layer kinds in use (estimator/kinds)
 
     @property
     def q_w(self) -> int:

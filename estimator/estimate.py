@@ -15,6 +15,7 @@ from .errors import StrategyError
 from .features import fp8_problem, peft_problem
 from .hardware import Hardware, runtime_of
 from .hardware_figures import figures_json
+from .kinds import base_of
 from .layout import Layout, build_layout, layout_inputs
 from .model import ModelSpec
 from .options import RunOptions
@@ -51,7 +52,7 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
 
 def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
     d, par, st = r.dims, r.par, r.strategy
-    kinds = set(r.model.body_kinds()) | set(r.model.mtp_kinds())
+    kinds = {base_of(k) for k in (*r.model.body_kinds(), *r.model.mtp_kinds())}  # data kinds by their base
     l_eff = d.n_lay + len(st.noop_layers) + (d.n_mtp if st.mtp_in_offset else 0) + \
         (2 if st.emb_out_in_offset else 0)
     return RuleContext(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from . import params as P
 from .activations import option_switches
 from .arr import Num
+from .kinds import attended_keys
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item
 from .resolve import Dims, Flags
 
@@ -127,8 +128,17 @@ def _mixer_flops(c: FlopContext, kind: str) -> tuple[Num, Num]:
     if kind.startswith("lin_"):
         core = linear_attention_flops(c.T, d.n_lv, d.lin_d_k, d.lin_d_v, c.t)
     else:
-        core = attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
+        core = _core_flops(c, kind)
     return mm, core
+
+
+def _core_flops(c: FlopContext, kind: str) -> Num:
+    """The attention core over κ·s keys, or over the keys a kind described as data attends (estimator/kinds)."""
+    d = c.dims
+    keys = attended_keys(kind, d, c.s)
+    if keys is None:
+        return attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
+    return attention_core_flops(c.T, d.a, 1.0, keys, d.dqk, d.dv, c.t)
 
 
 def _matmul_sequence(d: Dims, kind: str) -> list[tuple[float, bool]]:
@@ -174,7 +184,7 @@ def selective_flops(c: FlopContext, kind: str, option: str) -> Num:
     out = 0.0
     linear = kind.startswith("lin_")
     if "core" in off and not linear:
-        out = out + attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
+        out = out + _core_flops(c, kind)
     if "mla_up" in off and d.mla and not linear:
         q_up = d.dc_q * d.a * d.dqk if d.dc_q > 0 else 0
         out = out + 2 * c.T * (q_up + d.dc_kv * d.a * (d.dh + d.dv)) / c.t

@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import ClassVar
 
 from .errors import ModelSpecError
+from .kinds import base_of, kind_for_layer, known_kinds
 from .records import Record
 
 BODY_KINDS = ("dense", "moe", "lin_dense", "lin_moe", "noop", "vision")
@@ -93,6 +94,7 @@ class ModelSpec(Record):
     linear_num_value_heads: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 4
+    sliding_window: int | None = None  # keys a sliding-window layer attends (HF sliding_window)
     layer_types: tuple[str, ...] = ()
     vision: VisionSpec | None = None
     layers: tuple[LayerGroup, ...] = field(default=())
@@ -126,10 +128,11 @@ class ModelSpec(Record):
         for index in range(self.num_layers):
             moe = self.is_moe and index >= self.first_k_dense and (
                 self.moe_layer_freq <= 1 or (index - self.first_k_dense) % self.moe_layer_freq == 0)
-            linear = bool(self.layer_types) and index < len(self.layer_types) and \
-                self.layer_types[index].startswith("linear")
+            layer_type = self.layer_types[index] if index < len(self.layer_types) else None
+            linear = layer_type is not None and layer_type.startswith("linear")
             kind = ("lin_" if linear else "") + ("moe" if moe else "dense")
-            kinds.append(kind)
+            # a layer kind described as data (estimator/kinds) may claim this layer type or model type
+            kinds.append(kind_for_layer(kind, layer_type, self.model_type))
         groups: list[LayerGroup] = []
         for kind in kinds:
             if groups and groups[-1].kind == kind:
@@ -137,7 +140,7 @@ class ModelSpec(Record):
             else:
                 groups.append(LayerGroup(kind, 1))
         if self.mtp_layers:
-            mtp_kind = "moe" if self.is_moe else "dense"
+            mtp_kind = kind_for_layer("moe" if self.is_moe else "dense", None, self.model_type)
             groups.append(LayerGroup(mtp_kind, self.mtp_layers, is_mtp=True))
         return tuple(groups)
 
@@ -190,9 +193,10 @@ class ModelSpec(Record):
         if self.layers and mtp != self.mtp_layers:
             problems.append(f"MTP layer groups sum to {mtp}, model has {self.mtp_layers} MTP layers")
         for group in self.layer_stack():
-            if group.kind not in BODY_KINDS:
-                problems.append(f"unknown layer kind {group.kind!r} (one of {', '.join(BODY_KINDS)})")
-        kinds = {g.kind for g in self.layer_stack()}
+            if group.kind not in BODY_KINDS and group.kind not in known_kinds():
+                problems.append(f"unknown layer kind {group.kind!r} (one of {', '.join(BODY_KINDS)}, or a kind "
+                                f"described as data: {', '.join(known_kinds()) or 'none'})")
+        kinds = {base_of(g.kind) for g in self.layer_stack()}
         if kinds & {"moe", "lin_moe"}:
             if not self.num_experts or not self.experts_per_token:
                 problems.append("MoE layers need num_experts and experts_per_token")

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .dims import Dims
+from .kinds import extra_params
+from .kinds import generation as kinds_generation
 from .model import ModelSpec, VisionSpec
 from .profiles import get_profile
 
@@ -96,7 +98,8 @@ def block(d: Dims, kind: str) -> Elements:
         return Elements()
     mixer = linear_attention(d) if kind.startswith("lin_") else attention(d)
     ffn = moe_ffn(d) if kind.endswith("moe") else dense_ffn(d)
-    return mixer + ffn + norms(d)
+    extra = extra_params(d, kind)  # what a kind described as data adds (estimator/kinds), by class
+    return mixer + ffn + norms(d) + Elements(tp=extra["tp"], rep=extra["rep"], exp=extra["exp"])
 
 
 def linear_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:
@@ -229,9 +232,14 @@ class ParameterCounts:
     non_embedding: int
 
 
-@lru_cache(maxsize=256)
 def parameter_counts(model: ModelSpec, d: Dims) -> ParameterCounts:
     """Parameter counts of the model (unpadded vocabulary), docs/model.md#inputs-and-outputs and V7."""
+    return _parameter_counts(model, d, kinds_generation())
+
+
+@lru_cache(maxsize=256)
+def _parameter_counts(model: ModelSpec, d: Dims, _kinds: int) -> ParameterCounts:
+    """``_kinds``: the layer-kind registry's generation, so a kind folder registered later is counted."""
     emb = d.v * d.h
     head = 0 if d.tie else d.v * d.h
     body_total = 0.0

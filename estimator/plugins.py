@@ -1,5 +1,5 @@
-"""Plug-ins: installed packages that add readers, family profiles or device presets through the entry-point
-group ``sapp_planner.plugins``.
+"""Plug-ins: installed packages that add readers, layer kinds and formulas (estimator/kinds), family profiles or
+device presets through the entry-point group ``sapp_planner.plugins``.
 
 An entry point names a callable ``register(context)``; it receives a ``PluginContext`` and calls its ``add_*``
 methods. Plug-ins load once per process (the CLI at start, the app at start). A plug-in that fails to import,
@@ -59,6 +59,17 @@ class PluginContext:
         add_profile_dir(path)
         self._undo.append(lambda: remove_profile_dir(path))
         self.info.added.append(f"profiles {path}")
+
+    def add_kinds_dir(self, folder: str | Path) -> None:
+        """A folder of layer kinds and slot overrides (estimator/kinds)."""
+        from .kinds import add_kinds_dir, remove_kinds_dir
+
+        path = Path(folder)
+        if not path.is_dir():
+            raise ConfigError(f"plug-in {self.info.name!r}: kinds folder {path} does not exist")
+        add_kinds_dir(path, f"plug-in {self.info.name}")
+        self._undo.append(lambda: remove_kinds_dir(path))
+        self.info.added.append(f"layer kinds {path}")
 
     def add_presets_dir(self, folder: str | Path) -> None:
         """A folder of device presets (the shape of estimator/presets/*.yaml)."""

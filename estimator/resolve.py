@@ -16,6 +16,8 @@ from .errors import ModelSpecError
 from .features import Features, nf4_bytes, resolve_features, unpriced_warnings
 from .frameworks import FrameworkDefaults, framework_defaults
 from .hardware import Hardware
+from .kinds import data_kind_assumptions
+from .kinds import model_symbols as kind_model_symbols
 from .model import ModelSpec
 from .options import RunOptions
 from .params import lora_modules
@@ -266,6 +268,7 @@ def resolve_dims(model: ModelSpec, profile: FamilyProfile, rec: _Recorder,
         hidden_dropout=float(_pick(model.hidden_dropout, profile.hidden_dropout)) > 0,  # type: ignore[arg-type]
         emb_dropout=float(_pick(model.hidden_dropout, profile.emb_dropout)) > 0,  # type: ignore[arg-type]
         router_bytes=profile.router_bytes,
+        kind_symbols=kind_model_symbols(model, (*model.body_kinds(), *model.mtp_kinds())),
     )
 
 
@@ -279,6 +282,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
         rec.assumptions.append(Assumption("model.family", family, family_source))
     profile = get_profile(family)
     dims = resolve_dims(model, profile, rec, fw)
+    rec.assumptions.extend(data_kind_assumptions((*model.body_kinds(), *model.mtp_kinds())))
     st = strategy
     sh = st.sharding
     mode = sh.mode

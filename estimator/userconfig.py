@@ -43,6 +43,23 @@ def calibrations_dir() -> Path:
     return user_config_dir() / "calibrations"
 
 
+def user_kinds_dir() -> Path:
+    return user_config_dir() / "kinds"
+
+
+def register_user_kinds(folder: Path | None = None) -> str:
+    """Make the user's layer kinds and slot overrides (estimator/kinds) take part in every estimate; returns why
+    they could not ("" when they could): a broken kind file is named and the folder left out."""
+    from .errors import ConfigError
+    from .kinds import add_kinds_dir
+
+    try:
+        add_kinds_dir(folder or user_kinds_dir(), "user")
+    except ConfigError as exc:
+        return f"user layer kinds ignored: {exc}"
+    return ""
+
+
 def register_user_profiles(folder: Path | None = None) -> str:
     """Make the user's family profiles take part in every estimate; returns why they could not ("" when they
     could). The folder need not exist yet (a profile saved later is read). A broken profile file is named, and

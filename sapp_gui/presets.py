@@ -21,8 +21,8 @@ from estimator.hardware import Hardware, figures, hardware_from_mapping, shipped
 from estimator.inputs import load_yaml, read_text
 from estimator.sources import Source
 from estimator.units import MiB
+from estimator.userconfig import register_user_kinds, user_config_dir, user_presets_dir
 from estimator.userconfig import register_user_profiles as _register_profiles
-from estimator.userconfig import user_config_dir, user_presets_dir
 
 from .document import tr
 from .style import QT_TRANSLATE_NOOP
@@ -117,9 +117,15 @@ def user_preset_ids(folder: Path) -> set[str]:
 
 def register_user_profiles(folder: Path) -> str:
     """Make the family profiles in ``folder`` (the user's edited copies, ``estimator.profiles.profile_yaml``
-    shape) take part in every estimate; returns why they could not, or ""."""
+    shape), and the layer kinds in the ``kinds`` folder beside it, take part in every estimate; returns why
+    they could not, or ""."""
     problem = _register_profiles(folder)
     if problem:
         return tr(QT_TRANSLATE_NOOP("Document", "user profiles ignored: {0}")).format(
             problem.removeprefix("user profiles ignored: "))
+    # the user's layer kinds and slot overrides sit beside the profiles, as for the CLI
+    problem = register_user_kinds(folder.parent / "kinds")
+    if problem:
+        return tr(QT_TRANSLATE_NOOP("Document", "user layer kinds ignored: {0}")).format(
+            problem.removeprefix("user layer kinds ignored: "))
     return ""

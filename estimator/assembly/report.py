@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..arr import Num, is_array
 from ..explain import Quantity, sum_node
+from ..kinds import notes as kind_notes
 from ..result import CATEGORIES, LayerRow
 from ..stage import Row, StagePricer
 from ..static import Local, fp8_weight_bytes
@@ -182,7 +183,7 @@ def _row_leaf(pricer: StagePricer, category: str, label: str, value: float, row:
         fp8 = f"; {feat.fp8} FP8 linear inputs at β_8 = {feat.fp8_act_bytes:g} B [A-FP8]" if \
             feat.fp8_on and feat.fp8_impl == "te" else ""
         return Quantity(label, value, "A-LAYER", inputs,
-                        note=f"option {lr.option}; slot sums in bytes per token{fp8}")
+                        note=f"option {lr.option}; slot sums in bytes per token{fp8}" + kind_notes(row.item.block))
     return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note="weights kept gathered (mf_op)")
 
 

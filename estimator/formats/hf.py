@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..kinds import claims_layer_type
 from ..parsed import Provenance
 from ..warnings import EstimateWarning
 from ..yamlio import load_data
@@ -39,7 +40,7 @@ _HF_KEYS: tuple[tuple[str, str], ...] = (
     ("linear_num_key_heads", "linear_num_key_heads"), ("linear_key_head_dim", "linear_key_head_dim"),
     ("linear_num_value_heads", "linear_num_value_heads"), ("linear_value_head_dim", "linear_value_head_dim"),
     ("linear_conv_kernel_dim", "linear_conv_kernel"), ("attention_bias", "qkv_bias"),
-    ("mlp_bias", "mlp_bias"), ("attn_output_gate", "output_gate"),
+    ("mlp_bias", "mlp_bias"), ("attn_output_gate", "output_gate"), ("sliding_window", "sliding_window"),
 )
 # DeepSeek's own inference format (inference/configs/config_*.json)
 _DEEPSEEK_KEYS: tuple[tuple[str, str], ...] = (
@@ -167,11 +168,11 @@ def unmodelled_features(data: dict[str, Any], path: str) -> list[EstimateWarning
                 source.get(switch) == off for switch, off in (entry.get("off_when") or {}).items()):
             continue
         found.append((entry["feature"].format(value=value), entry["priced"]))
+    model_type = str(source.get("model_type") or data.get("model_type") or "")
     for kind, entry in table["layer_types"].items():
-        if kind in kinds:
+        if kind in kinds and not claims_layer_type(kind, model_type):  # a layer kind as data prices it
             found.append((entry["feature"].format(count=kinds.count(kind), total=len(kinds),
                                                   sliding_window=source.get("sliding_window")), entry["priced"]))
-    model_type = str(source.get("model_type") or data.get("model_type") or "")
     found += [(entry["feature"], entry["priced"]) for entry in table["model_types"].get(model_type, ())]
     return [EstimateWarning("W-MODEL-FEATURE", f"{path}: {feature}: not in SAPP's model; {priced}")
             for feature, priced in found]

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..features import fp8_problem, peft_problem
 from ..frameworks import framework_defaults
+from ..kinds import base_of
 from ..parsed import ParsedConfig
 from ..strategy import V_SCHEDULES
 from ..validate import RULES
@@ -84,7 +85,7 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
         bound &= np.isin(c["m"], mb_dim.values)
     bound &= (c["m"] <= space.bounds.mb_max) | (c["m"] == 0)
     apply("R-BOUND", bound)
-    kinds = set(model.body_kinds()) | set(model.mtp_kinds())
+    kinds = {base_of(k) for k in (*model.body_kinds(), *model.mtp_kinds())}  # data kinds by their base
     l_eff = model.num_layers + len(st.noop_layers) + (model.mtp_layers if st.mtp_in_offset else 0) + \
         (2 if st.emb_out_in_offset else 0)
     n_kv = model.num_attention_heads if model.is_mla else (model.num_kv_heads or model.num_attention_heads)

@@ -427,6 +427,10 @@
         <source>user profiles ignored: {0}</source>
         <translation>已忽略用户配置档：{0}</translation>
     </message>
+    <message>
+        <source>user layer kinds ignored: {0}</source>
+        <translation>已忽略用户层类型：{0}</translation>
+    </message>
 </context>
 <context>
     <name>Explain</name>

@@ -1,0 +1,439 @@
+"""Layer kinds and slot overrides as data (issue 15): YAML files in the slot vocabulary of
+``estimator/activations.py`` and the parameter classes of ``estimator/params.py``.
+
+A **kind file** defines a body-layer kind on top of a shipped one (``base``: dense, moe, lin_dense, lin_moe):
+slots it adds or replaces (bytes per token as a formula, division class, recompute switches, a condition),
+slots it removes, parameters it adds by class, and the attention core's attended keys for the FLOPs. ``match``
+says which layers of a model become this kind (HF ``layer_types`` entries and/or ``model_types``). An
+**override** replaces one slot of one kind (or of every kind, ``kind: "*"``). Formulas are arithmetic over the
+symbols of ``symbols()`` (estimator/kinds/expr.py); nothing is executed.
+
+Shipped kinds live beside this file; the user's ``kinds/`` folder (estimator/userconfig.py) and plug-in folders
+are registered with ``add_kinds_dir``. Every data kind and override in use is reported as an assumption naming
+its file.
+
+    name: swa_moe                 # ends with the base's FFN half (dense / moe); lin_ prefix iff the base has it
+    base: moe
+    description: sliding-window attention
+    match: {layer_types: [sliding_attention], model_types: [gpt_oss]}
+    symbols: {window: sliding_window}          # formula symbol -> ModelSpec field
+    slots:
+      - {id: a.scores, bytes: "b_sm * a * min(s, window)", class: tp, switches: [core], when: "not flash"}
+    remove: [a.scores_cast]
+    params:
+      - {name: sinks, class: rep, elements: "a"}
+    flops: {attended_keys: "min(s, window) * (1 - min(s, window) / (2 * s))"}
+    overrides:                     # in any kind file, or a file of its own
+      - {kind: dense, slot: a.scores, bytes: "4 * a * s"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError, ModelSpecError
+from ..yamlio import load_data
+from .expr import Formula, parse_formula
+
+BASES = ("dense", "moe", "lin_dense", "lin_moe")
+CLASSES = ("sp", "gsp", "tp", "rep", "v", "exp", "expt")
+PARAM_CLASSES = ("tp", "rep", "exp")
+SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act")
+KIND_KEYS = {"name", "base", "description", "match", "symbols", "slots", "remove", "params", "flops",
+             # informational keys `sapp measure` writes beside the census
+             "measured_layer", "transient_bytes_per_token", "parameters"}
+FILE_KEYS = {"kind", "kinds", "overrides", "source"}
+
+
+@dataclass(frozen=True)
+class SlotSpec:
+    id: str
+    bytes: Formula | None
+    cls: str | None
+    switches: tuple[str, ...] | None
+    when: Formula | None
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    cls: str
+    elements: Formula
+
+
+@dataclass(frozen=True)
+class KindDef:
+    name: str
+    base: str
+    description: str
+    layer_types: tuple[str, ...]
+    model_types: tuple[str, ...]
+    symbols: tuple[tuple[str, str], ...]
+    slots: tuple[SlotSpec, ...]
+    remove: tuple[str, ...]
+    params: tuple[ParamSpec, ...]
+    attended_keys: Formula | None
+    source: str
+    origin: str  # "shipped", "user" or "plug-in NAME"
+
+
+@dataclass(frozen=True)
+class SlotOverride:
+    kind: str
+    slot: SlotSpec
+    source: str
+    origin: str
+
+
+# ------------------------------------------------------------------------------------------- loading
+_DIRS: list[tuple[Path, str]] = []
+
+
+def add_kinds_dir(folder: str | Path, origin: str = "user") -> None:
+    """Also read kind files from ``folder`` (again, if it is registered). A folder whose files do not load raises
+    ConfigError (naming the file and key) and is not registered, so one broken file cannot make every estimate
+    fail."""
+    entry = (Path(folder), origin)
+    if entry not in _DIRS:
+        _DIRS.append(entry)
+    _changed()  # registering again reads the folder again (a file added or edited since)
+    try:
+        registry()
+    except ConfigError:
+        _DIRS.remove(entry)
+        _changed()
+        raise
+
+
+def remove_kinds_dir(folder: str | Path) -> None:
+    for entry in [e for e in _DIRS if e[0] == Path(folder)]:
+        _DIRS.remove(entry)
+    _changed()
+
+
+_GENERATION = [0]
+
+
+def _changed() -> None:
+    """Forget the registry; caches of what is derived from it key on ``generation()``."""
+    _GENERATION[0] += 1
+    registry.cache_clear()
+
+
+def generation() -> int:
+    """Changes whenever the registered folders change (params.parameter_counts keys its cache on it)."""
+    return _GENERATION[0]
+
+
+def _texts() -> Iterable[tuple[str, str, str]]:
+    """(text, where, origin) of every kind file: shipped first, then registered folders in order."""
+    for entry in sorted(resources.files(__package__).iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            yield entry.read_text(encoding="utf-8"), f"estimator/kinds/{entry.name}", "shipped"
+    for folder, origin in _DIRS:
+        for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+            yield path.read_text(encoding="utf-8"), str(path), origin
+
+
+def _list(value: Any, where: str, key: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"expected a list, got {value!r}", path=where, key=key)
+    return value
+
+
+def _strings(value: Any, where: str, key: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    items = _list(value, where, key)
+    for item in items:
+        if not isinstance(item, str) or (allowed is not None and item not in allowed):
+            hint = f" (one of {', '.join(allowed)})" if allowed else ""
+            raise ConfigError(f"{item!r} is not valid here{hint}", path=where, key=key)
+    return tuple(items)
+
+
+def _slot(raw: Any, where: str, key: str, need_bytes: bool) -> SlotSpec:
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+        raise ConfigError("a slot is a mapping with at least id", path=where, key=key)
+    unknown = set(raw) - {"id", "bytes", "class", "switches", "when", "kind", "slot"}
+    if unknown:
+        raise ConfigError(f"unknown slot key(s) {', '.join(sorted(unknown))}; keys: id, bytes, class, switches, "
+                          "when", path=where, key=key)
+    if need_bytes and "bytes" not in raw:
+        raise ConfigError(f"slot {raw['id']!r} needs bytes (per token, a formula)", path=where, key=key)
+    cls = raw.get("class")
+    if cls is not None and cls not in CLASSES:
+        raise ConfigError(f"class {cls!r} is not one of {', '.join(CLASSES)}", path=where, key=f"{key}.class")
+    switches = raw.get("switches")
+    return SlotSpec(
+        raw["id"], parse_formula(raw["bytes"], where) if "bytes" in raw else None, cls,
+        None if switches is None else _strings(switches, where, f"{key}.switches", SWITCHES),
+        parse_formula(raw["when"], where) if "when" in raw else None)
+
+
+def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise ConfigError("a layer kind is a mapping with at least name and base", path=where, key=key)
+    unknown = set(raw) - KIND_KEYS
+    if unknown:
+        raise ConfigError(f"unknown layer-kind key(s) {', '.join(sorted(unknown))}; keys: "
+                          f"{', '.join(sorted(KIND_KEYS))}", path=where, key=key)
+    name, base = raw["name"], raw.get("base")
+    if base not in BASES:
+        raise ConfigError(f"base {base!r} is not one of {', '.join(BASES)}", path=where, key=f"{key}.base")
+    ffn = "moe" if base.endswith("moe") else "dense"
+    if not name.endswith(ffn) or name.startswith("lin_") != base.startswith("lin_") or name in BASES \
+            or name in ("noop", "vision") or not name.replace("_", "").replace(".", "").replace("-", "").isalnum():
+        raise ConfigError(f"kind name {name!r} must end with {ffn!r}, start with 'lin_' exactly when its base "
+                          f"does, use letters, digits, '_', '.', '-', and not be a shipped kind", path=where,
+                          key=f"{key}.name")
+    match = raw.get("match") or {}
+    if not isinstance(match, dict) or set(match) - {"layer_types", "model_types"}:
+        raise ConfigError("match takes layer_types and model_types lists", path=where, key=f"{key}.match")
+    symbols = raw.get("symbols") or {}
+    if not isinstance(symbols, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                for k, v in symbols.items()):
+        raise ConfigError("symbols maps a formula name to a model field name", path=where, key=f"{key}.symbols")
+    params = []
+    for i, p in enumerate(_list(raw.get("params"), where, f"{key}.params")):
+        if not isinstance(p, dict) or p.get("class") not in PARAM_CLASSES or "elements" not in p:
+            raise ConfigError(f"a parameter entry has class ({', '.join(PARAM_CLASSES)}) and elements", path=where,
+                              key=f"{key}.params[{i}]")
+        params.append(ParamSpec(str(p.get("name", f"param{i}")), p["class"], parse_formula(p["elements"], where)))
+    flops = raw.get("flops") or {}
+    if not isinstance(flops, dict) or set(flops) - {"attended_keys"}:
+        raise ConfigError("flops takes attended_keys (keys each query attends, a formula)", path=where,
+                          key=f"{key}.flops")
+    slots = tuple(_slot(s, where, f"{key}.slots[{i}]", need_bytes=False)
+                  for i, s in enumerate(_list(raw.get("slots"), where, f"{key}.slots")))
+    return KindDef(name, base, str(raw.get("description", "")),
+                   _strings(match.get("layer_types"), where, f"{key}.match.layer_types"),
+                   _strings(match.get("model_types"), where, f"{key}.match.model_types"),
+                   tuple(symbols.items()), slots, _strings(raw.get("remove"), where, f"{key}.remove"),
+                   tuple(params), parse_formula(flops["attended_keys"], where) if "attended_keys" in flops else None,
+                   where, origin)
+
+
+def _load_file(text: str, where: str, origin: str) -> tuple[list[KindDef], list[SlotOverride]]:
+    try:
+        data = load_data(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"malformed YAML: {getattr(exc, 'problem', exc)}", path=where,
+                          line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict) or not set(data) & {"kind", "kinds", "overrides"}:
+        raise ConfigError("a layer-kind file has kind:, kinds: or overrides:", path=where)
+    unknown = set(data) - FILE_KEYS
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(sorted(unknown))}; keys: kind, kinds, overrides", path=where)
+    raws = ([data["kind"]] if "kind" in data else []) + _list(data.get("kinds"), where, "kinds")
+    kinds = [_kind(raw, where, origin, f"kinds[{i}]") for i, raw in enumerate(raws)]
+    overrides = []
+    for i, raw in enumerate(_list(data.get("overrides"), where, "overrides")):
+        key = f"overrides[{i}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("kind"), str) or not isinstance(raw.get("slot"), str):
+            raise ConfigError("an override names kind (or '*') and slot", path=where, key=key)
+        spec = _slot({**raw, "id": raw["slot"]}, where, key, need_bytes=False)
+        if spec.bytes is None and spec.cls is None and spec.switches is None:
+            raise ConfigError("an override changes bytes, class or switches", path=where, key=key)
+        overrides.append(SlotOverride(raw["kind"], spec, where, origin))
+    return kinds, overrides
+
+
+@dataclass(frozen=True)
+class Registry:
+    kinds: dict[str, KindDef]
+    overrides: tuple[SlotOverride, ...]
+
+
+@cache
+def registry() -> Registry:
+    kinds: dict[str, KindDef] = {}
+    overrides: list[SlotOverride] = []
+    for text, where, origin in _texts():
+        found, more = _load_file(text, where, origin)
+        for kind in found:
+            kinds[kind.name] = kind  # a later folder (user, plug-in) replaces a kind of the same name
+        overrides.extend(more)
+    return Registry(kinds, tuple(overrides))
+
+
+def get_kind(name: str) -> KindDef | None:
+    return registry().kinds.get(name)
+
+
+def known_kinds() -> tuple[str, ...]:
+    return tuple(registry().kinds)
+
+
+def kind_for_layer(base: str, layer_type: str | None, model_type: str | None) -> str:
+    """The data kind a layer of shipped kind ``base`` becomes in a model of ``model_type`` whose HF
+    ``layer_types`` entry is ``layer_type``: the most specific match (model type and layer type, then model
+    type, then layer type); ``base`` when none matches."""
+    best: tuple[int, str] | None = None
+    for kind in registry().kinds.values():
+        if kind.base != base or not (kind.layer_types or kind.model_types):
+            continue
+        if kind.layer_types and layer_type not in kind.layer_types:
+            continue
+        if kind.model_types and model_type not in kind.model_types:
+            continue
+        score = 2 * bool(kind.model_types) + bool(kind.layer_types)
+        if best is None or score > best[0]:
+            best = (score, kind.name)
+    return best[1] if best else base
+
+
+def claims_layer_type(layer_type: str, model_type: str | None) -> bool:
+    """Whether a kind described as data prices layers of ``layer_type`` in a model of ``model_type``."""
+    return any(kind_for_layer(base, layer_type, model_type) != base for base in BASES)
+
+
+def base_of(kind: str) -> str:
+    got = get_kind(kind)
+    return got.base if got else kind
+
+
+# ------------------------------------------------------------------------------------------- symbols
+def model_symbols(model: Any, kinds: Iterable[str]) -> tuple[tuple[str, float], ...]:
+    """Values of the symbols the data kinds in ``kinds`` declare, from the ModelSpec (Dims carries them)."""
+    out: dict[str, float] = {}
+    for name in dict.fromkeys(kinds):
+        kind = get_kind(name)
+        if kind is None:
+            continue
+        for symbol, field_name in kind.symbols:
+            value = getattr(model, field_name, None)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ModelSpecError(f"layer kind {name!r} ({kind.source}) needs model.{field_name} (symbol "
+                                     f"{symbol!r}); the model does not state it")
+            out[symbol] = float(value)
+    return tuple(sorted(out.items()))
+
+
+def symbols(dims: Any, widths: Any = None, flags: Any = None, s: float | None = None) -> dict[str, Any]:
+    """The names a formula may use: every Dims field (h, a, n_kv, dh, dv, dqk, hff, hff_exp, n_exp, n_chosen, …),
+    q_w, k_w, v_w, o_w, the kind symbols, the widths as b_p, b_c, b_g, b_m, b_os, b_sm, b_dm, b_n, b_r, b_l,
+    the flags flash, kv_repeat, fused_act, norm_stats, and s (the key length)."""
+    out: dict[str, Any] = {k: v for k, v in vars(dims).items() if k != "kind_symbols"}
+    out.update(q_w=dims.q_w, k_w=dims.k_w, v_w=dims.v_w, o_w=dims.o_w)
+    out.update(dict(getattr(dims, "kind_symbols", ())))
+    if widths is not None:
+        out.update({f"b_{k}": v for k, v in vars(widths).items() if k != "n_os"})
+    if flags is not None:
+        out.update(flash=flags.flash_attention, kv_repeat=flags.kv_repeat, fused_act=flags.fused_act,
+                   norm_stats=flags.norm_stats)
+    if s is not None:
+        out["s"] = s
+    return out
+
+
+# ------------------------------------------------------------------------------------------- slots
+def _matches(override: SlotOverride, kind: str) -> bool:
+    return override.kind in ("*", kind)
+
+
+def apply_slots(kind: str, slots: tuple, dims: Any, widths: Any, flags: Any, s: float,
+                make: Callable[..., Any]) -> tuple:
+    """The slot table of ``kind``: the base kind's slots (``slots``), edited by the kind's file (a slot whose
+    ``when`` is false is absent), then by the overrides that name it. ``make(id, bytes, cls, switches)``
+    builds a new slot (activations.SlotDef)."""
+    data = get_kind(kind)
+    overrides = [o for o in registry().overrides if _matches(o, kind)]
+    if data is None and not overrides:
+        return slots
+    names = symbols(dims, widths, flags, s)
+    out = list(slots)
+    if data is not None:
+        out = [slot for slot in out if slot.id not in data.remove]
+        for spec in data.slots:
+            if spec.when is not None and not spec.when(names):
+                out = [slot for slot in out if slot.id != spec.id]
+            else:
+                out = _edit(out, spec, names, kind, data.source, make)
+    for override in overrides:
+        if override.slot.when is None or override.slot.when(names):
+            out = _edit(out, override.slot, names, kind, None, make)
+    return tuple(out)
+
+
+def _edit(out: list, spec: SlotSpec, names: dict[str, Any], kind: str, source: str | None,
+          make: Callable[..., Any]) -> list:
+    index = next((i for i, slot in enumerate(out) if slot.id == spec.id), None)
+    if index is None:
+        if spec.bytes is None or spec.cls is None:
+            if source is not None:
+                raise ConfigError(f"slot {spec.id!r} is new to kind {kind!r}: it needs bytes and class", path=source)
+            return out  # an override of a slot this kind does not have
+        return [*out, make(spec.id, float(spec.bytes(names)), spec.cls, frozenset(spec.switches or ()))]
+    old = out[index]
+    new = replace(old, bytes=float(spec.bytes(names)) if spec.bytes is not None else old.bytes,
+                  cls=spec.cls or old.cls,
+                  switches=frozenset(spec.switches) if spec.switches is not None else old.switches)
+    return [*out[:index], new, *out[index + 1:]]
+
+
+def applied_overrides(kinds: Iterable[str]) -> list[tuple[str, SlotOverride]]:
+    """(kind, override) for every override that names one of ``kinds``."""
+    out = []
+    for kind in dict.fromkeys(kinds):
+        out.extend((kind, o) for o in registry().overrides if _matches(o, kind))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- params, FLOPs
+def extra_params(dims: Any, kind: str) -> dict[str, float]:
+    """Parameter elements a data kind adds, by class (tp, rep, exp)."""
+    data = get_kind(kind)
+    out = dict.fromkeys(PARAM_CLASSES, 0.0)
+    if data is None:
+        return out
+    names = symbols(dims)
+    for p in data.params:
+        out[p.cls] += float(p.elements(names))
+    return out
+
+
+def attended_keys(kind: str, dims: Any, s: Any) -> Any:
+    """Keys each query attends in the attention core by the kind's formula; None: the shipped κ·s."""
+    data = get_kind(kind)
+    if data is None or data.attended_keys is None:
+        return None
+    return data.attended_keys(symbols(dims, s=s))
+
+
+# ------------------------------------------------------------------------------------------- said out loud
+def notes(kind: str) -> str:
+    """For Explain: "; layer kind K described by FILE; slot S overridden by FILE" ("" for a shipped kind)."""
+    out = ""
+    data = get_kind(kind) if kind else None
+    if data is not None:
+        out += f"; layer kind {kind} described by {data.source}"
+    for _, override in applied_overrides((kind,)) if kind else ():
+        out += f"; slot {override.slot.id} overridden by {override.source}"
+    return out
+
+
+def data_kind_assumptions(kinds: Iterable[str]) -> list[Any]:
+    """An assumption for every kind described as data and every slot override in use, naming its file."""
+    from ..warnings import Assumption
+
+    out = []
+    used = tuple(dict.fromkeys(kinds))
+    for name in used:
+        data = get_kind(name)
+        if data is not None:
+            out.append(Assumption(f"layer kind {name}", data.base,
+                                  f"described by {data.source} ({data.origin}): {data.description}".rstrip(": ")))
+    for name, override in applied_overrides(used):
+        slot = override.slot
+        value = slot.bytes.text if slot.bytes is not None else (slot.cls or ",".join(slot.switches or ()))
+        out.append(Assumption(f"slot {slot.id} of {name}", value, f"overridden by {override.source}"))
+    return out

@@ -1,0 +1,217 @@
+"""Layer kinds and formulas as data (estimator/kinds): the formula grammar, a user slot override and a user kind
+changing the estimate exactly as stated (and said in the assumptions and in Explain), the shipped gpt-oss and
+sliding-window kinds against hand counts of transformers' modules, and broken files named, never fatal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from estimator import kinds
+from estimator.cli import main
+from estimator.errors import ConfigError
+from estimator.hardware import find_preset
+from estimator.kinds.expr import parse_formula
+from estimator.model import ModelSpec
+from estimator.options import RunOptions
+from estimator.params import block, parameter_counts
+from estimator.resolve import resolve
+from estimator.single_layer import layer_activation
+from estimator.strategy import Strategy
+
+PLAN = """model:
+  name: house-llama
+  model_type: llama
+  hidden_size: 1024
+  num_layers: 4
+  num_attention_heads: 16
+  num_kv_heads: 4
+  ffn_hidden_size: 2816
+  vocab_size: 32000
+strategy:
+  seq_length: 2048
+  dp: 2
+  tp: 2
+  micro_batch_size: 1
+  micro_batches: 4
+  flash_attention: false
+hardware: {device: H100-80G}
+options: {framework: megatron}
+"""
+
+
+@pytest.fixture
+def user_kinds(tmp_path, monkeypatch):
+    """An empty user config folder, with the kinds registry reset before and after."""
+    monkeypatch.setenv("SAPP_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "kinds").mkdir()
+    saved = list(kinds._DIRS)
+    kinds._DIRS.clear()
+    kinds.registry.cache_clear()
+    yield tmp_path / "kinds"
+    kinds._DIRS[:] = saved
+    kinds.registry.cache_clear()
+
+
+def _plan(tmp_path: Path) -> Path:
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN)
+    return path
+
+
+def _estimate(path: Path, *extra: str) -> dict:
+    import io
+    from contextlib import redirect_stdout
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["estimate", str(path), "--json", *extra]) == 0
+    return json.loads(out.getvalue())
+
+
+# ------------------------------------------------------------------------------------------- formulas
+def test_formulas_are_arithmetic_only():
+    f = parse_formula("b_sm * a * min(s, window) if not flash else 4 * a")
+    assert f({"b_sm": 2, "a": 8, "s": 100, "window": 16, "flash": False}) == 256
+    assert f({"b_sm": 2, "a": 8, "s": 100, "window": 16, "flash": True}) == 32
+    assert parse_formula(12)({}) == 12
+    for bad in ("__import__('os')", "a.b", "x[0]", "'text'", "(lambda: 1)()", "open('f')", "min(a, key=b)"):
+        with pytest.raises(ConfigError):
+            parse_formula(bad, "k.yaml")
+    with pytest.raises(ConfigError, match="unknown symbol"):
+        parse_formula("h * nope", "k.yaml")({"h": 1})
+
+
+# ------------------------------------------------------------------------------------------- user override
+def test_user_slot_override_changes_the_estimate_exactly(user_kinds, tmp_path, capsys):
+    plan = _plan(tmp_path)
+    before = _estimate(plan)
+    (user_kinds / "my_attention.yaml").write_text(
+        "# the unfused scores with 1,000 bytes per token more (a stand-in for a kernel's extra buffer)\n"
+        "overrides:\n  - {kind: dense, slot: a.scores, bytes: 'b_sm * a * s + 1000'}\n")
+    kinds.add_kinds_dir(user_kinds)  # what the CLI and the app do at start
+    after = _estimate(plan)
+    # a.scores is class TP: per layer and micro-batch T·1000/t more, T = 2048 tokens, t = 2
+    d_slot = 2048 * 1000 / 2
+    model = ModelSpec(1024, 4, 16, 32000, num_kv_heads=4, ffn_hidden_size=2816, model_type="llama")
+    st = Strategy(seq_length=2048, dp=2, tp=2, micro_batches=4, flash_attention=False)
+    hw, opt = find_preset("H100-80G"), RunOptions(framework="megatron")
+    a = layer_activation(model, st, hw, opt)
+    kinds.remove_kinds_dir(user_kinds)
+    a0 = layer_activation(model, st, hw, opt)
+    assert a - a0 == d_slot
+    # pp 1: the one stage holds the 4 layers, one micro-batch each in flight at the peak (1F1B, p − i = 1)
+    assert after["stages"][0]["bytes_by_category"]["activations"] - \
+        before["stages"][0]["bytes_by_category"]["activations"] == 4 * d_slot
+    said = [x for x in after["assumptions"] if x["field"] == "slot a.scores of dense"]
+    assert said and said[0]["value"] == "b_sm * a * s + 1000"
+    assert said[0]["source"] == f"overridden by {user_kinds / 'my_attention.yaml'}"
+
+
+def test_override_shown_in_explain_and_text(user_kinds, tmp_path, capsys):
+    (user_kinds / "my_attention.yaml").write_text("overrides:\n  - {kind: '*', slot: a.scores, bytes: '4*a*s'}\n")
+    kinds.add_kinds_dir(user_kinds)
+    assert main(["estimate", str(_plan(tmp_path)), "--explain", "--depth", "9"]) == 0
+    out = capsys.readouterr().out
+    assert "slot a.scores overridden by" in out and "my_attention.yaml" in out
+    assert "slot a.scores of dense = '4*a*s' (overridden by" in out
+
+
+# ------------------------------------------------------------------------------------------- user kind
+def test_user_kind_by_model_type(user_kinds, tmp_path):
+    (user_kinds / "house.yaml").write_text("""kind:
+  name: house_dense
+  base: dense
+  description: a gate on the attention output and a learned per-head temperature
+  match: {model_types: [llama]}
+  slots:
+    - {id: a.gate2, bytes: "b_c * o_w", class: tp}
+  params:
+    - {name: temperature, class: rep, elements: "a"}
+    - {name: output gate, class: tp, elements: "h * o_w"}
+""")
+    kinds.add_kinds_dir(user_kinds)
+    model = ModelSpec(1024, 4, 16, 32000, num_kv_heads=4, ffn_hidden_size=2816, model_type="llama")
+    assert model.body_kinds() == ("house_dense",) * 4
+    st = Strategy(seq_length=2048, dp=2, tp=2, micro_batches=4, flash_attention=False)
+    r = resolve(model, st, find_preset("H100-80G"), RunOptions(framework="megatron"))
+    assert block(r.dims, "house_dense").total - block(r.dims, "dense").total == 16 + 1024 * 1024
+    a = layer_activation(model, st, find_preset("H100-80G"), RunOptions(framework="megatron"), kind="house_dense")
+    a0 = layer_activation(model, st, find_preset("H100-80G"), RunOptions(framework="megatron"), kind="dense")
+    assert a - a0 == 2048 * 2 * 1024 / 2  # T·β_c·o_w/t
+    assert any(x.field == "layer kind house_dense" for x in r.assumptions)
+
+
+def test_broken_kind_file_is_named_not_fatal(user_kinds, tmp_path, capsys):
+    (user_kinds / "bad.yaml").write_text("kind: {name: bad_dense, base: dense, slots: [{id: x, bytes: 'h.real'}]}\n")
+    plan = _plan(tmp_path)
+    assert main(["estimate", str(plan), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "user layer kinds ignored" in err and "bad.yaml" in err and "Attribute" in err
+    (user_kinds / "bad.yaml").write_text("kind: {name: dense, base: dense}\n")
+    with pytest.raises(ConfigError, match="not be a shipped kind"):
+        kinds.add_kinds_dir(user_kinds)
+
+
+# ------------------------------------------------------------------------------------------- shipped kinds
+GPT_OSS_TINY = {"model_type": "gpt_oss", "hidden_size": 256, "num_layers": 2, "num_attention_heads": 8,
+                "num_kv_heads": 2, "head_dim": 32, "vocab_size": 1000, "num_experts": 8, "experts_per_token": 2,
+                "moe_ffn_hidden_size": 256, "sliding_window": 16,
+                "layer_types": ("sliding_attention", "full_attention")}
+
+
+def _gpt_oss(**kw) -> tuple[ModelSpec, object]:
+    model = ModelSpec(**{**GPT_OSS_TINY, **kw})
+    r = resolve(model, Strategy(seq_length=64), find_preset("H100-80G"), RunOptions(framework="megatron"))
+    return model, r
+
+
+def test_gpt_oss_layers_and_parameters():
+    model, r = _gpt_oss()
+    assert r.profile.name == "gpt_oss"
+    assert model.body_kinds() == ("gpt_oss_swa_moe", "gpt_oss_moe")
+    # transformers' GptOssDecoderLayer (h 256, 8 heads of 32, 2 KV heads, 8 experts of 256), counted by hand:
+    # q, k, v, o with biases; a sink per head; router weight and bias; experts' gate_up and down with biases;
+    # two norms — 1,746,064, the count `sapp measure` reads off the built module
+    attn = (256 * 256 + 256) + 2 * (256 * 64 + 64) + (256 * 256 + 256) + 8
+    router = 8 * 256 + 8
+    experts = 8 * (256 * 512 + 512) + 8 * (256 * 256 + 256)
+    assert attn + router + experts + 2 * 256 == 1_746_064
+    for kind in model.body_kinds():
+        assert block(r.dims, kind).total == 1_746_064
+
+
+def test_gpt_oss_120b_total_parameters():
+    """gpt-oss-120b (config.json: 36 layers, h 2880, 64 heads of 64, 8 KV heads, 128 experts of 2880, vocabulary
+    201,088, untied): 116.83 B parameters, the model card's figure (the gpt3 profile priced it at 78.6 B)."""
+    types = tuple(["sliding_attention", "full_attention"] * 18)
+    model = ModelSpec(hidden_size=2880, num_layers=36, num_attention_heads=64, vocab_size=201088,
+                      model_type="gpt_oss", num_kv_heads=8, head_dim=64, num_experts=128, experts_per_token=4,
+                      moe_ffn_hidden_size=2880, sliding_window=128, layer_types=types, name="gpt-oss-120b")
+    r = resolve(model, Strategy(seq_length=4096), find_preset("H100-80G"), RunOptions(framework="megatron"))
+    h, a, kv, dh, e, i = 2880, 64, 8, 64, 128, 2880
+    layer = (h * a * dh + a * dh) + 2 * (h * kv * dh + kv * dh) + (a * dh * h + h) + a + (e * h + e) + \
+        e * (h * 2 * i + 2 * i) + e * (i * h + h) + 2 * h
+    assert parameter_counts(model, r.dims).total == 36 * layer + 2 * 201088 * h + h == 116_829_156_672
+
+
+def test_sliding_window_attended_keys_in_the_flops():
+    from estimator.flops import FlopContext, _core_flops
+
+    _, r = _gpt_oss()
+    c = FlopContext(dims=r.dims, flags=r.flags, T=64, R=128, s=64, t=1, etp=1, v_pad=1000, kappa=0.5, bwd_attn=2.5)
+    full, sliding = _core_flops(c, "gpt_oss_moe"), _core_flops(c, "gpt_oss_swa_moe")
+    assert full == 2 * 64 * 8 * 0.5 * 64 * (32 + 32)
+    # a causal query attends min(s, w) − min(s, w)²/(2s) keys on average: 16 − 256/128 = 14 of 64
+    assert sliding == 2 * 64 * 8 * 14 * (32 + 32)
+    # without a window the model cannot be priced with these kinds, and says which field is missing
+    with pytest.raises(Exception, match="sliding_window"):
+        _gpt_oss(sliding_window=None)
+
+
+def test_sliding_window_kind_for_other_models():
+    model = ModelSpec(hidden_size=256, num_layers=2, num_attention_heads=8, vocab_size=1000, ffn_hidden_size=512,
+                      model_type="gemma3_text", sliding_window=32, layer_types=("sliding_attention", "full_attention"))
+    assert model.body_kinds() == ("swa_dense", "dense")
