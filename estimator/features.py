@@ -178,8 +178,7 @@ def peft_problem(st: Strategy) -> str:
 def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
     """Features a plan states that the estimator does not price yet: said out loud, never silently dropped."""
     out = []
-    for on, text in ((st.cp_load_balance is False, "context parallelism without load balancing"),
-                     (bool(st.offload_activations), "activation offload"),
+    for on, text in ((bool(st.offload_activations), "activation offload"),
                      (st.offload_optimizer, "optimizer offload"), (st.offload_params, "parameter offload")):
         if on:
             out.append(EstimateWarning("W-UNMODELLED", f"{text} is read but not priced yet: priced without it"))

@@ -99,7 +99,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "options.comm_buffer_mode": ("transient_max", "upstream_sum"),
     "options.optimizer_impl": ("fused", "foreach", "forloop"),
 }
-HARDWARE_FIELDS = ("device", "capacity", "eff_matmul", "hbm_bandwidth", "eff_hbm", "host_link_bandwidth")
+HARDWARE_FIELDS = ("device", "capacity", "eff_matmul", "hbm_bandwidth", "eff_hbm", "host_link_bandwidth",
+                   "eff_attention")
 
 
 def _hints(cls: type) -> dict[str, Any]:

@@ -75,6 +75,7 @@ class RowFlops:
     bwd_fp8: Num = 0.0    # … of bwd_mm
     wgrad_fp8: Num = 0.0  # … of wgrad_mm
     rc_fp8: Num = 0.0     # … of rc
+    rc_attn: Num = 0.0    # the attention core's part of rc (timed at the attention rate)
 
     @property
     def fwd(self) -> Num:
@@ -217,14 +218,27 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
     else:
         rc = selective_flops(c, block, item.option)
     rc8 = eight if item.option == "full" else 0.0
+    rc_core = core if item.option == "full" else (
+        0.0 if item.option == "none" else recomputed_core(c, block, item.option))
     if c.flags.feat.lora:
         # [T-FLOP.lora] a frozen base computes its input gradients only; the adapters train
         return RowFlops(fwd_mm=mm + adapters, fwd_attn=core, bwd_mm=mm + adapters, bwd_attn=c.bwd_attn * core,
-                        wgrad_mm=0.0 if frozen else adapters, rc=rc, fwd_fp8=eight, bwd_fp8=eight, rc_fp8=rc8)
-    out = _assemble(mm, core, c, frozen, rc)
+                        wgrad_mm=0.0 if frozen else adapters, rc=rc, fwd_fp8=eight, bwd_fp8=eight, rc_fp8=rc8,
+                        rc_attn=rc_core)
+    out = replace(_assemble(mm, core, c, frozen, rc), rc_attn=rc_core)
     if not c.flags.feat.fp8_on:
         return out
     return replace(out, fwd_fp8=eight, bwd_fp8=eight, wgrad_fp8=0.0 if frozen else eight, rc_fp8=rc8)
+
+
+def recomputed_core(c: FlopContext, kind: str, option: str) -> Num:
+    """The attention core FLOPs a selective layer recomputes (the ``core`` switch; never under torchtitan_op)."""
+    if kind.startswith("lin_") or (option in ("selective", "both") and c.flags.rule == "torchtitan_op"):
+        return 0.0
+    if "core" not in option_switches(option, c.sel):
+        return 0.0
+    d = c.dims
+    return attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
 
 
 def fp8_flops(c: FlopContext, kind: str) -> Num:

@@ -59,6 +59,7 @@ class Hardware(Record):
     id: str | None = None
     aliases: tuple[str, ...] = field(default=())
     host_ram_per_node: float | None = None
+    eff_attention: float | None = None  # attention-kernel efficiency (None: eff_matmul)
     # (name, low, high) per BAND_NAMES entry; an absent band is the nominal value on both sides
     efficiency_band: tuple[tuple[str, float, float], ...] = ()
     # per runtime family: memory outside the caching allocator (CUDA/CANN context, library handles), and the
@@ -163,7 +164,7 @@ def _number(value: Any, where: str, key: str) -> float:
 
 PRESET_KEYS = ("id", "name", "aliases", "capacity", "capacity_smi", "levels", "peak_flops", "eff_matmul",
                "hbm_bandwidth", "eff_hbm", "host_link_bandwidth", "host_ram_per_node", "efficiency_band",
-               "runtime_context", "workspaces", "comm_library", "sources", "provenance")
+               "runtime_context", "workspaces", "comm_library", "sources", "provenance", "eff_attention")
 
 
 def _size(data: dict[str, Any], key: str, where: str) -> float | None:
@@ -284,6 +285,8 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
         eff_hbm=eff_hbm,
         host_link_bandwidth=_number(data.get("host_link_bandwidth", 16e9), where, "host_link_bandwidth"),
         host_ram_per_node=_size(data, "host_ram_per_node", where),
+        eff_attention=_number(data["eff_attention"], where, "eff_attention") if data.get("eff_attention") is not None
+        else None,
         efficiency_band=_bands(data, where, {"matmul": eff_matmul, "hbm": eff_hbm, "comm": 1.0}),
         runtime_context=_per_runtime(data, "runtime_context", where),
         workspaces=_per_runtime(data, "workspaces", where),

@@ -99,6 +99,10 @@ class TimeContext:
             if feat.fp8_on else 0.0
         self.rate_hbm = hw.hbm_bandwidth * hw.eff_hbm
         kappa = causal_factor(r.options.causal_factor, f.causal, f.flash_attention)
+        # attention kernels at their own efficiency where the preset states one, and the critical rank's share
+        # of a causal mask when context parallelism splits the sequence without load balancing
+        self.rate_attn = hw.flops(w.c) * (hw.eff_attention if hw.eff_attention is not None else hw.eff_matmul)
+        self.attn_imbalance = cp_causal_imbalance(par.cp, kappa, f.causal and not feat.cp_load_balance)
         self.vision_dims = self._vision_dims()
         self.fc = FlopContext(dims=d, flags=f, T=pricer.T, R=pricer.R, s=par.s, t=par.t, etp=par.etp,
                               v_pad=pricer.vpad, kappa=kappa, bwd_attn=attention_backward_factor(f.flash_attention),
@@ -185,6 +189,22 @@ def mm_time(ctx: TimeContext, flops: Num, fp8: Num) -> Num:
     return compute_time(flops, ctx.rate_mm)
 
 
+def cp_causal_imbalance(cp: Num, kappa: float, unbalanced: bool) -> Num:
+    """[T-COMP.cp_causal] Context parallelism over contiguous chunks of a causal sequence: rank r's queries see
+    r + ½ of the cp key blocks, so the last rank does (cp − ½)/cp of the full attention against the κ = ½ a
+    balanced split (Megatron/TE and PyTorch's head-tail chunks, the default) gives every rank — its attention
+    takes (cp − ½)/(cp·κ) times longer; 1 when balanced, not causal, or cp = 1."""
+    if not unbalanced:
+        return 1.0
+    return where(cp > 1, (cp - 0.5) / (cp * kappa), 1.0)
+
+
+def attention_time(ctx: TimeContext, flops: Num) -> Num:
+    """[T-COMP.attn] attention-core FLOPs at peak[β_c]·eff_attention (eff_matmul where the preset states none),
+    times the critical rank's causal imbalance."""
+    return flops * ctx.attn_imbalance / ctx.rate_attn
+
+
 def fp8_cast_time(ctx: TimeContext, row: Row) -> tuple[Num, Num]:
     """[T-COMP.fp8cast] HBM time of the quantisation kernels of a layer's FP8 linears, (forward, backward): each
     reads β_c and writes β_8 per copy. Transformer Engine quantises each input rowwise and columnwise in the
@@ -261,12 +281,13 @@ def _row_time(ctx: TimeContext, row: Row) -> RowTime:
         rc_bytes = a_none - row.act
     nf4 = dequantize_time(row, ctx)
     cast_f, cast_b = fp8_cast_time(ctx, row)
-    F = mm_time(ctx, flops.fwd, flops.fwd_fp8) + elementwise_time(k.k_ew_fwd, a_none, ctx.rate_hbm) + nf4 + cast_f
-    B = mm_time(ctx, flops.bwd, flops.bwd_fp8) + (
+    F = mm_time(ctx, flops.fwd_mm, flops.fwd_fp8) + attention_time(ctx, flops.fwd_attn) + \
+        elementwise_time(k.k_ew_fwd, a_none, ctx.rate_hbm) + nf4 + cast_f
+    B = mm_time(ctx, flops.bwd_mm, flops.bwd_fp8) + attention_time(ctx, flops.bwd_attn) + (
         elementwise_time(k.k_ew_bwd, a_none, ctx.rate_hbm) + nf4 + cast_b if backward else 0.0)
     W = mm_time(ctx, flops.wgrad_mm, flops.wgrad_fp8)
-    Rc = mm_time(ctx, flops.rc, flops.rc_fp8) + elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + \
-        (nf4 + cast_f if item.option == "full" else 0.0)
+    Rc = mm_time(ctx, flops.rc - flops.rc_attn, flops.rc_fp8) + attention_time(ctx, flops.rc_attn) + \
+        elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + (nf4 + cast_f if item.option == "full" else 0.0)
     return RowTime(F=F, B=B, W=W, Rc=Rc, comm=_row_comm(ctx, row, backward, flops), flops=flops)
 
 
@@ -341,6 +362,6 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
 
 
 
-__all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "TimeContext", "async_tp_exposed", "compute_time",
-           "dequantize_time",
-           "elementwise_time", "fp8_cast_time", "knobs", "mm_time", "row_time"]
+__all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "TimeContext", "async_tp_exposed", "attention_time",
+           "compute_time", "cp_causal_imbalance", "dequantize_time", "elementwise_time", "fp8_cast_time", "knobs",
+           "mm_time", "row_time"]
