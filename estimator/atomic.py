@@ -19,12 +19,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import stat
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import SappError
 from .inputs import file_kind
@@ -88,12 +91,12 @@ def _stage(path: str, content: str | bytes, backup: bool) -> Entry:
     os.makedirs(folder, exist_ok=True)
     if isinstance(content, str):
         content = (keep_line_endings(content, target) if info else content).encode("utf-8")
-    entry = Entry(target, named, _temp_file(target, content, info))
+    entry = Entry(target, named, _temp_file(target, lambda fh: fh.write(content), info))
     if backup and info is not None:
         entry.backup = named + ".bak"
         try:
             _check_backup_path(entry.backup)
-            entry.backup_tmp = _copy_to_temp(target, entry.backup, info)
+            entry.backup_tmp = _temp_file(entry.backup, _copy_of(target), info)
         except BaseException:
             _discard(entry.tmp)
             raise
@@ -147,13 +150,14 @@ def keep_line_endings(text: str, like: str) -> str:
     return text.replace("\n", "\r\n") if crlf and crlf >= head.count(b"\n") - crlf else text
 
 
-def _temp_file(beside: str, content: bytes, like: os.stat_result | None) -> str:
-    """A flushed temporary file next to ``beside`` holding ``content``, with ``like``'s mode and owner."""
+def _temp_file(beside: str, fill: Callable[[BinaryIO], object], like: os.stat_result | None) -> str:
+    """A temporary file next to ``beside``, filled by ``fill`` and flushed to disk, with ``like``'s mode and
+    owner (removed again if anything fails)."""
     folder, name = os.path.split(beside)
     fd, tmp = tempfile.mkstemp(prefix=f".{name}{TEMP_MARK}{os.getpid()}-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(content)
+            fill(fh)
             fh.flush()
             os.fsync(fh.fileno())
         _take_mode(tmp, like)
@@ -163,21 +167,12 @@ def _temp_file(beside: str, content: bytes, like: os.stat_result | None) -> str:
     return tmp
 
 
-def _copy_to_temp(source: str, beside: str, like: os.stat_result) -> str:
-    """A flushed temporary copy of ``source`` next to ``beside`` (the backup), with ``like``'s mode and owner."""
-    folder, name = os.path.split(beside)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}{TEMP_MARK}{os.getpid()}-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
-            while chunk := src.read(1 << 20):
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        _take_mode(tmp, like)
-    except BaseException:
-        _discard(tmp)
-        raise
-    return tmp
+def _copy_of(source: str) -> Callable[[BinaryIO], None]:
+    """A ``fill`` that copies ``source`` (the file a backup keeps)."""
+    def fill(out: BinaryIO) -> None:
+        with open(source, "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+    return fill
 
 
 def _take_mode(path: str, like: os.stat_result | None) -> None:
@@ -203,7 +198,7 @@ def _write_journals(entries: list[Entry]) -> list[str]:
     written: list[str] = []
     try:
         for journal in journals:
-            tmp = _temp_file(journal, record, None)
+            tmp = _temp_file(journal, lambda fh: fh.write(record), None)
             os.replace(tmp, journal)
             written.append(journal)
         for folder in folders:

@@ -24,8 +24,8 @@ enough that the slowest reader (YAML) takes about a second."""
 MAX_NESTING = 64
 """Mappings and lists nest at most 64 levels deep (real configs nest fewer than 10)."""
 MAX_YAML_NODES = 1_000_000
-"""A YAML document holds at most 10^6 values once its aliases are expanded (a 16 MiB file without aliases
-holds fewer; "billion laughs" documents expand to 10^9 and more)."""
+"""A YAML document holds at most 10^6 values once its aliases are expanded (a 1 MiB file without aliases holds
+fewer; "billion laughs" documents expand to 10^9 and more)."""
 MAX_INT_DIGITS = 4300
 """An integer is written with at most 4,300 digits: Python's own limit for reading text as an integer
 (``sys.get_int_max_str_digits``), which keeps every conversion linear."""
@@ -98,10 +98,10 @@ class Bound:
 
 
 def _number(value: float) -> str:
-    if abs(value) >= 1e15:
-        return f"{value:.0e}"
     if float(value).is_integer() and abs(value) >= 1 << 20 and (int(value) & (int(value) - 1)) == 0:
         return f"{int(value):,} (2^{int(value).bit_length() - 1})"
+    if abs(value) >= 1e15:
+        return f"{value:.0e}"
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:g}"

@@ -13,6 +13,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..fields import REGISTRY, coerce
+from ..limits import DEFAULT_INT, MAX_MICRO_BATCHES
+from ..limits import MAX_LAYERS as MAX_LAYERS  # the readers take it from here
 from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
 from ..strategy import Strategy
 from ..warnings import Assumption, EstimateWarning
@@ -72,9 +74,7 @@ class Collector:
 
 
 # ------------------------------------------------------------------------------------------ values
-MAX_VALUE = 2 ** 40          # no degree, batch or length in a real config comes near this
-MAX_MICRO_BATCHES = 1 << 16   # schedules are replayed micro-batch by micro-batch
-MAX_LAYERS = 10_000           # the layout is built layer by layer
+MAX_VALUE = int(DEFAULT_INT.high)  # the bounds live in estimator/limits.py (docs/limits.md)
 
 
 def to_int(value: Any, path: str, key: str, minimum: int = 1, allowed: tuple[int, ...] = (),

@@ -137,3 +137,17 @@ def test_bad_drops_end_in_seconds_with_the_rule(drops: dict[str, Path], tmp_path
         elif not (tmp_path / f"{k}.png").is_file():
             problems.append(f"{name}: no screenshot of the message")
     assert not problems, "\n".join(problems)
+
+
+def test_a_search_space_too_large_is_refused_with_its_count(qtbot, window, dsv3_plan) -> None:
+    """The candidate count is estimated before anything is built; the panel says it and how to narrow."""
+    open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    window.show_tab("search")
+    panel.space.set_dims({name: "auto" for name in ("tp", "pp", "cp", "ep", "vpp", "mbs", "os", "sp", "rec")})
+    panel.space.devices.setValue(720720)
+    panel.space.global_batch.setValue(720720)
+    with qtbot.waitSignal(panel.status, timeout=60000) as blocker:
+        assert window.run_search() is not None
+    assert "more than the 3,000,000 that are searched at once" in blocker.args[0]
+    assert "narrow it" in panel.summary.text()

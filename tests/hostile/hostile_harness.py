@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# the code the children run (SAPP_HOSTILE_ROOT=<another checkout> replays the cases against it, e.g. an old main)
+CODE = Path(os.environ.get("SAPP_HOSTILE_ROOT", ROOT))
 WORKER = Path(__file__).with_name("hostile_worker.py")
 CLI_MEMORY = 1 << 30        # 1 GiB of address space: the CLI needs ~150 MiB
 GUI_MEMORY = 3 << 30        # Qt maps ~500 MiB
@@ -63,12 +65,12 @@ def run_cases(cases: list[dict], *, memory: int = CLI_MEMORY, seconds: float = C
     """Outcome per case name. ``cases`` as described in hostile_worker.py."""
     results: dict[str, Outcome] = {}
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "QT_QPA_PLATFORM": "offscreen",
-           "PYTHONPATH": str(ROOT)}
+           "PYTHONPATH": str(CODE)}
     todo = list(cases)
     while todo:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(todo, fh)
-        proc = subprocess.Popen([sys.executable, str(WORKER), fh.name], cwd=str(cwd or ROOT), env=env,
+        proc = subprocess.Popen([sys.executable, str(WORKER), fh.name], cwd=str(cwd or CODE), env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=lambda: _limit(memory))
         current: str | None = None
         started = time.monotonic()
