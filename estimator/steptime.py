@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from . import comm as C
 from .arr import Num, maximum, where
-from .assembly.form import StageForm, build_form, form_signature
+from .assembly import shared_form
+from .assembly.form import StageForm
 from .layout import EMBEDDING, NOOP, OUTPUT, VISION, build_layout, layout_inputs, slot_index, slot_position
 from .resolve import Resolved, resolve
 from .rowtime import COMM_KINDS, KNOBS, Knobs, TimeContext, compute_time, elementwise_time, knobs, row_time
@@ -331,11 +332,10 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]]) -> StepTime:
     seen: dict[tuple, StageTimes] = {}
     timed = []
     for i, rows in enumerate(rows_per_stage):
-        signature = form_signature(rows)
-        key = (signature, tuple(pp_sends(r, i, j) for j in range(par.vp)))
+        form = shared_form(pricer, rows)
+        key = (id(form), tuple(pp_sends(r, i, j) for j in range(par.vp)))
         got = seen.get(key)
         if got is None:
-            form = build_form(rows, par.vp)
             got = seen[key] = stage_times(ctx, i, [chunk_times(ctx, form, j) for j in range(par.vp)])
         timed.append(got)
     stages = tuple(timed)

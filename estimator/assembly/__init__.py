@@ -25,10 +25,11 @@ Adding a memory term (docs/model.md#adding-a-memory-term):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from ..result import StageResult
-from ..stage import StagePricer, stage_rows
+from ..stage import Row, StagePricer, stage_rows
 from .form import StageForm, build_form, form_signature
 from .memory import ChunkSums, Point, StageMemory, chunk_sums, profile_points, stage_memory
 from .report import explain_tree, layer_rows, point_label
@@ -36,17 +37,33 @@ from .terms import ROW_TERMS, STAGE_TERMS, RowTerm, StageTerm, StageView, proces
 
 
 def stage_form(pricer: StagePricer, stage: int) -> StageForm:
-    """The form of a stage's rows (kept per pricer)."""
+    """The form of a stage's rows (kept per pricer). Stages holding the same rows share one form's structure;
+    each keeps its own rows (their labels)."""
     key = ("stage-form", stage)
     got = pricer.memo.get(key)
     if got is None:
-        got = pricer.memo[key] = build_form(stage_rows(pricer, stage), pricer.layout.vp)
+        rows = stage_rows(pricer, stage)
+        shared = shared_form(pricer, rows)
+        got = pricer.memo[key] = replace(shared, rows=tuple(rows))
+        pricer.memo[("form-signature", id(got))] = pricer.memo[("form-signature", id(shared))]
+    return got  # type: ignore[return-value]
+
+
+def shared_form(pricer: StagePricer, rows: list[Row]) -> StageForm:
+    """The form of ``rows``, built once per pricer for every stage (and step-time call) holding the same rows."""
+    signature = form_signature(rows)
+    key = ("form", signature)
+    got = pricer.memo.get(key)
+    if got is None:
+        got = pricer.memo[key] = build_form(rows, pricer.layout.vp)
+        pricer.memo[("form-signature", id(got))] = signature
     return got  # type: ignore[return-value]
 
 
 def stage_chunks(pricer: StagePricer, form: StageForm) -> list[ChunkSums]:
     """The chunk sums of a form, shared by the stages that hold the same rows (kept per pricer)."""
-    key = ("chunk-sums", form_signature(form.rows))
+    signature = pricer.memo.get(("form-signature", id(form)))
+    key = ("chunk-sums", signature if signature is not None else form_signature(form.rows))
     got = pricer.memo.get(key)
     if got is None:
         got = pricer.memo[key] = [chunk_sums(pricer, form, j) for j in range(form.vp)]
@@ -68,5 +85,5 @@ def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: b
 
 
 __all__ = ["ROW_TERMS", "STAGE_TERMS", "ChunkSums", "Point", "RowTerm", "StageForm", "StageMemory", "StageTerm",
-           "StageView", "chunk_sums", "price_stage", "process_groups", "profile_points", "stage_chunks",
-           "stage_form", "stage_memory"]
+           "StageView", "chunk_sums", "price_stage", "process_groups", "profile_points", "shared_form",
+           "stage_chunks", "stage_form", "stage_memory"]
