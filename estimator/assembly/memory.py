@@ -23,7 +23,7 @@ from .. import fsdp
 from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, where
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
-from ..stage import StagePricer
+from ..stage import Row, StagePricer, stage_rows
 from ..static import forloop_temporaries
 from . import terms
 from .form import Coefs, StageForm
@@ -99,7 +99,8 @@ def _row_values(pricer: StagePricer, form: StageForm) -> list[tuple[Num, ...]]:
     f = pricer.r.flags
     divisor = pricer.r.par.os if f.sharding_mode not in ("none",) else 1
     out = []
-    for cost in form.keys:
+    for item, with_head in form.keys:
+        cost = pricer.cost(item, with_head)
         key = ("row-values", id(cost))
         got = pricer.memo.get(key)
         if got is None:
@@ -311,14 +312,17 @@ def _finish(pricer: StagePricer, stage: int, cat: dict[str, Num], chunks: Sequen
 
 
 def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],
-                 chunks: Sequence[ChunkSums] | None = None, explain: bool = False) -> StageMemory:
-    """A stage: the generic rule, or PyTorch FSDP2's instants (``fsdp.peak_instant``)."""
+                 chunks: Sequence[ChunkSums] | None = None, explain: bool = False,
+                 rows: Sequence[Row] | None = None) -> StageMemory:
+    """A stage: the generic rule, or PyTorch FSDP2's instants (``fsdp.peak_instant``, which walks ``rows``, the
+    stage's priced rows: by default the pricer's layout's stage ``stage``)."""
     if chunks is None:
         chunks = [chunk_sums(pricer, form, j) for j in range(form.vp)]
     if not pricer.r.flags.fsdp2:
         return combine(pricer, stage, chunks, points, form.vision, pricer.memo)
 
-    peak = fsdp.peak_instant(pricer, list(form.rows), [c.act for c in chunks], points, explain)
+    rows = stage_rows(pricer, stage) if rows is None else rows
+    peak = fsdp.peak_instant(pricer, list(rows), [c.act for c in chunks], points, explain)
     cat = {name: 0.0 for name in CATEGORIES}
     for term in terms.ROW_TERMS:
         if term.category not in INSTANT_CATEGORIES:
