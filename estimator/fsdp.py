@@ -123,40 +123,42 @@ def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
     groups: dict[int, list[tuple[int, Any]]] = {}
     for k, pt in enumerate(points):
         groups.setdefault(id(pt.valid), []).append((k, pt))
-    if len(groups) == 1 and points[0].valid is True:
-        return {j: _largest(list(enumerate(points)), act_chunk, j) for j in chunks}
+    if not is_array(*act_chunk, *(pt.valid for pt in points)):
+        return {j: _largest(points, act_chunk, j) for j in chunks}
     size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *[np.shape(pt.valid) for pt in points])
-    acts = [np.broadcast_to(np.asarray(a, dtype=np.float64), size).reshape(-1) for a in act_chunk]
-    n = int(np.prod(size))
+    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
+        len(act_chunk), -1)
+    n = acts.shape[1]
     out = {j: np.full(n, -np.inf) for j in chunks}
     memo = {} if memo is None else memo
     for pts in groups.values():
         idx = mask_index(pts[0][1].valid, size, memo)
         if not index_size(idx):
             continue
-        sub = [a[idx] for a in acts]
-        for j in chunks:
-            mine = [(k, pt) for k, pt in pts if pt.backward_chunk == j]
-            if mine:
-                out[j][idx] = np.maximum(out[j][idx], _largest(mine, sub, j)[0])
+        sub = acts[:, idx]
+        values = np.array([pt.counts for _, pt in pts], dtype=np.float64) @ sub  # [P_mask, C_mask]: one product
+        by_chunk: dict[int, list[int]] = {}
+        for k, (_, pt) in enumerate(pts):
+            by_chunk.setdefault(pt.backward_chunk, []).append(k)
+        for j, ks in by_chunk.items():
+            best = (values[ks[0]] if len(ks) == 1 else values[ks].max(axis=0)) - sub[j]
+            out[j][idx] = np.maximum(out[j][idx], best)
     return {j: (v.reshape(size), -1) for j, v in out.items()}
 
 
-def _largest(points: list[tuple[int, Any]], act_chunk: list[Num], chunk: int) -> tuple[Num, int]:
-    """max over ``points`` followed by ``chunk``'s backward of Σ_i n_i·A_chunk(i) − A_chunk(chunk), ties to the
-    earliest; −∞ when there is none."""
+def _largest(points: list, act_chunk: list[Num], chunk: int) -> tuple[Num, int]:
+    """One element: max over the points followed by ``chunk``'s backward of Σ_i n_i·A_chunk(i) − A_chunk(chunk),
+    ties to the earliest, and that point's index."""
     best: Num = -np.inf
     at = -1
-    for k, pt in points:
+    for k, pt in enumerate(points):
         if pt.backward_chunk != chunk:
             continue
         value: Num = 0
         for n, a in zip(pt.counts, act_chunk, strict=True):
             value = value + n * a
         value = value - act_chunk[chunk]
-        if is_array(value, best):
-            best = np.maximum(best, value)
-        elif value > best:
+        if value > best:
             best, at = value, k
     return best, at
 

@@ -201,6 +201,10 @@ def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
         idx = mask_index(pts[0].valid, size, memo)
         if not index_size(idx):
             continue
+        if vp == 1:  # one chunk: n·A + W with A ≥ 0 and one W peaks at the largest n (A = 0: every point alike)
+            out_counts[0, idx] = max(pt.counts[0] for pt in pts)
+            out_work[idx] = works[0, idx]
+            continue
         counts = np.array([pt.counts for pt in pts], dtype=np.float64)       # [P, vp]
         chunk = np.array([pt.backward_chunk for pt in pts], dtype=np.int64)  # [P]
         sub = works[:, idx]
