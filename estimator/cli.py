@@ -10,21 +10,17 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import ConfigError, SappError
-from .estimate import estimate
 from .limits import MAX_CAPACITY, MAX_DEVICES, MAX_GLOBAL_BATCH, MAX_TOKENS, Bound, check_number
-from .parsed import ParsedConfig
-from .plugins import load_plugins, plugin_problems
-from .plugins import preset_dirs as plugin_preset_dirs
-from .report import render_table
-from .result import Result
-from .session import PlanSession
-from .session.edits import EditError
 from .units import parse_size
-from .userconfig import register_user_kinds, register_user_profiles, user_presets_dir
+
+if TYPE_CHECKING:  # each command imports what it runs: ``sapp --version`` and ``--help`` stay light
+    from .parsed import ParsedConfig
+    from .result import Result
+    from .session import PlanSession
 
 EXIT_BAD_INPUT = 1
 EXIT_DOES_NOT_FIT = 3
@@ -80,6 +76,11 @@ def load_session(args: argparse.Namespace) -> PlanSession:
         changes["hardware.device"] = args.device
     if args.capacity:
         changes["hardware.capacity"] = args.capacity
+    from .plugins import preset_dirs as plugin_preset_dirs
+    from .session import PlanSession
+    from .session.edits import EditError
+    from .userconfig import user_presets_dir
+
     early = {k: v for k, v in changes.items() if not k.startswith("strategy.")}
     late = {k: v for k, v in changes.items() if k.startswith("strategy.")}
     session = PlanSession(preset_dirs=(user_presets_dir(), *plugin_preset_dirs()),
@@ -106,6 +107,8 @@ def load_plan(args: argparse.Namespace) -> ParsedConfig:
 
 def _estimate_or_explain(parsed: ParsedConfig, explain: bool = False) -> Result:
     """estimate(); when the plan is refused, the reader's warnings (which often suggest the fix) go first."""
+    from .estimate import estimate
+
     try:
         return estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options, explain=explain)
     except SappError:
@@ -143,6 +146,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             payload["explain"] = {str(s.index): s.explain.to_dict() for s in result.stages if s.explain}
         print(json.dumps(payload, indent=2, default=str))
     else:
+        from .report import render_table
+
         print(render_table(parsed, result))
         if args.explain:
             stage = result.stages[result.peak_stage if args.stage is None else args.stage]
@@ -327,6 +332,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """A shareable HTML or Markdown report of the plan (summary, per-stage table, chart, assumptions)."""
+    from .estimate import estimate
     from .reports import render_html, write_report
 
     parsed = load_plan(args)
@@ -365,6 +371,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     """The installed plug-ins (entry-point group sapp_planner.plugins), what each added, and why one failed."""
+    from .plugins import load_plugins
+
     infos = load_plugins()
     if args.json:
         print(json.dumps([{"name": p.name, "target": p.target, "distribution": p.distribution, "ok": p.ok,
@@ -545,6 +553,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from .plugins import plugin_problems
+    from .userconfig import register_user_kinds, register_user_profiles
+
     # the user's presets and family profiles (the app's config folder) count for the CLI too
     for problem in (register_user_profiles(), register_user_kinds()):
         if problem:

@@ -46,7 +46,7 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     pricer = StagePricer(r, layout)
     want_explain = options.explain if explain is None else explain
     stages = tuple(price_stage(pricer, i, profile_points(profile[i]), want_explain) for i in range(par.p))
-    step = step_time(pricer, [stage_rows(pricer, i) for i in range(par.p)]) if with_time else None
+    step = step_time(pricer) if with_time else None
     return assemble(r, layout, stages, step)
 
 

@@ -9,7 +9,7 @@ sum of gradients + activations + communication buffers + working overhead wins.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,10 @@ class Instant:
     def dynamic(self) -> Num:
         return self.gradients + self.activations + self.comm + self.working
 
+    def named(self, rows: list[Row]) -> str:
+        """The name with the block's layer index (walks are shared by the stages holding the same rows)."""
+        return self.name.format(block=rows[self.focus].item.index) if self.focus >= 0 else self.name
+
 
 def _is_block(row: Row) -> bool:
     return row.item.kind not in (EMBEDDING, OUTPUT, NOOP, EMBEDDING_COPY, VISION, "vision_extras")
@@ -61,10 +65,8 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
     backward (P-FSDP-POINTS). Numbers or arrays over candidates alike."""
     chunks = sorted({pt.backward_chunk for pt in points})
     others = _other_activations(points, act_chunk, chunks, pricer.memo)
-    # stages holding the same rows share the walk of a chunk's backward (one element: their names too)
-    named = not is_array(pricer.r.par.t, pricer.r.par.d, pricer.r.par.cp)
-    signature = tuple((row.chunk, row.item.kind, row.item.block, row.item.option, id(row.cost),
-                       row.item.index if named else 0) for row in rows)
+    # stages holding the same rows share the walk of a chunk's backward (names take each stage's layer indices)
+    signature = tuple((row.chunk, row.item.kind, row.item.block, row.item.option, id(row.cost)) for row in rows)
     totals: list[Num] = []
     picked: list[tuple[Num, ...]] = []
     walks = []
@@ -73,7 +75,7 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
         key = ("fsdp-walk", j, signature)
         cached = pricer.memo.get(key)
         if cached is None:
-            walk = _instants(pricer, rows, j, 0.0, "")
+            walk = _instants(pricer, rows, j)
             cached = pricer.memo[key] = (*_best_instant(walk), walk)
         fields_j, dynamic_j, k_j, walk = cached
         picked.append((fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3]))
@@ -85,11 +87,13 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
     several = len(points) > 1
     if isinstance(c, int) and not is_array(*won):
         a_h, walk, where_, k_j = walks[c]
-        name = walk[k_j].name + (f" after {where_}" if several else "")
+        name = walk[k_j].named(rows) + (f" after {where_}" if several else "")
         counts = max(points, key=lambda pt: sum(pt.counts)).counts
     else:
         name, counts = "", points[0].counts
-    return Peak(Instant(name, *won), tuple(counts), tuple(w[:3] for w in walks) if explain else (), several)
+    shown = tuple((a_h, [replace(inst, name=inst.named(rows), focus=-1) for inst in walk], where_)
+                  for a_h, walk, where_, _k in walks) if explain else ()
+    return Peak(Instant(name, *won), tuple(counts), shown, several)
 
 
 def _gather(index: Num, options: list[tuple[Num, ...]]) -> tuple[Num, ...]:
@@ -119,47 +123,49 @@ def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
     groups: dict[int, list[tuple[int, Any]]] = {}
     for k, pt in enumerate(points):
         groups.setdefault(id(pt.valid), []).append((k, pt))
-    if len(groups) == 1 and points[0].valid is True:
-        return {j: _largest(list(enumerate(points)), act_chunk, j) for j in chunks}
+    if not is_array(*act_chunk, *(pt.valid for pt in points)):
+        return {j: _largest(points, act_chunk, j) for j in chunks}
     size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *[np.shape(pt.valid) for pt in points])
-    acts = [np.broadcast_to(np.asarray(a, dtype=np.float64), size).reshape(-1) for a in act_chunk]
-    n = int(np.prod(size))
+    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
+        len(act_chunk), -1)
+    n = acts.shape[1]
     out = {j: np.full(n, -np.inf) for j in chunks}
     memo = {} if memo is None else memo
     for pts in groups.values():
         idx = mask_index(pts[0][1].valid, size, memo)
         if not index_size(idx):
             continue
-        sub = [a[idx] for a in acts]
-        for j in chunks:
-            mine = [(k, pt) for k, pt in pts if pt.backward_chunk == j]
-            if mine:
-                out[j][idx] = np.maximum(out[j][idx], _largest(mine, sub, j)[0])
+        sub = acts[:, idx]
+        values = np.array([pt.counts for _, pt in pts], dtype=np.float64) @ sub  # [P_mask, C_mask]: one product
+        by_chunk: dict[int, list[int]] = {}
+        for k, (_, pt) in enumerate(pts):
+            by_chunk.setdefault(pt.backward_chunk, []).append(k)
+        for j, ks in by_chunk.items():
+            best = (values[ks[0]] if len(ks) == 1 else values[ks].max(axis=0)) - sub[j]
+            out[j][idx] = np.maximum(out[j][idx], best)
     return {j: (v.reshape(size), -1) for j, v in out.items()}
 
 
-def _largest(points: list[tuple[int, Any]], act_chunk: list[Num], chunk: int) -> tuple[Num, int]:
-    """max over ``points`` followed by ``chunk``'s backward of Σ_i n_i·A_chunk(i) − A_chunk(chunk), ties to the
-    earliest; −∞ when there is none."""
+def _largest(points: list, act_chunk: list[Num], chunk: int) -> tuple[Num, int]:
+    """One element: max over the points followed by ``chunk``'s backward of Σ_i n_i·A_chunk(i) − A_chunk(chunk),
+    ties to the earliest, and that point's index."""
     best: Num = -np.inf
     at = -1
-    for k, pt in points:
+    for k, pt in enumerate(points):
         if pt.backward_chunk != chunk:
             continue
         value: Num = 0
         for n, a in zip(pt.counts, act_chunk, strict=True):
             value = value + n * a
         value = value - act_chunk[chunk]
-        if is_array(value, best):
-            best = np.maximum(best, value)
-        elif value > best:
+        if value > best:
             best, at = value, k
     return best, at
 
 
-def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: str) -> list[Instant]:
-    """The instants of one backward of chunk ``j_r`` (docs/model.md#instants), with A_h the other micro-batches'
-    activations."""
+def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
+    """The instants of one backward of chunk ``j_r`` (docs/model.md#instants), without the other micro-batches'
+    activations A_h (``peak_instant`` adds them); block instants are named by ``Instant.named``."""
     r = pricer.r
     d, w, f, par = r.dims, r.widths, r.flags, r.par
     bc, brd, T, os = w.c, w.rd, pricer.T, par.os
@@ -213,11 +219,11 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
     if has_o:
         o_gathered = 0.0 if root else bc * o_elems
         loss = pricer.loss_working()
-        out.append(Instant("L: loss backward" + label, grads_after(0.0), a_h + running, res_base + o_gathered, loss))
+        out.append(Instant("L: loss backward", grads_after(0.0), running, res_base + o_gathered, loss))
         if not root:
             pf = prefetch(block_bytes[-1], not reshard) if chunk_blocks else 0.0
-            act = a_h + sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
-            out.append(Instant("O: O-unit post-backward" + label, grads_after(0.0), act,
+            act = sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
+            out.append(Instant("O: O-unit post-backward", grads_after(0.0), act,
                                res_base + brd * o_elems + pf, bc * o_elems + T * bc * d.h / par.sp_div))
     done: Num = w.g * o_elems / os if (has_o and not root) else 0.0
     released: Num = 0.0  # resident blocks already posted back (not resharding: they leave Res)
@@ -262,14 +268,14 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
             if not reshard:
                 released = released + block_bytes[pos]
             continue
-        name = f"block {row.item.index}"
+        name = "block {block}"  # each stage names its own layer (Instant.named)
         comm_ab = res + gather + pf + rs
-        out.append(Instant(f"(a) {name} gated-activation backward{label}", grads, a_h + before + stored_a, comm_ab,
+        out.append(Instant(f"(a) {name} gated-activation backward", grads, before + stored_a, comm_ab,
                            head_grad + work_a, k))
-        out.append(Instant(f"(b) {name} end of attention backward{label}", grads, a_h + before + stored_b, comm_ab,
+        out.append(Instant(f"(b) {name} end of attention backward", grads, before + stored_b, comm_ab,
                            head_grad + work_b, k))
         res_c = res - (0.0 if reshard else block_bytes[pos])
-        out.append(Instant(f"(c) {name} post-backward{label}", grads, a_h + before, res_c + brd * e_l + pf,
+        out.append(Instant(f"(c) {name} post-backward", grads, before, res_c + brd * e_l + pf,
                            head_grad + work_c, k))
         done = done + w.g * e_l / os
         if not reshard:
@@ -285,13 +291,13 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, a_h: Num, label: s
             # (docs/model.md#instants)
             emb_grad = where(par.sp, bc * pricer.vpad * d.h, emb_grad)
             incoming = where(par.sp, maximum(incoming, bc * e_elems), incoming)
-        out.append(Instant("e1: embedding backward" + label, grads, a_h, bc * unit + block0,
+        out.append(Instant("e1: embedding backward", grads, 0.0, bc * unit + block0,
                            head_grad + emb_grad + incoming))
         done_e = done + w.g * (o_elems if root else e_elems) / os
-        out.append(Instant(("e2: root post-backward" if root else "e2: E-unit post-backward") + label,
-                           grads_after(done_e), a_h, brd * unit, bc * unit))
+        out.append(Instant("e2: root post-backward" if root else "e2: E-unit post-backward",
+                           grads_after(done_e), 0.0, brd * unit, bc * unit))
     if not out:  # a stage with no blocks, E or O (e.g. only noop layers)
-        out.append(Instant("idle" + label, grads_after(0.0), a_h, res_base, 0.0))
+        out.append(Instant("idle", grads_after(0.0), 0.0, res_base, 0.0))
     return out
 
 

@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from . import replay_cache
+
 SCHEDULES = ("1f1b", "interleaved", "gpipe", "seq1f1b", "seqsmartvpp", "zbv", "dualpipev", "looped_bfs",
              "interleaved_zb")
 V_SCHEDULES = ("zbv", "dualpipev")
@@ -360,13 +362,21 @@ def replay_profile(schedule: str, p: int, vp: int, m: int, *, vpp_group: int | N
     ``free_at="W"`` releases split backwards at their W instead (a check that the maxima do not move)."""
     if free_at not in ("B", "W"):
         raise ValueError(f"free_at must be 'B' or 'W'; got {free_at!r}")
+    key = (schedule, p, vp, m, vpp_group, n_s, overlap_moe_ep_comm)
+    stored = replay_cache.get(key) if free_at == "B" else None
+    if stored is not None:  # a replay an earlier process made (replay_cache)
+        return tuple(StageProfile(tuple(ReplayPoint(counts, b) for counts, b in stage)) for stage in stored)
     if schedule not in V_SCHEDULES and free_at == "B":
         group = _validate(schedule, p, vp, m, vpp_group, n_s, "megatron")
-        return tuple(StageProfile(_fast_points(schedule, p, vp, m, i, group, n_s, overlap_moe_ep_comm))
-                     for i in range(p))
-    return tuple(StageProfile(_replay(stage_order(schedule, p, vp, m, i, vpp_group=vpp_group, n_s=n_s,
-                                                  overlap_moe_ep_comm=overlap_moe_ep_comm), vp, free_at))
-                 for i in range(p))
+        out = tuple(StageProfile(_fast_points(schedule, p, vp, m, i, group, n_s, overlap_moe_ep_comm))
+                    for i in range(p))
+    else:
+        out = tuple(StageProfile(_replay(stage_order(schedule, p, vp, m, i, vpp_group=vpp_group, n_s=n_s,
+                                                     overlap_moe_ep_comm=overlap_moe_ep_comm), vp, free_at))
+                    for i in range(p))
+    if free_at == "B":
+        replay_cache.put(key, tuple(tuple((pt.counts, pt.backward_chunk) for pt in prof.points) for prof in out))
+    return out
 
 
 def closed_form_counts(schedule: str, p: int, vp: int, m: int, *, vpp_group: int | None = None, n_s: int = 1,

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from . import params as P
 from .activations import ActivationTable, ClassSums, combine
 from .arr import Num, gt, maximum, minimum
-from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout, Slot
+from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout
 from .resolve import Resolved, routed_tokens, shard_divisors, t_vocab, v_pad
 from .static import (
     Local,
@@ -45,12 +45,27 @@ class RowCost:
     rc: float = 0.0     # Rc(ℓ) outside uniform groups: what this row's backward recomputes
 
 
+class Entry(NamedTuple):
+    """A row of a stage apart from its numbers: one layout item (or a synthetic copy of the embedding), its chunk,
+    and whether an output row carries the head (a tied table whose embedding sits on the stage does not, D56)."""
+
+    item: Item
+    chunk: int
+    with_head: bool = True
+
+
+def cost_key(item: Item, with_head: bool = True) -> tuple:
+    """What a row's cost depends on (its model index does not matter): rows with one key share one RowCost."""
+    return (item.kind, item.block, item.option, item.group, item.keeps_input, with_head)
+
+
 class Row(NamedTuple):
-    """A priced row of a stage: one layout item (or a synthetic copy of the embedding) and its cost."""
+    """A priced row of a stage: an entry and its cost."""
 
     item: Item
     chunk: int
     cost: RowCost
+    with_head: bool = True
 
     @property
     def local(self) -> Local:
@@ -351,7 +366,7 @@ class StagePricer:
     # ---------------------------------------------------------------------------------- rows
     def cost(self, item: Item, with_head: bool = True) -> RowCost:
         """The shared cost of a row like ``item`` (its model index does not matter)."""
-        key = (item.kind, item.block, item.option, item.group, item.keeps_input, with_head)
+        key = cost_key(item, with_head)
         got = self._rows.get(key)
         if got is None:
             head = with_head if item.kind == OUTPUT else True
@@ -364,42 +379,31 @@ class StagePricer:
             self._rows[key] = got
         return got
 
-    def rows(self, slot: Slot, with_head: bool) -> list[Row]:
-        chunk, cost = slot.chunk, self.cost
-        return [Row(item, chunk, cost(item, with_head)) for item in slot.items]
-
-    def copy_row(self, chunk: int) -> Row:
-        """A copy of the embedding table (tied head or MTP embedding on a stage without E,
-        docs/model.md#tied-tables-and-mtp-copies)."""
-        return Row(Item(EMBEDDING_COPY, ""), chunk, self.cost(Item(EMBEDDING_COPY, "")))
-
-    def vision_extras_row(self, chunk: int) -> Row:
-        return Row(Item("vision_extras", ""), chunk, self.cost(Item("vision_extras", "")))
-
 
 def stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
-    """The priced rows of a stage in model order, with the copies of docs/model.md#stage-rows (tied head,
-    MTP embedding); built once per pricer and stage (memory and step time both walk them)."""
+    """The priced rows of a stage in model order (``stage_entries`` with their costs)."""
     key = ("stage-rows", stage)
     cached = pricer.memo.get(key)
     if cached is None:
-        cached = pricer.memo[key] = _stage_rows(pricer, stage)
+        cost = pricer.cost
+        cached = pricer.memo[key] = [Row(e.item, e.chunk, cost(e.item, e.with_head), e.with_head)
+                                     for e in stage_entries(pricer.layout, stage, pricer.r.dims.tie)]
     return list(cached)  # type: ignore[call-overload]
 
 
-def _stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
-    layout, d = pricer.layout, pricer.r.dims
+def stage_entries(layout: Layout, stage: int, tie: bool) -> list[Entry]:
+    """The rows a stage holds in model order, with the copies of docs/model.md#stage-rows: a tied table whose E
+    sits elsewhere makes O carry a full copy of the head (D56); MTP modules on a stage without E (or the tied
+    table) carry an embedding copy; the first stage with a vision tower carries its patch embedding and merger."""
     slots = layout.stage_slots(stage)
     kinds = {it.kind for s in slots for it in s.items}
     has_e, has_o, has_mtp = EMBEDDING in kinds, OUTPUT in kinds, MTP in kinds
-    rows: list[Row] = []
-    for slot in slots:
-        # A tied table whose E sits elsewhere makes O carry a full copy of the head (D56).
-        rows.extend(pricer.rows(slot, with_head=not (d.tie and has_e)))
-    if has_mtp and not has_e and not (d.tie and has_o):
+    with_head = not (tie and has_e)
+    out = [Entry(item, slot.chunk, with_head) for slot in slots for item in slot.items]
+    if has_mtp and not has_e and not (tie and has_o):
         mtp_chunk = next(s.chunk for s in slots if any(it.kind == MTP for it in s.items))
-        rows.append(pricer.copy_row(mtp_chunk))
+        out.append(Entry(Item(EMBEDDING_COPY, ""), mtp_chunk))
     if VISION in kinds and stage == next(i for i in range(layout.p) if any(
             it.kind == VISION for s in layout.stage_slots(i) for it in s.items)):
-        rows.insert(0, pricer.vision_extras_row(0))
-    return rows
+        out.insert(0, Entry(Item("vision_extras", ""), 0))
+    return out

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from . import comm as C
 from .arr import Num, maximum, where
-from .assembly.form import StageForm, build_form, form_signature
+from .assembly.form import StageForm, build_form, form_signature, stage_plan
 from .layout import EMBEDDING, NOOP, OUTPUT, VISION, build_layout, layout_inputs, slot_index, slot_position
 from .resolve import Resolved, resolve
 from .rowtime import COMM_KINDS, KNOBS, Knobs, TimeContext, compute_time, elementwise_time, knobs, row_time
-from .stage import Row, StagePricer, stage_rows
+from .stage import Row, StagePricer
 from .static import gather_bytes, gather_trainable_bytes
 
 if TYPE_CHECKING:
@@ -113,8 +113,9 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
     f = ctx.r.flags
     bc, bp = ctx.r.widths.c, ctx.r.widths.p
     for k, n in form.counts[j]:
-        cost = form.keys[k]
-        rt = row_time(ctx, Row(form.items[k], j, cost))
+        item, with_head = form.keys[k]
+        cost = ctx.pricer.cost(item, with_head)
+        rt = row_time(ctx, Row(item, j, cost, with_head))
         f_ = b_ = rc_ = 0.0
         for kind, (cf, cb, crc) in rt.comm.items():
             f_, b_, rc_ = f_ + cf, b_ + cb, rc_ + crc
@@ -129,7 +130,7 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
             elements[i] = elements[i] + n * value
         static = static + n * (st.parameters + st.gradients + st.optimizer_states)
         states = states + n * st.optimizer_states
-        if form.items[k].kind not in NOT_LAYERS:
+        if item.kind not in NOT_LAYERS:
             layers = layers + n
     return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, model, hardware, tuple(elements), static, states, layers)
 
@@ -320,22 +321,31 @@ def pipeline_time(schedule: str, stages: Sequence[StageTimes], m: Num, vp: Num, 
 
 
 # ------------------------------------------------------------------------------------------ step (docs/model.md#step)
-def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]]) -> StepTime:
+def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None) -> StepTime:
     """[T-STEP] T_step = n_acc·T_pipe + max_i (1 − o_dp)·t_dp,i + max_i t_opt,i, with its parts (sum = T_step),
-    tokens/s/device = G·s/(T_step·N) and MFU = model FLOPs per step/(T_step·N·peak)."""
+    tokens/s/device = G·s/(T_step·N) and MFU = model FLOPs per step/(T_step·N·peak). The stages are the pricer's
+    layout's (``rows_per_stage`` names other rows, e.g. a timeline's)."""
     ctx = TimeContext(pricer)
     r = ctx.r
     par, sched = r.par, r.flags.schedule
-    # stages holding the same rows (in cost terms) that send the same pipeline hand-overs take the same time:
-    # price each such stage once (most middle stages of a uniform stack)
+    if rows_per_stage is None:
+        forms = [form for form, _entries in stage_plan(pricer.layout, r.dims.tie)]
+    else:
+        built: dict[tuple, StageForm] = {}
+        forms = []
+        for rows in rows_per_stage:
+            signature = form_signature(rows)
+            if signature not in built:
+                built[signature] = build_form(rows, par.vp)
+            forms.append(built[signature])
+    # stages holding the same rows that send the same pipeline hand-overs take the same time: price each such
+    # stage once (most middle stages of a uniform stack)
     seen: dict[tuple, StageTimes] = {}
     timed = []
-    for i, rows in enumerate(rows_per_stage):
-        signature = form_signature(rows)
-        key = (signature, tuple(pp_sends(r, i, j) for j in range(par.vp)))
+    for i, form in enumerate(forms):
+        key = (id(form), tuple(pp_sends(r, i, j) for j in range(par.vp)))
         got = seen.get(key)
         if got is None:
-            form = build_form(rows, par.vp)
             got = seen[key] = stage_times(ctx, i, [chunk_times(ctx, form, j) for j in range(par.vp)])
         timed.append(got)
     stages = tuple(timed)
@@ -370,8 +380,7 @@ def estimate_step_time(model: ModelSpec, strategy: Strategy, hardware: Hardware,
     from .options import RunOptions
 
     r = resolve(model, strategy, hardware, options or RunOptions())
-    pricer = StagePricer(r, build_layout(layout_inputs(r)))
-    return step_time(pricer, [stage_rows(pricer, i) for i in range(r.par.p)])
+    return step_time(StagePricer(r, build_layout(layout_inputs(r))))
 
 
 __all__ = ["COMM_KINDS", "KNOBS", "PARTS", "ChunkTimes", "Knobs", "StageTimes", "StepTime", "chunk_times",

@@ -10,6 +10,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="sapp-hf-home-")
 for _var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
     os.environ.pop(_var, None)
+# the schedule replay cache of this test session (CLI subprocesses inherit it): never the user's own
+os.environ.setdefault("SAPP_CACHE_DIR", tempfile.mkdtemp(prefix="sapp-cache-"))
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -11,7 +11,7 @@ import pytest
 
 from estimator import ModelSpec, RecomputePlan, RunOptions, ShardingSpec, Strategy, estimate, find_preset
 from estimator.assembly import RowTerm, StageTerm, price_stage, profile_points, stage_form, stage_memory, terms
-from estimator.assembly.form import build_form, stack_forms
+from estimator.assembly.form import stack_forms
 from estimator.balance.tables import StageTables
 from estimator.formats import parse
 from estimator.layout import build_layout, layout_inputs
@@ -208,9 +208,9 @@ def test_a_new_term_reaches_the_balancer(plan, monkeypatch):
         tables = StageTables(parsed, ("full",))
         out, a = [], 0
         for i, c in enumerate(counts):
-            forms = [build_form(tables.rows(i, a, c, assign), 1) for assign in tables.assignments(c)][:3]
-            _t, total, opt = tables.price(i, forms)
-            out += [(x, y, len(form.rows)) for x, y, form in zip(total, opt, forms, strict=True)]
+            table = [tables.entries(i, a, c, assign) for assign in tables.assignments(c)][:3]
+            _t, total, opt = tables.price(i, table)
+            out += [(x, y, len(entries)) for x, y, entries in zip(total, opt, table, strict=True)]
             a += c
         return out
 

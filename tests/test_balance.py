@@ -66,7 +66,6 @@ def test_solver_equals_brute_force_on_random_instances(seed):
 # --------------------------------------------------------------------------------- on real plans
 from pathlib import Path  # noqa: E402
 
-from estimator.assembly.form import build_form  # noqa: E402
 from estimator.balance import balance  # noqa: E402
 from estimator.balance.tables import Assignment, StageTables  # noqa: E402
 from estimator.errors import ConfigError, SappError  # noqa: E402
@@ -94,7 +93,7 @@ def test_balance_deepseek_fits_and_is_faster():
         assign = next(ch.assignment for ch in tables.choices(i, a, c)
                       if (ch.assignment.full, ch.assignment.sel, ch.assignment.comm) ==
                       (res.recompute["full"][i], res.recompute["selective"][i], res.recompute["comm"][i]))
-        (time_,), (total,), (opt,) = tables.price(i, [build_form(tables.rows(i, a, c, assign), 1)])
+        (time_,), (total,), (opt,) = tables.price(i, [tables.entries(i, a, c, assign)])
         stage = res.after.stages[i]
         assert total == pytest.approx(stage.total, rel=1e-12)
         assert opt == pytest.approx(stage.optimizer_step_peak, rel=1e-12)
@@ -154,7 +153,7 @@ def test_balance_hyperparallel_fsdp2_is_priced_by_instants():
         assign = next(ch.assignment for ch in tables.choices(i, a, c)
                       if (ch.assignment.full, ch.assignment.sel) ==
                       (res.recompute["full"][i], res.recompute["selective"][i]))
-        _, (total,), _ = tables.price(i, [build_form(tables.rows(i, a, c, assign), 1)])
+        _, (total,), _ = tables.price(i, [tables.entries(i, a, c, assign)])
         assert total == pytest.approx(res.after.stages[i].total, rel=1e-12)
         a += c
     assert "activation_checkpoint.layers" in res.snippets

@@ -29,44 +29,46 @@ from functools import partial
 
 from ..result import StageResult
 from ..stage import StagePricer, stage_rows
-from .form import StageForm, build_form, form_signature
+from .form import StageForm, stage_plan
 from .memory import ChunkSums, Point, StageMemory, chunk_sums, profile_points, stage_memory
 from .report import explain_tree, layer_rows, point_label
 from .terms import ROW_TERMS, STAGE_TERMS, RowTerm, StageTerm, StageView, process_groups
 
 
 def stage_form(pricer: StagePricer, stage: int) -> StageForm:
-    """The form of a stage's rows (kept per pricer)."""
-    key = ("stage-form", stage)
-    got = pricer.memo.get(key)
-    if got is None:
-        got = pricer.memo[key] = build_form(stage_rows(pricer, stage), pricer.layout.vp)
-    return got  # type: ignore[return-value]
+    """The form of a stage (one object for every stage of the layout holding the same rows)."""
+    return stage_plan(pricer.layout, pricer.r.dims.tie)[stage][0]
 
 
 def stage_chunks(pricer: StagePricer, form: StageForm) -> list[ChunkSums]:
-    """The chunk sums of a form, shared by the stages that hold the same rows (kept per pricer)."""
-    key = ("chunk-sums", form_signature(form.rows))
+    """The chunk sums of a form, for every stage holding it (kept per pricer, with the form they belong to)."""
+    key = ("chunk-sums", id(form))
     got = pricer.memo.get(key)
-    if got is None:
-        got = pricer.memo[key] = [chunk_sums(pricer, form, j) for j in range(form.vp)]
-    return got  # type: ignore[return-value]
+    if got is None or got[0] is not form:
+        got = pricer.memo[key] = (form, [chunk_sums(pricer, form, j) for j in range(form.vp)])
+    return got[1]  # type: ignore[index]
 
 
 def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: bool = False) -> StageResult:
     """One stage as a StageResult: numbers for one plan (with labels, Explain on request), or arrays over the
     search's candidates (points then carry the validity mask of their micro-batch count)."""
     form = stage_form(pricer, stage)
-    mem = stage_memory(pricer, stage, form, points, stage_chunks(pricer, form), explain)
+    fsdp2 = pricer.r.flags.fsdp2
+    rows = stage_rows(pricer, stage) if (fsdp2 or explain) else None
+    mem = stage_memory(pricer, stage, form, points, stage_chunks(pricer, form), explain, rows)
     point = mem.instant.best.name if mem.instant is not None else point_label(points, mem)
-    source = partial(layer_rows, pricer, form, mem)
-    tree = explain_tree(pricer, stage, form, mem, source(), point) if explain else None
+    source = partial(_layer_rows, pricer, stage, form, mem)
+    tree = explain_tree(pricer, stage, rows, mem, source(), point) if explain else None
     return StageResult(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
                        peak_vector=tuple(mem.counts), peak_instant=point,
                        optimizer_step_peak=mem.optimizer_step_peak, layer_counts=pricer.layout.chunk_counts()[stage],
-                       kinds=frozenset(row.item.kind for row in form.rows), explain=tree)
+                       kinds=form.kinds, explain=tree)
+
+
+def _layer_rows(pricer: StagePricer, stage: int, form: StageForm, mem: StageMemory) -> tuple:
+    return layer_rows(pricer, form, stage_rows(pricer, stage), mem)
 
 
 __all__ = ["ROW_TERMS", "STAGE_TERMS", "ChunkSums", "Point", "RowTerm", "StageForm", "StageMemory", "StageTerm",
-           "StageView", "chunk_sums", "price_stage", "process_groups", "profile_points", "stage_chunks",
-           "stage_form", "stage_memory"]
+           "StageView", "chunk_sums", "price_stage", "process_groups", "profile_points", "stage_chunks", "stage_form",
+           "stage_memory"]

@@ -1,8 +1,9 @@
 """The structure of a stage, apart from its numbers (docs/model.md#stage-assembly): which distinct row costs
 each chunk holds and how often, and the positions of each chunk's backward walk [W-BWD] as linear combinations
-of those costs. A form is built once per stage (and shared by the stages holding the same rows); every number
-that depends on the degrees stays in the ``RowCost`` objects, so one form serves one plan, every candidate of a
-search group, and — stacked with ``stack_forms`` — every table row of the balancer.
+of those costs. A form depends on the layout only (``stage_plan`` builds a layout's forms once, one object for
+the stages holding the same rows); every number that depends on the degrees stays in the ``RowCost`` objects a
+pricer makes for the form's keys, so one form serves every plan and candidate with that layout, and — stacked
+with ``stack_forms`` — every table row of the balancer.
 
 A count or coefficient is a number, or (stacked forms) a numpy array over the table rows; the assembler treats
 both alike.
@@ -10,14 +11,16 @@ both alike.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..arr import Num
-from ..layout import VISION, Item
-from ..stage import Row, RowCost
+from ..layout import VISION, Item, Layout
+from ..stage import Entry, Row, cost_key, stage_entries
 
 Coefs = tuple[tuple[int, Num], ...]  # (key, coefficient) pairs
 
@@ -33,27 +36,27 @@ class WalkTerm:
     gw: Coefs           # on RowCost.gw
     after: Coefs        # on RowCost.act (the rows already walked)
     valid: Num = True   # stacked forms: which table rows have this position
-    row: int = -1       # index of ℓ in ``StageForm.rows`` (labels; -1 for stacked forms)
+    row: int = -1       # position of ℓ among the stage's entries (labels; -1 for stacked forms)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class StageForm:
-    """A stage's structure: per chunk j, ``counts[j]`` = (key, count) of the distinct costs it holds and
-    ``walks[j]`` its backward-walk positions (visit order: last row first)."""
+    """A stage's structure: its distinct row costs as keys ((item, with_head) whose ``StagePricer.cost`` they
+    are), per chunk j ``counts[j]`` = (key, count) and ``walks[j]`` its backward-walk positions (visit order: last
+    row first)."""
 
-    keys: tuple[RowCost, ...]
-    items: tuple[Item, ...]                 # a representative item per key (kind, block, option)
+    keys: tuple[tuple[Item, bool], ...]
     counts: tuple[Coefs, ...]
     walks: tuple[tuple[WalkTerm, ...], ...]
-    rows: tuple[Row, ...] = ()              # the stage's rows in model order (scalar forms)
     vision: Num = False                     # holds a vision row (a frozen tower's forward working set)
+    kinds: frozenset[str] = frozenset()     # row kinds present
 
     @property
     def vp(self) -> int:
         return len(self.counts)
 
 
-def row_label(row: Row) -> str:
+def row_label(row: Row | Entry) -> str:
     item = row.item
     if item.index is not None and item.index >= 0:
         return f"{item.kind} layer {item.index} ({item.option})"
@@ -64,34 +67,34 @@ def _in_group(item: Item) -> bool:
     return item.option == "full" and item.group > 1
 
 
-def build_form(rows: Sequence[Row], vp: int) -> StageForm:
+def build_form(entries: Sequence[Entry | Row], vp: int) -> StageForm:
     """The form of a stage's rows (model order, the copies of docs/model.md#stage-rows included)."""
-    keys: list[RowCost] = []
-    items: list[Item] = []
-    index: dict[int, int] = {}
+    keys: list[tuple[Item, bool]] = []
+    index: dict[tuple, int] = {}
     key_of = []
-    for row in rows:
-        k = index.get(id(row.cost))
+    for e in entries:
+        ck = cost_key(e.item, e.with_head)
+        k = index.get(ck)
         if k is None:
-            k = index[id(row.cost)] = len(keys)
-            keys.append(row.cost)
-            items.append(row.item)
+            k = index[ck] = len(keys)
+            keys.append((e.item, e.with_head))
         key_of.append(k)
-    grouped = [_in_group(row.item) for row in rows]
+    grouped = [_in_group(e.item) for e in entries]
     counts = []
     walks = []
     for j in range(vp):
-        mine = [n for n, row in enumerate(rows) if row.chunk == j]
+        mine = [n for n, e in enumerate(entries) if e.chunk == j]
         tally: dict[int, int] = {}
         for n in mine:
             tally[key_of[n]] = tally.get(key_of[n], 0) + 1
         counts.append(tuple(tally.items()))
-        walks.append(_walk(rows, mine, key_of, grouped))
-    return StageForm(tuple(keys), tuple(items), tuple(counts), tuple(walks), tuple(rows),
-                     any(row.item.kind == VISION for row in rows))
+        walks.append(_walk(entries, mine, key_of, grouped))
+    kinds = frozenset(e.item.kind for e in entries)
+    return StageForm(tuple(keys), tuple(counts), tuple(walks), VISION in kinds, kinds)
 
 
-def _walk(rows: Sequence[Row], mine: list[int], key_of: list[int], grouped: list[bool]) -> tuple[WalkTerm, ...]:
+def _walk(entries: Sequence[Entry | Row], mine: list[int], key_of: list[int], grouped: list[bool]
+          ) -> tuple[WalkTerm, ...]:
     """The walk's positions, last row first. Inside a run of equal rows outside uniform groups, need only falls
     as the walk goes back (Rc and Gw stay, the walked activations grow), so only the run's last row is kept."""
     terms = []
@@ -100,10 +103,10 @@ def _walk(rows: Sequence[Row], mine: list[int], key_of: list[int], grouped: list
     for n in reversed(mine):
         k = key_of[n]
         if grouped[n]:
-            item = rows[n].item
+            item = entries[n].item
             members: dict[int, int] = {}
             for m in mine:
-                other = rows[m].item
+                other = entries[m].item
                 if grouped[m] and other.group == item.group and 0 <= other.index <= item.index and \
                         other.index > item.index - item.group:
                     members[key_of[m]] = members.get(key_of[m], 0) + 1
@@ -115,21 +118,54 @@ def _walk(rows: Sequence[Row], mine: list[int], key_of: list[int], grouped: list
     return tuple(terms)
 
 
+def form_signature(entries: Sequence[Entry | Row]) -> tuple:
+    """Rows equal in everything a form reads: chunk, cost key, and — in uniform groups — the layer index."""
+    return tuple((e.chunk, cost_key(e.item, e.with_head), e.item.index if _in_group(e.item) else 0)
+                 for e in entries)
+
+
+StagePlan = tuple[tuple[StageForm, tuple[Entry, ...]], ...]
+_PLANS: dict[tuple[int, bool], tuple[Any, StagePlan]] = {}
+
+
+def stage_plan(layout: Layout, tie: bool) -> StagePlan:
+    """Per stage of a layout: its form — one object for all the stages holding the same rows — and its entries
+    (in the form's row order: walk positions and labels index them). Built once per layout: every plan and
+    candidate with that layout prices only numbers."""
+    key = (id(layout), tie)
+    got = _PLANS.get(key)
+    if got is not None and got[0]() is layout:
+        return got[1]
+    forms: dict[tuple, StageForm] = {}
+    out = []
+    for i in range(layout.p):
+        entries = tuple(stage_entries(layout, i, tie))
+        signature = form_signature(entries)
+        form = forms.get(signature)
+        if form is None:
+            form = forms[signature] = build_form(entries, layout.vp)
+        out.append((form, entries))
+    plan = tuple(out)
+    if len(_PLANS) > 256:  # layouts come and go with the search's groups; keep the table small
+        _PLANS.clear()
+    _PLANS[key] = (weakref.ref(layout), plan)
+    return plan
+
+
 def stack_forms(forms: Sequence[StageForm]) -> StageForm:
     """One form whose counts and coefficients are arrays over ``forms`` (the balancer's table rows): the union
     of their keys, a missing count or coefficient 0, a missing walk position invalid."""
     vp = forms[0].vp
-    keys: list[RowCost] = []
-    items: list[Item] = []
-    index: dict[int, int] = {}
+    keys: list[tuple[Item, bool]] = []
+    index: dict[tuple, int] = {}
     for form in forms:
-        for cost, item in zip(form.keys, form.items, strict=True):
-            if id(cost) not in index:
-                index[id(cost)] = len(keys)
-                keys.append(cost)
-                items.append(item)
+        for item, with_head in form.keys:
+            ck = cost_key(item, with_head)
+            if ck not in index:
+                index[ck] = len(keys)
+                keys.append((item, with_head))
     e = len(forms)
-    remap = [[index[id(cost)] for cost in form.keys] for form in forms]
+    remap = [[index[cost_key(*key)] for key in form.keys] for form in forms]
 
     def dense(pairs_per_form: Sequence[Coefs | None]) -> Coefs:
         table = np.zeros((len(keys), e))
@@ -149,11 +185,6 @@ def stack_forms(forms: Sequence[StageForm]) -> StageForm:
             terms.append(WalkTerm(*(dense([getattr(term, name) if term else None for term in at])
                                     for name in ("rc", "group_none", "gw", "after")), valid, -1))
         walks.append(tuple(terms))
-    return StageForm(tuple(keys), tuple(items), tuple(counts), tuple(walks), (),
-                     np.array([bool(form.vision) for form in forms]))
+    return StageForm(tuple(keys), tuple(counts), tuple(walks), np.array([bool(form.vision) for form in forms]),
+                     frozenset().union(*(form.kinds for form in forms)))
 
-
-def form_signature(rows: Sequence[Row]) -> tuple:
-    """Rows equal in everything a form reads: chunk, cost, and — in uniform groups — the layer index."""
-    return tuple((row.chunk, id(row.cost), row.item.group, row.item.option == "full",
-                  row.item.index if _in_group(row.item) else 0) for row in rows)

@@ -23,7 +23,7 @@ from .. import fsdp
 from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, where
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
-from ..stage import StagePricer
+from ..stage import Row, StagePricer, stage_rows
 from ..static import forloop_temporaries
 from . import terms
 from .form import Coefs, StageForm
@@ -99,7 +99,8 @@ def _row_values(pricer: StagePricer, form: StageForm) -> list[tuple[Num, ...]]:
     f = pricer.r.flags
     divisor = pricer.r.par.os if f.sharding_mode not in ("none",) else 1
     out = []
-    for cost in form.keys:
+    for item, with_head in form.keys:
+        cost = pricer.cost(item, with_head)
         key = ("row-values", id(cost))
         got = pricer.memo.get(key)
         if got is None:
@@ -179,54 +180,53 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
 def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
                memo: dict | None = None) -> tuple[tuple[Num, ...], Num, int]:
     """D49: per element, the first point maximising Σ_j n_j·A_chunk(j) + W(backward chunk): (in-flight counts
-    per chunk, W of that point, the point's index for one element). A point's ``valid`` (the search: a mask per
-    micro-batch count) selects the elements it belongs to; points sharing a mask are evaluated on its elements
-    only."""
-    groups: dict[int, list[tuple[int, Any]]] = {}
-    for k, pt in enumerate(points):
-        groups.setdefault(id(pt.valid), []).append((k, pt))
-    if len(groups) == 1 and points[0].valid is True:
-        return _best_point(list(enumerate(points)), act, work)
+    per chunk, W of that point, and — one element — the point's index). For arrays the values of a set of points
+    are one matrix product, values[P, C] = N[P, vp] @ A[vp, C] + W[b_P, C]; a point's ``valid`` (the search: a
+    mask per micro-batch count) selects the elements it belongs to, and points sharing a mask are evaluated on
+    those elements only (``memo``, the pricer's, keeps each mask's element indices across stages)."""
+    if not is_array(*act, *work, *(pt.valid for pt in points)):
+        return _first_best(points, act, work)
+    groups: dict[int, list[Any]] = {}
+    for pt in points:
+        groups.setdefault(id(pt.valid), []).append(pt)
     size = np.broadcast_shapes(*[np.shape(x) for x in (*act, *work)], *[np.shape(pt.valid) for pt in points])
-    flat_act = [np.broadcast_to(np.asarray(a, dtype=np.float64), size).reshape(-1) for a in act]
-    flat_work = [np.broadcast_to(np.asarray(w, dtype=np.float64), size).reshape(-1) for w in work]
-    n = int(np.prod(size))
-    out_counts = np.zeros((len(act), n))
+    vp = len(act)
+    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act]).reshape(vp, -1)
+    works = np.stack([np.broadcast_to(np.asarray(w, dtype=np.float64), size) for w in work]).reshape(vp, -1)
+    n = acts.shape[1]
+    out_counts = np.zeros((vp, n))
     out_work = np.zeros(n)
     memo = {} if memo is None else memo
     for pts in groups.values():
-        idx = mask_index(pts[0][1].valid, size, memo)
+        idx = mask_index(pts[0].valid, size, memo)
         if not index_size(idx):
             continue
-        counts, w, _best = _best_point(pts, [a[idx] for a in flat_act], [x[idx] for x in flat_work])
-        for j, c in enumerate(counts):
-            out_counts[j, idx] = c
-        out_work[idx] = w
-    return tuple(out_counts[j].reshape(size) for j in range(len(act))), out_work.reshape(size), -1
+        if vp == 1:  # one chunk: n·A + W with A ≥ 0 and one W peaks at the largest n (A = 0: every point alike)
+            out_counts[0, idx] = max(pt.counts[0] for pt in pts)
+            out_work[idx] = works[0, idx]
+            continue
+        counts = np.array([pt.counts for pt in pts], dtype=np.float64)       # [P, vp]
+        chunk = np.array([pt.backward_chunk for pt in pts], dtype=np.int64)  # [P]
+        sub = works[:, idx]
+        best = np.argmax(counts @ acts[:, idx] + sub[chunk], axis=0)
+        out_counts[:, idx] = counts[best].T
+        out_work[idx] = sub[chunk[best], np.arange(sub.shape[1])]
+    return tuple(out_counts[j].reshape(size) for j in range(vp)), out_work.reshape(size), -1
 
 
-def _best_point(pts: list[tuple[int, Any]], act: Sequence[Num], work: Sequence[Num]
-                ) -> tuple[tuple[Num, ...], Num, int]:
+def _first_best(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num]) -> tuple[tuple[Num, ...], Num, int]:
+    """One element: the first point with the largest value, and its index."""
     best_value: Num = None
-    best_k: Num = -1
-    counts: tuple[Num, ...] = ()
-    best_work: Num = 0.0
-    for k, pt in pts:
+    best_k = -1
+    for k, pt in enumerate(points):
         value: Num = 0
         for n, a in zip(pt.counts, act, strict=True):
             value = value + n * a
         value = value + work[pt.backward_chunk]
-        if best_value is None:
-            best_value, best_k, counts, best_work = value, k, tuple(pt.counts), work[pt.backward_chunk]
-        elif is_array(value, best_value):
-            take = value > best_value
-            best_value = np.where(take, value, best_value)
-            counts = tuple(np.where(take, n, c) for n, c in zip(pt.counts, counts, strict=True))
-            best_work = np.where(take, work[pt.backward_chunk], best_work)
-            best_k = -1
-        elif value > best_value:
-            best_value, best_k, counts, best_work = value, k, tuple(pt.counts), work[pt.backward_chunk]
-    return counts, best_work, int(best_k)
+        if best_value is None or value > best_value:
+            best_value, best_k = value, k
+    chosen = points[best_k]
+    return tuple(chosen.counts), work[chosen.backward_chunk], best_k
 
 
 # ------------------------------------------------------------------------------------------ the stage
@@ -292,7 +292,7 @@ def _finish(pricer: StagePricer, stage: int, cat: dict[str, Num], chunks: Sequen
     """The stage terms, the total (M-STAGE) and the optimizer-step peak [S-OPT]."""
     r = pricer.r
     f = r.flags
-    groups = process_groups(r, stage)
+    groups = process_groups(r, stage, pricer.memo)
     at_step: Num = 0.0
     added = []
     for term in terms.STAGE_TERMS:
@@ -316,14 +316,17 @@ def _finish(pricer: StagePricer, stage: int, cat: dict[str, Num], chunks: Sequen
 
 
 def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],
-                 chunks: Sequence[ChunkSums] | None = None, explain: bool = False) -> StageMemory:
-    """A stage: the generic rule, or PyTorch FSDP2's instants (``fsdp.peak_instant``)."""
+                 chunks: Sequence[ChunkSums] | None = None, explain: bool = False,
+                 rows: Sequence[Row] | None = None) -> StageMemory:
+    """A stage: the generic rule, or PyTorch FSDP2's instants (``fsdp.peak_instant``, which walks ``rows``, the
+    stage's priced rows: by default the pricer's layout's stage ``stage``)."""
     if chunks is None:
         chunks = [chunk_sums(pricer, form, j) for j in range(form.vp)]
     if not pricer.r.flags.fsdp2:
         return combine(pricer, stage, chunks, points, form.vision, pricer.memo)
 
-    peak = fsdp.peak_instant(pricer, list(form.rows), [c.act for c in chunks], points, explain)
+    rows = stage_rows(pricer, stage) if rows is None else rows
+    peak = fsdp.peak_instant(pricer, list(rows), [c.act for c in chunks], points, explain)
     cat = {name: 0.0 for name in CATEGORIES}
     for term in terms.ROW_TERMS:
         if term.category not in INSTANT_CATEGORIES:

@@ -5,6 +5,8 @@ The numbers all come from the assembler's ``StageMemory``; this module only labe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..arr import Num, is_array
 from ..explain import Quantity, sum_node
 from ..kinds import notes as kind_notes
@@ -38,24 +40,24 @@ def _one(category: str, value: Num) -> tuple[Num, ...]:
     return tuple(value if name == category else 0 for name in CATEGORIES)
 
 
-def working_label(form: StageForm, mem: StageMemory) -> str:
+def working_label(form: StageForm, rows: Sequence[Row], mem: StageMemory) -> str:
     """Where the working set peaks: the walk position that wins, or the V schedules' overlapped pair."""
     chunk, at = mem.working_from
     if chunk < 0:
         return V_LABELS[at] if at > 0 else ""
     if at < 0:
         return ""
-    return row_label(form.rows[form.walks[chunk][at].row])
+    return row_label(rows[form.walks[chunk][at].row])
 
 
-def transient_label(pricer: StagePricer, form: StageForm, mem: StageMemory) -> str:
+def transient_label(pricer: StagePricer, form: StageForm, rows: Sequence[Row], mem: StageMemory) -> str:
     if pricer.r.flags.comm_buffer_mode == "upstream_sum":
         return "upstream per-layer sum"
     chunk, key = mem.transient_from
     if key < 0:
         return ""
-    cost = form.keys[key]
-    return "largest: " + row_label(next(row for row in form.rows if row.chunk == chunk and row.cost is cost))
+    cost = pricer.cost(*form.keys[key])
+    return "largest: " + row_label(next(row for row in rows if row.chunk == chunk and row.cost is cost))
 
 
 def point_label(points, mem: StageMemory) -> str:
@@ -69,11 +71,11 @@ def point_label(points, mem: StageMemory) -> str:
             f"{', '.join(counts)}")
 
 
-def layer_rows(pricer: StagePricer, form: StageForm, mem: StageMemory) -> tuple[LayerRow, ...]:
+def layer_rows(pricer: StagePricer, form: StageForm, rows: Sequence[Row], mem: StageMemory) -> tuple[LayerRow, ...]:
     """Per-layer rows at the peak (Σ rows = the stage's categories)."""
     instants = mem.instant is not None
     out = []
-    for row in form.rows:
+    for row in rows:
         n = mem.counts[row.chunk]
         item = row.item
         out.append(LayerRow(kind=item.kind, bytes=_row_bytes(pricer, row, n, instants),
@@ -87,9 +89,9 @@ def layer_rows(pricer: StagePricer, form: StageForm, mem: StageMemory) -> tuple[
                                       ("working", "working_overhead", best.working)):
             out.append(LayerRow(kind, _one(category, value), note=best.name))
     else:
-        out.append(LayerRow("working", _one("working_overhead", mem.working), note=working_label(form, mem)))
+        out.append(LayerRow("working", _one("working_overhead", mem.working), note=working_label(form, rows, mem)))
         out.append(LayerRow("buffers", _one("communication_buffers", mem.transient),
-                            note=transient_label(pricer, form, mem)))
+                            note=transient_label(pricer, form, rows, mem)))
     for term, (value, view) in zip(terms.STAGE_TERMS, mem.stage_terms, strict=True):
         out.append(LayerRow(term.row, _one(term.category, value), note="" if is_array(view.groups) else
                             term.note(view)))
@@ -97,8 +99,8 @@ def layer_rows(pricer: StagePricer, form: StageForm, mem: StageMemory) -> tuple[
 
 
 # ------------------------------------------------------------------------------------------ explain
-def explain_tree(pricer: StagePricer, stage: int, form: StageForm, mem: StageMemory, rows_: tuple[LayerRow, ...],
-                 point: str) -> Quantity:
+def explain_tree(pricer: StagePricer, stage: int, rows: Sequence[Row], mem: StageMemory,
+                 rows_: tuple[LayerRow, ...], point: str) -> Quantity:
     """The stage total as a sum of categories, each a sum over its rows with the formula and the values
     substituted (one element only)."""
     if mem.instant is not None:
@@ -108,7 +110,7 @@ def explain_tree(pricer: StagePricer, stage: int, form: StageForm, mem: StageMem
     children = []
     for k, name in enumerate(CATEGORIES):
         leaves = []
-        for lr, source in zip(rows_, [*form.rows, *synthetic], strict=True):
+        for lr, source in zip(rows_, [*rows, *synthetic], strict=True):
             value = lr.bytes[k]
             if not value:
                 continue
@@ -117,7 +119,7 @@ def explain_tree(pricer: StagePricer, stage: int, form: StageForm, mem: StageMem
             if isinstance(source, Row):
                 leaves.append(_row_leaf(pricer, name, label, value, source, lr))
             elif source is None:
-                leaves.append(_stage_leaf(name, label, value, lr, form, pricer.r.flags.zero is not None))
+                leaves.append(_stage_leaf(name, label, value, lr, rows, pricer.r.flags.zero is not None))
             else:
                 term, (_value, view) = source
                 leaves.append(Quantity(label, value, term.id, term.inputs(view), note=lr.note))
@@ -204,11 +206,11 @@ def _peft_leaf(pricer: StagePricer, category: str, label: str, value: float, loc
                                                         "sh_o": sh[2]})
 
 
-def _stage_leaf(category: str, label: str, value: float, lr: LayerRow, form: StageForm, zero: bool) -> Quantity:
+def _stage_leaf(category: str, label: str, value: float, lr: LayerRow, rows: Sequence[Row], zero: bool) -> Quantity:
     if category == "communication_buffers":
-        if not form.rows:
+        if not rows:
             return Quantity(label, value, "C-BUF", note=lr.note)
-        top = max(form.rows, key=lambda row: row.transient)
+        top = max(rows, key=lambda row: row.transient)
         parts = ZERO_BUFFER_PARTS if zero else BUFFER_PARTS
         children = [Quantity(n, float(v), fid) for (n, fid), v in zip(parts, top.parts, strict=True) if v]
         exact = abs(sum(c.value for c in children) - value) <= 1e-9 * max(1.0, value)

@@ -85,17 +85,21 @@ class StageTerm:
     note: Callable[[StageView], str] = lambda view: ""
 
 
-def process_groups(r: Resolved, stage: int) -> Num:
-    """Distinct groups of size > 1 a rank belongs to (D6)."""
+def process_groups(r: Resolved, stage: int, memo: dict | None = None) -> Num:
+    """Distinct groups of size > 1 a rank belongs to (D6); ``memo`` (a pricer's) keeps the count the stages share."""
     par, f, d = r.par, r.flags, r.dims
-    sizes = [par.t, par.cp, dense_domain(f, par), par.p]
-    if d.moe:
-        sizes += [par.ep, par.etp, par.edp]
-    if f.sharding_mode == "hsdp":
-        sizes.append(par.d_rep)
-    groups = sum(gt(x, 1) for x in sizes)
+    groups = memo.get("process-groups") if memo is not None else None
+    if groups is None:
+        sizes = [par.t, par.cp, dense_domain(f, par), par.p]
+        if d.moe:
+            sizes += [par.ep, par.etp, par.edp]
+        if f.sharding_mode == "hsdp":
+            sizes.append(par.d_rep)
+        groups = sum(gt(x, 1) for x in sizes)
+        if memo is not None:
+            memo["process-groups"] = groups
     if d.tie and par.p > 1 and stage in (0, par.p - 1):
-        groups += 1  # the embedding group of a tied table on two stages
+        groups = groups + 1  # the embedding group of a tied table on two stages
     return groups
 
 

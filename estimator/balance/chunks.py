@@ -24,9 +24,9 @@ from ..arr import Num
 from ..assembly import ChunkSums, chunk_sums
 from ..assembly.form import build_form, stack_forms
 from ..assembly.memory import combine, map_elements
-from ..layout import MTP, NOOP, slot_index, slot_position
+from ..layout import MTP, NOOP, Item, slot_index, slot_position
 from ..parsed import ParsedConfig
-from ..stage import Row
+from ..stage import EMBEDDING_COPY, Entry
 from ..steptime import ChunkTimes, chunk_times, stage_times
 from .solver import Choice
 from .tables import Assignment, PlanTables, Position, assignments, slot_items, snap_times
@@ -88,18 +88,17 @@ class ChunkedTables(PlanTables):
         a = max(0, min(a, self.total - c))
         return self.positions[a:a + c]
 
-    def chunk_rows(self, i: int, j: int, c: int, assign: Assignment) -> list[Row]:
-        """The rows of chunk j of stage i, in model order, as ``stage_rows`` builds them."""
-        pricer = self.pricer
+    def chunk_entries(self, i: int, j: int, c: int, assign: Assignment) -> list[Entry]:
+        """The rows of chunk j of stage i, in model order, as ``stage_entries`` lists them."""
         tie = self.r.dims.tie
         holds_e = i == 0 and j == 0  # slot 0 in every schedule
         holds_o = (i, j) == (self.o_stage, self.o_chunk)
         items = slot_items(self.parsed, self._slot_positions(i, j, c), assign, holds_e, holds_o)
-        rows = [Row(it, j, pricer.cost(it, with_head=not (tie and i == 0))) for it in items]
+        out = [Entry(it, j, not (tie and i == 0)) for it in items]
         # a stage with MTP but not the embedding holds a copy of the table (unless a tied head serves)
         if any(it.kind == MTP for it in items) and i != 0 and not (tie and i == self.o_stage):
-            rows.append(pricer.copy_row(j))
-        return rows
+            out.append(Entry(Item(EMBEDDING_COPY, ""), j))
+        return out
 
     def _chunk_options(self, i: int, j: int, c: int) -> _Options:
         """Every assignment of a slot, minus those another one beats on every count."""
@@ -111,13 +110,13 @@ class ChunkedTables(PlanTables):
         forms = []
         seen: set[tuple[str, ...]] = set()
         for assign in assignments(self.options, c):
-            rows = self.chunk_rows(i, j, c, assign)
-            signature = tuple(row.item.option for row in rows)
+            entries = self.chunk_entries(i, j, c, assign)
+            signature = tuple(e.item.option for e in entries)
             if signature in seen:
                 continue
             seen.add(signature)
             found.append(assign)
-            forms.append(build_form(rows, self.vp))
+            forms.append(build_form(entries, self.vp))
         stacked = stack_forms(forms)
         sums, times = chunk_sums(self.pricer, stacked, j), chunk_times(self.ctx, stacked, j)
         # drop what another assignment beats on every count; of equal ones the first (fewest recomputed

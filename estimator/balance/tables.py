@@ -23,7 +23,7 @@ from ..parsed import ParsedConfig
 from ..resolve import resolve
 from ..rowtime import TimeContext
 from ..schedules import inflight_profile
-from ..stage import Row, StagePricer
+from ..stage import EMBEDDING_COPY, Entry, Row, StagePricer
 from ..steptime import ChunkTimes, chunk_times, stage_times
 from .solver import Choice
 
@@ -143,17 +143,16 @@ class StageTables(PlanTables):
     def total(self) -> int:
         return len(self.positions)
 
-    def rows(self, i: int, a: int, c: int, assign: Assignment) -> list[Row]:
-        """The rows stage i holds, in model order, as ``stage_rows`` would build them."""
-        pricer = self.pricer
+    def entries(self, i: int, a: int, c: int, assign: Assignment) -> list[Entry]:
+        """The rows stage i holds, in model order, as ``stage_entries`` would list them."""
         tie = self.r.dims.tie
         first, last = i == 0, i == self.p - 1
         items = slot_items(self.parsed, self.positions[a:a + c], assign, first, last)
-        rows = [Row(it, 0, pricer.cost(it, with_head=not (tie and first))) for it in items]
+        out = [Entry(it, 0, not (tie and first)) for it in items]
         kinds = {it.kind for it in items}
         if MTP in kinds and EMBEDDING not in kinds and not (tie and OUTPUT in kinds):
-            rows.append(pricer.copy_row(0))
-        return rows
+            out.append(Entry(Item(EMBEDDING_COPY, ""), 0))
+        return out
 
     def assignments(self, c: int) -> Iterator[Assignment]:
         return assignments(self.options, c)
@@ -170,39 +169,43 @@ class StageTables(PlanTables):
         slot = self._slot_cache.get(key)
         if slot is None:
             chosen: list[Assignment] = []
-            forms = []
+            table = []
             seen: set[tuple[str, ...]] = set()
             for assign in self.assignments(c):
-                rows = self.rows(i, a, c, assign)
-                signature = tuple(row.item.option for row in rows)
+                entries = self.entries(i, a, c, assign)
+                signature = tuple(e.item.option for e in entries)
                 if signature in seen:  # e.g. counts beyond the layers of a slot with noop positions
                     continue
                 seen.add(signature)
                 chosen.append(assign)
-                forms.append(build_form(rows, 1))
-            slot = self._slot_cache[key] = self._sums(forms, tuple(chosen))
+                table.append(entries)
+            slot = self._slot_cache[key] = self._sums(table, tuple(chosen))
         times, totals, opt_peaks = self._price(i, slot)
         out = [Choice(t, max(total, opt), assign)
                for t, total, opt, assign in zip(snap_times(times), totals, opt_peaks, slot.assigns, strict=True)]
         self._list_cache[(i, kinds)] = out
         return out
 
-    def _sums(self, forms: list[StageForm], assigns: tuple[Assignment, ...] = ()) -> _Slot:
+    def _sums(self, table: list[list[Entry]], assigns: tuple[Assignment, ...] = ()) -> _Slot:
+        forms = tuple(build_form(entries, 1) for entries in table)
         stacked = stack_forms(forms)
-        return _Slot(assigns, tuple(forms), stacked, chunk_sums(self.pricer, stacked, 0),
+        return _Slot(assigns, tuple(tuple(e) for e in table), forms, stacked, chunk_sums(self.pricer, stacked, 0),
                      chunk_times(self.ctx, stacked, 0))
 
-    def price(self, i: int, forms: list[StageForm]) -> tuple[list[float], list[float], list[float]]:
-        """Per form: the stage time S_i = F + B + W + Rc per micro-batch, the stage total and the optimizer-step
-        peak of stage i holding its rows."""
-        return self._price(i, self._sums(forms))
+    def price(self, i: int, table: list[list[Entry]]) -> tuple[list[float], list[float], list[float]]:
+        """Per table row (a stage's entries): the stage time S_i = F + B + W + Rc per micro-batch, the stage total
+        and the optimizer-step peak of stage i holding those rows."""
+        return self._price(i, self._sums(table))
 
     def _price(self, i: int, slot: _Slot) -> tuple[list[float], list[float], list[float]]:
         """The stage-dependent part (replay points, process groups, pipeline hand-overs) on the slot's sums;
         FSDP2 plans (instants walk the rows) one form at a time."""
         times = stage_times(self.ctx, i, [slot.times])
         if self.r.flags.fsdp2:
-            mems = [stage_memory(self.pricer, i, form, self.points[i]) for form in slot.forms]
+            cost = self.pricer.cost
+            mems = [stage_memory(self.pricer, i, form, self.points[i],
+                                 rows=[Row(e.item, e.chunk, cost(e.item, e.with_head), e.with_head) for e in entries])
+                    for form, entries in zip(slot.forms, slot.entries, strict=True)]
         else:
             mems = [combine(self.pricer, i, [slot.sums], self.points[i], slot.stacked.vision, self.pricer.memo)]
         n = len(slot.forms)
@@ -219,6 +222,7 @@ class _Slot:
     """A slot's table rows: their assignments, forms, stacked form, and chunk sums and times (arrays over them)."""
 
     assigns: tuple[Assignment, ...]
+    entries: tuple[tuple[Entry, ...], ...]
     forms: tuple[StageForm, ...]
     stacked: StageForm
     sums: ChunkSums

@@ -15,7 +15,6 @@ from ..layout import build_layout, layout_inputs
 from ..parsed import ParsedConfig
 from ..rescale import rescale, rescale_vision
 from ..resolve import Par, resolve
-from ..stage import stage_rows
 from ..strategy import RecomputePlan, Strategy
 from ..vector import price_group, with_par
 from .candidates import KEEP_PARSED_REC, Candidates
@@ -157,8 +156,7 @@ def _price_group(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.
     out.stage_totals[idx, :totals.shape[0]] = totals.T
     out.optimizer_step_peak[idx] = cats["optimizer_step_peak"].max(axis=0)
     if time_fn is not None:
-        rows = [stage_rows(pricer, i) for i in range(int(first["p"]))]
-        step = time_fn(pricer, rows)
+        step = time_fn(pricer)
         out.step_time[idx] = np.broadcast_to(step.step_time_s, idx.shape)
         out.tokens_per_s_per_device[idx] = np.broadcast_to(step.tokens_per_s_per_device, idx.shape)
         out.mfu[idx] = np.broadcast_to(step.mfu, idx.shape)

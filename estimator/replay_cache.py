@@ -1,0 +1,123 @@
+"""The schedule replays a process computed, kept on disk for the next one (docs/model.md#in-flight-micro-batches).
+
+Replaying a schedule's issue order costs up to tens of milliseconds per (schedule, p, vp, m); a search visits a
+hundred of them, and every CLI search and every app worker process starts cold. The replays depend on nothing but
+their arguments and the code of ``schedules``, so they are kept in one JSON file per version of that code
+(``replay-<hash>.json`` in the user's cache folder, ``$SAPP_CACHE_DIR`` wins), read on first use and written back
+(merged, atomically) when the process ends. A missing, unreadable or malformed file or entry is a cache miss,
+never an error: the replay is simply computed again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MAX_ENTRIES = 20_000  # a few MB of JSON at most; beyond that the oldest entries go
+Key = tuple[Any, ...]
+Profile = tuple[tuple[tuple[tuple[int, ...], int], ...], ...]  # per stage: (counts per chunk, backward chunk)
+
+_loaded: dict[str, Profile] | None = None
+_pending: dict[str, Profile] = {}
+
+
+def cache_dir() -> Path:
+    override = os.environ.get("SAPP_CACHE_DIR")
+    if override:
+        return Path(override)
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "sapp-planner"
+    if os.name == "nt":
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "sapp-planner" / "Cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sapp-planner"
+
+
+def _path() -> Path:
+    source = (Path(__file__).with_name("schedules.py")).read_bytes()
+    return cache_dir() / f"replay-{hashlib.sha256(source).hexdigest()[:16]}.json"
+
+
+def _text(key: Key) -> str:
+    return json.dumps(key, separators=(",", ":"))
+
+
+def _valid(key: Key, value: Any) -> bool:
+    """An entry has p stages of points whose counts are vp non-negative integers and whose chunk is below vp."""
+    p, vp = key[1], key[2]
+    if not (isinstance(value, list) and len(value) == p):
+        return False
+    for stage in value:
+        if not isinstance(stage, list) or not stage:
+            return False
+        for point in stage:
+            if not (isinstance(point, list) and len(point) == 2 and isinstance(point[0], list)
+                    and len(point[0]) == vp and isinstance(point[1], int) and 0 <= point[1] < vp
+                    and all(isinstance(n, int) and n >= 0 for n in point[0])):
+                return False
+    return True
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def get(key: Key) -> Profile | None:
+    """The stored replay of ``key`` (schedule, p, vp, m, vpp_group, n_s, overlap), or None."""
+    global _loaded
+    if _loaded is None:
+        _loaded = {}
+        for text, value in _read(_path()).items():
+            try:
+                stored_key = tuple(json.loads(text))
+            except ValueError:
+                continue
+            if len(stored_key) == 7 and _valid(stored_key, value):
+                _loaded[text] = tuple(tuple((tuple(c), b) for c, b in stage) for stage in value)
+    return _loaded.get(_text(key))
+
+
+def put(key: Key, profile: Profile) -> None:
+    """Remember a replay this process computed; written when the process ends."""
+    _pending[_text(key)] = profile
+    if _loaded is not None:
+        _loaded[_text(key)] = profile
+
+
+def flush() -> None:
+    """Merge this process's new replays into the file (another process may have added its own meanwhile)."""
+    if not _pending:
+        return
+    path = _path()
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        merged = _read(path)
+        merged.update({k: [[[list(c), b] for c, b in stage] for stage in v] for k, v in _pending.items()})
+        if len(merged) > MAX_ENTRIES:
+            merged = dict(list(merged.items())[-MAX_ENTRIES:])
+        fd, tmp = tempfile.mkstemp(prefix=".replay-", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(merged, fh, separators=(",", ":"))
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass  # a cache that cannot be written only costs the next process the replays
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    _pending.clear()
+
+
+atexit.register(flush)
+
+__all__ = ["cache_dir", "flush", "get", "put"]
