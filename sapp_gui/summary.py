@@ -98,6 +98,7 @@ class _Card(QFrame):
         font.setPointSizeF(self.font().pointSizeF() * 1.35)
         font.setBold(True)
         self.value.setFont(font)
+        self.value.setWordWrap(True)  # "Does not fit" / "−37.58 GiB" wrap in a narrow tile instead of being cut
         self.sub = QLabel("")
         self.sub.setProperty("sappRole", "note")
         self.sub.setWordWrap(True)

@@ -563,6 +563,41 @@
     </message>
 </context>
 <context>
+    <name>Fixes</name>
+    <message>
+        <source>{0} — peak {1} GiB, step {2} s</source>
+        <translation>{0} — 峰值 {1} GiB，单步 {2} s</translation>
+    </message>
+    <message>
+        <source>Nearest fixes…</source>
+        <translation>最近的可行方案…</translation>
+    </message>
+    <message>
+        <source>The nearest plans that fit on the same devices and global batch, fewest changed settings first (one click applies one)</source>
+        <translation>在相同设备数与全局批大小下满足预算的最近方案，改动最少的在前（单击即可应用）</translation>
+    </message>
+    <message>
+        <source>Looking for the nearest plans that fit…</source>
+        <translation>正在查找满足预算的最近方案…</translation>
+    </message>
+    <message>
+        <source>No fixes: {0}</source>
+        <translation>没有可行方案：{0}</translation>
+    </message>
+    <message>
+        <source>No plan of tensor × pipeline degree × recompute fits these devices and this global batch: more devices (or a smaller global batch) are needed.</source>
+        <translation>在这些设备数与全局批大小下，张量并行 × 流水线并行 × 重计算的组合均无法满足预算：需要更多设备（或更小的全局批大小）。</translation>
+    </message>
+    <message>
+        <source>{0} plans fit; choose one to apply it (undoable).</source>
+        <translation>{0} 个方案满足预算；选择一个即可应用（可撤销）。</translation>
+    </message>
+    <message>
+        <source>Apply fix: {0}</source>
+        <translation>应用方案：{0}</translation>
+    </message>
+</context>
+<context>
     <name>Forms</name>
     <message>
         <source>&amp;Parallel</source>
