@@ -238,6 +238,14 @@
         <translation>导出图表</translation>
     </message>
     <message>
+        <source>Copy chart (PNG)</source>
+        <translation>复制图表（PNG）</translation>
+    </message>
+    <message>
+        <source>Copy numbers (tab-separated)</source>
+        <translation>复制数值（制表符分隔）</translation>
+    </message>
+    <message>
         <source>Export as PNG…</source>
         <translation>导出为 PNG…</translation>
     </message>
@@ -280,6 +288,17 @@
     <message>
         <source>{0} · stage {1}</source>
         <translation>{0} · 阶段 {1}</translation>
+    </message>
+</context>
+<context>
+    <name>Clipboard</name>
+    <message>
+        <source>Copy table (tab-separated)</source>
+        <translation>复制表格（制表符分隔）</translation>
+    </message>
+    <message>
+        <source>Copy the numbers (tab-separated)</source>
+        <translation>复制数值（制表符分隔）</translation>
     </message>
 </context>
 <context>
