@@ -819,6 +819,57 @@
     </message>
 </context>
 <context>
+    <name>Help</name>
+    <message>
+        <source>Select the next / previous stage or category in a chart</source>
+        <translation>在图表中选择下一个/上一个阶段或类别</translation>
+    </message>
+    <message>
+        <source>Explain the selected bar segment</source>
+        <translation>说明所选柱段的计算</translation>
+    </message>
+    <message>
+        <source>Copy a table (tab-separated) or a chart (image)</source>
+        <translation>复制表格（制表符分隔）或图表（图片）</translation>
+    </message>
+    <message>
+        <source>Step a degree field to its next valid value</source>
+        <translation>把并行度字段调到下一个有效值</translation>
+    </message>
+    <message>
+        <source>SAPP Planner help</source>
+        <translation>SAPP Planner 帮助</translation>
+    </message>
+    <message>
+        <source>User guide</source>
+        <translation>使用指南</translation>
+    </message>
+    <message>
+        <source>Model and formulas</source>
+        <translation>模型与公式（英文）</translation>
+    </message>
+    <message>
+        <source>Fidelity</source>
+        <translation>准确度（英文）</translation>
+    </message>
+    <message>
+        <source>Keyboard shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+    <message>
+        <source>This page is in docs/{0} of the SAPP Planner sources; it is not in this installation.</source>
+        <translation>此页面位于 SAPP Planner 源代码的 docs/{0}，本安装中没有包含。</translation>
+    </message>
+    <message>
+        <source>Action</source>
+        <translation>操作</translation>
+    </message>
+    <message>
+        <source>Keys</source>
+        <translation>按键</translation>
+    </message>
+</context>
+<context>
     <name>LayerChart</name>
     <message>
         <source>Embedding</source>
@@ -1316,6 +1367,18 @@
     <message>
         <source>Reset &amp;layout</source>
         <translation>重置布局(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;User guide</source>
+        <translation>使用指南(&amp;U)</translation>
+    </message>
+    <message>
+        <source>What each number means, the model&apos;s formulas and its measured fidelity</source>
+        <translation>每个数值的含义、模型公式及其实测准确度</translation>
+    </message>
+    <message>
+        <source>&amp;Keyboard shortcuts</source>
+        <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
         <source>&amp;About SAPP Planner</source>
