@@ -37,6 +37,7 @@ from estimator.session import PlanSession, SessionEvent
 from estimator.session.events import CHANGED, CLOSED, OPENED
 from estimator.units import GiB
 
+from .clipboard import install_table_copy
 from .grouped_chart import ChartEntry, GroupedStageChart
 from .language import translate
 from .tasks import ProcessRunner, TaskOutcome
@@ -109,6 +110,7 @@ class BalanceView(QWidget):
         self.chart = GroupedStageChart("")
         self.chart.setObjectName("balanceChart")
         self.table = QTableWidget(0, 8)
+        install_table_copy(self.table)
         self.table.setObjectName("balanceTable")
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, Qt, Signal
-from PySide6.QtGui import QColor, QCursor, QPen
+from PySide6.QtGui import QColor, QCursor, QKeySequence, QPen
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from estimator.result import CATEGORIES
@@ -260,6 +260,10 @@ class StackedBarChart(ExportableChart, QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.plot and event.type() == QEvent.Type.Resize and self._tick_request[2]:
             self.set_ticks(*self._tick_request)
+        if watched is self.plot and event.type() == QEvent.Type.KeyPress and \
+                event.matches(QKeySequence.StandardKey.Copy):  # type: ignore[attr-defined]
+            self.copy_png()
+            return True
         if watched is self.plot and event.type() == QEvent.Type.KeyPress and len(self.x):
             key = event.key()  # type: ignore[attr-defined]
             i, cat = self.selected or (0, CATEGORIES[0])

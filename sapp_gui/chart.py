@@ -209,8 +209,12 @@ class StageChart(StackedBarChart):
             lift = (peak_rect.bottom() - min(r.top() for r in below) + 2) * view.viewPixelSize()[1]
             self.peak_label.setPos(self.peak_label.pos().x(), self._peak_top + lift)
             peak_rect = self.peak_label.sceneBoundingRect()
-        taken = [peak_rect, *(label.sceneBoundingRect() for label in self.delta_labels)]
         inside = view.sceneBoundingRect()
+        if peak_rect.top() < inside.top():  # a short chart: raise the scale so that the peak label shows whole
+            pixel = view.viewPixelSize()[1]
+            self.set_y_top(view.viewRange()[1][1] + (inside.top() - peak_rect.top() + 4) * pixel)
+            peak_rect = self.peak_label.sceneBoundingRect()
+        taken = [peak_rect, *(label.sceneBoundingRect() for label in self.delta_labels)]
         for line, above in ((self.capacity_line, True), (self.budget_line, False)):
             label = line.label
             label.setVisible(line.isVisible())

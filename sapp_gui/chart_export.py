@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 from estimator.errors import SappError
 from estimator.export import write_atomic
 
+from .clipboard import copy_image, copy_text, tsv, widget_image
 from .language import translate
 
 
@@ -78,11 +79,23 @@ class ExportableChart:
 
     def export_menu(self, parent: QWidget) -> QMenu:
         menu = QMenu(translate("Charts", "Export chart"), parent)
+        menu.addAction(translate("Charts", "Copy chart (PNG)"), self.copy_png)
+        if hasattr(self, "csv_rows"):
+            menu.addAction(translate("Charts", "Copy numbers (tab-separated)"), self.copy_tsv)
+        menu.addSeparator()
         labels = {"png": translate("Charts", "Export as PNG…"), "svg": translate("Charts", "Export as SVG…"),
                   "csv": translate("Charts", "Export numbers as CSV…")}
         for kind in self.export_kinds():
             menu.addAction(labels[kind], lambda k=kind: self.ask_export(k))
         return menu
+
+    def copy_png(self) -> None:
+        """The chart as an image on the clipboard (what is on screen)."""
+        copy_image(widget_image(self))  # type: ignore[arg-type]
+
+    def copy_tsv(self) -> None:
+        """The numbers behind the chart on the clipboard, tab-separated (a spreadsheet pastes them as cells)."""
+        copy_text(tsv(self.csv_rows()))  # type: ignore[attr-defined]
 
     def enable_export_menu(self, view: QWidget) -> None:
         """Right-click on ``view`` offers the exports."""

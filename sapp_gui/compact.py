@@ -2,7 +2,7 @@
 
 - Content that needs more room than the window has scrolls instead of setting the window's minimum size
   (``scrolling``: the analysis tabs, each in a scroll area).
-- The side panels are narrower at their minimum and collapse: View ▸ Side panels (Ctrl+Shift+B) hides them all
+- The side panels are narrower at their minimum and collapse: View ▸ Side panels (F9) hides them all
   and brings back the ones that were shown; on a short screen Explain and Warnings share one tabbed panel.
 """
 
@@ -53,7 +53,7 @@ class SidePanels(QObject):
         self.action.setObjectName("toggleSidePanels")
         self.action.setCheckable(True)
         self.action.setChecked(True)
-        self.action.setShortcut(QKeySequence("Ctrl+Shift+B"))
+        self.action.setShortcut(QKeySequence("F9"))
         self.action.toggled.connect(self.set_expanded)
         self.retranslate()
 

@@ -38,6 +38,7 @@ from estimator.session import MAX_COMPARED, CompareEntry, PlanSession, SessionEv
 from estimator.session.events import COMPARED, OPENED
 from estimator.units import GiB
 
+from .clipboard import install_table_copy
 from .grouped_chart import ChartEntry, GroupedStageChart
 from .language import category_label, translate
 from .panel import strategy_text
@@ -140,6 +141,7 @@ class CompareView(QWidget):
         self.chart = GroupedStageChart("")
         self.chart.setObjectName("compareChart")
         self.table = QTableWidget(0, 0)
+        install_table_copy(self.table)
         self.table.setObjectName("compareTable")
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)

@@ -47,6 +47,7 @@ from .commands import UndoAdapter
 from .compact import FORMS_MIN_WIDTH, NARROW_SCREEN, SIDE_MIN_WIDTH, SidePanels
 from .explain_view import ExplainView
 from .export_dialog import ExportDialog, ExportFlow, ask_unsaved
+from .fixes_bar import FixesBar
 from .forms import FormsPanel
 from .language import translate
 from .layer_chart import LayerChart
@@ -122,6 +123,8 @@ class MainWindow(QMainWindow):
         self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary = SummaryPanel()
         self.summary_frame = StaleFrame(self.doc, self.summary)
+        self.fixes_bar = FixesBar(self.doc)  # "does not fit": the nearest plans that fit, one click each
+        self.fixes_bar.apply_requested.connect(self.edit)
         self.chart = StageChart()
         self.layer_chart = LayerChart()
         self.splitter = QSplitter(Qt.Orientation.Vertical)
@@ -139,6 +142,7 @@ class MainWindow(QMainWindow):
         box.setContentsMargins(6, 6, 6, 6)
         box.addWidget(self.banner)
         box.addWidget(self.summary_frame)
+        box.addWidget(self.fixes_bar)
         box.addWidget(self.workspace_tabs, 1)
         self.stack = QStackedWidget()
         self.stack.addWidget(self.start_page)
@@ -153,7 +157,7 @@ class MainWindow(QMainWindow):
         self.selection = SelectionController(self.chart, self.layer_chart, self.explain, self.runner)
         self.notes = NotesList()
         self.notes.extra_errors = (self.profile_problem,) if self.profile_problem else ()
-        for view in (self.summary, self.chart, self.selection, self.forms, self.notes):
+        for view in (self.summary, self.chart, self.selection, self.forms, self.notes, self.fixes_bar):
             attach(self.doc, view)
         self.forms_dock = self._dock("formsDock", self.forms, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.explain_dock = self._dock("explainDock", self.explain_frame, Qt.DockWidgetArea.RightDockWidgetArea)
@@ -192,6 +196,7 @@ class MainWindow(QMainWindow):
         self.start_page.retranslate()
         self.forms.retranslate(self.forms.assumptions)
         self.summary.retranslate()
+        self.fixes_bar.retranslate()
         self.chart.retranslate()
         self.layer_chart.retranslate()
         self.explain.retranslate()
@@ -556,6 +561,7 @@ class MainWindow(QMainWindow):
         self.runner.shutdown()
         self.exports.shutdown()
         self.workspace_tabs.shutdown()
+        self.fixes_bar.shutdown()
 
     # ----------------------------------------------------------------------------- keyboard
     def focus_forms(self) -> None:

@@ -140,6 +140,9 @@ def build_menus(window: MainWindow) -> Actions:
 
     help_menu = menus["help"]
     bar.addMenu(help_menu)
+    help_menu.addAction(act("user_guide", lambda: show_help(window, "guide"), QKeySequence.StandardKey.HelpContents))
+    help_menu.addAction(act("shortcuts", lambda: show_help(window, "shortcuts"), "Ctrl+/"))
+    help_menu.addSeparator()
     help_menu.addAction(act("about", window.about))
 
     toolbar = QToolBar(window)
@@ -206,6 +209,9 @@ def _texts() -> dict[str, tuple[str, str]]:
         "focus_layers": (translate("Menus", "Focus &layer chart"), ""),
         "focus_explain": (translate("Menus", "Focus &explain"), ""),
         "reset_layout": (translate("Menus", "Reset &layout"), ""),
+        "user_guide": (translate("Menus", "&User guide"),
+                       translate("Menus", "What each number means, the model's formulas and its measured fidelity")),
+        "shortcuts": (translate("Menus", "&Keyboard shortcuts"), ""),
         "about": (translate("Menus", "&About SAPP Planner"), ""),
     }
 
@@ -274,6 +280,21 @@ def fill_chart_menu(window: MainWindow, menu: QMenu) -> None:
     json_action = menu.addAction(translate("Menus", "Search result as JSON…"), lambda: search.ask_export("json"))
     for action in (csv_action, json_action):
         action.setEnabled(search.result is not None)
+
+
+def show_help(window: MainWindow, tab: str) -> None:
+    """The help dialog (one per window, not modal) at ``tab``: the guide or the keyboard shortcuts."""
+    from .help import HelpDialog
+
+    dialog = getattr(window, "help_dialog", None)
+    if dialog is None:
+        dialog = HelpDialog(window.findChildren(QAction), window)
+        window.help_dialog = dialog  # type: ignore[attr-defined]
+    else:
+        dialog.retranslate()  # the language or the actions may have changed since
+    dialog.show_tab(tab)
+    dialog.show()
+    dialog.raise_()
 
 
 def show_about(window: MainWindow) -> None:

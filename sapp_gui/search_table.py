@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from estimator.search import SearchResult
 
+from .clipboard import install_table_copy
 from .language import translate
 from .search_model import SearchFilterProxy, SearchRow, SearchTableModel
 
@@ -42,6 +43,7 @@ class SearchResultsTabs(QTabWidget):
         self.proxy = SearchFilterProxy(self)
         self.proxy.setSourceModel(self.model)
         self.table = QTableView()
+        install_table_copy(self.table)
         self.table.setObjectName("searchTable")
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
@@ -82,6 +84,7 @@ class SearchResultsTabs(QTabWidget):
         table_box.addLayout(filter_row)
         table_box.addWidget(self.table, 1)
         self.refused = QTableWidget(0, 3)
+        install_table_copy(self.refused)
         self.refused.setObjectName("refusals")
         self.refused.verticalHeader().setVisible(False)
         self.refused.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QResizeEvent
-from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QListWidget, QListWidgetItem, QWidget
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QListWidget, QListWidgetItem, QMenu, QWidget
 
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
@@ -24,6 +24,7 @@ from estimator.session.events import CLOSED, ESTIMATED, OPENED, PINNED
 from estimator.units import GiB
 from estimator.warnings import Assumption, EstimateWarning
 
+from .clipboard import copy_text, tsv
 from .document import preset_problem
 from .language import translate
 from .style import FITS, MUTED, OVER_BUDGET, QT_TRANSLATE_NOOP
@@ -98,6 +99,7 @@ class _Card(QFrame):
         font.setPointSizeF(self.font().pointSizeF() * 1.35)
         font.setBold(True)
         self.value.setFont(font)
+        self.value.setWordWrap(True)  # "Does not fit" / "−37.58 GiB" wrap in a narrow tile instead of being cut
         self.sub = QLabel("")
         self.sub.setProperty("sappRole", "note")
         self.sub.setWordWrap(True)
@@ -133,6 +135,8 @@ class SummaryPanel(QFrame):
         self.context.setProperty("sappRole", "note")
         self.columns = 0
         self._flow(5)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._copy_menu)
         # an explicit minimum width: the tiles re-flow on resize, so the columns they have now must never make
         # the window wider (a hidden page of the central stack is resized to the whole window)
         self.setMinimumWidth(3 * (CARD_MIN_WIDTH + 6))
@@ -155,6 +159,17 @@ class SummaryPanel(QFrame):
         self.stale = reason
         if self._last is not None:
             self.set_result(*self._last)
+
+    # ---------------------------------------------------------------------------------- clipboard
+    def tiles_tsv(self) -> str:
+        """Every tile as caption – value – detail, tab-separated, and the context line."""
+        rows = [[card.caption.text(), card.value.text(), card.sub.text()] for card in self.cards]
+        return tsv(rows) + (self.context.text() + "\n" if self.context.text() else "")
+
+    def _copy_menu(self, pos: QPoint) -> None:
+        menu = QMenu(self)
+        menu.addAction(translate("Clipboard", "Copy the numbers (tab-separated)"), lambda: copy_text(self.tiles_tsv()))
+        menu.exec(self.mapToGlobal(pos))
 
     # ------------------------------------------------------------------------------------- layout
     def _flow(self, columns: int) -> None:

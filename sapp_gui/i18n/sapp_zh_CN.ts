@@ -238,6 +238,14 @@
         <translation>导出图表</translation>
     </message>
     <message>
+        <source>Copy chart (PNG)</source>
+        <translation>复制图表（PNG）</translation>
+    </message>
+    <message>
+        <source>Copy numbers (tab-separated)</source>
+        <translation>复制数值（制表符分隔）</translation>
+    </message>
+    <message>
         <source>Export as PNG…</source>
         <translation>导出为 PNG…</translation>
     </message>
@@ -280,6 +288,17 @@
     <message>
         <source>{0} · stage {1}</source>
         <translation>{0} · 阶段 {1}</translation>
+    </message>
+</context>
+<context>
+    <name>Clipboard</name>
+    <message>
+        <source>Copy table (tab-separated)</source>
+        <translation>复制表格（制表符分隔）</translation>
+    </message>
+    <message>
+        <source>Copy the numbers (tab-separated)</source>
+        <translation>复制数值（制表符分隔）</translation>
     </message>
 </context>
 <context>
@@ -563,6 +582,41 @@
     </message>
 </context>
 <context>
+    <name>Fixes</name>
+    <message>
+        <source>{0} — peak {1} GiB, step {2} s</source>
+        <translation>{0} — 峰值 {1} GiB，单步 {2} s</translation>
+    </message>
+    <message>
+        <source>Nearest fixes…</source>
+        <translation>最近的可行方案…</translation>
+    </message>
+    <message>
+        <source>The nearest plans that fit on the same devices and global batch, fewest changed settings first (one click applies one)</source>
+        <translation>在相同设备数与全局批大小下满足预算的最近方案，改动最少的在前（单击即可应用）</translation>
+    </message>
+    <message>
+        <source>Looking for the nearest plans that fit…</source>
+        <translation>正在查找满足预算的最近方案…</translation>
+    </message>
+    <message>
+        <source>No fixes: {0}</source>
+        <translation>没有可行方案：{0}</translation>
+    </message>
+    <message>
+        <source>No plan of tensor × pipeline degree × recompute fits these devices and this global batch: more devices (or a smaller global batch) are needed.</source>
+        <translation>在这些设备数与全局批大小下，张量并行 × 流水线并行 × 重计算的组合均无法满足预算：需要更多设备（或更小的全局批大小）。</translation>
+    </message>
+    <message>
+        <source>{0} plans fit; choose one to apply it (undoable).</source>
+        <translation>{0} 个方案满足预算；选择一个即可应用（可撤销）。</translation>
+    </message>
+    <message>
+        <source>Apply fix: {0}</source>
+        <translation>应用方案：{0}</translation>
+    </message>
+</context>
+<context>
     <name>Forms</name>
     <message>
         <source>&amp;Parallel</source>
@@ -762,6 +816,57 @@
     <message>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
+    </message>
+</context>
+<context>
+    <name>Help</name>
+    <message>
+        <source>Select the next / previous stage or category in a chart</source>
+        <translation>在图表中选择下一个/上一个阶段或类别</translation>
+    </message>
+    <message>
+        <source>Explain the selected bar segment</source>
+        <translation>说明所选柱段的计算</translation>
+    </message>
+    <message>
+        <source>Copy a table (tab-separated) or a chart (image)</source>
+        <translation>复制表格（制表符分隔）或图表（图片）</translation>
+    </message>
+    <message>
+        <source>Step a degree field to its next valid value</source>
+        <translation>把并行度字段调到下一个有效值</translation>
+    </message>
+    <message>
+        <source>SAPP Planner help</source>
+        <translation>SAPP Planner 帮助</translation>
+    </message>
+    <message>
+        <source>User guide</source>
+        <translation>使用指南</translation>
+    </message>
+    <message>
+        <source>Model and formulas</source>
+        <translation>模型与公式（英文）</translation>
+    </message>
+    <message>
+        <source>Fidelity</source>
+        <translation>准确度（英文）</translation>
+    </message>
+    <message>
+        <source>Keyboard shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+    <message>
+        <source>This page is in docs/{0} of the SAPP Planner sources; it is not in this installation.</source>
+        <translation>此页面位于 SAPP Planner 源代码的 docs/{0}，本安装中没有包含。</translation>
+    </message>
+    <message>
+        <source>Action</source>
+        <translation>操作</translation>
+    </message>
+    <message>
+        <source>Keys</source>
+        <translation>按键</translation>
     </message>
 </context>
 <context>
@@ -1262,6 +1367,18 @@
     <message>
         <source>Reset &amp;layout</source>
         <translation>重置布局(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;User guide</source>
+        <translation>使用指南(&amp;U)</translation>
+    </message>
+    <message>
+        <source>What each number means, the model&apos;s formulas and its measured fidelity</source>
+        <translation>每个数值的含义、模型公式及其实测准确度</translation>
+    </message>
+    <message>
+        <source>&amp;Keyboard shortcuts</source>
+        <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
         <source>&amp;About SAPP Planner</source>

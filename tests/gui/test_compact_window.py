@@ -35,7 +35,7 @@ def test_side_panels_collapse_and_come_back(qtbot, window) -> None:
     panels.action.trigger()
     assert not window.forms_dock.isHidden() and not window.explain_dock.isHidden()
     assert window.notes_dock.isHidden()  # what was hidden before stays hidden
-    assert panels.action.shortcut().toString() == "Ctrl+Shift+B"
+    assert panels.action.shortcut().toString() == "F9"
 
 
 def test_search_table_keeps_peak_and_step_in_view(qtbot, window) -> None:
