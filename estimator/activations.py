@@ -170,7 +170,7 @@ def head_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
     fusion = f.feat.loss_fusion
     out = [SlotDef("o.norm_in", w.r * d.h, "sp"),
            SlotDef("o.head_in", w.c * d.h, "rep" if f.dtensor_sp else "sp")]
-    if fusion == "none":
+    if fusion in ("none", "megatron_fused"):  # Megatron's fused loss saves the unfused one's fp32 softmax
         out.append(SlotDef("o.loss", w.l, "v"))
     elif fusion == "fused":  # [A-LOSS.fused] the logits at β_c and a fp32 log-sum-exp per token; no fp32 copy
         out += [SlotDef("o.loss", w.c, "v"), SlotDef("o.lse", 4.0, "rep")]

@@ -68,7 +68,7 @@ class Features:
     fp8_experts: bool = False         # routed experts' grouped GEMMs in FP8
     fp8_amax_history: int = 1         # delayed scaling: amax history length
     compile_model: bool = False
-    loss_fusion: str = "none"         # none | fused | chunked
+    loss_fusion: str = "none"         # none | fused | chunked | megatron_fused (FrameworkDefaults.fused_loss)
     async_tp: bool = False
     overlap_grad_reduce: bool | None = None   # None: the overlap_dp knob decides
     overlap_param_gather: bool | None = None
@@ -136,6 +136,8 @@ def resolve_features(st: Strategy, fw: FrameworkDefaults, moe: bool, assumptions
         fusion = st.loss_fusion
     else:
         fusion = "fused" if "loss" in st.compile else "none"
+    if fusion == "fused":
+        fusion = fw.fused_loss()
     balance = True if st.cp_load_balance is None else st.cp_load_balance
     return Features(
         fp8=fp8, fp8_impl=impl, fp8_param=st.fp8_param and fp8 != "none", fp8_experts=fp8_experts,

@@ -57,13 +57,42 @@ class FrameworkDefaults:
             return tp if ep <= dp * cp else 1
         return 1
 
-    def loss_widths(self, compute_bytes: float, loss_bytes: float) -> tuple[float, float]:
-        """(w_b, w_f): bytes per logit of the loss working set (DECISION D45)."""
+    def loss_widths(self, compute_bytes: float, loss_bytes: float, kernel: str = "none",
+                    vocab_parallel: bool = False) -> tuple[float, float]:
+        """(w_b, w_f): bytes per logit of the loss working set beyond the saved softmax (DECISION D45), for the
+        resolved loss ``kernel`` (``Features.loss_fusion``) and a loss split over the vocabulary (t_V > 1) or not.
+
+        [W-LOSS.fused] a fused kernel makes the logits' gradient at β_c. [W-LOSS.megatron_fused] Megatron's
+        ``--cross-entropy-loss-fusion`` (native) keeps the unfused loss' fp32 softmax and wraps its steps in
+        ``jit_fuser`` (torch.compile from torch 2.2): inductor lowers the backward's
+        ``grad_2d[arange, target] -= update`` on a view of its input as a clone and a scatter (a view of a graph
+        input is never reinplaced), so the saved softmax, that fp32 clone and the bf16 gradient are live together
+        (w_b = β_l + β_c). [W-LOSS.parallel] torchtitan's loss parallel runs DTensor's decomposition
+        (torch/distributed/tensor/parallel/loss.py): its backward ``(grad_input + exp(x))·grad_output`` with
+        ``grad_input = zeros_like(x)`` holds the saved log-softmax, grad_input, the sum and the product
+        (w_b = 3·β_l), its ``_log_softmax`` the caller's β_c logits, the fp32 copy, ``shifted`` and
+        ``exp(shifted)`` or ``result`` (w_f = β_c + 2·β_l)."""
+        if kernel == "fused":
+            return compute_bytes, compute_bytes
+        if kernel == "megatron_fused":
+            return loss_bytes + compute_bytes, compute_bytes
         if self.loss_working == "megatron":
             return compute_bytes, compute_bytes
         if self.loss_working == "pytorch":
+            if vocab_parallel and self.name == "torchtitan":
+                return 3 * loss_bytes, compute_bytes + 2 * loss_bytes
             return 2 * loss_bytes, compute_bytes + loss_bytes
         return loss_bytes + compute_bytes, compute_bytes
+
+    def fused_loss(self) -> str:
+        """The loss kernel ``strategy.loss_fusion: fused`` runs here (``Features.loss_fusion``). Megatron's
+        ``--cross-entropy-loss-fusion`` (``--cross-entropy-fusion-impl native``, the default) fuses the kernels of
+        the vocab-parallel cross-entropy, not its memory: ``calculate_logits_max`` makes the fp32 copy, the softmax
+        is built in it in place and saved, the backward builds the gradient in it and casts it to bf16
+        (megatron/core/fusions/fused_cross_entropy.py): 'megatron_fused', whose steps torch.compile runs; MindSpeed
+        replaces ``jit_fuser`` by a no-op, which leaves the unfused loss' memory ('none'); elsewhere a fused kernel
+        keeps the β_c logits and a log-sum-exp ('fused')."""
+        return {"megatron": "megatron_fused", "mindspeed": "none"}.get(self.name, "fused")
 
     def keep_weight_casts(self, param_bytes: float, compute_bytes: float, sharding_mode: str) -> bool:
         return self.name == "mindformers" and param_bytes > compute_bytes and sharding_mode != "mf_op"

@@ -62,6 +62,8 @@ class Flags:
     optimizer_impl: str
     w_b: float
     w_f: float
+    w_b_par: float  # w_b, w_f when the loss is split over the vocabulary, t_V > 1 [W-LOSS.parallel]
+    w_f_par: float
     vocab_parallel_loss: bool | None  # None: t_V = t (the default of every framework, see resolve)
     vocab_emb_dp: bool
     slice_full_input: bool  # full-recompute input TP-sliced (recompute_slice_activation / family)
@@ -326,9 +328,8 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     persistence = str(_pick(options.grad_persistence, fw.grad_persistence(mode)))
     opt_impl = str(_pick(options.optimizer_impl, fw.optimizer_impl))
     keep_casts = bool(_pick(options.keep_weight_casts, fw.keep_weight_casts(bp, bc, mode)))
-    w_b, w_f = fw.loss_widths(bc, bl)
-    if feat.loss_fusion == "fused":  # [W-LOSS.fused] the logits' gradient at β_c, no fp32 copy of them
-        w_b, w_f = bc, bc
+    w_b, w_f = fw.loss_widths(bc, bl, feat.loss_fusion)
+    w_b_par, w_f_par = fw.loss_widths(bc, bl, feat.loss_fusion, vocab_parallel=True)
     fsdp2 = fw.fsdp_native and mode in FSDP_MODES
     p = st.pp
     reshard = sh.reshard_after_forward if sh.reshard_after_forward is not None else p == 1
@@ -340,6 +341,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
         kv_repeat=kv_repeat, norm_stats=norm_stats, rule=rule,
         saves_gathered=bool(_pick(options.saves_gathered_input, fw.saves_gathered_input)),
         keep_casts=keep_casts, persistence=persistence, optimizer_impl=opt_impl, w_b=w_b, w_f=w_f,
+        w_b_par=w_b_par, w_f_par=w_f_par,
         vocab_parallel_loss=st.vocab_parallel_loss, vocab_emb_dp=st.vocab_emb_dp,
         slice_full_input=st.recompute_slice_activation or profile.shards_activations,
         cp_keeps_kv=options.cp_keeps_kv, swap_optimizer=st.swap_optimizer, swap_times=max(1, st.swap_times),

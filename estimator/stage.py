@@ -293,12 +293,16 @@ class StagePricer:
 
     def loss_working(self, backward: bool = True) -> Num:
         """The loss' working set over the logits (D45): T·w·v_pad/t_V with w = max(w_b, w_f) around the backward,
-        w_f in the forward; a chunked (fused linear) cross-entropy holds one fp32 chunk of logits about the size of
-        the hidden states instead (Liger's chunking rule) [W-LOSS.chunked]."""
+        w_f in the forward, the vocab-parallel widths where t_V > 1 [W-LOSS.parallel]; a chunked (fused linear)
+        cross-entropy holds one fp32 chunk of logits about the size of the hidden states instead (Liger's chunking
+        rule) [W-LOSS.chunked]."""
         f, T = self.r.flags, self.T
         if f.feat.loss_fusion == "chunked":
             return T * 4 * self.r.dims.h
         width = max(f.w_b, f.w_f) if backward else f.w_f
+        width_par = max(f.w_b_par, f.w_f_par) if backward else f.w_f_par
+        if width_par != width:
+            width = width + (width_par - width) * gt(self.t_v, 1)
         return T * width * self.vpad / self.t_v
 
     def rc(self, item: Item, group_act_none: float = 0.0) -> float:

@@ -33,7 +33,7 @@ SWITCH_FLAGS = {"--cross-entropy-loss-fusion": ("strategy.loss_fusion", "fused",
                 "--use-mc2": ("strategy.async_tp", True, None),
                 "--overlap-grad-reduce": ("strategy.overlap_grad_reduce", True, False),
                 "--overlap-param-gather": ("strategy.overlap_param_gather", True, False)}
-FEATURE_FLAGS = LORA_FLAGS + FP8_FLAGS + tuple(FP8_UNMODELLED) + tuple(SWITCH_FLAGS)
+FEATURE_FLAGS = LORA_FLAGS + FP8_FLAGS + tuple(FP8_UNMODELLED) + tuple(SWITCH_FLAGS) + ("--cross-entropy-fusion-impl",)
 MINDSPEED_LORA_RANK = 16  # MindSpeed-LLM's --lora-r default
 
 
@@ -52,6 +52,14 @@ def _switches(fl: FlagSet, out: Collector, put: Put) -> None:
             put(field, present, flag)
         elif absent is not None and field not in out.values:
             out.derive(field, absent, f"no {flag}: Megatron does not overlap it")
+    impl = fl.text("--cross-entropy-fusion-impl")
+    if impl == "te" and fl.has("--cross-entropy-loss-fusion"):
+        # Megatron's native fused loss keeps an fp32 softmax (docs/model.md#working-overhead); Transformer Engine's
+        # parallel_cross_entropy saves the bf16 logits and writes the gradient into them
+        out.warn("W-FLAG-UNPRICED", "--cross-entropy-fusion-impl te: Transformer Engine's cross-entropy is priced "
+                                    "as Megatron's native fused loss (an fp32 softmax saved); TE keeps the bf16 "
+                                    "logits and writes the gradient into them, so the loss is over-estimated "
+                                    "(2 B per logit saved, up to 8 B per logit around its backward)")
 
 
 def _fp8(fl: FlagSet, out: Collector, put: Put) -> None:
