@@ -39,6 +39,26 @@ def test_lookup_by_id_alias_and_name(name):
     assert ("matched by the model name" in how) == name.startswith("/")
 
 
+@pytest.mark.parametrize("hub_id", [
+    # the families issue 13 names: Llama 2/3/3.1/4, Qwen2.5/3/3.5 dense, MoE and VL, DeepSeek-V2/V3/R1, Mixtral,
+    # Mistral, Gemma 2/3, gpt-oss, Kimi-K2, GLM-4.5
+    "meta-llama/Llama-2-7b-hf", "meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3.1-70B",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct", "Qwen/Qwen2.5-7B", "Qwen/Qwen3-8B", "Qwen/Qwen3-30B-A3B",
+    "Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-35B-A3B", "deepseek-ai/DeepSeek-V2",
+    "deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "mistralai/Mixtral-8x7B-v0.1", "mistralai/Mistral-7B-v0.3",
+    "google/gemma-2-9b", "google/gemma-3-1b-it", "openai/gpt-oss-120b", "moonshotai/Kimi-K2-Instruct",
+    "zai-org/GLM-4.5", "zai-org/GLM-4.5-Air"])
+def test_the_issue_families_are_catalogued(hub_id):
+    assert catalogue.lookup(hub_id)[0].id == hub_id
+
+
+def test_glm_4_5_reads_its_q_k_norm_and_biases():
+    big = parse([STRATEGY], model="zai-org/GLM-4.5").model
+    air = parse([STRATEGY], model="zai-org/GLM-4.5-Air").model
+    assert (big.qk_norm, big.qkv_bias, big.first_k_dense, big.num_experts, big.mtp_layers) == (True, True, 3, 160, 1)
+    assert (air.qk_norm, air.first_k_dense, air.num_experts) == (False, 1, 128)
+
+
 def test_unknown_names_are_refused_with_the_nearest():
     assert catalogue.lookup("Qwen/Qwen3-8X") is None
     with pytest.raises(ConfigError, match="did you mean Qwen/Qwen3-8B") as err:
@@ -62,6 +82,11 @@ def _layer_params(h, q, kv, ffn_matrices, norms):
      + 2 * 151936 * 2048 + 2048),  # 30.5 B
     ("meta-llama/Llama-4-Scout-17B-16E-Instruct",  # 16 routed experts + 1 shared of 3 × 5120 × 8192, router
      48 * _layer_params(5120, 5120, 1024, 17 * 3 * 5120 * 8192 + 5120 * 16, 2 * 5120) + 2 * 202048 * 5120 + 5120),
+    ("zai-org/GLM-4.5-Air",  # 96 heads of 128 (q wider than h), q/k/v biases; 1 dense layer, then 45 of 128 experts
+     # + 1 shared of 3 × 4096 × 1408, router 4096 × 128; the MTP layer is not counted
+     _layer_params(4096, 12288, 1024, 3 * 4096 * 10944, 2 * 4096 + 12288 + 2 * 1024)
+     + 45 * _layer_params(4096, 12288, 1024, 129 * 3 * 4096 * 1408 + 4096 * 128, 2 * 4096 + 12288 + 2 * 1024)
+     + 2 * 151552 * 4096 + 4096),  # 106.85 B (published: 106 B)
 ])
 def test_catalogue_shapes_give_the_published_parameter_counts(hub_id, total):
     parsed = parse([STRATEGY], model=hub_id)

@@ -121,6 +121,8 @@ def read_hf(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, 
     _moe(values, put, source, path, notes)
     if types & _QK_NORM_TYPES:
         put("qk_norm", True, None, "Qwen3-family models have q/k RMSNorm")
+    elif source.get("use_qk_norm") is True and not types & {"llama4", "llama4_text"}:
+        put("qk_norm", True, prefix + "use_qk_norm")  # GLM-4.5; Llama 4's is a weightless L2 norm, not priced
     if types & _HYBRID_TYPES:
         _hybrid(values, put, source, prefix)
     elif isinstance(source.get("layer_types"), list):
