@@ -124,30 +124,34 @@ def ffn_slots(d: Dims, w: Widths, f: Flags, moe: bool, mm_base: int) -> list[Slo
     out = [SlotDef("m.norm_in", w.r * h, "sp"), SlotDef("m.norm_out", bc * h, "gsp", _s("norm_out"))]
     if not moe:
         # torchtitan order: w1 (gate), w3 (up), w2 (down); act_in holds both branch outputs
-        out.append(SlotDef("m.act_in.gate", bc * d.hff, "tp", frozenset(), mm_base + 1))
+        # the mlp switch: Megatron's --recompute-modules mlp checkpoints the MLP on its (kept) norm output
+        out.append(SlotDef("m.act_in.gate", bc * d.hff, "tp", _s("mlp"), mm_base + 1))
         if d.g > 1:
-            out.append(SlotDef("m.act_in.up", bc * (d.g - 1) * d.hff, "tp", frozenset(), mm_base + 2))
-        out.append(SlotDef("m.fc2_in", bc * d.hff, "tp", _s("act")))
+            out.append(SlotDef("m.act_in.up", bc * (d.g - 1) * d.hff, "tp", _s("mlp"), mm_base + 2))
+        out.append(SlotDef("m.fc2_in", bc * d.hff, "tp", _s(("act", "mlp"))))
         if d.g > 1 and not f.fused_act:
-            out.append(SlotDef("m.act_out", bc * d.hff, "tp", _s("act")))
+            out.append(SlotDef("m.act_out", bc * d.hff, "tp", _s(("act", "mlp"))))
         out.append(SlotDef("m.ffn_out", bc * h, "rep", frozenset(), mm_base + d.g + 1, op_only=True))
     else:
-        out.append(SlotDef("r.router", d.router_bytes * 2 * d.n_exp + 8 * d.n_chosen, "sp", frozenset(),
+        # the moe switch: Megatron's --recompute-modules moe checkpoints the whole MoE layer (router, shared and
+        # routed experts, dispatch) on its (kept) norm output; shared_experts checkpoints the shared experts only
+        out.append(SlotDef("r.router", d.router_bytes * 2 * d.n_exp + 8 * d.n_chosen, "sp", _s("moe"),
                            mm_base + 1))
         if d.hff_sh:
-            out.append(SlotDef("s.act_in.gate", bc * d.hff_sh, "tp", frozenset(), mm_base + 2))
+            shared = ("moe", "shared_experts")
+            out.append(SlotDef("s.act_in.gate", bc * d.hff_sh, "tp", _s(shared), mm_base + 2))
             if d.g > 1:
-                out.append(SlotDef("s.act_in.up", bc * (d.g - 1) * d.hff_sh, "tp", frozenset(), mm_base + 3))
-            out.append(SlotDef("s.fc2_in", bc * d.hff_sh, "tp", _s("act")))
+                out.append(SlotDef("s.act_in.up", bc * (d.g - 1) * d.hff_sh, "tp", _s(shared), mm_base + 3))
+            out.append(SlotDef("s.fc2_in", bc * d.hff_sh, "tp", _s(("act", *shared))))
             if d.g > 1 and not f.fused_act:
-                out.append(SlotDef("s.act_out", bc * d.hff_sh, "tp", _s("act")))
+                out.append(SlotDef("s.act_out", bc * d.hff_sh, "tp", _s(("act", *shared))))
             out.append(SlotDef("s.out", bc * h, "rep", frozenset(), mm_base + d.g + 2, op_only=True))
-        out.append(SlotDef("e.in", bc * h, "exp"))
-        out.append(SlotDef("e.out", bc * h, "exp"))
-        out.append(SlotDef("e.act_in", bc * d.g * d.hff_exp, "expt"))
-        out.append(SlotDef("e.fc2_in", bc * d.hff_exp, "expt", _s("moe_act")))
+        out.append(SlotDef("e.in", bc * h, "exp", _s("moe")))
+        out.append(SlotDef("e.out", bc * h, "exp", _s("moe")))
+        out.append(SlotDef("e.act_in", bc * d.g * d.hff_exp, "expt", _s("moe")))
+        out.append(SlotDef("e.fc2_in", bc * d.hff_exp, "expt", _s(("moe_act", "moe"))))
         if d.g > 1 and not f.fused_act_experts:
-            out.append(SlotDef("e.act_out", bc * d.hff_exp, "expt", _s("moe_act")))
+            out.append(SlotDef("e.act_out", bc * d.hff_exp, "expt", _s(("moe_act", "moe"))))
     if d.hidden_dropout:
         out.append(SlotDef("m.drop", w.dm * h, "sp", _s("dropout")))
     if f.norm_stats:
@@ -237,8 +241,8 @@ def fp8_slots(d: Dims, w: Widths, f: Flags, kind: str, slots: list[SlotDef]) -> 
         out.append(slot)
         if slot.id == "a.out":
             out.append(SlotDef("a.out_fp8", b8 * d.o_w, "tp", slot.switches))
-        elif router_reads and d.hff_sh:
-            out.append(SlotDef("m.norm_out_fp8", b8 * d.h, slot.cls, slot.switches))
+        elif router_reads and d.hff_sh:  # the shared experts' FP8 input: inside their checkpoint
+            out.append(SlotDef("m.norm_out_fp8", b8 * d.h, slot.cls, slot.switches | {"moe", "shared_experts"}))
     return out
 
 
@@ -283,7 +287,7 @@ def lora_slots(d: Dims, w: Widths, f: Flags, kind: str, slots: list[SlotDef]) ->
 
 # ----------------------------------------------------------------------------------- recompute rules
 MEGATRON_MODULES = {"core_attn": "core", "layernorm": "norm_out", "mla_up_proj": "mla_up", "moe_act": "moe_act",
-                    "act": "act"}
+                    "act": "act", "mlp": "mlp", "moe": "moe", "shared_experts": "shared_experts"}
 
 
 def selective_switches(rule: str, flags: Flags, explicit: tuple[str, ...] | None) -> frozenset[str]:

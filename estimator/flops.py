@@ -172,7 +172,8 @@ def _matmul_sequence(d: Dims, kind: str) -> list[tuple[float, bool]]:
 
 def selective_flops(c: FlopContext, kind: str, option: str) -> Num:
     """Forward FLOPs a selective / comm / both layer recomputes: core → the attention core; mla_up → the MLA
-    up-projections; qk_v → the q/k/v projections (the linear-attention state); torchtitan_op → its even matmuls."""
+    up-projections; qk_v → the q/k/v projections (the linear-attention state); mlp → the dense MLP; moe → the
+    router, shared and routed experts; shared_experts → the shared experts; torchtitan_op → its even matmuls."""
     d = c.dims
     if option in ("selective", "both") and c.flags.rule == "torchtitan_op":
         seq = _matmul_sequence(d, kind)
@@ -189,6 +190,13 @@ def selective_flops(c: FlopContext, kind: str, option: str) -> Num:
     if "mla_up" in off and d.mla and not linear:
         q_up = d.dc_q * d.a * d.dqk if d.dc_q > 0 else 0
         out = out + 2 * c.T * (q_up + d.dc_kv * d.a * (d.dh + d.dv)) / c.t
+    moe = kind.endswith("moe")
+    if "mlp" in off and not moe:  # the dense MLP (Megatron --recompute-modules mlp)
+        out = out + matmul_flops(c.T, (d.g + 1) * d.h * d.hff, 0, c.t)
+    if moe and off & {"moe", "shared_experts"}:  # the shared experts, alone or within the MoE layer
+        out = out + matmul_flops(c.T, (d.g + 1) * d.h * d.hff_sh, 0, c.t)
+    if moe and "moe" in off:  # the router and the routed experts
+        out = out + matmul_flops(c.T, 0, d.h * d.n_exp, c.t) + expert_flops(c.R, d.g, d.h, d.hff_exp, c.etp)
     if "qk_v" in off:
         if linear:
             out = out + matmul_flops(c.T, P.linear_attention(d).tp_mm, 0, c.t) + \

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from . import comm as C
 from . import params as P
+from .activations import option_switches
 from .arr import Num, maximum, minimum, where
 from .flops import (
     EMBEDDING_COPY,
@@ -328,6 +329,11 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
         return out
     block = item.block if kind == MTP else kind
     regathers = 0.0 if ctx.pricer.acts.gathered(item.option) else 2.0
+    # a checkpointed MLP / MoE layer (Megatron --recompute-modules mlp, moe) runs its half of the layer's TP
+    # collectives again, and the MoE layer its dispatch and combine
+    off = option_switches(item.option, ctx.pricer.acts.sel) if item.option in ("selective", "both") else frozenset()
+    moe_rc = block.endswith("moe") and "moe" in off
+    ffn_rc = moe_rc or ("mlp" in off and not block.endswith("moe"))
     fwd, bwd = C.tp_layer(ctx.M_h, ctx.tp, par.sp, regathers)
     if kind == MTP:
         hf, hb = C.tp_head(ctx.M_h, ctx.tp, par.sp)
@@ -337,9 +343,9 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
         mm_b = mm_time(ctx, flops.bwd_mm + flops.wgrad_mm, flops.bwd_fp8 + flops.wgrad_fp8)
         a_f = where(par.sp, async_tp_exposed(fwd, mm_f, par.t), exp_tp * fwd)
         a_b = where(par.sp, async_tp_exposed(bwd, mm_b, par.t), exp_tp * bwd)
-        out["tp"] = (a_f, a_b, a_f if full else 0.0)
+        out["tp"] = (a_f, a_b, a_f if full else a_f / 2 if ffn_rc else 0.0)
     else:
-        out["tp"] = (exp_tp * fwd, exp_tp * bwd, exp_tp * fwd if full else 0.0)
+        out["tp"] = (exp_tp * fwd, exp_tp * bwd, exp_tp * fwd if full else exp_tp * fwd / 2 if ffn_rc else 0.0)
     if not block.startswith("lin_"):
         cp_f: Num = 0.0
         cp_b: Num = 0.0
@@ -356,7 +362,7 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
     if block.endswith("moe"):
         ef, eb = C.ep_layer(ctx.M_r, ctx.ep, ctx.etp)
         exp_ep = 1 - k.o_ep
-        out["ep"] = (exp_ep * ef, exp_ep * eb, exp_ep * ef if full else 0.0)
+        out["ep"] = (exp_ep * ef, exp_ep * eb, exp_ep * ef if full or moe_rc else 0.0)
     return out
 
 

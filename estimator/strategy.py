@@ -38,7 +38,8 @@ FEATURE_FIELDS = ("fp8", "fp8_param", "fp8_experts", "fp8_amax_history", "compil
                   "offload_counts", "offload_optimizer", "offload_params")
 # DeepSpeed ZeRO buffer sizes (writers for other frameworks refuse a change of them)
 ZERO_BUFFER_FIELDS = ("reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_params", "overlap_comm")
-SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act")
+SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act", "mlp", "moe",
+            "shared_experts")
 
 # A per-stage count: None (not given), True/False (every layer / none), an int applied to every slot,
 # a list[p], or a list[vp][p].

@@ -1,5 +1,6 @@
 """What the format tests share: the export round trip (edit, write back, re-read the same plan) and the check every
-reader's fuzz test makes on a mutated file (reading, estimating and exporting it raise only SappError)."""
+reader's fuzz test makes on a mutated file (reading, estimating and exporting it raise only SappError), and a
+fixture's variant with text replacements."""
 
 from __future__ import annotations
 
@@ -67,3 +68,14 @@ def mutate(draw, text: str, inserts: list[str]) -> str:
                 i = digits[pos % len(digits)]
                 text = text[:i] + draw(st.sampled_from(["0", "-1", "99999999999999999999", "3.5"])) + text[i + 1:]
     return text
+
+
+def variant(tmp_path: Path, source: Path, *edits: tuple[str, str], name: str | None = None) -> str:
+    """A copy of ``source`` with text replacements (each must apply)."""
+    text = source.read_text(encoding="utf-8")
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    target = tmp_path / (name or source.name)
+    target.write_text(text, encoding="utf-8")
+    return str(target)

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from format_helpers import read_estimate_export, roundtrip
+from format_helpers import read_estimate_export, roundtrip, variant
 from fuzzing import fuzz_settings
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
@@ -28,16 +28,6 @@ DEFAULTS = FIX / "train_gpt3_defaults.sh"
 SBATCH = FIX / "sbatch_fsdp_string_command.sh"
 RECIPE = FIX / "moe_recipe.yaml"
 
-
-def variant(tmp_path: Path, source: Path, *edits: tuple[str, str], name: str | None = None) -> str:
-    """A copy of ``source`` with text replacements (each must apply)."""
-    text = source.read_text(encoding="utf-8")
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new)
-    target = tmp_path / (name or source.name)
-    target.write_text(text, encoding="utf-8")
-    return str(target)
 
 
 def warning_texts(parsed, code: str) -> list[str]:

@@ -454,10 +454,6 @@ def _recompute(fl: FlagQueries, out: Collector, put: Put, p: int) -> None:
                                                   f"{', '.join(RECOMPUTE_MODULES)}")
         put("strategy.recompute_switches", tuple(switches), "--recompute-modules" if fl.has("--recompute-modules")
             else "recompute switches")
-        whole = [s for s in switches if s in ("mlp", "moe", "shared_experts")]
-        if whole:
-            out.warn("W-NOT-PRICED", f"--recompute-modules {' '.join(whole)}: recomputing whole MLP/MoE blocks is not "
-                                     "priced yet; their activations are priced as kept")
     if counts is not None and switches and gran != "selective":
         put("strategy.sel_counts", counts, "--recompute-activation-function-num-layers")
 

@@ -45,7 +45,8 @@ from .expr import Formula, parse_formula
 BASES = ("dense", "moe", "lin_dense", "lin_moe")
 CLASSES = ("sp", "gsp", "tp", "rep", "v", "exp", "expt")
 PARAM_CLASSES = ("tp", "rep", "exp")
-SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act")
+SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act", "mlp", "moe",
+            "shared_experts")
 KIND_KEYS = {"name", "base", "description", "match", "symbols", "slots", "remove", "params", "flops",
              # informational keys `sapp measure` writes beside the census
              "measured_layer", "transient_bytes_per_token", "parameters"}
