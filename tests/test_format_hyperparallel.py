@@ -74,7 +74,7 @@ def test_v2_qwen3_72b_per_stage_full_recompute(shared_dir):
     _estimate(parsed)
 
 
-@pytest.mark.parametrize("name", ["hp_v2_qwen3_5_0_8b_base_train.yaml", "hp_v2_qwen3_5_35b_a3b_base_train.yaml",
+@pytest.mark.parametrize("name", ["hp_v2_qwen3_5_0_8b_base_train.yaml",  # Qwen3.5-0.8B-Base: not catalogued
                                   "hp_am_qwen3_8_27b_fsdp8_train.yaml", "hp_am_dryrun_pp2_fsdp2.yaml"])
 def test_model_in_code_or_on_a_hub_needs_a_model_file(shared_dir, name):
     with pytest.raises(ConfigError, match=r"--model config\.json") as exc:
@@ -83,6 +83,23 @@ def test_model_in_code_or_on_a_hub_needs_a_model_file(shared_dir, name):
     reading = read_file(str(_real(shared_dir, name)))
     assert reading.role == "strategy"
     assert any(w.code == "W-MODEL-SOURCE" for w in reading.warnings)
+
+
+def test_a_model_named_by_hub_id_or_local_copy_comes_from_the_catalogue(shared_dir, tmp_path):
+    """pretrained_model_name_or_path (auto_models) and weights_path (v2) name the model: resolved offline like
+    --model, under the file's config_overrides (which the framework applies over the model's config)."""
+    v2 = parse([_real(shared_dir, "hp_v2_qwen3_5_35b_a3b_base_train.yaml")])  # weights_path …/Qwen3.5-35B-A3B-Base
+    assert (v2.model.hidden_size, v2.model.num_experts, v2.model.num_layers) == (2048, 256, 1)  # overrides: 1 layer
+    assert v2.provenance["model.num_layers"].key == "model.config_overrides.num_hidden_layers"
+    assert any(a.field == "model" and "Qwen/Qwen3.5-35B-A3B" in a.source for a in v2.assumptions)
+    hub = tmp_path / "hub.yaml"
+    hub.write_text((FIXTURES / "auto_hub_model.yaml").read_text().replace("someorg/SomeModel-7B", "Qwen/Qwen3-8B"))
+    parsed = parse([str(hub)])
+    assert (parsed.model.hidden_size, parsed.model.num_layers, parsed.model.qk_norm) == (4096, 36, True)
+    assert not [w for w in parsed.warnings if w.code == "W-MODEL-SOURCE"]
+    _estimate(parsed)
+    unknown = read_file(str(FIXTURES / "auto_hub_model.yaml"))  # someorg/SomeModel-7B: said, the fix named
+    assert [w.code for w in unknown.warnings if w.code.startswith("W-MODEL")] == ["W-MODEL-SOURCE"]
 
 
 @pytest.mark.parametrize("name", ["hp_am_qwen3_moe_tp2_ep2_cp4_hybrid.yaml", "hp_am_deepseekv3_codegen_ep8.yaml"])

@@ -139,7 +139,8 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
     strategy_sources = [r for r in readings if r.role in ("strategy", "both")]
     if not strategy_sources:
         raise ConfigError("no strategy source among the files: add a training config (MindFormers YAML, "
-                          "launch script, TOML, HyperParallel YAML) or a plan file",
+                          "launch script, torchtitan TOML or Python registry, HyperParallel YAML, Megatron-Bridge "
+                          "config, DeepSpeed JSON, LLaMA-Factory YAML) or a plan file",
                           path=all_paths[0])
     values: dict[str, Any] = {}
     provenance: dict[str, Provenance] = {}

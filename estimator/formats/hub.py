@@ -55,17 +55,21 @@ def reading_of(name: str, found: catalogue.Found) -> Reading:
     return reading
 
 
-def collect_model(out: Collector, name: str, named_by: str) -> bool:
+def collect_model(out: Collector, name: str, named_by: str, file_wins: bool = False) -> bool:
     """The model ``name`` into ``out`` (values with their provenance, notes, the assumption naming the file or
-    catalogue entry); a W-MODEL warning naming ``named_by`` and the fix when nothing knows it."""
+    catalogue entry); a W-MODEL warning naming ``named_by`` and the fix when nothing knows it. ``file_wins``: only
+    the fields ``out`` does not hold yet are taken (a framework that applies the file's overrides over the model's
+    config), and an unknown name is left to the caller to report."""
     found = catalogue.resolve(name, read_config_json)
     if found is None or not looks_like_hf(found.config):
-        out.warn("W-MODEL", f"{named_by} {name}: not a local model directory, not in the local Hugging Face cache nor "
-                            "in the catalogue; give its config.json with --model")
+        if not file_wins:
+            out.warn("W-MODEL", f"{named_by} {name}: not a local model directory, not in the local Hugging Face cache "
+                                "nor in the catalogue; give its config.json with --model")
         return False
     reading = reading_of(name, found)
-    out.values.update(reading.values)
-    out.provenance.update(reading.provenance)
+    taken = [k for k in reading.values if not (file_wins and k in out.values)]
+    out.values.update({k: reading.values[k] for k in taken})
+    out.provenance.update({k: reading.provenance[k] for k in taken if k in reading.provenance})
     out.warnings.extend(reading.warnings)
     out.assumptions.extend(reading.assumptions)
     return True

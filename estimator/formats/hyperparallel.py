@@ -16,6 +16,7 @@ import yaml
 
 from .. import flavors
 from ..errors import ConfigError
+from . import hub
 from .common import dig
 from .known_keys import catalogue, check_sections
 from .support import MAX_LAYERS, Collector, Reading, check_micro_batches, dtype_bytes, to_int
@@ -225,7 +226,12 @@ def _read_model(c: Collector, src: HyperParallelFile) -> None:
               "model.pretrained_model_name_or_path")
         if name.lower().startswith("qwen3") or overrides.get("qk_layernorm") or overrides.get("use_qk_norm"):
             c.derive("model.qk_norm", True, "Qwen3-family models have q/k RMSNorm")
+    hub_name = model.get("pretrained_model_name_or_path") or model.get("weights_path")
     missing = [k for k in REQUIRED if f"model.{k}" not in values]
+    if missing and isinstance(hub_name, str) and hub_name and hub.collect_model(
+            c, hub_name, "model.pretrained_model_name_or_path" if model.get("pretrained_model_name_or_path")
+            else "model.weights_path", file_wins=True):  # a Hub id or a local copy: its config under the overrides
+        missing = [k for k in REQUIRED if f"model.{k}" not in values]
     if missing:
         where = model.get("pretrained_model_name_or_path") or model.get("name") or "the model code"
         c.warn("W-MODEL-SOURCE", f"the file does not state the model's {', '.join(missing)} (the model comes from "
