@@ -200,6 +200,22 @@ def mtp_extra_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
     return tuple(out)
 
 
+# ------------------------------------------------------------------------------------------ offload
+def offload_group(slot_id: str) -> str:
+    """The module group (strategy.OFFLOAD_GROUPS) that saves a slot: MindSpeed's --swap-modules names
+    (input_norm, self_attention, post_attention_norm) and the FFN (mlp), or '' for slots outside a layer."""
+    if slot_id in ("a.norm_in", "nstat.attn"):
+        return "input_norm"
+    if slot_id in ("m.norm_in", "nstat.ffn"):
+        return "post_attention_norm"
+    if slot_id.startswith(("a.", "mla.", "lin.", "nstat.qk")) or slot_id.startswith(("lora.q", "lora.k", "lora.v",
+                                                                                  "lora.o")):
+        return "self_attention"
+    if slot_id.startswith(("m.", "s.", "e.", "r.", "lora.")):
+        return "mlp"
+    return ""
+
+
 # ------------------------------------------------------------------------------------------ compile
 # saved tensors a compiled layer recomputes: torch.compile's min-cut partitioner keeps the inputs of each fused
 # pointwise region and recomputes its outputs in the backward — the RMSNorm outputs (from the saved norm input and
@@ -415,18 +431,35 @@ class ActivationTable:
             else:
                 got = ClassSums(sp=self.w.r * self.d.h)
         else:
-            slots = self.slots(kind)
-            gathered = self.gathered(option)
-            if option in ("selective", "both") and self.f.rule == "torchtitan_op" and \
-                    kind not in ("embedding", "output"):
-                got = sum_slots(slots, frozenset(), gathered, torchtitan_op_keep(slots))
-            else:
-                off = option_switches(option, self.sel) if kind not in ("embedding", "output") else frozenset()
-                got = sum_slots(slots, off, gathered)
+            moved = self.offloaded_ids(kind)
+            got = self._kept(kind, option, tuple(s for s in self.slots(kind) if s.id not in moved))
             got = ClassSums(got.sp, got.tp, got.rep, got.v, got.exp, got.expt,
                             cast=self.f.keep_casts and kind not in ("embedding", "output"))
         self._cache[key] = got
         return got
+
+    def _kept(self, kind: str, option: str, slots: tuple[SlotDef, ...]) -> ClassSums:
+        gathered = self.gathered(option)
+        if option in ("selective", "both") and self.f.rule == "torchtitan_op" and kind not in ("embedding", "output"):
+            return sum_slots(slots, frozenset(), gathered, torchtitan_op_keep(self.slots(kind)))
+        off = option_switches(option, self.sel) if kind not in ("embedding", "output") else frozenset()
+        return sum_slots(slots, off, gathered)
+
+    def offloaded_ids(self, kind: str) -> frozenset[str]:
+        """Slot ids of a layer of ``kind`` whose saved activations an offload/swap sends to host memory."""
+        groups = self.f.feat.offload_groups
+        if not groups or kind in ("embedding", "output", "noop", "vision", "vision_frozen"):
+            return frozenset()
+        ids = {s.id for s in self.slots(kind)}
+        return frozenset(i for i in ids if offload_group(i) in groups or (offload_group(i) and "layer" in groups))
+
+    def offloaded(self, kind: str, option: str) -> ClassSums:
+        """[A-OFFLOAD] class sums of what a layer of ``kind`` keeps in host memory under ``option`` (a fully
+        recomputed layer keeps its input on the device)."""
+        moved = self.offloaded_ids(kind)
+        if not moved or option == "full":
+            return ZERO
+        return self._kept(kind, option, tuple(s for s in self.slots(kind) if s.id in moved))
 
     def subset(self, kind: str, ids: frozenset[str], exclude: bool, option: str = "none") -> ClassSums:
         """Class sums over a subset of the kept slots (FSDP2 instants, docs/model.md#instants)."""

@@ -15,6 +15,7 @@ from .errors import StrategyError
 from .features import fp8_problem, peft_problem
 from .hardware import Hardware, runtime_of
 from .hardware_figures import figures_json
+from .host import HostMemory, host_memory
 from .kinds import base_of
 from .layout import Layout, build_layout, layout_inputs
 from .model import ModelSpec
@@ -26,7 +27,9 @@ from .schedules import inflight_profile
 from .stage import StagePricer, stage_rows
 from .steptime import StepTime, step_time
 from .strategy import Strategy
+from .units import fmt_bytes
 from .validate import RuleContext, violations
+from .warnings import EstimateWarning
 
 
 def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions | None = None,
@@ -47,7 +50,7 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     want_explain = options.explain if explain is None else explain
     stages = tuple(price_stage(pricer, i, profile_points(profile[i]), want_explain) for i in range(par.p))
     step = step_time(pricer) if with_time else None
-    return assemble(r, layout, stages, step)
+    return assemble(r, layout, stages, step, host_memory(r, stages))
 
 
 def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
@@ -67,7 +70,8 @@ def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
 
 
 # ------------------------------------------------------------------------------------------ verdict
-def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step: StepTime | None = None) -> Result:
+def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step: StepTime | None = None,
+             host: HostMemory | None = None) -> Result:
     peak_stage = max(range(len(stages)), key=lambda i: (stages[i].total, -i))
     peak = stages[peak_stage].total
     opt_peak = max(s.optimizer_step_peak for s in stages)
@@ -75,13 +79,18 @@ def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step:
     decisive = max(peak, opt_peak)
     counts = parameter_counts(r.model, r.dims)
     warnings = list(r.warnings) + list(layout.warnings)
+    if host is not None and host.fits is False:
+        per_device = fmt_bytes(host.per_device)
+        warnings.append(EstimateWarning("W-HOST-RAM", f"host memory {fmt_bytes(host.per_node)} per node "
+                                                      f"({host.devices_per_node} devices × {per_device}) exceeds the "
+                                                      f"node's {fmt_bytes(host.ram_per_node or 0)} of RAM"))
     return Result(
         stages=stages, peak_stage=peak_stage, peak_bytes=peak, budget=r.budget, capacity=r.capacity,
         fits=decisive <= r.budget, headroom=r.budget - decisive, limit=limit,
         world_size=int(r.par.world), global_batch_size=int(r.strategy.global_batch_size),
         parameters_total=counts.total, parameters_mtp=counts.mtp, parameters_active=counts.active,
         warnings=tuple(dict.fromkeys(warnings)), assumptions=r.assumptions, echo_source=partial(_echo, r, counts),
-        step=step)
+        step=step, host=host)
 
 
 def _echo(r: Resolved, counts: Any) -> dict[str, Any]:

@@ -178,12 +178,14 @@ def peft_problem(st: Strategy) -> str:
 
 
 def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
-    """Features a plan states that the estimator does not price yet: said out loud, never silently dropped."""
+    """What a plan states that the estimator prices only in part: said out loud, never silently dropped."""
     out = []
-    for on, text in ((bool(st.offload_activations), "activation offload"),
-                     (st.offload_optimizer, "optimizer offload"), (st.offload_params, "parameter offload")):
-        if on:
-            out.append(EstimateWarning("W-UNMODELLED", f"{text} is read but not priced yet: priced without it"))
+    if st.offload_counts not in (None, True) and st.offload_activations:
+        out.append(EstimateWarning("W-UNMODELLED", "activation offload of selected layers is priced as every layer "
+                                                   f"offloading (strategy.offload_counts {st.offload_counts!r})"))
+    if st.offload_optimizer or st.offload_params:
+        out.append(EstimateWarning("W-UNMODELLED", "the optimizer step on the host CPU: its transfers are priced, "
+                                                   "its CPU compute is not"))
     return out
 
 

@@ -186,9 +186,11 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
     acc = gt(par.m * par.n_acc, 1)
     held_all = sum(w.g * x / os for x in units) if f.fsdp_sync else sum(brd * x for x in units)
 
+    host_grads = f.feat.offload_params  # CPUOffloadPolicy: reduce-scattered gradients go to host memory
+
     def grads_after(done_sharded: Num) -> Num:
         """Progressive gradients given Σ β_g·E_u/os of the units already posted back."""
-        return acc * held_all + (1 - acc) * done_sharded
+        return 0.0 if host_grads else acc * held_all + (1 - acc) * done_sharded
 
     def prefetch(next_bytes: Num, gathered: bool) -> Num:
         # FSDP2 copies a 1-way shard straight into the unsharded parameter: no prefetch buffer when os = 1

@@ -150,6 +150,8 @@ FIELD_BOUNDS: dict[str, Bound] = {
     "strategy.n_s": Bound(1, MAX_MICRO_BATCHES, "a sequence split count"),
     "strategy.vpp_group": Bound(1, MAX_MICRO_BATCHES, "a micro-batch group"),
     "strategy.uniform_group": _LAYERS0, "strategy.swap_times": Bound(1, 1 << 10, "a swap count"),
+    "strategy.fp8_amax_history": Bound(1, 1 << 16, "an amax history length"),
+    "strategy.lora_rank": Bound(0, MAX_WIDTH, "a LoRA rank (0: none)"),
     "strategy.n_optimizer_states": Bound(0, 16, "an optimizer state count"),
     "strategy.param_bytes": _BYTES_POSITIVE, "strategy.compute_bytes": _BYTES_POSITIVE,
     "strategy.grad_bytes": _BYTES, "strategy.master_bytes": _BYTES, "strategy.optimizer_state_bytes": _BYTES,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .hardware import runtime_of
 from .hardware_figures import device_figures, provisional_summary
+from .host import host_text
 from .parsed import ParsedConfig
 from .result import CATEGORIES, Result
 from .units import GiB, fmt_gib
@@ -76,6 +77,9 @@ def render_table(parsed: ParsedConfig, result: Result) -> str:
     head = f"headroom {fmt_gib(result.headroom)}" if result.fits else f"over budget by {fmt_gib(-result.headroom)}"
     lines.append(f"peak {fmt_gib(peak)} on stage {result.peak_stage} (*): {verdict}, {head}{limit}; "
                  f"in GiB (2^30 bytes)")
+    host = host_text(result.host)
+    if host:
+        lines.append(f"host memory (offload and swap): {host}")
     warnings = [*parsed.warnings, *result.warnings]
     if warnings:
         lines.append("")

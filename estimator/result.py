@@ -55,6 +55,7 @@ class StageResult:
     layer_counts: tuple[int, ...] = ()  # body/MTP/noop positions per chunk
     kinds: frozenset[str] = frozenset()  # row kinds present (embedding, output, mtp, ...)
     explain: Quantity | None = None
+    host_bytes: dict[str, float] = field(default_factory=dict)  # [H-DEVICE] host memory of one device, by kind
 
     @cached_property
     def layers(self) -> tuple[LayerRow, ...]:
@@ -92,6 +93,7 @@ class Result:
     assumptions: tuple[Assumption, ...] = ()
     echo_source: Callable[[], dict[str, Any]] = field(default=dict, repr=False, compare=False)
     step: Any = None  # steptime.StepTime, or None when priced without time
+    host: Any = None  # host.HostMemory: what offload and swap keep in host RAM (None: nothing)
 
     @property
     def step_time_s(self) -> float | None:
@@ -131,6 +133,7 @@ class Result:
             **({"step_time_s": self.step_time_s, "parts": self.parts,
                 "tokens_per_s_per_device": self.tokens_per_s_per_device, "mfu": self.mfu}
                if self.step is not None else {}),
+            **({"host_memory": self.host.to_dict()} if self.host is not None and self.host.used else {}),
             "warnings": [w.to_dict() for w in self.warnings],
             "assumptions": [a.to_dict() for a in self.assumptions],
         })

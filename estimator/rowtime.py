@@ -43,7 +43,7 @@ KNOBS: dict[str, float | None] = {
     "k_ew_bwd": 2.0,           # … backward
     "pp_scatter_gather": 0.0,  # 1: p2p tensors split over TP ranks even without SP (Megatron-LM ≤ 2022 default)
 }
-COMM_KINDS = ("tp", "cp", "ep", "pp", "fsdp")
+COMM_KINDS = ("tp", "cp", "ep", "pp", "fsdp", "host")
 
 
 @dataclass(frozen=True)
@@ -289,7 +289,18 @@ def _row_time(ctx: TimeContext, row: Row) -> RowTime:
     W = mm_time(ctx, flops.wgrad_mm, flops.wgrad_fp8)
     Rc = mm_time(ctx, flops.rc - flops.rc_attn, flops.rc_fp8) + attention_time(ctx, flops.rc_attn) + \
         elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + (nf4 + cast_f if item.option == "full" else 0.0)
-    return RowTime(F=F, B=B, W=W, Rc=Rc, comm=_row_comm(ctx, row, backward, flops), flops=flops)
+    comm = _row_comm(ctx, row, backward, flops)
+    if row.cost.offload:
+        comm["host"] = offload_exposed(ctx, row.cost.offload, F, B + W)
+    return RowTime(F=F, B=B, W=W, Rc=Rc, comm=comm, flops=flops)
+
+
+def offload_exposed(ctx: TimeContext, offload: Num, forward: Num, backward: Num) -> tuple[Num, Num, Num]:
+    """[T-COMM.offload] An offloaded layer copies its activations to the host during the next layer's forward and
+    back during the next (later) layer's backward: over the host link, max(0, copy − the pass's compute of a
+    layer like it) of each copy stays exposed; (forward, backward, recompute)."""
+    copy = offload / ctx.r.hardware.host_link_bandwidth
+    return maximum(0.0, copy - forward), maximum(0.0, copy - backward), 0.0
 
 
 def async_tp_exposed(comm: Num, matmuls: Num, t: Num) -> Num:
@@ -370,4 +381,4 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
 
 __all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "TimeContext", "async_tp_exposed", "attention_time",
            "compute_time", "cp_causal_imbalance", "dequantize_time", "elementwise_time", "fp8_cast_time", "knobs",
-           "mm_time", "row_time"]
+           "mm_time", "offload_exposed", "row_time"]

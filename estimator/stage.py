@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from . import params as P
+from .activations import ZERO as ZERO_SUMS
 from .activations import ActivationTable, ClassSums, combine
 from .arr import Num, gt, maximum, minimum
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout
@@ -43,6 +44,7 @@ class RowCost:
     resident: float     # resident gathered weights (mf_op keep_gathered)
     parts: tuple[float, float, float, float, float] = (0, 0, 0, 0, 0)  # sp, cp, ep, dp, pp buffer terms
     rc: float = 0.0     # Rc(ℓ) outside uniform groups: what this row's backward recomputes
+    offload: float = 0.0  # activations of one micro-batch kept in host memory (activation offload / swap)
 
 
 class Entry(NamedTuple):
@@ -210,6 +212,18 @@ class StagePricer:
             out = out + self.kept_remote_kv(item)
         return out
 
+    def offloaded(self, item: Item, option: str | None = None) -> Num:
+        """[A-OFFLOAD] the activations of one micro-batch a layer keeps in host memory; the backward holds the
+        layer's own and the next one's prefetch on the device (2× in its working set [W-OFFLOAD])."""
+        option = option or item.option
+        if item.kind not in (MTP,) and item.kind in (NOOP, EMBEDDING, OUTPUT, VISION, "vision_extras",
+                                                     EMBEDDING_COPY):
+            return 0.0
+        sums = self.acts.offloaded(self.act_key(item), option)
+        if sums is ZERO_SUMS:
+            return 0.0
+        return self.combine(sums, item)
+
     def kept_remote_kv(self, item: Item) -> Num:
         """``cp_keeps_kv`` (docs/model.md#context-parallelism): a ring layer also keeps the gathered remote K/V,
         (ring degree − 1)·β_c·n_kv·(dqk + dv)·T/t (hybrid: the ring degree is cp/u)."""
@@ -375,11 +389,13 @@ class StagePricer:
         if got is None:
             head = with_head if item.kind == OUTPUT else True
             terms = self.buffer_terms(item)
-            act, act_none = self.activation(item), self.activation(item, "none")
+            act, offload = self.activation(item), self.offloaded(item)
+            # A(ℓ, none) counts what the layer produces, on the device or sent to the host
+            act_none = self.activation(item, "none") + self.offloaded(item, "none")
             got = RowCost(local=self.local(item.kind, item.block, head),
                           static=self.static(item.kind, item.block, head), act=act, act_none=act_none,
-                          gw=self.gw(item), gf=self.gw(item, False), transient=sum(terms), resident=self.resident(item),
-                          parts=terms, rc=self.rc(item))
+                          gw=self.gw(item) + 2 * offload, gf=self.gw(item, False), transient=sum(terms),
+                          resident=self.resident(item), parts=terms, rc=self.rc(item), offload=offload)
             self._rows[key] = got
         return got
 

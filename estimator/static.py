@@ -89,6 +89,7 @@ class StaticBytes:
     gradients: Num       # with γ = 1 (callers scale by γ or price per instant)
     optimizer_states: Num
     opt_temporaries: Num  # optimizer-step temporaries of this row (foreach)
+    host_gradients: Num = 0  # DeepSpeed's fp32 gradient partition when the optimizer runs on the host
 
 
 def stored_bytes(loc: Local, w: Widths, divisors: tuple[Num, ...]) -> Num:
@@ -146,8 +147,9 @@ def gather_trainable_bytes(loc: Local, f: Flags, width: float, dense: Num = 1, e
 
 def static_bytes(loc: Local, w: Widths, f: Flags, par: Par, divisors: tuple[Num, ...]) -> StaticBytes:
     """[S-LAYER] parameters (``stored_bytes``); gradients β_g·(E_d/sh_g + E_e/sh_ge) (+ 4·(E_d/sh_o + E_e/sh_oe)
-    with fp32_grad_partition); optimizer states (n_os·β_os + β_m)·(E_d/sh_o + E_e/sh_oe) — over the trainable
-    elements only: 0 for frozen rows, the adapters for a PEFT row (no master copy of adapters stored at ≥ 4 B)."""
+    with fp32_grad_partition, kept in host memory when the step runs there); optimizer states (n_os·β_os +
+    β_m)·(E_d/sh_o + E_e/sh_oe) — over the trainable elements only: 0 for frozen rows, the adapters for a PEFT row
+    (no master copy of adapters stored at ≥ 4 B)."""
     _sh_p, sh_g, sh_o, _sh_pe, sh_ge, sh_oe = divisors
     params = stored_bytes(loc, w, divisors) + fp8_weight_bytes(loc, w, f, divisors)
     if loc.frozen:
@@ -155,12 +157,14 @@ def static_bytes(loc: Local, w: Widths, f: Flags, par: Par, divisors: tuple[Num,
     dense, expert = loc.trainable_dense, loc.trainable_expert
     opt_elems = dense / sh_o + expert / sh_oe
     grads = w.g * (dense / sh_g + expert / sh_ge)
-    if f.fp32_grad_partition:
-        grads = grads + 4 * opt_elems
+    partition = 4 * opt_elems if f.fp32_grad_partition else 0.0
+    on_host = f.feat.offload_optimizer or f.feat.offload_params  # DeepSpeed keeps the partition beside the step
     master = 0.0 if (loc.base_frozen and w.a >= 4) else w.m
     states = (w.n_os * w.os + master) * opt_elems
     temps = 4 * opt_elems if f.optimizer_impl == "foreach" else 0
-    return StaticBytes(params, grads, states, temps)
+    if on_host:
+        return StaticBytes(params, grads, states, temps, partition)
+    return StaticBytes(params, grads + partition, states, temps)
 
 
 def grad_factor(f: Flags, par: Par) -> Num:

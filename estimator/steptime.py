@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .options import RunOptions
     from .strategy import Strategy
 
-PARTS = ("fwd", "bwd", "recompute", "tp", "cp", "ep", "dp", "pp", "bubble", "optimizer")
+PARTS = ("fwd", "bwd", "recompute", "tp", "cp", "ep", "dp", "pp", "host", "bubble", "optimizer")
 
 
 # ------------------------------------------------------------------------------------------ records
@@ -100,14 +100,16 @@ class ChunkTimes:
     static: Num            # parameter + gradient + optimizer-state bytes (t_opt)
     states: Num
     layers: Num = 0        # body layers (each about one DP gradient bucket)
+    params: Num = 0        # parameter and gradient bytes the device stores (offload_params moves them per pass)
+    grads: Num = 0
 
 
 NOT_LAYERS = (EMBEDDING, OUTPUT, NOOP, VISION, "embedding_copy", "vision_extras")
 
 
 def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
-    F = B = W = Rc = fwd = bwd = rec = model = hardware = layers = 0.0
-    comm: dict[str, Num] = {"tp": 0.0, "cp": 0.0, "ep": 0.0}
+    F = B = W = Rc = fwd = bwd = rec = model = hardware = layers = params = grads = 0.0
+    comm: dict[str, Num] = {"tp": 0.0, "cp": 0.0, "ep": 0.0, "host": 0.0}
     elements = [0.0] * 6
     static = states = 0.0
     f = ctx.r.flags
@@ -130,9 +132,11 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
             elements[i] = elements[i] + n * value
         static = static + n * (st.parameters + st.gradients + st.optimizer_states)
         states = states + n * st.optimizer_states
+        params, grads = params + n * st.parameters, grads + n * st.gradients
         if item.kind not in NOT_LAYERS:
             layers = layers + n
-    return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, model, hardware, tuple(elements), static, states, layers)
+    return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, model, hardware, tuple(elements), static, states, layers,
+                      params, grads)
 
 
 def pp_sends(r: Resolved, stage: int, chunk: int) -> tuple[int, int]:
@@ -169,6 +173,15 @@ def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes]) -> S
         cF[0] = cF[0] + fs_f
         cB[0] = cB[0] + fs_b
     comm["fsdp"] = fs_f + fs_b
+    if r.flags.feat.offload_params:  # [T-COMM.offload_params] shards copied in before each gather, gradients out
+        host = r.hardware.host_link_bandwidth
+        params, grads = _total(chunks, lambda c: c.params), _total(chunks, lambda c: c.grads)
+        regather = r.flags.reshard_after_forward or r.flags.sharding_mode == "zero3"
+        h_f = (1 - k.o_fsdp) * params / host
+        h_b = (1 - k.o_fsdp) * ((params if regather else 0.0) + grads) / host
+        if chunks:
+            cF[0], cB[0] = cF[0] + h_f, cB[0] + h_b
+        comm["host"] = comm["host"] + h_f + h_b
     comm["dp"] = exposed_dp(ctx, dp, comp, _total(chunks, lambda c: c.layers))
     optimizer = optimizer_time(ctx, _total(chunks, lambda c: c.static), _total(chunks, lambda c: c.states))
     return StageTimes(F=sum(cF), B=sum(cB), W=sum(cW), Rc=sum(cR), chunk_F=tuple(cF), chunk_B=tuple(cB),
@@ -224,7 +237,12 @@ def _dp(ctx: TimeContext, elements: list[Num]) -> C.DPTimes:
 
 def optimizer_time(ctx: TimeContext, static: Num, states: Num) -> Num:
     """[T-OPT] t_opt = 2·(parameter + gradient + optimizer bytes of the stage)/(hbm_Bps·eff_hbm), + the states over
-    the host link with ``swap_optimizer``."""
+    the host link with ``swap_optimizer``. [T-OPT.offload] A step on the host (``offload_optimizer``,
+    ``offload_params``) moves the gradients to the host and the parameters back over the host link instead, its
+    CPU compute not priced (W-UNMODELLED)."""
+    feat = ctx.r.flags.feat
+    if feat.offload_optimizer or feat.offload_params:
+        return (static - states) / ctx.r.hardware.host_link_bandwidth
     out = 2 * static / ctx.rate_hbm
     if ctx.r.flags.swap_optimizer:
         out = out + states / ctx.r.hardware.host_link_bandwidth
@@ -357,7 +375,7 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
     total = par.n_acc * t_pipe + dp_step + t_opt
     reps = par.n_acc * units
     parts: dict[str, Num] = {}
-    for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp"):
+    for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp", "host"):
         parts[name] = reps * _select(S, [st.parts()[name] for st in stages])
     parts["dp"] = dp_step + reps * _select(S, [st.comm["fsdp"] for st in stages])
     parts["bubble"] = par.n_acc * t_pipe - reps * _max(S)

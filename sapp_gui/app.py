@@ -19,6 +19,7 @@ from pathlib import Path
 EXIT_USAGE = 2
 DEFAULT_SCREENSHOT_SIZE = (1400, 900)
 SCREENSHOT_TIMEOUT_S = 60.0
+FORM_TABS = ("parallel", "memory", "features", "hardware", "model")  # forms.FormsPanel order
 
 NO_DISPLAY_MESSAGE = ("sapp gui: no display found (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot "
                       "be shown. Use --screenshot OUT.png to render it offscreen to a PNG, e.g.\n"
@@ -39,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--tab", choices=("memory", "search", "compare", "balance", "schedule"),
                         help="with --screenshot: the tab to show, its analysis run first (search: the default "
                              "space; balance: the balancer; compare: current vs pinned file; schedule: the timeline)")
+    parser.add_argument("--form", choices=FORM_TABS,
+                        help="with --screenshot: the form tab to show (default: parallel)")
     parser.add_argument("--language", metavar="CODE", choices=("system", "en", "zh_CN"),
                         help="interface language: en, zh_CN (Simplified Chinese) or system (default: the View ▸ "
                              "Language setting)")
@@ -104,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     interface_language = getattr(args, "language", None)
     if screenshot:
         return take_screenshot(app, paths, Path(screenshot), size, open_args, started, interface_language,
-                               getattr(args, "tab", None))
+                               getattr(args, "tab", None), getattr(args, "form", None))
     from .main_window import MainWindow
 
     window = MainWindow(interface_language=interface_language)
@@ -137,7 +140,8 @@ def make_app() -> object:
 
 
 def take_screenshot(app: object, paths: list[str], out: Path, size: tuple[int, int], open_args: dict,
-                    started: float, interface_language: str | None = None, tab: str | None = None) -> int:
+                    started: float, interface_language: str | None = None, tab: str | None = None,
+                    form: str | None = None) -> int:
     """Show the window offscreen, wait for the first estimate (or failure), save a PNG, return the status."""
     import tempfile
 
@@ -169,6 +173,8 @@ def take_screenshot(app: object, paths: list[str], out: Path, size: tuple[int, i
             if problem:
                 outcome.pop("result")
                 outcome["error"] = f"{tab}: {problem}"
+        if form:
+            window.forms.setCurrentIndex(FORM_TABS.index(form))
         for _ in range(3):
             app.processEvents()  # type: ignore[attr-defined]
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """The summary tiles (verdict, peak, headroom, step time, tokens/s per device, MFU, devices, global batch,
-parameters) and the list of warnings, assumptions and what the last edit adapted — both views of the plan
-session (``on_session``). The tiles never show a verdict for a plan the forms do not hold: while the estimate
-on screen is stale (``set_stale``, from the StaleFrame around them) the verdict tile says so instead.
+parameters, host memory per node) and the list of warnings, assumptions and what the last edit adapted — both
+views of the plan session (``on_session``). The tiles never show a verdict for a plan the forms do not hold:
+while the estimate on screen is stale (``set_stale``, from the StaleFrame around them) the verdict tile says so
+instead.
 
 The tiles flow into as many columns as the width allows (one row on a wide window, two beside the docks).
 The step-time tile's tooltip is the breakdown of the step into its parts (compute, exposed communication,
@@ -41,9 +42,19 @@ PART_NAMES: dict[str, str] = {
     "ep": QT_TRANSLATE_NOOP("StepParts", "EP communication"),
     "dp": QT_TRANSLATE_NOOP("StepParts", "DP communication"),
     "pp": QT_TRANSLATE_NOOP("StepParts", "PP communication"),
+    "host": QT_TRANSLATE_NOOP("StepParts", "host transfers"),
     "fsdp": QT_TRANSLATE_NOOP("StepParts", "FSDP communication"),
     "bubble": QT_TRANSLATE_NOOP("StepParts", "pipeline bubble"),
     "optimizer": QT_TRANSLATE_NOOP("StepParts", "optimizer step"),
+}
+
+
+# host-memory kinds (estimator.host.HostStage), for the host tile's tooltip
+HOST_PARTS: dict[str, str] = {
+    "activations": QT_TRANSLATE_NOOP("Summary", "offloaded activations"),
+    "optimizer_states": QT_TRANSLATE_NOOP("Summary", "optimizer states"),
+    "parameters": QT_TRANSLATE_NOOP("Summary", "parameters"),
+    "gradients": QT_TRANSLATE_NOOP("Summary", "gradients"),
 }
 
 
@@ -124,11 +135,12 @@ class SummaryPanel(QFrame):
         self.grid.setContentsMargins(0, 0, 0, 0)
         self.grid.setHorizontalSpacing(6)
         self.grid.setVerticalSpacing(4)
-        names = ("verdict", "peak", "headroom", "step_time", "throughput", "mfu", "devices", "batch", "params")
+        names = ("verdict", "peak", "headroom", "step_time", "throughput", "mfu", "devices", "batch", "params",
+                 "host")
         self.verdict, self.peak, self.headroom, self.step_time, self.throughput, self.mfu, self.devices, \
-            self.batch, self.params = (_Card(n) for n in names)
+            self.batch, self.params, self.host = (_Card(n) for n in names)
         self.cards = (self.verdict, self.peak, self.headroom, self.step_time, self.throughput, self.mfu,
-                      self.devices, self.batch, self.params)
+                      self.devices, self.batch, self.params, self.host)
         self.context = QLabel("")
         self.context.setTextFormat(Qt.TextFormat.PlainText)  # it shows the model name: text, never HTML
         self.context.setWordWrap(True)
@@ -202,7 +214,7 @@ class SummaryPanel(QFrame):
         captions = (translate("Summary", "Verdict"), translate("Summary", "Peak"), translate("Summary", "Headroom"),
                     translate("Summary", "Step time"), translate("Summary", "Tokens/s/device"),
                     translate("Summary", "MFU"), translate("Summary", "Devices"), translate("Summary", "Global batch"),
-                    translate("Summary", "Parameters"))
+                    translate("Summary", "Parameters"), translate("Summary", "Host memory"))
         for card, caption in zip(self.cards, captions, strict=True):
             card.caption.setText(caption)
         if self._last is not None:
@@ -237,6 +249,7 @@ class SummaryPanel(QFrame):
         self.params.set(fmt_count(result.parameters_total), params_sub)
         if result.parameters_mtp:
             self.params.setToolTip(self.params.toolTip() + f"; MTP {fmt_count(result.parameters_mtp)}")
+        self._set_host(result)
         self.context.setText(self._context(parsed, result))
         if self.stale:
             self.fits = None
@@ -257,6 +270,25 @@ class SummaryPanel(QFrame):
         self.throughput.set(f"{result.tokens_per_s_per_device:,.0f}",
                             translate("Summary", "{0} tokens/s in all").format(fmt_count(cluster)))
         self.mfu.set(f"{(result.mfu or 0.0) * 100:.1f}%", translate("Summary", "model FLOPs utilisation"))
+
+    def _set_host(self, result: Result) -> None:
+        """[H-NODE] host memory per node (offload and swap) against the node's RAM from the device preset."""
+        host = result.host
+        if host is None or not host.used:
+            self.host.set("–", translate("Summary", "nothing offloaded"))
+            return
+        per_device = translate("Summary", "{0} GiB per device × {1}").format(
+            f"{host.per_device / GiB:,.2f}", host.devices_per_node)
+        if host.ram_per_node is None:
+            sub, color = translate("Summary", "{0}; the preset states no host RAM").format(per_device), None
+        else:
+            sub = translate("Summary", "{0}; of {1} GiB RAM").format(per_device, f"{host.ram_per_node / GiB:,.0f}")
+            color = FITS if host.fits else OVER_BUDGET
+        parts = ", ".join(f"{translate('Summary', HOST_PARTS[k])} {v / GiB:,.2f} GiB"
+                          for k, v in max(host.stages, key=lambda s: s.total).to_dict().items()
+                          if k in HOST_PARTS and v > 0)
+        self.host.set(translate("Summary", "{0} GiB/node").format(f"{host.per_node / GiB:,.2f}"), sub, color,
+                      tip=translate("Summary", "Host memory per node: per device {0}").format(parts))
 
     @staticmethod
     def _context(parsed: ParsedConfig, result: Result) -> str:

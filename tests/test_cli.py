@@ -53,7 +53,8 @@ def test_estimate_json_schema(capsys):
     assert all(isinstance(v, int) for v in stage["bytes_by_category"].values())
     assert data["step_time_s"] > 0 and 0 < data["mfu"] < 1 and data["tokens_per_s_per_device"] > 0
     assert abs(sum(data["parts"].values()) - data["step_time_s"]) <= 1e-9 * data["step_time_s"]
-    assert set(data["parts"]) == {"fwd", "bwd", "recompute", "tp", "cp", "ep", "dp", "pp", "bubble", "optimizer"}
+    assert set(data["parts"]) == {"fwd", "bwd", "recompute", "tp", "cp", "ep", "dp", "pp", "host", "bubble",
+                                 "optimizer"}
     assert data["budget"] == 58 * 2**30
 
 

@@ -84,7 +84,7 @@ def test_allgather_cp_comm_is_exposed_all_gathers():
     assert got.stages[0].comm["cp"] == pytest.approx(4 * per_layer)
 
 
-def test_unpriced_features_are_said_out_loud():
+def test_partly_priced_features_are_said_out_loud():
     st = Strategy(seq_length=4096, offload_optimizer=True)
     got = estimate(LLAMA_8B, st, H100, RunOptions(framework="megatron"))
-    assert any(w.code == "W-UNMODELLED" and "optimizer offload" in w.text for w in got.warnings)
+    assert any(w.code == "W-UNMODELLED" and "CPU compute is not" in w.text for w in got.warnings)

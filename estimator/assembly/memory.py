@@ -45,7 +45,8 @@ class ChunkSums:
     temps: Num             # S-OPT: the optimizer's temporaries (foreach: Σ; for-loop: the largest tensor's)
     work_at: int = -1      # one element: the winning walk position (-1: none above 0)
     transient_at: int = -1  # one element: the key of the largest transient
-
+    offload: Num = 0.0     # [A-OFFLOAD] activations of one micro-batch kept in host memory
+    host: dict[str, Num] | None = None  # HOST_TERMS id → Σ over the chunk's rows (host memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ class StageMemory:
     working_from: tuple[int, int] = (-1, -1)  # one element: (chunk, walk position), or (-1, V label index)
     transient_from: tuple[int, int] = (-1, -1)  # one element: (chunk, key)
     instant: Any = None       # FSDP2: fsdp.Peak
+    host: dict[str, Num] | None = None  # [H-DEVICE] host memory of one device by HOST_KINDS
 
 
 class Point(NamedTuple):
@@ -109,7 +111,7 @@ def _row_values(pricer: StagePricer, form: StageForm) -> list[tuple[Num, ...]]:
             largest = None if local.frozen else forloop_temporaries(local.largest, divisor)
             got = pricer.memo[key] = (*(t.value(cost, pricer) for t in terms.ROW_TERMS),
                                       *((t.at_optimizer_step or t.value)(cost, pricer) for t in terms.ROW_TERMS),
-                                      upstream, largest, cost)
+                                      upstream, largest, *(t.value(cost, pricer) for t in terms.HOST_TERMS), cost)
         out.append(got)  # type: ignore[arg-type]
     return out
 
@@ -135,6 +137,7 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
     by_term = {t.id: _lin(pairs, [v[i] for v in values]) for i, t in enumerate(terms.ROW_TERMS)}
     at_step = {t.id: _lin(pairs, [v[width + i] for v in values]) for i, t in enumerate(terms.ROW_TERMS)}
     act = _lin(pairs, [c.act for c in costs])
+    host = {t.id: _lin(pairs, [v[2 * width + 2 + i] for v in values]) for i, t in enumerate(terms.HOST_TERMS)}
     # [W-BWD] the walk's positions, last row first; the first strict maximum names the position
     work: Num = 0.0
     work_at = -1
@@ -173,7 +176,8 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
     else:
         temps = 0.0
     return ChunkSums(rows=by_term, step=at_step, act=act, work=work, forward=forward, transient=transient,
-                     temps=temps, work_at=work_at, transient_at=transient_at)
+                     temps=temps, work_at=work_at, transient_at=transient_at,
+                     offload=_lin(pairs, [c.offload for c in costs]), host=host)
 
 
 # ------------------------------------------------------------------------------------------ the peak point
@@ -312,7 +316,19 @@ def _finish(pricer: StagePricer, stage: int, cat: dict[str, Num], chunks: Sequen
         max_all([c.temps for c in chunks])
     opt_peak = opt_peak + temps + at_step
     return StageMemory(categories=cat, total=total, optimizer_step_peak=opt_peak, counts=tuple(counts),
-                       working=working, transient=transient, groups=groups, stage_terms=tuple(added), **where_)
+                       working=working, transient=transient, groups=groups, stage_terms=tuple(added),
+                       host=_host(chunks, counts), **where_)
+
+
+def _host(chunks: Sequence[ChunkSums], counts: Sequence[Num]) -> dict[str, Num]:
+    """[H-DEVICE] host memory of one device: Σ_j n_j·offload(j) at the stage's peak point (pinned buffers of
+    every micro-batch in flight) and the HOST_TERMS summed over the chunks, by HOST_KINDS."""
+    out: dict[str, Num] = {kind: 0.0 for kind in terms.HOST_KINDS}
+    for n, c in zip(counts, chunks, strict=True):
+        out["activations"] = out["activations"] + n * c.offload
+    for term in terms.HOST_TERMS:
+        out[term.category] = out[term.category] + _chunk_total(chunks, lambda c, t=term: (c.host or {})[t.id])
+    return out
 
 
 def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],

@@ -157,7 +157,7 @@ def _row_leaf(pricer: StagePricer, category: str, label: str, value: float, row:
     if category == "parameters":
         stored = Quantity("stored", value, "S-LAYER.params", {"β_p": w.p, **local, "sh_p": sh[0], "sh_pe": sh[3]})
         eight = fp8_weight_bytes(loc, w, f, sh)
-        if not eight:
+        if not (f.feat.fp8_on and f.feat.fp8_impl == "te" and loc.fp8 + loc.fp8_expert):  # no FP8 linear here
             stored.label = label
             return stored
         stored.value = value - eight
@@ -183,7 +183,7 @@ def _row_leaf(pricer: StagePricer, category: str, label: str, value: float, row:
                   "casts": loc.cast if sums.cast else 0}
         feat = f.feat
         fp8 = f"; {feat.fp8} FP8 linear inputs at β_8 = {feat.fp8_act_bytes:g} B [A-FP8]" if \
-            feat.fp8_on and feat.fp8_impl == "te" else ""
+            feat.fp8_on and feat.fp8_impl == "te" and loc.fp8 + loc.fp8_expert else ""
         return Quantity(label, value, "A-LAYER", inputs,
                         note=f"option {lr.option}; slot sums in bytes per token{fp8}" + kind_notes(row.item.block))
     return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note="weights kept gathered (mf_op)")

@@ -41,20 +41,56 @@ class RowTerm:
 
 
 def _states_at_step(cost: RowCost, pricer: StagePricer) -> Num:
-    """States held on the device at the step: 1/swap_times of them with ``swap_optimizer`` (D48)."""
+    """States held on the device at the step: 1/swap_times of them with ``swap_optimizer`` (D48), none when the
+    step runs on the host (``offload_optimizer``, ``offload_params``)."""
     f = pricer.r.flags
+    if f.feat.offload_optimizer or f.feat.offload_params:
+        return 0.0
     return cost.static.optimizer_states / f.swap_times if f.swap_optimizer else cost.static.optimizer_states
 
 
+def _on_device(cost: RowCost, pricer: StagePricer, value: Num) -> Num:
+    """``value`` unless the row's weights and gradients live in host memory (``offload_params``: FSDP2
+    CPUOffloadPolicy, DeepSpeed offload_param) [S-OFFLOAD]."""
+    return 0.0 if pricer.r.flags.feat.offload_params else value
+
+
+def _states(cost: RowCost, pricer: StagePricer) -> Num:
+    f = pricer.r.flags
+    moved = f.swap_optimizer or f.feat.offload_optimizer or f.feat.offload_params
+    return 0.0 if moved else cost.static.optimizer_states
+
+
 ROW_TERMS: tuple[RowTerm, ...] = (
-    RowTerm("S-LAYER.params", "parameters", lambda c, p: c.static.parameters),
+    RowTerm("S-LAYER.params", "parameters", lambda c, p: _on_device(c, p, c.static.parameters)),
     # held between steps as γ (D5); every gradient exists at the step (γ = 1)
-    RowTerm("S-LAYER.grads", "gradients", lambda c, p: p.gamma * c.static.gradients,
-            lambda c, p: c.static.gradients, instant=True),
-    RowTerm("S-LAYER.opt", "optimizer_states",
-            lambda c, p: 0.0 if p.r.flags.swap_optimizer else c.static.optimizer_states, _states_at_step),
+    RowTerm("S-LAYER.grads", "gradients", lambda c, p: _on_device(c, p, p.gamma * c.static.gradients),
+            lambda c, p: _on_device(c, p, c.static.gradients), instant=True),
+    RowTerm("S-LAYER.opt", "optimizer_states", _states, _states_at_step),
     RowTerm("C-BUF.resident", "communication_buffers", lambda c, p: c.resident, instant=True),
 )
+
+
+def _host_states(cost: RowCost, pricer: StagePricer) -> Num:
+    f = pricer.r.flags
+    moved = f.swap_optimizer or f.feat.offload_optimizer or f.feat.offload_params
+    return cost.static.optimizer_states if moved else 0.0
+
+
+def _host_grads(cost: RowCost, pricer: StagePricer) -> Num:
+    st = cost.static
+    return st.host_gradients + (st.gradients if pricer.r.flags.feat.offload_params else 0.0)
+
+
+# [H-DEVICE] bytes every row keeps in host memory all step (per device), by kind; the offloaded activations are
+# RowCost.offload × the micro-batches in flight at the stage's peak point (assembly.memory)
+HOST_TERMS: tuple[RowTerm, ...] = (
+    RowTerm("H-DEVICE.params", "parameters",
+            lambda c, p: c.static.parameters if p.r.flags.feat.offload_params else 0.0),
+    RowTerm("H-DEVICE.grads", "gradients", _host_grads),
+    RowTerm("H-DEVICE.opt", "optimizer_states", _host_states),
+)
+HOST_KINDS = ("activations", "parameters", "gradients", "optimizer_states")
 
 
 @dataclass(frozen=True)
@@ -125,4 +161,5 @@ STAGE_TERMS: tuple[StageTerm, ...] = (
               lambda view: f"{view.groups} process groups"),
 )
 
-__all__ = ["ROW_TERMS", "STAGE_TERMS", "RowTerm", "StageTerm", "StageView", "process_groups"]
+__all__ = ["HOST_KINDS", "HOST_TERMS", "ROW_TERMS", "STAGE_TERMS", "RowTerm", "StageTerm", "StageView",
+           "process_groups"]

@@ -132,6 +132,8 @@ def feature_flag_edits(path: str, fl: FlagSet, old: Strategy, new: Strategy, mla
     if (old.peft, old.lora_rank, old.lora_targets) != (new.peft, new.lora_rank, new.lora_targets):
         want.update(_lora_edits(path, new, mla))
     want.update(_switch_edits(path, fl, old, new, framework))
+    if (old.offload_activations, old.offload_counts) != (new.offload_activations, new.offload_counts):
+        want.update(_offload_edits(path, fl, new, framework))
     if old.lora_dropout != new.lora_dropout:
         want["--lora-dropout"] = str(new.lora_dropout) if new.lora_dropout else None
     for name in ("lora_param_bytes", "qlora_double_quant"):
@@ -156,6 +158,46 @@ def _switch_edits(path: str, fl: FlagSet, old: Strategy, new: Strategy, framewor
                        ("overlap_param_gather", "--overlap-param-gather")):
         if getattr(old, name) != getattr(new, name):
             want[flag] = True if getattr(new, name) else None
+    return want
+
+
+# MindSpeed's --swap-modules default, and the groups it can swap; Megatron's --offload-modules per group
+SWAP_MODULES = ("input_norm", "self_attention", "post_attention_norm")
+MEGATRON_OFFLOAD = {"input_norm": "attn_norm", "self_attention": "qkv_linear core_attn attn_proj",
+                    "post_attention_norm": "mlp_norm"}
+OFFLOAD_FLAGS = ("--swap-attention", "--swap-modules", "--cpu-offloading", "--cpu-offloading-num-layers",
+                 "--fine-grained-activation-offloading", "--offload-modules")
+
+
+def _offload_edits(path: str, fl: FlagSet, new: Strategy, framework: str) -> dict[str, Any]:
+    """Activation offload: MindSpeed's --swap-attention (--swap-modules), Megatron's --cpu-offloading (whole
+    layers, --cpu-offloading-num-layers) or --fine-grained-activation-offloading (--offload-modules)."""
+    want: dict[str, Any] = dict.fromkeys((f for f in OFFLOAD_FLAGS if fl.has(f)), None)
+    groups = tuple(new.offload_activations)
+    if not groups:
+        return want
+    counts = new.offload_counts
+    if framework == "mindspeed":
+        if not set(groups) <= set(SWAP_MODULES) or counts not in (None, True):
+            raise refusal(f"MindSpeed swaps the attention block's modules ({', '.join(SWAP_MODULES)}) in every "
+                          f"layer: strategy.offload_activations {', '.join(groups)}"
+                          + (f" on {counts!r} layers" if counts not in (None, True) else ""), path)
+        want["--swap-attention"] = True
+        want["--swap-modules"] = ",".join(groups) if (groups != SWAP_MODULES or fl.has("--swap-modules")) else None
+        return want
+    if groups == ("layer",):
+        want["--cpu-offloading"] = True
+        if isinstance(counts, int) and not isinstance(counts, bool):
+            want["--cpu-offloading-num-layers"] = str(counts)
+        elif counts not in (None, True):
+            raise refusal(f"Megatron offloads the first --cpu-offloading-num-layers layers: strategy.offload_counts "
+                          f"{counts!r} is not one number", path)
+        return want
+    if not set(groups) <= set(MEGATRON_OFFLOAD) or counts not in (None, True):
+        raise refusal(f"Megatron's --offload-modules cannot state strategy.offload_activations {', '.join(groups)}"
+                      " (whole layers are --cpu-offloading; the MLP is offloaded only in MoE layers)", path)
+    want["--fine-grained-activation-offloading"] = True
+    want["--offload-modules"] = " ".join(MEGATRON_OFFLOAD[g] for g in groups)
     return want
 
 

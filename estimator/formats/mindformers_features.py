@@ -1,5 +1,6 @@
-"""The issue-11 keys of a MindFormers config — ``model.model_config.pet_config`` (LoRA) — read into
-``strategy.*``. A mixin of the MindFormers reader, kept apart so each feature's keys live in one place."""
+"""The issue-11 keys of a MindFormers config — ``model.model_config.pet_config`` (LoRA) and ``swap_config``
+(fine-grained activation swap) — read into ``strategy.*``. A mixin of the MindFormers reader, kept apart so each
+feature's keys live in one place."""
 
 from __future__ import annotations
 
@@ -12,9 +13,47 @@ PET = (*MC, "pet_config")
 LORA_DEFAULTS = {"lora_rank": 8, "lora_dropout": 0.01, "param_init_type": "float16"}
 
 
+SWAP = ("swap_config",)
+# op_name keywords of swap_config.op_swap -> offload groups (MindFormers' Llama op names)
+SWAP_OPS = (("attention", ("self_attention",)), ("flash", ("self_attention",)), ("feed_forward", ("mlp",)),
+            ("mlp", ("mlp",)), ("norm", ("input_norm", "post_attention_norm")))
+
+
 class FeatureReader(MindFormersSource):
     def read_features(self) -> None:
         self.read_pet()
+        self.read_swap()
+
+    def read_swap(self) -> None:
+        """``swap_config``: swap on with neither layer_swap nor op_swap swaps every layer's flash-attention
+        activations (MindFormers' default policy); layer_swap swaps whole layers, op_swap the named operators."""
+        if not self.bool_at((*SWAP, "swap")):
+            return
+        groups: list[str] = []
+        partial = False
+        layer_swap = self.get((*SWAP, "layer_swap"))
+        if layer_swap is not MISSING and layer_swap:
+            groups.append("layer")
+            partial = partial or any(isinstance(e, dict) and isinstance(e.get("layers"), list)
+                                     for e in (layer_swap if isinstance(layer_swap, list) else [layer_swap]))
+        op_swap = self.get((*SWAP, "op_swap"))
+        if op_swap is not MISSING and op_swap:
+            entries = op_swap if isinstance(op_swap, list) else [op_swap]
+            for entry in entries:
+                name = str(entry.get("op_name", "")).lower() if isinstance(entry, dict) else ""
+                found = [g for word, gs in SWAP_OPS if word in name for g in gs]
+                if not found:
+                    self.warn("W-UNMODELLED", f"swap_config.op_swap op_name {name!r}: not an operator the estimator "
+                                              "maps to saved activations; not offloaded")
+                groups += found
+                partial = partial or (isinstance(entry, dict) and isinstance(entry.get("layers"), list))
+        if layer_swap is MISSING and op_swap is MISSING:
+            groups.append("self_attention")  # the default policy: flash attention in every layer
+        if not groups:
+            return
+        self.put_at("strategy.offload_activations", tuple(dict.fromkeys(groups)), (*SWAP, "swap"))
+        if partial:
+            self.put_at("strategy.offload_counts", False, SWAP, "selected layers")
 
     def read_pet(self) -> None:
         """``pet_config`` (pet_type lora): rank, dropout, the adapters' param_init_type and the target_modules

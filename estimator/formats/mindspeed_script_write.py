@@ -301,6 +301,10 @@ def _removal(text: str, path: str, occ: Flag) -> tuple[tuple[int, int], str]:
     inside_value = bool(occ.token and occ.token[0].via)  # in a quoted ARGS="…" string: newlines are blanks
     if re.fullmatch(r"\s*\\?\s*", rest) and (rest.rstrip().endswith("\\") or inside_value):
         return (line_start, min(len(text), line_end + 1)), ""
+    if not text[line_start:start].strip():  # first on its line: keep the indentation, drop the blanks after it
+        while end < line_end and text[end] in " \t":
+            end += 1
+        return (start, end), ""
     while start > line_start and text[start - 1] in " \t":
         start -= 1
     return (start, end), ""

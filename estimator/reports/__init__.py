@@ -11,13 +11,14 @@ from urllib.parse import quote
 
 from ..hardware import runtime_of
 from ..hardware_figures import device_figures
+from ..host import host_text
 from ..parsed import ParsedConfig
 from ..result import CATEGORIES, Result
 from ..units import GiB
 from .svg import stage_chart
 
 PART_LABELS = {"fwd": "forward", "bwd": "backward", "recompute": "recompute", "tp": "TP comm", "cp": "CP comm",
-               "ep": "EP comm", "dp": "DP comm", "pp": "PP comm", "bubble": "pipeline bubble",
+               "ep": "EP comm", "dp": "DP comm", "pp": "PP comm", "host": "host transfers", "bubble": "pipeline bubble",
                "optimizer": "optimizer step"}
 SHORT = {"parameters": "params", "gradients": "grads", "optimizer_states": "optim", "activations": "activ",
          "communication_buffers": "comm", "working_overhead": "working", "reserve": "reserve"}
@@ -42,6 +43,9 @@ def _summary(parsed: ParsedConfig, result: Result) -> list[tuple[str, str]]:
         ("Parameters", f"{result.parameters_total / 1e9:,.2f} B total, {result.parameters_active / 1e9:,.2f} B active"
                        + (f", MTP {result.parameters_mtp / 1e9:,.2f} B" if result.parameters_mtp else "")),
     ]
+    host = host_text(result.host)
+    if host:
+        rows.append(("Host memory", host))
     if result.step_time_s is not None:
         rows.append(("Step time", f"{result.step_time_s:.3f} s, {result.tokens_per_s_per_device:,.0f} tokens/s/device, "
                                   f"MFU {result.mfu * 100:.1f} %"))

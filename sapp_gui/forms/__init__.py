@@ -1,4 +1,4 @@
-"""The left-hand forms (Parallelism, Memory, Hardware, Model) as one tabbed panel: a view of the plan session
+"""The left-hand forms (Parallelism, Memory, Features, Hardware, Model) as one tabbed panel: a view of the plan session
 (``on_session``) that emits ``edited`` when the user changes a field."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from estimator.session.events import (
 from estimator.warnings import Assumption
 
 from ..language import translate
+from .features import FeaturesForm
 from .fields import FieldForm, FieldRow
 from .hardware import HardwareForm
 from .memory import MemoryForm
@@ -38,9 +39,10 @@ class FormsPanel(QTabWidget):
         self.doc = doc
         self.parallel = ParallelForm(doc)
         self.memory = MemoryForm(doc)
+        self.features = FeaturesForm(doc)
         self.hardware = HardwareForm(doc, presets_dir)
         self.model = ModelForm(doc)
-        self.forms: tuple[FieldForm, ...] = (self.parallel, self.memory, self.hardware, self.model)
+        self.forms: tuple[FieldForm, ...] = (self.parallel, self.memory, self.features, self.hardware, self.model)
         for form in self.forms:
             scroll = QScrollArea()
             scroll.setWidget(form)
@@ -81,7 +83,7 @@ class FormsPanel(QTabWidget):
 
     def _tab_titles(self) -> None:
         for i, title in enumerate((translate("Forms", "&Parallel"), translate("Forms", "&Memory"),
-                                   translate("Forms", "&Hardware"),
+                                   translate("Forms", "&Features"), translate("Forms", "&Hardware"),
                                    translate("Forms", "Mo&del"))):
             self.setTabText(i, title)
 

@@ -582,6 +582,233 @@
     </message>
 </context>
 <context>
+    <name>FeaturesForm</name>
+    <message>
+        <source>framework default</source>
+        <translation>框架默认</translation>
+    </message>
+    <message>
+        <source>on</source>
+        <translation>开</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关</translation>
+    </message>
+    <message>
+        <source>none — bf16 matmuls</source>
+        <translation>无 — bf16 矩阵乘</translation>
+    </message>
+    <message>
+        <source>tensorwise — dynamic per-tensor scales</source>
+        <translation>tensorwise — 逐张量动态缩放</translation>
+    </message>
+    <message>
+        <source>delayed — amax history (Transformer Engine)</source>
+        <translation>delayed — amax 历史(Transformer Engine)</translation>
+    </message>
+    <message>
+        <source>rowwise — per-row scales (torchao)</source>
+        <translation>rowwise — 逐行缩放(torchao)</translation>
+    </message>
+    <message>
+        <source>blockwise — 128-element blocks</source>
+        <translation>blockwise — 128 元素分块</translation>
+    </message>
+    <message>
+        <source>mxfp8 — 32-element blocks (Blackwell)</source>
+        <translation>mxfp8 — 32 元素分块(Blackwell)</translation>
+    </message>
+    <message>
+        <source>off (eager)</source>
+        <translation>关(eager)</translation>
+    </message>
+    <message>
+        <source>the model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>the model and the loss</source>
+        <translation>模型与损失</translation>
+    </message>
+    <message>
+        <source>unfused</source>
+        <translation>未融合</translation>
+    </message>
+    <message>
+        <source>fused cross-entropy</source>
+        <translation>融合交叉熵</translation>
+    </message>
+    <message>
+        <source>chunked (no full logits)</source>
+        <translation>分块(不生成完整 logits)</translation>
+    </message>
+    <message>
+        <source>none — full fine-tuning</source>
+        <translation>无 — 全参微调</translation>
+    </message>
+    <message>
+        <source>LoRA</source>
+        <translation>LoRA</translation>
+    </message>
+    <message>
+        <source>QLoRA — 4-bit NF4 base</source>
+        <translation>QLoRA — 4 位 NF4 基座</translation>
+    </message>
+    <message>
+        <source>FP8 &amp;recipe</source>
+        <translation>FP8 方案(&amp;R)</translation>
+    </message>
+    <message>
+        <source>FP8 linear layers: what they save, their scales, and the device&apos;s FP8 peak in the step time (refused on a device without FP8)</source>
+        <translation>FP8 线性层:其保存的张量、缩放因子,以及步时中设备的 FP8 峰值算力(不支持 FP8 的设备上拒绝)</translation>
+    </message>
+    <message>
+        <source>FP8 weights</source>
+        <translation>FP8 权重</translation>
+    </message>
+    <message>
+        <source>in FP8</source>
+        <translation>以 FP8 存放</translation>
+    </message>
+    <message>
+        <source>torchtitan enable_fsdp_float8_all_gather, Megatron --fp8-param-gather</source>
+        <translation>torchtitan enable_fsdp_float8_all_gather、Megatron --fp8-param-gather</translation>
+    </message>
+    <message>
+        <source>FP8 experts</source>
+        <translation>FP8 专家</translation>
+    </message>
+    <message>
+        <source>the MoE experts&apos; matmuls in FP8 too</source>
+        <translation>MoE 专家的矩阵乘也用 FP8</translation>
+    </message>
+    <message>
+        <source>Amax history</source>
+        <translation>Amax 历史长度</translation>
+    </message>
+    <message>
+        <source>delayed scaling: amax values kept per FP8 tensor</source>
+        <translation>延迟缩放:每个 FP8 张量保留的 amax 个数</translation>
+    </message>
+    <message>
+        <source>torch.&amp;compile</source>
+        <translation>torch.compile(&amp;C)</translation>
+    </message>
+    <message>
+        <source>fused elementwise chains recompute their outputs instead of saving them; the compiled loss never holds fp32 logits</source>
+        <translation>融合的逐元素链在反向时重算输出而不保存;编译后的损失不持有 fp32 logits</translation>
+    </message>
+    <message>
+        <source>Loss kernel</source>
+        <translation>损失算子</translation>
+    </message>
+    <message>
+        <source>how the cross-entropy holds the logits</source>
+        <translation>交叉熵如何持有 logits</translation>
+    </message>
+    <message>
+        <source>&amp;Async TP</source>
+        <translation>异步 TP(&amp;A)</translation>
+    </message>
+    <message>
+        <source>overlapped</source>
+        <translation>与计算重叠</translation>
+    </message>
+    <message>
+        <source>TP communication overlapped with the matmuls: torchtitan enable_async_tensor_parallel, Megatron --tp-comm-overlap, MindSpeed MC2</source>
+        <translation>TP 通信与矩阵乘重叠:torchtitan enable_async_tensor_parallel、Megatron --tp-comm-overlap、MindSpeed MC2</translation>
+    </message>
+    <message>
+        <source>Overlap grad reduce</source>
+        <translation>梯度规约重叠</translation>
+    </message>
+    <message>
+        <source>DP gradient reduction bucket by bucket under the backward</source>
+        <translation>DP 梯度规约按桶在反向中进行</translation>
+    </message>
+    <message>
+        <source>Overlap param gather</source>
+        <translation>参数聚合重叠</translation>
+    </message>
+    <message>
+        <source>the distributed optimizer&apos;s parameter gather under the next forward</source>
+        <translation>分布式优化器的参数聚合在下一次前向中进行</translation>
+    </message>
+    <message>
+        <source>CP load balance</source>
+        <translation>CP 负载均衡</translation>
+    </message>
+    <message>
+        <source>causal masks: chunks reordered so every CP rank attends alike (off: the critical rank waits)</source>
+        <translation>因果掩码:重排序列块使各 CP rank 注意力计算量相同(关:最忙的 rank 决定耗时)</translation>
+    </message>
+    <message>
+        <source>&amp;Fine-tuning</source>
+        <translation>微调(&amp;F)</translation>
+    </message>
+    <message>
+        <source>frozen base weights carry no gradients and no optimizer states</source>
+        <translation>冻结的基座权重没有梯度和优化器状态</translation>
+    </message>
+    <message>
+        <source>LoRA rank</source>
+        <translation>LoRA 秩</translation>
+    </message>
+    <message>
+        <source>rank r of every adapter</source>
+        <translation>每个适配器的秩 r</translation>
+    </message>
+    <message>
+        <source>LoRA targets</source>
+        <translation>LoRA 目标模块</translation>
+    </message>
+    <message>
+        <source>e.g. q, k, v, o</source>
+        <translation>例如 q, k, v, o</translation>
+    </message>
+    <message>
+        <source>adapted modules: q k v qkv o gate up fc1 down (MLA: q_a q_b kv_a kv_b)</source>
+        <translation>加适配器的模块:q k v qkv o gate up fc1 down(MLA:q_a q_b kv_a kv_b)</translation>
+    </message>
+    <message>
+        <source>Double quantisation</source>
+        <translation>双重量化</translation>
+    </message>
+    <message>
+        <source>QLoRA&apos;s quantisation constants quantised again (NF4 base weights: 0.5 B per parameter plus the constants)</source>
+        <translation>QLoRA 的量化常数再量化(NF4 基座权重:每参数 0.5 B 加常数)</translation>
+    </message>
+    <message>
+        <source>&amp;Offload activations</source>
+        <translation>激活卸载(&amp;O)</translation>
+    </message>
+    <message>
+        <source>module groups whose saved activations go to host memory (MindSpeed --swap-attention, MindFormers swap_config, Megatron activation offloading); copies over the host link</source>
+        <translation>保存的激活换出到主机内存的模块组(MindSpeed --swap-attention、MindFormers swap_config、Megatron 激活卸载);经主机链路拷贝</translation>
+    </message>
+    <message>
+        <source>Offload optimizer</source>
+        <translation>卸载优化器</translation>
+    </message>
+    <message>
+        <source>on the host</source>
+        <translation>在主机上</translation>
+    </message>
+    <message>
+        <source>optimizer states and the step on the host: DeepSpeed offload_optimizer, FSDP2 CPUOffloadPolicy</source>
+        <translation>优化器状态与更新步在主机上:DeepSpeed offload_optimizer、FSDP2 CPUOffloadPolicy</translation>
+    </message>
+    <message>
+        <source>Offload parameters</source>
+        <translation>卸载参数</translation>
+    </message>
+    <message>
+        <source>parameters and gradients on the host, shards copied in before each gather (FSDP2 CPUOffloadPolicy, DeepSpeed offload_param)</source>
+        <translation>参数与梯度在主机上,每次聚合前拷入分片(FSDP2 CPUOffloadPolicy、DeepSpeed offload_param)</translation>
+    </message>
+</context>
+<context>
     <name>Fixes</name>
     <message>
         <source>{0} — peak {1} GiB, step {2} s</source>
@@ -629,6 +856,10 @@
     <message>
         <source>&amp;Hardware</source>
         <translation>硬件(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;Features</source>
+        <translation>特性(&amp;F)</translation>
     </message>
     <message>
         <source>Mo&amp;del</source>
@@ -2404,6 +2635,10 @@
         <translation>PP 通信</translation>
     </message>
     <message>
+        <source>host transfers</source>
+        <translation>主机传输</translation>
+    </message>
+    <message>
         <source>FSDP communication</source>
         <translation>FSDP 通信</translation>
     </message>
@@ -2418,6 +2653,22 @@
 </context>
 <context>
     <name>Summary</name>
+    <message>
+        <source>offloaded activations</source>
+        <translation>卸载的激活</translation>
+    </message>
+    <message>
+        <source>optimizer states</source>
+        <translation>优化器状态</translation>
+    </message>
+    <message>
+        <source>parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>gradients</source>
+        <translation>梯度</translation>
+    </message>
     <message>
         <source>Step time {0} per optimizer step</source>
         <translation>每个优化器步的时间 {0}</translation>
@@ -2457,6 +2708,10 @@
     <message>
         <source>Parameters</source>
         <translation>参数量</translation>
+    </message>
+    <message>
+        <source>Host memory</source>
+        <translation>主机内存</translation>
     </message>
     <message>
         <source>optimizer step decides</source>
@@ -2521,6 +2776,30 @@
     <message>
         <source>model FLOPs utilisation</source>
         <translation>模型算力利用率</translation>
+    </message>
+    <message>
+        <source>nothing offloaded</source>
+        <translation>无卸载</translation>
+    </message>
+    <message>
+        <source>{0} GiB per device × {1}</source>
+        <translation>每卡 {0} GiB × {1}</translation>
+    </message>
+    <message>
+        <source>{0}; the preset states no host RAM</source>
+        <translation>{0};预设未给出主机内存</translation>
+    </message>
+    <message>
+        <source>{0}; of {1} GiB RAM</source>
+        <translation>{0};内存共 {1} GiB</translation>
+    </message>
+    <message>
+        <source>{0} GiB/node</source>
+        <translation>{0} GiB/节点</translation>
+    </message>
+    <message>
+        <source>Host memory per node: per device {0}</source>
+        <translation>每节点主机内存:每卡 {0}</translation>
     </message>
     <message>
         <source>{0} · {1} · {2} · seq {3} · schedule {4}</source>

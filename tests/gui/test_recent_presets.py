@@ -57,7 +57,7 @@ def test_user_preset_created_from_the_hardware_form(qtbot, make_window, dense_pl
     open_and_wait(qtbot, window, [dense_plan])
     edit_and_wait(qtbot, window, lambda: window.edit({"hardware.capacity": 60 * GiB}, "capacity"))
     form = window.forms.hardware
-    window.forms.setCurrentWidget(window.forms.widget(2))
+    window.forms.setCurrentIndex(window.forms.forms.index(form))
     form.preset_name.setText("A2-60G")
     with qtbot.waitSignal(window.estimate_drawn, timeout=20000):
         qtbot.mouseClick(form.save_button, Qt.MouseButton.LeftButton)

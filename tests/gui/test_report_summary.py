@@ -23,7 +23,7 @@ def test_summary_shows_step_time_throughput_and_mfu(qtbot, window, dsv3_plan) ->
     assert tip.count("<tr>") == sum(1 for v in result.parts.values() if v > 0)
     # the tiles re-flow: one row when wide, more rows when narrow, never wider than the window allows
     window.summary.resize(1300, window.summary.height())
-    assert window.summary.columns_for(1300) == 9
+    assert window.summary.columns_for(1300) == 10
     assert window.summary.columns_for(600) == 5
     assert window.summary.minimumWidth() < 400
 

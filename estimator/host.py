@@ -1,0 +1,88 @@
+"""Host memory (issue 11): what offload and swap keep in a node's RAM, per device and per node, against the node's
+RAM from the device preset (``host_ram_per_node``).
+
+Per device and stage [H-DEVICE]: the offloaded activations of the micro-batches in flight at the stage's peak point
+(pinned buffers: MindSpeed swap-attention, MindFormers swap_config, Transformer Engine / Megatron activation
+offloading), the optimizer states (and DeepSpeed's fp32 gradient partition) when they are swapped or offloaded, and
+the parameters and gradients with ``offload_params``. Per node [H-NODE]: the largest stage's figure × devices per
+node — a node's devices hold one stage when TP·CP·DP fill it (placement TP, CP, DP, PP innermost first), so this is
+exact then and an upper bound otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .resolve import Resolved
+    from .result import StageResult
+
+
+@dataclass(frozen=True)
+class HostStage:
+    """Host bytes one device of a stage keeps, by kind."""
+
+    activations: float = 0.0
+    optimizer_states: float = 0.0
+    parameters: float = 0.0
+    gradients: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.activations + self.optimizer_states + self.parameters + self.gradients
+
+    def to_dict(self) -> dict[str, float]:
+        return {"activations": self.activations, "optimizer_states": self.optimizer_states,
+                "parameters": self.parameters, "gradients": self.gradients, "total": self.total}
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    stages: tuple[HostStage, ...]
+    devices_per_node: int
+    ram_per_node: float | None  # from the device preset; None when the preset does not state it
+
+    @property
+    def per_device(self) -> float:
+        return max((s.total for s in self.stages), default=0.0)
+
+    @property
+    def per_node(self) -> float:
+        return self.per_device * self.devices_per_node
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.ram_per_node is None else self.per_node <= self.ram_per_node
+
+    @property
+    def used(self) -> bool:
+        return self.per_device > 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"per_device": self.per_device, "per_node": self.per_node, "devices_per_node": self.devices_per_node,
+                "ram_per_node": self.ram_per_node, "fits": self.fits,
+                "stages": [s.to_dict() for s in self.stages]}
+
+
+def host_text(host: HostMemory | None) -> str | None:
+    """One line for reports: per device × devices per node = per node, against the node's RAM (None: no host
+    memory used)."""
+    if host is None or not host.used:
+        return None
+    gib = 1 << 30
+    ram = (f" of {host.ram_per_node / gib:,.0f} GiB RAM: " + ("fits" if host.fits else "DOES NOT FIT")
+           if host.ram_per_node is not None else " (the preset states no host RAM)")
+    return (f"{host.per_device / gib:,.2f} GiB per device × {host.devices_per_node} devices = "
+            f"{host.per_node / gib:,.2f} GiB per node{ram}")
+
+
+def host_memory(r: Resolved, stages: Sequence[StageResult]) -> HostMemory:
+    """[H-NODE] the plan's host memory: per device (the largest stage, whose figure the assembler priced:
+    ``StageResult.host_bytes``) and per node, against the preset's RAM."""
+    per_stage = tuple(HostStage(**{k: float(v) for k, v in s.host_bytes.items()}) for s in stages)
+    return HostMemory(per_stage, r.hardware.devices_per_node, r.hardware.host_ram_per_node)
+
+
+__all__ = ["HostMemory", "HostStage", "host_memory", "host_text"]

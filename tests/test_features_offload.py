@@ -1,0 +1,210 @@
+"""Offload and swap (issue 11 feature 5) with host memory per node, hand-derived:
+
+* an offloaded module's saved activations leave the device after its forward and come back before its backward:
+  the device keeps the rest, its backward holds the layer's own and the next layer's prefetch (2×), the host keeps
+  them for every micro-batch in flight (pinned buffers);
+* optimizer states swapped (MindSpeed --swap-optimizer) or offloaded (DeepSpeed offload_optimizer) live in host
+  memory; FSDP2's CPUOffloadPolicy keeps parameters, gradients and states there and copies each shard in before
+  its all-gather;
+* host memory per node = the per-device figure × devices per node, against the preset's RAM;
+* copies over the host link hide behind a layer's compute: max(0, copy − compute) stays exposed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from estimator import ModelSpec, RunOptions, ShardingSpec, Strategy, estimate, find_preset
+from estimator.estimate import layout_inputs
+from estimator.formats import parse
+from estimator.layout import build_layout
+from estimator.resolve import resolve
+from estimator.stage import StagePricer
+from estimator.steptime import estimate_step_time
+
+A2, H100 = find_preset("A2"), find_preset("H100-80G")
+H, F, A, KV, DH, V, L = 8192, 28672, 64, 8, 128, 128256, 8
+LLAMA3_70B = ModelSpec(name="Llama-3-70B", family="llama2", hidden_size=H, num_layers=L, num_attention_heads=A,
+                       num_kv_heads=KV, head_dim=DH, ffn_hidden_size=F, vocab_size=V)
+Q, KV_W = A * DH, KV * DH
+MINDSPEED = RunOptions(framework="mindspeed")
+S, T_P = 8192, 8
+BASE = Strategy(seq_length=S, tp=T_P, pp=2, micro_batches=8, sequence_parallel=True)
+# the self-attention module's saved tensors per token (Megatron rule, SP over t = 8): norm output, q, k, v,
+# flash statistics, attention output — all TP- or sequence-sharded
+ATTENTION = (2 * H + 2 * (Q + 2 * KV_W) + 4 * A + 2 * Q) / T_P
+
+
+def _pricer(st: Strategy, hw=A2, options=MINDSPEED) -> StagePricer:
+    r = resolve(LLAMA3_70B, st, hw, options)
+    return StagePricer(r, build_layout(layout_inputs(r)))
+
+
+def test_offloaded_attention_leaves_the_device():
+    from estimator.layout import Item
+
+    layer = Item("dense", "dense", index=1)
+    plain, swapped = _pricer(BASE), _pricer(BASE.replace(offload_activations=("self_attention",)))
+    assert plain.activation(layer) - swapped.activation(layer) == pytest.approx(S * ATTENTION)
+    assert swapped.offloaded(layer) == pytest.approx(S * ATTENTION)
+    cost = swapped.cost(layer)
+    assert cost.gw - plain.cost(layer).gw == pytest.approx(2 * S * ATTENTION)  # own + next prefetch
+    assert cost.act_none == plain.cost(layer).act_none  # produced all the same (elementwise time, recompute)
+
+
+def test_host_keeps_every_in_flight_micro_batch():
+    st = BASE.replace(offload_activations=("self_attention",), swap_optimizer=True)
+    got = estimate(LLAMA3_70B, st, A2, MINDSPEED)
+    stage0 = got.host.stages[0]
+    # stage 0 of 2 holds 2 micro-batches in flight (1F1B), 4 layers each
+    assert stage0.activations == pytest.approx(2 * 4 * S * ATTENTION)
+    assert stage0.optimizer_states == pytest.approx(sum(
+        float(row.static.optimizer_states) for row in _stage_rows(st, 0)))
+    assert got.host.per_node == pytest.approx(8 * got.host.per_device)
+    assert got.host.ram_per_node == A2.host_ram_per_node and got.host.fits
+    assert got.stages[0].bytes_by_category["optimizer_states"] == 0
+    assert got.to_dict()["host_memory"]["per_node"] == pytest.approx(got.host.per_node)
+
+
+def _stage_rows(st: Strategy, i: int):
+    from estimator.stage import stage_rows
+
+    return stage_rows(_pricer(st), i)
+
+
+def test_host_ram_is_checked_per_node():
+    small = A2.replace(host_ram_per_node=64 * 2**30)
+    st = BASE.replace(offload_activations=("layer",), swap_optimizer=True)
+    got = estimate(LLAMA3_70B, st, small, MINDSPEED)
+    assert got.host.fits is False
+    assert any(w.code == "W-HOST-RAM" for w in got.warnings)
+
+
+def test_offloaded_optimizer_step_moves_gradients_and_weights_over_the_host_link():
+    st = Strategy(seq_length=4096, dp=8, sharding=ShardingSpec(mode="zero1"), offload_optimizer=True)
+    model = LLAMA3_70B.replace(num_layers=2)
+    options = RunOptions(framework="megatron")
+    got = estimate(model, st, H100, options)
+    assert got.stages[0].bytes_by_category["optimizer_states"] == 0
+    time = estimate_step_time(model, st, H100, options).stages[0]
+    on_device = estimate_step_time(model, st.replace(offload_optimizer=False), H100, options).stages[0]
+    assert time.optimizer == pytest.approx((on_device.optimizer * H100.hbm_bandwidth * H100.eff_hbm / 2 -
+                                            got.host.stages[0].optimizer_states) / H100.host_link_bandwidth)
+    assert any("CPU compute" in w.text for w in got.warnings)
+
+
+def test_fsdp2_cpu_offload_keeps_shards_on_the_host():
+    model = LLAMA3_70B.replace(num_layers=2)
+    options = RunOptions(framework="torchtitan", overlap_fsdp=0.0)
+    st = Strategy(seq_length=4096, dp=8, sharding=ShardingSpec(mode="fsdp"), offload_params=True,
+                  offload_optimizer=True)
+    got = estimate(model, st, H100, options)
+    cats = got.stages[0].bytes_by_category
+    assert cats["parameters"] == cats["optimizer_states"] == cats["gradients"] == 0
+    host = got.host.stages[0]
+    plain = estimate(model, st.replace(offload_params=False, offload_optimizer=False), H100, options)
+    assert host.parameters == pytest.approx(plain.stages[0].bytes_by_category["parameters"])
+    assert host.optimizer_states == pytest.approx(plain.stages[0].bytes_by_category["optimizer_states"])
+    # each micro-batch: the shards in before the forward gather and the backward re-gather, the gradients out
+    times = estimate_step_time(model, st, H100, options).stages[0]
+    expected = (2 * host.parameters + host.gradients) / H100.host_link_bandwidth
+    assert times.comm["host"] == pytest.approx(expected)
+
+
+def test_slow_host_links_expose_the_copies():
+    st = BASE.replace(offload_activations=("layer",))
+    slow = A2.replace(host_link_bandwidth=2e9)
+    fast = estimate_step_time(LLAMA3_70B, st, A2, MINDSPEED).stages[1].comm["host"]
+    exposed = estimate_step_time(LLAMA3_70B, st, slow, MINDSPEED).stages[1].comm["host"]
+    assert exposed > fast
+    # stage 1: 4 layers; the forward copy minus the layer's forward, the backward copy minus its backward
+    pricer = _pricer(st, slow)
+    from estimator.layout import Item
+    from estimator.rowtime import TimeContext, row_time
+    from estimator.stage import Row
+
+    item = Item("dense", "dense", index=5)
+    row = Row(item, 0, pricer.cost(item))
+    rt = row_time(TimeContext(pricer), row)
+    copy = pricer.offloaded(item) / slow.host_link_bandwidth
+    assert rt.comm["host"][0] == pytest.approx(max(0.0, copy - rt.F))
+    assert exposed == pytest.approx(4 * (max(0.0, copy - rt.F) + max(0.0, copy - rt.B - rt.W)))
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_mindformers_swap_config_is_read(tmp_path):
+    text = (FIXTURES / "mindformers" / "lora_llama.yaml").read_text().replace(
+        "    pet_config:", "    pet_config_unused:").replace("pet_type: lora", "pet_type: none")
+    text += "swap_config:\n  swap: True\n  op_swap:\n    - op_name: 'attention'\n      backward_prefetch: 1\n" \
+            "      layers: True\n"
+    path = tmp_path / "swap.yaml"
+    path.write_text(text)
+    st = parse([path]).strategy
+    assert st.offload_activations == ("self_attention",)
+    default = tmp_path / "default.yaml"
+    default.write_text(text.split("swap_config:")[0] + "swap_config:\n  swap: True\n")
+    assert parse([default]).strategy.offload_activations == ("self_attention",)  # flash attention, every layer
+
+
+def test_torchtitan_cpu_offload_is_read(tmp_path):
+    path = tmp_path / "job.toml"
+    path.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 1\nseq_len = 4096\n'
+                    "enable_cpu_offload = true\n[parallelism]\ndata_parallel_shard_degree = -1\n")
+    st = parse([path], devices=8).strategy
+    assert st.offload_params and st.offload_optimizer
+
+
+def _script(tmp_path: Path, name: str, flags: str = "") -> Path:
+    path = tmp_path / name
+    text = (FIXTURES / "mindspeed" / name).read_text()
+    path.write_text(text.replace("    --micro-batch-size", f"    {flags}--micro-batch-size") if flags else text)
+    return path
+
+
+def test_mindspeed_swap_attention_is_written_back(tmp_path):
+    from estimator.errors import ConfigError
+    from estimator.export import export
+    from estimator.parsed import apply_changes
+
+    path = _script(tmp_path, "selective_dense.sh", "--swap-attention \\\n    ")
+    parsed = parse([path])
+    assert parsed.strategy.offload_activations == ("input_norm", "self_attention", "post_attention_norm")
+    edited = apply_changes(parsed, {"strategy.offload_activations": ("self_attention",)})
+    new = export(edited)[str(path)]
+    assert "    --swap-attention \\\n    --swap-modules self_attention \\\n" in new
+    path.write_text(new)
+    assert parse([path]).strategy == edited.strategy
+    off = export(apply_changes(parse([path]), {"strategy.offload_activations": ()}))[str(path)]
+    assert "--swap-attention" not in off and "--swap-modules" not in off
+    assert "\n    --micro-batch-size" in off  # the line keeps its indentation
+    with pytest.raises(ConfigError, match="MindSpeed swaps the attention block"):
+        export(apply_changes(parse([path]), {"strategy.offload_activations": ("mlp",)}))
+
+
+def test_megatron_cpu_offloading_is_written_back(tmp_path):
+    from estimator.errors import ConfigError
+    from estimator.export import export
+    from estimator.parsed import apply_changes
+
+    path = _script(tmp_path, "fp8_llama3_8b.sh")
+    parsed = parse([path], framework="megatron")
+    edited = apply_changes(parsed, {"strategy.offload_activations": ("layer",), "strategy.offload_counts": 4})
+    new = export(edited)[str(path)]
+    assert "--cpu-offloading" in new and "--cpu-offloading-num-layers 4" in new
+    path.write_text(new)
+    again = parse([path], framework="megatron").strategy
+    assert (again.offload_activations, again.offload_counts) == (("layer",), 4)
+    attention = apply_changes(parse([path], framework="megatron"),
+                              {"strategy.offload_activations": ("input_norm", "self_attention"),
+                               "strategy.offload_counts": None})
+    text = export(attention)[str(path)]
+    assert "--cpu-offloading" not in text and "--fine-grained-activation-offloading" in text
+    assert "--offload-modules attn_norm qkv_linear core_attn attn_proj" in text
+    path.write_text(text)
+    assert parse([path], framework="megatron").strategy.offload_activations == ("input_norm", "self_attention")
+    with pytest.raises(ConfigError, match="--offload-modules cannot state"):
+        export(apply_changes(parse([path], framework="megatron"), {"strategy.offload_activations": ("mlp",)}))
