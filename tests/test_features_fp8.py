@@ -167,3 +167,31 @@ def test_fp8_experts_cannot_be_set_apart_in_a_launch_script(tmp_path):
     edited = apply_changes(parse([path], framework="megatron"), {"strategy.fp8_experts": False})
     with pytest.raises(ConfigError, match="fp8_experts"):
         export(edited)
+
+
+# vendor dense peaks (TFLOP/s): H100/H200 SXM datasheet 989.4 bf16 / 1,978.9 FP8; B200 (HGX B200, per GPU) 2,250 bf16 /
+# 4,500 FP8 and MXFP8; Ascend 910B/910C state no FP8 matmul
+FP8_DEVICES = {"H100-80G": 2.0, "H100-96G": 2.0, "H200-141G": 2.0, "B200-192G": 2.0}
+
+
+@pytest.mark.parametrize("device", sorted(FP8_DEVICES))
+def test_every_fp8_preset_runs_fp8_at_twice_bf16(device):
+    hw = find_preset(device)
+    assert hw.peak("fp8") == pytest.approx(FP8_DEVICES[device] * hw.peak("bf16"), rel=1e-3)  # datasheets round
+    assert (hw.peak("mxfp8") or 0) == (hw.peak("fp8") if device.startswith("B200") else 0)
+    base = estimate_step_time(LLAMA3_8B, Strategy(seq_length=8192), hw, MEGATRON).stages[0]
+    recipe = "mxfp8" if device.startswith("B200") else "tensorwise"
+    eight = estimate_step_time(LLAMA3_8B, Strategy(seq_length=8192, fp8=recipe), hw, MEGATRON).stages[0]
+    saved = 2 * 8192 * LINEAR * (1 / hw.peak("bf16") - 1 / hw.peak("fp8")) / hw.eff_matmul
+    assert pytest.approx(4 * saved) == base.W - eight.W  # the weight gradients are matmuls only
+
+
+@pytest.mark.parametrize("device", ["A2", "A3"])
+@pytest.mark.parametrize("framework", ["mindspeed", "megatron"])
+def test_ascend_refuses_every_fp8_recipe(device, framework):
+    from estimator.errors import StrategyError
+
+    for recipe in ("tensorwise", "delayed", "blockwise", "mxfp8"):
+        with pytest.raises(StrategyError, match="FP8"):
+            estimate(LLAMA3_8B, Strategy(seq_length=4096, fp8=recipe), find_preset(device),
+                     RunOptions(framework=framework))

@@ -88,3 +88,37 @@ def test_megatron_cp_comm_type_is_read_and_written(tmp_path):
     assert (parsed.strategy.cp, parsed.strategy.cp_algo) == (4, "allgather")
     new = export(apply_changes(parsed, {"strategy.cp_algo": "ring"}))[str(path)]
     assert "--cp-comm-type p2p" in new and "--context-parallel-algo" not in new
+
+
+def _layer(st: Strategy):
+    from estimator.estimate import layout_inputs
+    from estimator.layout import Item, build_layout
+    from estimator.resolve import resolve
+    from estimator.stage import Row, StagePricer
+
+    r = resolve(LLAMA3_8B, st, H100, MEGATRON)
+    pricer = StagePricer(r, build_layout(layout_inputs(r)))
+    item = Item("dense", "dense", index=1)
+    return pricer, Row(item, 0, pricer.cost(item))
+
+
+def test_a_million_tokens_keep_the_activations_of_their_share():
+    """Flash attention saves per-token tensors only: a layer at 2^20 tokens over cp 64 keeps exactly what it keeps
+    at 16,384 tokens without CP (the ring's K/V blocks are transient buffers, not saved activations)."""
+    _, long_row = _layer(Strategy(seq_length=1 << 20, cp=64, cp_algo="ring"))
+    _, short_row = _layer(Strategy(seq_length=1 << 14))
+    assert long_row.cost.act == pytest.approx(short_row.cost.act)
+    assert long_row.cost.transient == pytest.approx(2 * 2 * KV * 2 * DH * (1 << 14))  # two K/V blocks in flight
+
+
+def test_causal_attention_flops_at_a_million_tokens():
+    """Per rank, a load-balanced causal split does 1/cp of the full causal attention: the forward core is
+    2·s²·a·(dqk + dv)·½/cp (QKᵀ and PV, half the score matrix), the flash backward 2.5 × that."""
+    from estimator.rowtime import TimeContext, row_time
+
+    s, cp = 1 << 20, 64
+    pricer, row = _layer(Strategy(seq_length=s, cp=cp, cp_algo="ring"))
+    flops = row_time(TimeContext(pricer), row).flops
+    full = 2 * s * s * A * (DH + DH) * 0.5
+    assert flops.fwd_attn == pytest.approx(full / cp)
+    assert flops.bwd_attn == pytest.approx(2.5 * full / cp)

@@ -208,3 +208,22 @@ def test_megatron_cpu_offloading_is_written_back(tmp_path):
     assert parse([path], framework="megatron").strategy.offload_activations == ("input_norm", "self_attention")
     with pytest.raises(ConfigError, match="--offload-modules cannot state"):
         export(apply_changes(parse([path], framework="megatron"), {"strategy.offload_activations": ("mlp",)}))
+
+
+def test_host_memory_in_the_table_and_the_reports(tmp_path):
+    from estimator.estimate import estimate as price
+    from estimator.report import render_table
+    from estimator.reports import render_html, render_markdown
+
+    path = _script(tmp_path, "selective_dense.sh", "--swap-attention --swap-optimizer \\\n    ")
+    parsed = parse([path])
+    result = price(parsed.model, parsed.strategy, A2, parsed.options)
+    host = result.host
+    gib = 2 ** 30
+    line = (f"{host.per_device / gib:,.2f} GiB per device × 8 devices = {host.per_node / gib:,.2f} GiB per node of "
+            f"{A2.host_ram_per_node / gib:,.0f} GiB RAM: fits")
+    assert f"host memory (offload and swap): {line}" in render_table(parsed, result)
+    assert line in render_markdown(parsed, result, None) and line in render_html(parsed, result)
+    plain = price(parsed.model, parsed.strategy.replace(offload_activations=(), swap_optimizer=False), A2,
+                  parsed.options)
+    assert "host memory" not in render_table(parsed, plain) and "host_memory" not in plain.to_dict()
