@@ -216,6 +216,12 @@ def offload_group(slot_id: str) -> str:
     return ""
 
 
+# MindSpeed --moe-zero-memory level0 (mindspeed/core/transformer/moe/...: ``dispached_input.untyped_storage()
+# .resize_(0)``; the grouped MLP's activation output freed by ``is_recompute_activation``): the experts' dispatched
+# input and activation output, rebuilt in the backward (a second dispatch all-to-all, the activation function)
+ZERO_MEMORY_SLOTS = frozenset({"e.in", "e.fc2_in", "e.act_out"})
+
+
 # ------------------------------------------------------------------------------------------ compile
 # saved tensors a compiled layer recomputes: torch.compile's min-cut partitioner keeps the inputs of each fused
 # pointwise region and recomputes its outputs in the backward — the RMSNorm outputs (from the saved norm input and
@@ -431,7 +437,7 @@ class ActivationTable:
             else:
                 got = ClassSums(sp=self.w.r * self.d.h)
         else:
-            moved = self.offloaded_ids(kind)
+            moved = self.offloaded_ids(kind) | self.zero_memory_ids(kind)
             got = self._kept(kind, option, tuple(s for s in self.slots(kind) if s.id not in moved))
             got = ClassSums(got.sp, got.tp, got.rep, got.v, got.exp, got.expt,
                             cast=self.f.keep_casts and kind not in ("embedding", "output"))
@@ -452,6 +458,19 @@ class ActivationTable:
             return frozenset()
         ids = {s.id for s in self.slots(kind)}
         return frozenset(i for i in ids if offload_group(i) in groups or (offload_group(i) and "layer" in groups))
+
+    def zero_memory_ids(self, kind: str) -> frozenset[str]:
+        """Slot ids MindSpeed's --moe-zero-memory frees after a MoE layer's forward (ZERO_MEMORY_SLOTS present)."""
+        if not self.f.feat.moe_zero_memory:
+            return frozenset()
+        return frozenset(s.id for s in self.slots(kind) if s.id in ZERO_MEMORY_SLOTS) - self.offloaded_ids(kind)
+
+    def zero_memory(self, kind: str, option: str) -> ClassSums:
+        """[A-ZERO-MEMORY] class sums of what --moe-zero-memory frees in a layer of ``kind`` under ``option``."""
+        freed = self.zero_memory_ids(kind)
+        if not freed or option == "full":
+            return ZERO
+        return self._kept(kind, option, tuple(s for s in self.slots(kind) if s.id in freed))
 
     def offloaded(self, kind: str, option: str) -> ClassSums:
         """[A-OFFLOAD] class sums of what a layer of ``kind`` keeps in host memory under ``option`` (a fully

@@ -82,6 +82,7 @@ class Features:
     offload_groups: frozenset[str] = field(default_factory=frozenset)
     offload_optimizer: bool = False
     offload_params: bool = False
+    moe_zero_memory: bool = False     # MindSpeed --moe-zero-memory (level1 priced as level0, warned)
 
     @property
     def fp8_on(self) -> bool:
@@ -147,7 +148,8 @@ def resolve_features(st: Strategy, fw: FrameworkDefaults, moe: bool, assumptions
         lora_targets=frozenset(st.lora_targets), lora_dropout=st.lora_dropout,
         qlora_double_quant=st.qlora_double_quant, frozen_inputs_freed=fw.name != "mindspeed",
         offload_groups=frozenset(st.offload_activations),
-        offload_optimizer=st.offload_optimizer, offload_params=st.offload_params)
+        offload_optimizer=st.offload_optimizer, offload_params=st.offload_params,
+        moe_zero_memory=st.moe_zero_memory in ("level0", "level1"))
 
 
 def fp8_problem(recipe: str | None, framework: str, peak_flops: tuple[tuple[str, float], ...], device: str) -> str:

@@ -290,6 +290,10 @@ def _row_time(ctx: TimeContext, row: Row) -> RowTime:
     Rc = mm_time(ctx, flops.rc - flops.rc_attn, flops.rc_fp8) + attention_time(ctx, flops.rc_attn) + \
         elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + (nf4 + cast_f if item.option == "full" else 0.0)
     comm = _row_comm(ctx, row, backward, flops)
+    if row.cost.rebuilt:  # [T-COMP.zero_memory] the backward rebuilds them: the activation function's traffic
+        B = B + elementwise_time(k.k_ew_fwd, row.cost.rebuilt, ctx.rate_hbm)
+        ef, eb, erc = comm.get("ep", (0.0, 0.0, 0.0))
+        comm["ep"] = (ef, eb + (1 - k.o_ep) * (C.all_to_all(ctx.M_r, ctx.ep) + C.all_gather(ctx.M_r, ctx.etp)), erc)
     if row.cost.offload:
         comm["host"] = offload_exposed(ctx, row.cost.offload, F, B + W)
     return RowTime(F=F, B=B, W=W, Rc=Rc, comm=comm, flops=flops)

@@ -45,6 +45,7 @@ class RowCost:
     parts: tuple[float, float, float, float, float] = (0, 0, 0, 0, 0)  # sp, cp, ep, dp, pp buffer terms
     rc: float = 0.0     # Rc(ℓ) outside uniform groups: what this row's backward recomputes
     offload: float = 0.0  # activations of one micro-batch kept in host memory (activation offload / swap)
+    rebuilt: float = 0.0  # activations freed after the forward and rebuilt in the backward (--moe-zero-memory)
 
 
 class Entry(NamedTuple):
@@ -224,6 +225,15 @@ class StagePricer:
             return 0.0
         return self.combine(sums, item)
 
+    def rebuilt(self, item: Item, option: str | None = None) -> Num:
+        """[A-ZERO-MEMORY] the activations of one micro-batch --moe-zero-memory frees after a MoE layer's forward
+        and rebuilds in its backward (held there: Gw)."""
+        option = option or item.option
+        if item.kind in (NOOP, EMBEDDING, OUTPUT, VISION, "vision_extras", EMBEDDING_COPY):
+            return 0.0
+        sums = self.acts.zero_memory(self.act_key(item), option)
+        return 0.0 if sums is ZERO_SUMS else self.combine(sums, item)
+
     def kept_remote_kv(self, item: Item) -> Num:
         """``cp_keeps_kv`` (docs/model.md#context-parallelism): a ring layer also keeps the gathered remote K/V,
         (ring degree − 1)·β_c·n_kv·(dqk + dv)·T/t (hybrid: the ring degree is cp/u)."""
@@ -323,10 +333,11 @@ class StagePricer:
         """Rc(ℓ): what the backward of ℓ recomputes (full: A(ℓ, none); selective: the dropped slots)."""
         if item.option == "none" or item.kind in (NOOP, EMBEDDING, OUTPUT, EMBEDDING_COPY, VISION):
             return 0.0
-        none = self.activation(item, "none")
+        # what the layer produces, wherever it is kept (device, host, freed for a rebuild)
+        none = self.activation(item, "none") + self.offloaded(item, "none") + self.rebuilt(item, "none")
         if item.option == "full":
             return group_act_none if item.group > 1 else none
-        return none - self.activation(item, item.option)
+        return none - self.activation(item, item.option) - self.offloaded(item) - self.rebuilt(item)
 
     # ---------------------------------------------------------------------------------- buffers
     def buffer_terms(self, item: Item) -> tuple[float, float, float, float, float]:
@@ -389,13 +400,14 @@ class StagePricer:
         if got is None:
             head = with_head if item.kind == OUTPUT else True
             terms = self.buffer_terms(item)
-            act, offload = self.activation(item), self.offloaded(item)
-            # A(ℓ, none) counts what the layer produces, on the device or sent to the host
-            act_none = self.activation(item, "none") + self.offloaded(item, "none")
+            act, offload, rebuilt = self.activation(item), self.offloaded(item), self.rebuilt(item)
+            # A(ℓ, none) counts what the layer produces, on the device, sent to the host or freed for a rebuild
+            act_none = self.activation(item, "none") + self.offloaded(item, "none") + self.rebuilt(item, "none")
             got = RowCost(local=self.local(item.kind, item.block, head),
                           static=self.static(item.kind, item.block, head), act=act, act_none=act_none,
-                          gw=self.gw(item) + 2 * offload, gf=self.gw(item, False), transient=sum(terms),
-                          resident=self.resident(item), parts=terms, rc=self.rc(item), offload=offload)
+                          gw=self.gw(item) + 2 * offload + rebuilt, gf=self.gw(item, False), transient=sum(terms),
+                          resident=self.resident(item), parts=terms, rc=self.rc(item), offload=offload,
+                          rebuilt=rebuilt)
             self._rows[key] = got
         return got
 

@@ -31,11 +31,13 @@ LORA_TARGETS = ("q", "k", "v", "qkv", "o", "gate", "up", "fc1", "down", "q_a", "
 # module groups whose saved activations an offload/swap sends to the host (MindSpeed --swap-modules names,
 # MindFormers swap_config layer_swap = every group of the layer)
 OFFLOAD_GROUPS = ("input_norm", "self_attention", "post_attention_norm", "mlp", "layer")
+# MindSpeed --moe-zero-memory: the routed experts' dispatched input and activation output freed after the forward
+MOE_ZERO_MEMORY = ("disable", "level0", "level1")
 # the Strategy fields of issue 11 (writers that do not express one refuse a change of it)
 FEATURE_FIELDS = ("fp8", "fp8_param", "fp8_experts", "fp8_amax_history", "compile", "loss_fusion", "async_tp",
                   "overlap_grad_reduce", "overlap_param_gather", "cp_load_balance", "peft", "lora_rank",
                   "lora_targets", "lora_dropout", "lora_param_bytes", "qlora_double_quant", "offload_activations",
-                  "offload_counts", "offload_optimizer", "offload_params")
+                  "offload_counts", "offload_optimizer", "offload_params", "moe_zero_memory")
 # DeepSpeed ZeRO buffer sizes (writers for other frameworks refuse a change of them)
 ZERO_BUFFER_FIELDS = ("reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_params", "overlap_comm")
 SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act", "mlp", "moe",
@@ -167,6 +169,7 @@ class Strategy(Record):
     offload_counts: Counts = None
     offload_optimizer: bool = False
     offload_params: bool = False
+    moe_zero_memory: str = "disable"
     # DeepSpeed ZeRO communication buffers, in elements (None: the Hugging Face Trainer's "auto" from the
     # hidden size h — h² buckets, 0.9·h² prefetch — else DeepSpeed's defaults; priced for hf_trainer only)
     reduce_bucket: int | None = None

@@ -227,3 +227,73 @@ def test_host_memory_in_the_table_and_the_reports(tmp_path):
     plain = price(parsed.model, parsed.strategy.replace(offload_activations=(), swap_optimizer=False), A2,
                   parsed.options)
     assert "host memory" not in render_table(parsed, plain) and "host_memory" not in plain.to_dict()
+
+
+MOE_FLAGS = "".join(f"{flag} \\\n    " for flag in (
+    "--sequence-parallel", "--num-experts 8", "--moe-router-topk 2", "--moe-intermediate-size 1024",
+    "--expert-model-parallel-size 2", "--moe-token-dispatcher-type alltoall"))
+
+
+def test_moe_zero_memory_frees_the_dispatched_input_and_the_activation_output(tmp_path):
+    """MindSpeed --moe-zero-memory level0 (its source: ``dispached_input.untyped_storage().resize_(0)``, the grouped
+    MLP's ``intermediate_parallel`` freed by ``is_recompute_activation``): a MoE layer keeps R·(β_c·h + β_c·f_e·n/etp)
+    bytes less (n = 1 with MindSpeed's fused SwiGLU, 2 unfused), holds them again in its backward (Gw), and its
+    backward re-dispatches the tokens (one more all-to-all) and reruns the activation function."""
+    from estimator import comm as C
+    from estimator.layout import Item
+    from estimator.rowtime import TimeContext, row_time
+    from estimator.stage import Row
+
+    path = _script(tmp_path, "selective_dense.sh", MOE_FLAGS + "--moe-zero-memory level0 \\\n    ")
+    parsed = parse([path])
+    assert parsed.strategy.moe_zero_memory == "level0"
+    assert parsed.provenance["strategy.moe_zero_memory"].key.startswith("--moe-zero-memory")
+    plain_st = parsed.strategy.replace(moe_zero_memory="disable")
+    pricers = {}
+    for name, st in (("zero", parsed.strategy), ("plain", plain_st)):
+        r = resolve(parsed.model, st, A2, parsed.options)
+        pricers[name] = StagePricer(r, build_layout(layout_inputs(r)))
+    item = Item("moe", "moe", index=1)
+    zero, plain = pricers["zero"], pricers["plain"]
+    d, w, par = zero.r.dims, zero.r.widths, zero.r.par
+    n_act = 1 if zero.r.flags.fused_act_experts or d.g == 1 else 2
+    freed = zero.R * (w.c * d.h + w.c * d.hff_exp * n_act / par.etp)
+    assert plain.cost(item).act - zero.cost(item).act == pytest.approx(freed)
+    assert zero.cost(item).rebuilt == pytest.approx(freed)
+    assert zero.cost(item).gw - plain.cost(item).gw == pytest.approx(freed)
+    assert zero.cost(item).act_none == pytest.approx(plain.cost(item).act_none)  # produced all the same
+    t_zero = row_time(TimeContext(zero), Row(item, 0, zero.cost(item)))
+    t_plain = row_time(TimeContext(plain), Row(item, 0, plain.cost(item)))
+    ctx = TimeContext(zero)
+    redispatch = (1 - ctx.k.o_ep) * (C.all_to_all(ctx.M_r, ctx.ep) + C.all_gather(ctx.M_r, ctx.etp))
+    assert t_zero.comm["ep"][1] - t_plain.comm["ep"][1] == pytest.approx(redispatch)
+    assert pytest.approx(ctx.k.k_ew_fwd * freed / ctx.rate_hbm) == t_zero.B - t_plain.B
+    assert pytest.approx(t_plain.F) == t_zero.F
+    whole = estimate(parsed.model, parsed.strategy, A2, parsed.options)
+    assert whole.stages[0].bytes_by_category["activations"] < \
+        estimate(parsed.model, plain_st, A2, parsed.options).stages[0].bytes_by_category["activations"]
+
+
+def test_moe_zero_memory_level1_is_said_and_written_back(tmp_path):
+    from estimator.errors import ConfigError
+    from estimator.export import export
+    from estimator.parsed import apply_changes
+
+    path = _script(tmp_path, "selective_dense.sh", MOE_FLAGS + "--moe-zero-memory level1 \\\n    "
+                   "--moe-zero-memory-num-layers 2 \\\n    ")
+    parsed = parse([path])
+    texts = [w.text for w in parsed.warnings]
+    assert any("level1" in t and "priced as level0" in t for t in texts)
+    assert any("--moe-zero-memory-num-layers" in t for t in texts)
+    new = export(apply_changes(parsed, {"strategy.moe_zero_memory": "level0"}))[str(path)]
+    assert "--moe-zero-memory level0" in new and "--moe-zero-memory-num-layers" not in new
+    path.write_text(new)
+    off = export(apply_changes(parse([path]), {"strategy.moe_zero_memory": "disable"}))[str(path)]
+    assert "--moe-zero-memory " not in off
+    bad = tmp_path / "bad.sh"
+    bad.write_text(path.read_text().replace("--moe-zero-memory level0", "--moe-zero-memory level2"))
+    with pytest.raises(ConfigError, match="level2"):
+        parse([bad])
+    megatron = _script(tmp_path, "fp8_llama3_8b.sh")
+    with pytest.raises(ConfigError, match="MindSpeed setting"):
+        export(apply_changes(parse([megatron], framework="megatron"), {"strategy.moe_zero_memory": "level0"}))

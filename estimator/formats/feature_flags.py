@@ -132,6 +132,10 @@ def feature_flag_edits(path: str, fl: FlagSet, old: Strategy, new: Strategy, mla
     if (old.peft, old.lora_rank, old.lora_targets) != (new.peft, new.lora_rank, new.lora_targets):
         want.update(_lora_edits(path, new, mla))
     want.update(_switch_edits(path, fl, old, new, framework))
+    if old.moe_zero_memory != new.moe_zero_memory:  # MindSpeed only (megatron_write refuses it for Megatron-LM)
+        want["--moe-zero-memory"] = None if new.moe_zero_memory in (None, "disable") else new.moe_zero_memory
+        if new.moe_zero_memory != "level1" and fl.has("--moe-zero-memory-num-layers"):
+            want["--moe-zero-memory-num-layers"] = None  # a layer count goes with level1 only (MindSpeed checks)
     if (old.offload_activations, old.offload_counts) != (new.offload_activations, new.offload_counts):
         want.update(_offload_edits(path, fl, new, framework))
     if old.lora_dropout != new.lora_dropout:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..strategy import MOE_ZERO_MEMORY
 from .feature_flags import FEATURE_FLAGS as ISSUE11_FLAGS
 from .feature_flags import read_feature_flags
 from .flag_source import FlagQueries
@@ -51,11 +52,12 @@ STRATEGY_FLAGS = frozenset({
     "--use-torch-fsdp2", "--megatron-fsdp-main-grads-dtype", "--moe-grouped-gemm", "--reuse-fp32-param",
     "--swap-optimizer", "--swap-optimizer-times", "--overlap-moe-expert-parallel-comm", "--o2-optimizer",
     "--o2-gradient", "--use-fused-swiglu", "--no-bias-swiglu-fusion", "--swap-attention", "--moe-zero-memory",
-    "--mla-zero-memory", "--lora-target-modules", "--moe-token-dispatcher-type", "--grad-reduce-in-bf16",
-    "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype", "--main-params-dtype",
-    "--main-grads-dtype", "--recompute-granularity", "--recompute-method", "--recompute-num-layers",
-    "--recompute-modules", "--recompute-activation-function", "--recompute-activation-function-num-layers",
-    "--recompute-norm", "--recompute-norm-num-layers", "--recompute-mla-up-proj",
+    "--moe-zero-memory-num-layers", "--mla-zero-memory", "--lora-target-modules", "--moe-token-dispatcher-type",
+    "--grad-reduce-in-bf16", "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
+    "--main-params-dtype", "--main-grads-dtype", "--recompute-granularity", "--recompute-method",
+    "--recompute-num-layers", "--recompute-modules", "--recompute-activation-function",
+    "--recompute-activation-function-num-layers", "--recompute-norm", "--recompute-norm-num-layers",
+    "--recompute-mla-up-proj",
     "--enable-recompute-layers-per-pp-rank", "--distribute-saved-activations", *FEATURE_FLAGS,
     *(f for flags, _ in NOT_PRICED for f in flags)})
 # every flag the Megatron readers read
@@ -489,10 +491,29 @@ def _not_priced(fl: FlagQueries, out: Collector, dialect: str) -> None:
         out.put("options.fused_gated_act", True, fl.where("--use-fused-swiglu"), raw=True)
     elif fl.has("--no-bias-swiglu-fusion"):
         out.put("options.fused_gated_act", False, fl.where("--no-bias-swiglu-fusion"), raw=True)
-    for flag, what in (("--moe-zero-memory", "MoE activation recompute (--moe-zero-memory)"),
-                       ("--mla-zero-memory", "MLA activation saving (--mla-zero-memory)")):
-        if fl.has(flag) and (flag != "--moe-zero-memory" or fl.text(flag) != "disable"):
-            out.warn("W-UNMODELLED", f"{flag}: {what} is not modelled; priced as kept")
+    _moe_zero_memory(fl, out)
+    if fl.has("--mla-zero-memory"):
+        out.warn("W-UNMODELLED", "--mla-zero-memory: MLA activation saving (--mla-zero-memory) is not modelled; "
+                                 "priced as kept")
+
+
+def _moe_zero_memory(fl: FlagQueries, out: Collector) -> None:
+    """MindSpeed --moe-zero-memory level0 frees the experts' dispatched input and activation output after the
+    forward and rebuilds them in the backward (docs/model.md [A-ZERO-MEMORY]); level1 recomputes more (not
+    derived): priced as level0, said out loud."""
+    if not fl.has("--moe-zero-memory"):
+        return
+    level = fl.text("--moe-zero-memory") or ""
+    if level not in MOE_ZERO_MEMORY:
+        raise fl.error("--moe-zero-memory", f"--moe-zero-memory {level!r}: expected one of "
+                                            f"{', '.join(MOE_ZERO_MEMORY)}")
+    out.put("strategy.moe_zero_memory", level, fl.where("--moe-zero-memory"), raw=level)
+    if level == "level1":
+        out.warn("W-UNMODELLED", "--moe-zero-memory level1 recomputes more of the MoE layer than level0; priced as "
+                                 "level0 (the experts' dispatched input and activation output rebuilt in the "
+                                 "backward): activations over-estimated")
+    if fl.has("--moe-zero-memory-num-layers"):
+        out.warn("W-UNMODELLED", "--moe-zero-memory-num-layers: priced as every MoE layer freeing its activations")
 
 
 __all__ = ["CP_ALGOS", "CP_COMM_TYPES", "FSDP_STRATEGIES", "READ_FLAGS", "STRATEGY_FLAGS", "read_strategy"]

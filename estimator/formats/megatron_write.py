@@ -22,7 +22,7 @@ _PIPELINE_FLAGS = ("--pipeline-model-parallel-layout", "--decoder-first-pipeline
                    "--account-for-loss-in-pipeline-split", "--num-layers-per-virtual-pipeline-stage",
                    "--num-virtual-stages-per-pipeline-rank")
 # Strategy fields only MindSpeed's flags can state
-MINDSPEED_FIELDS = ("swap_optimizer", "swap_times", "reuse_fp32_param", "noop_layers")
+MINDSPEED_FIELDS = ("swap_optimizer", "swap_times", "reuse_fp32_param", "noop_layers", "moe_zero_memory")
 
 
 def megatron_flags(path: str, fl: FlagQueries, old: Strategy, new: Strategy, changed: set[str],

@@ -10,7 +10,7 @@ from typing import Any
 from PySide6.QtWidgets import QWidget
 
 from estimator.session import PlanSession
-from estimator.strategy import FP8_RECIPES, LOSS_FUSIONS, OFFLOAD_GROUPS, PEFT_METHODS
+from estimator.strategy import FP8_RECIPES, LOSS_FUSIONS, MOE_ZERO_MEMORY, OFFLOAD_GROUPS, PEFT_METHODS
 
 from ..language import translate
 from ..style import QT_TRANSLATE_NOOP
@@ -31,6 +31,9 @@ COMPILE_CHOICES = [(QT_TRANSLATE_NOOP("FeaturesForm", "off (eager)"), ()),
 LOSS_LABELS = {"none": QT_TRANSLATE_NOOP("FeaturesForm", "unfused"),
                "fused": QT_TRANSLATE_NOOP("FeaturesForm", "fused cross-entropy"),
                "chunked": QT_TRANSLATE_NOOP("FeaturesForm", "chunked (no full logits)")}
+ZERO_MEMORY_LABELS = {"disable": QT_TRANSLATE_NOOP("FeaturesForm", "off"),
+                      "level0": QT_TRANSLATE_NOOP("FeaturesForm", "level0 — expert input and activation rebuilt"),
+                      "level1": QT_TRANSLATE_NOOP("FeaturesForm", "level1 (priced as level0)")}
 PEFT_LABELS = {"none": QT_TRANSLATE_NOOP("FeaturesForm", "none — full fine-tuning"),
                "lora": QT_TRANSLATE_NOOP("FeaturesForm", "LoRA"),
                "qlora": QT_TRANSLATE_NOOP("FeaturesForm", "QLoRA — 4-bit NF4 base")}
@@ -122,6 +125,11 @@ class FeaturesForm(FieldForm):
               QT_TRANSLATE_NOOP("FeaturesForm", "module groups whose saved activations go to host memory "
                                                 "(MindSpeed --swap-attention, MindFormers swap_config, Megatron "
                                                 "activation offloading); copies over the host link"))
+        field("strategy.moe_zero_memory", QT_TRANSLATE_NOOP("FeaturesForm", "MoE zero memory"),
+              ChoiceEditor([(ZERO_MEMORY_LABELS.get(x, x), x) for x in MOE_ZERO_MEMORY], context=CONTEXT),
+              QT_TRANSLATE_NOOP("FeaturesForm", "MindSpeed --moe-zero-memory: the experts' dispatched input and "
+                                                "activation output freed after the forward, rebuilt in the "
+                                                "backward (one more dispatch all-to-all)"))
         field("strategy.offload_optimizer", QT_TRANSLATE_NOOP("FeaturesForm", "Offload optimizer"),
               BoolEditor(QT_TRANSLATE_NOOP("FeaturesForm", "on the host"), CONTEXT),
               QT_TRANSLATE_NOOP("FeaturesForm", "optimizer states and the step on the host: DeepSpeed "

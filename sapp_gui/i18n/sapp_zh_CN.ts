@@ -644,6 +644,14 @@
         <translation>分块(不生成完整 logits)</translation>
     </message>
     <message>
+        <source>level0 — expert input and activation rebuilt</source>
+        <translation>level0 — 专家输入与激活在反向重建</translation>
+    </message>
+    <message>
+        <source>level1 (priced as level0)</source>
+        <translation>level1(按 level0 估算)</translation>
+    </message>
+    <message>
         <source>none — full fine-tuning</source>
         <translation>无 — 全参微调</translation>
     </message>
@@ -786,6 +794,14 @@
     <message>
         <source>module groups whose saved activations go to host memory (MindSpeed --swap-attention, MindFormers swap_config, Megatron activation offloading); copies over the host link</source>
         <translation>保存的激活换出到主机内存的模块组(MindSpeed --swap-attention、MindFormers swap_config、Megatron 激活卸载);经主机链路拷贝</translation>
+    </message>
+    <message>
+        <source>MoE zero memory</source>
+        <translation>MoE 零内存</translation>
+    </message>
+    <message>
+        <source>MindSpeed --moe-zero-memory: the experts&apos; dispatched input and activation output freed after the forward, rebuilt in the backward (one more dispatch all-to-all)</source>
+        <translation>MindSpeed --moe-zero-memory:专家的分发输入与激活输出在前向后释放,反向时重建(多一次分发 all-to-all)</translation>
     </message>
     <message>
         <source>Offload optimizer</source>
