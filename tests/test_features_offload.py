@@ -297,3 +297,25 @@ def test_moe_zero_memory_level1_is_said_and_written_back(tmp_path):
     megatron = _script(tmp_path, "fp8_llama3_8b.sh")
     with pytest.raises(ConfigError, match="MindSpeed setting"):
         export(apply_changes(parse([megatron], framework="megatron"), {"strategy.moe_zero_memory": "level0"}))
+
+
+def test_torchtitan_cpu_offload_is_written_back(tmp_path):
+    from estimator.errors import ConfigError
+    from estimator.export import export
+    from estimator.parsed import apply_changes
+
+    path = tmp_path / "job.toml"
+    path.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 1\nseq_len = 4096\n'
+                    "[parallelism]\ndata_parallel_shard_degree = -1\n")
+    parsed = parse([path], devices=8)
+    on = apply_changes(parsed, {"strategy.offload_params": True, "strategy.offload_optimizer": True})
+    text = export(on)[str(path)]
+    assert "enable_cpu_offload = true" in text
+    path.write_text(text)
+    again = parse([path], devices=8).strategy
+    assert again.offload_params and again.offload_optimizer
+    off = export(apply_changes(parse([path], devices=8), {"strategy.offload_params": False,
+                                                          "strategy.offload_optimizer": False}))[str(path)]
+    assert "enable_cpu_offload = false" in off
+    with pytest.raises(ConfigError, match="together"):
+        export(apply_changes(parsed, {"strategy.offload_optimizer": True}))

@@ -61,6 +61,7 @@ LOCATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "cp_rotate": (("parallelism", "context_parallel_rotate_method"),),
     "async_tp": (("parallelism", "enable_async_tensor_parallel"), ("experimental", "enable_async_tensor_parallel"),
                  ("compile", "enable_async_tensor_parallel")),
+    "cpu_offload": (("training", "enable_cpu_offload"),),
 }
 # keys the 2024-12 schema does not have (only the first location is [parallelism])
 NEW_ONLY = {"ep", "etp", "layers_per_stage", "pp_microbatch_size", "first_less", "last_less", "reshard",

@@ -32,7 +32,7 @@ WRITABLE = {"seq_length", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "d_rep", "
             "micro_batches", "n_acc", "sequence_parallel", "cp_algo", "ulysses_degree", "schedule",
             "emb_out_in_offset", "vocab_parallel_loss", "compute_bytes", "reduce_bytes", "recompute.default_mode",
             "recompute.ranges", "recompute.rule", "sharding.mode", "sharding.os", "sharding.reshard_after_forward",
-            "sharding.reshard_head_unit", "compile", "async_tp"}
+            "sharding.reshard_head_unit", "compile", "async_tp", "offload_params", "offload_optimizer"}
 WIDTH_NAMES = {2: "bfloat16", 4: "float32"}
 DELETE = "<delete>"  # view value: remove the key (the framework default applies)
 
@@ -50,6 +50,7 @@ class _Context:
     had_rotate: bool = False  # the file states context_parallel_rotate_method
     had_compile: bool = False
     had_async_tp: bool = False
+    had_cpu_offload: bool = False
     tokens: bool = False  # the batch is stated in tokens (num_tokens_per_microbatch_per_dp_rank)
     step_tokens: bool = False  # the global batch in tokens (num_tokens_per_train_step; the tokens schema's key)
 
@@ -68,6 +69,7 @@ def _context(data: dict[str, Any], parsed: ParsedConfig) -> _Context:
                     had_rotate=find_key(data, "cp_rotate")[1] is not None,
                     had_compile=find_key(data, "compile")[1] is not None,
                     had_async_tp=find_key(data, "async_tp")[1] is not None,
+                    had_cpu_offload=find_key(data, "cpu_offload")[1] is not None,
                     tokens=find_key(data, "local_batch_size")[1] is None and
                     find_key(data, "microbatch_tokens")[1] is not None,
                     step_tokens=find_key(data, "global_batch_size")[1] is None and
@@ -124,6 +126,11 @@ def _view(st: Strategy, ctx: _Context, path: str) -> dict[str, Any]:
     v["ac_mode"], v["ac_option"] = _view_recompute(st, ctx, path)
     _view_compile(v, st, ctx, path)
     v["async_tp"] = True if st.async_tp else (False if ctx.had_async_tp else None)
+    if st.offload_params != st.offload_optimizer:
+        raise refuse(FORMAT, "offload of only the parameters or only the optimizer (torchtitan's "
+                             "training.enable_cpu_offload moves parameters, gradients and optimizer states together)",
+                     path)
+    v["cpu_offload"] = True if st.offload_params else (False if ctx.had_cpu_offload else None)
     for name, width in (("mp_param", st.compute_bytes), ("mp_reduce", st.reduce_bytes)):
         if width is not None and width not in WIDTH_NAMES:
             raise refuse(FORMAT, f"a {width}-byte mixed-precision dtype", path)
