@@ -97,11 +97,12 @@ def test_catalogue_shapes_give_the_published_parameter_counts(hub_id, total):
 
 def _fake_cache(root: Path, hub_id: str, config: dict) -> Path:
     repo = root / "hub" / ("models--" + hub_id.replace("/", "--"))
-    snapshot = repo / "snapshots" / "abc123"
+    commit = "a1b2c3d4" * 5  # refs/main holds the 40-hex commit of the snapshot
+    snapshot = repo / "snapshots" / commit
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text(json.dumps(config))
     (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text("abc123")
+    (repo / "refs" / "main").write_text(commit)
     return snapshot / "config.json"
 
 
@@ -117,6 +118,38 @@ def test_local_hugging_face_cache_wins_over_the_catalogue(tmp_path, monkeypatch)
     private = _fake_cache(tmp_path / "other", "acme/Private-7B", config)
     monkeypatch.setenv("HF_HUB_CACHE", str(private.parents[3]))
     assert parse([STRATEGY], model="acme/Private-7B").model.num_layers == 12
+
+
+def test_cache_roots_follow_huggingface_hub(tmp_path, monkeypatch):
+    """huggingface_hub's constants: HF_HUB_CACHE, else the legacy HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else
+    $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub."""
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert catalogue.cache_roots() == [tmp_path / "home" / ".cache" / "huggingface" / "hub"]
+    config = dict(catalogue.lookup("Qwen/Qwen3-8B")[0].config, num_hidden_layers=7)
+    _fake_cache(tmp_path / "home" / ".cache" / "huggingface", "acme/Home-7B", config)
+    assert parse([STRATEGY], model="acme/Home-7B").model.num_layers == 7
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    _fake_cache(tmp_path / "xdg" / "huggingface", "acme/Xdg-7B", config)
+    assert catalogue.cache_roots()[0] == tmp_path / "xdg" / "huggingface" / "hub"
+    assert parse([STRATEGY], model="acme/Xdg-7B").model.num_layers == 7
+    monkeypatch.setenv("HUGGINGFACE_HUB_CACHE", str(tmp_path / "legacy"))
+    assert catalogue.cache_roots()[0] == tmp_path / "legacy"
+
+
+def test_the_cache_reads_the_snapshot_main_points_at_and_names_a_broken_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    pinned = _fake_cache(tmp_path, "acme/Pinned-7B", dict(catalogue.lookup("Qwen/Qwen3-8B")[0].config,
+                                                           num_hidden_layers=5))
+    newer = pinned.parents[1] / "fff999"
+    newer.mkdir()
+    (newer / "config.json").write_text("{ not json")  # a newer snapshot main does not point at: not read
+    assert parse([STRATEGY], model="acme/Pinned-7B").model.num_layers == 5
+    pinned.write_text("{ not json")
+    with pytest.raises(ConfigError) as err:
+        parse([STRATEGY], model="acme/Pinned-7B")
+    assert err.value.path == str(pinned)
 
 
 def test_local_model_directory(tmp_path):

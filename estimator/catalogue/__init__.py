@@ -92,15 +92,18 @@ def lookup(name: str) -> tuple[Entry, str] | None:
 
 
 def cache_roots() -> list[Path]:
-    """The local Hugging Face hub caches, in the order huggingface_hub looks at them."""
-    roots = []
-    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if os.environ.get(var):
-            roots.append(Path(os.environ[var]))
+    """The local Hugging Face hub caches: first the one huggingface_hub uses (``HF_HUB_CACHE``, the legacy
+    ``HUGGINGFACE_HUB_CACHE``, else ``HF_HOME``/hub, else ``$XDG_CACHE_HOME``/huggingface/hub, else
+    ~/.cache/huggingface/hub), then the others of these that are set (a model downloaded before a variable
+    changed)."""
+    roots = [Path(os.environ[var]).expanduser() for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")
+             if os.environ.get(var)]
     if os.environ.get("HF_HOME"):
-        roots.append(Path(os.environ["HF_HOME"]) / "hub")
+        roots.append(Path(os.environ["HF_HOME"]).expanduser() / "hub")
+    if os.environ.get("XDG_CACHE_HOME"):
+        roots.append(Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "huggingface" / "hub")
     roots.append(Path.home() / ".cache" / "huggingface" / "hub")
-    return roots
+    return list(dict.fromkeys(roots))
 
 
 def _cached_config(hub_id: str) -> Path | None:
