@@ -255,3 +255,44 @@ def test_zero_buffer_sizes_are_named_outside_deepspeed_and_refused_by_other_writ
     assert any("reduce_bucket" in w.text and "no meaning" in w.text for w in result.warnings)
     with pytest.raises(ConfigError, match="reduce_bucket"):
         export(apply_changes(parse([str(mindformers)]), {"strategy.reduce_bucket": 10_000_000}))
+
+
+def test_nvme_offload_is_said_to_be_priced_as_host_offload(tmp_path):
+    target = tmp_path / "ds.json"
+    data = json.loads((DS / "zero3_tuned.json").read_text())
+    data["zero_optimization"]["offload_optimizer"] = {"device": "nvme", "nvme_path": "/local_nvme"}
+    target.write_text(json.dumps(data, indent=2))
+    parsed = open_ds(target)
+    assert parsed.strategy.offload_optimizer is True
+    said = [w.text for w in parsed.warnings if w.code == "W-UNMODELLED" and "NVMe" in w.text]
+    assert said and "offload_optimizer" in said[0] and "host memory" in said[0]
+
+
+@pytest.mark.parametrize("layers, which", [(None, "the last 2"), (4, "the last 4"), (-3, "the first 3")])
+def test_freeze_fine_tuning_is_said_to_be_priced_as_full(tmp_path, layers, which):
+    text = (LF / "qwen3_qlora_sft.yaml").read_text()
+    text = text.replace("finetuning_type: lora", "finetuning_type: freeze")
+    target = tmp_path / "freeze.yaml"
+    target.write_text(text)
+    with pytest.raises(ConfigError, match="only under LoRA") as err:  # LLaMA-Factory refuses it too
+        parse([str(target)], devices=8)
+    assert err.value.key == "quantization_bit"
+    text = text.replace("quantization_bit: 4\n", "")
+    if layers is not None:
+        text += f"freeze_trainable_layers: {layers}\n"
+    target = tmp_path / "freeze.yaml"
+    target.write_text(text)
+    parsed = parse([str(target)], devices=8)
+    said = [w.text for w in parsed.warnings if w.code == "W-NOT-PRICED" and "freeze" in w.text]
+    assert said and f"only {which} layers train" in said[0] and "priced as full fine-tuning" in said[0]
+    assert parsed.strategy.peft in (None, "none", "")
+
+
+def test_qlora_to_lora_writes_the_quantization_off(tmp_path):
+    target = tmp_path / "qlora.yaml"
+    shutil.copy(LF / "qwen3_qlora_sft.yaml", target)
+    parsed = parse([str(target)], devices=8)
+    text = export(apply_changes(parsed, {"strategy.peft": "lora"}))[str(target)]
+    assert "finetuning_type: lora" in text and "quantization_bit: null" in text
+    target.write_text(text)
+    assert parse([str(target)], devices=8).strategy.peft == "lora"

@@ -193,8 +193,8 @@ def _zero(out: Collector, data: dict[str, Any], path: str) -> None:
             continue
         out.put(name, device != "none", f"{ZERO}.{key}.device", device)
         if device == "nvme":
-            out.warn("W-UNMODELLED", f"{ZERO}.{key} to NVMe: priced as host (CPU) offload; the NVMe traffic is "
-                                     "not in the step time")
+            out.warn("W-UNMODELLED", f"{ZERO}.{key} to NVMe: priced as host (CPU) offload — the host memory "
+                                     "shown holds what lives on NVMe, and the NVMe traffic is not in the step time")
     # every stage's sizes are read (a plan moved to another stage keeps what the file says); an absent one is
     # DeepSpeed's default, "auto" is left unset for resolve to price as the Trainer fills it (from h)
     overlap = zero.get("overlap_comm")

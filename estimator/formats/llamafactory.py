@@ -22,7 +22,7 @@ from .deepspeed import TrainerArgs, read_deepspeed
 from .flag_source import ArgsMapping, flag_name
 from .known_keys import catalogue, unknown_names
 from .megatron_strategy_args import read_strategy
-from .support import Collector, Reading, to_int
+from .support import MAX_LAYERS, Collector, Reading, to_int
 
 FORMAT = "llamafactory"
 _MARKS = ("finetuning_type", "stage", "per_device_train_batch_size", "cutoff_len", "template", "lora_target")
@@ -197,9 +197,17 @@ def _method(out: Collector, data: dict[str, Any], path: str) -> None:
     kind = str(data.get("finetuning_type", DEFAULTS["finetuning_type"])).lower()
     if "finetuning_type" not in data:
         out.assume("strategy.peft", "lora", "no finetuning_type: LLaMA-Factory's default lora")
+    if kind in ("full", "freeze") and data.get("quantization_bit") is not None:
+        raise ConfigError(f"quantization_bit with finetuning_type {kind}: LLaMA-Factory quantizes only under LoRA "
+                          "(\"Quantization is only compatible with the LoRA method\"); use finetuning_type lora or "
+                          "remove quantization_bit", path=path, key="quantization_bit")
     if kind == "freeze":
-        out.warn("W-NOT-PRICED", f"finetuning_type freeze (only the last {data.get('freeze_trainable_layers', 2)} "
-                                 "layers train) is not priced yet: priced as full fine-tuning")
+        n = to_int(data.get("freeze_trainable_layers", 2), path, "freeze_trainable_layers", minimum=-MAX_LAYERS,
+                   maximum=MAX_LAYERS)
+        # LLaMA-Factory: the last n layers, or with a negative count the first -n
+        which = f"the last {n}" if n > 0 else f"the first {-n}" if n < 0 else "none of the"
+        out.warn("W-NOT-PRICED", f"finetuning_type freeze (only {which} layers train) is not priced yet: priced as "
+                                 "full fine-tuning (every weight with its gradient and optimizer states)")
     elif kind == "lora":
         if "finetuning_type" in data:
             out.put("strategy.peft", "lora", "finetuning_type")
@@ -214,6 +222,9 @@ def _method(out: Collector, data: dict[str, Any], path: str) -> None:
                 method = data.get("quantization_method", "bnb")
                 out.warn("W-NOT-PRICED", f"quantization_bit {bits} ({method}): only 4-bit bitsandbytes (QLoRA, "
                                          "NF4) is priced; the base is priced unquantised")
+        elif "double_quantization" in data:  # kept for a change back to QLoRA (and the write-back check)
+            out.put("strategy.qlora_double_quant", bool(data["double_quantization"]), "double_quantization",
+                    data["double_quantization"])
         rank = data.get("lora_rank", DEFAULTS["lora_rank"])
         (out.put if "lora_rank" in data else out.assume)("strategy.lora_rank", to_int(rank, path, "lora_rank"),
                                                          "lora_rank" if "lora_rank" in data else

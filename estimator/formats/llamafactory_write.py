@@ -66,6 +66,8 @@ def write_yaml(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> 
 def _peft(path: str, data: dict[str, Any], new: Strategy, patch: YamlPatch) -> None:
     if new.peft == "none":
         patch.set(("finetuning_type",), "full")
+        if data.get("quantization_bit") is not None:  # LLaMA-Factory quantizes only under LoRA
+            patch.set(("quantization_bit",), None)
         return
     patch.set(("finetuning_type",), "lora")
     patch.set(("lora_rank",), new.lora_rank)

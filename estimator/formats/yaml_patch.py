@@ -156,6 +156,8 @@ class YamlPatch:
 
     # -- rendering ------------------------------------------------------------------------------------
     def render(self, value: Any, like: str = "", style: str | None = None) -> str:
+        if value is None:  # a key set to null keeps the file's spelling of null
+            return like if like.lower() in ("null", "~") and like else "null"
         if isinstance(value, bool):
             low = like.lower()
             if low in ("yes", "no", "y", "n"):
