@@ -195,3 +195,73 @@ def test_ascend_refuses_every_fp8_recipe(device, framework):
         with pytest.raises(StrategyError, match="FP8"):
             estimate(LLAMA3_8B, Strategy(seq_length=4096, fp8=recipe), find_preset(device),
                      RunOptions(framework=framework))
+
+
+TT_FLOAT8 = """[model]
+name = "llama3"
+flavor = "8B"
+# converters = ["float8"]
+
+[training]
+local_batch_size = 1
+seq_len = 8192
+
+[parallelism]
+data_parallel_shard_degree = -1
+
+[float8]
+enable_fsdp_float8_all_gather = false  # kept: the user's comment
+filter_fqns = ["output"]
+"""
+
+
+def _tt(tmp_path, text: str, name: str = "job.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path, parse([path], devices=8)
+
+
+def test_torchtitan_float8_is_written_back(tmp_path):
+    path, parsed = _tt(tmp_path, TT_FLOAT8)
+    assert parsed.strategy.fp8 == "none"
+    new = export(apply_changes(parsed, {"strategy.fp8": "rowwise", "strategy.fp8_param": True}))[str(path)]
+    assert 'converters = ["float8"]' in new and 'recipe_name = "rowwise"' in new
+    assert "enable_fsdp_float8_all_gather = true  # kept: the user's comment" in new
+    path.write_text(new)
+    again = parse([path], devices=8).strategy
+    assert (again.fp8, again.fp8_param) == ("rowwise", True)
+    off = export(apply_changes(parse([path], devices=8), {"strategy.fp8": "none"}))[str(path)]
+    assert "converters = []" in off
+    path.write_text(off)
+    assert parse([path], devices=8).strategy.fp8 == "none"
+    with pytest.raises(ConfigError, match="delayed"):
+        export(apply_changes(parsed, {"strategy.fp8": "delayed"}))
+
+
+def test_torchtitan_quantize_converters_keep_their_names(tmp_path):
+    text = TT_FLOAT8.replace("# converters", 'converters = ["quantize.linear.float8", "quantize.grouped_mm.float8"]\n#')
+    text = text.replace("[float8]", "[quantize.linear.float8]")
+    path = tmp_path / "q.toml"
+    path.write_text(text)
+    parsed = parse([path], devices=8)
+    assert parsed.strategy.fp8 == "tensorwise"
+    mx = export(apply_changes(parsed, {"strategy.fp8": "mxfp8"}))[str(path)]
+    assert 'converters = ["quantize.grouped_mm.float8", "quantize.linear.mx"]' in mx
+    (tmp_path / "mx.toml").write_text(mx)
+    assert parse([tmp_path / "mx.toml"], devices=8).strategy.fp8 == "mxfp8"
+    rowwise = export(apply_changes(parsed, {"strategy.fp8": "rowwise"}))[str(path)]
+    assert 'converters = ["quantize.linear.float8", "quantize.grouped_mm.float8"]' in rowwise
+    assert '[quantize.linear.float8]\nenable_fsdp_float8_all_gather = false' in rowwise
+    assert 'recipe_name = "rowwise"' in rowwise.split("[quantize.linear.float8]")[1]
+
+
+def test_torchtitan_2024_schema_switches_float8_linear(tmp_path):
+    text = ('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nbatch_size = 1\nseq_len = 8192\n'
+            "data_parallel_shard_degree = -1\n[float8]\nenable_float8_linear = false\n")
+    path, parsed = _tt(tmp_path, text)
+    new = export(apply_changes(parsed, {"strategy.fp8": "tensorwise"}))[str(path)]
+    assert "enable_float8_linear = true" in new
+    path.write_text(new)
+    assert parse([path], devices=8).strategy.fp8 == "tensorwise"
+    with pytest.raises(ConfigError, match="2024-12"):
+        export(apply_changes(parsed, {"strategy.fp8": "rowwise"}))

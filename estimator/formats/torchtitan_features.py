@@ -111,3 +111,88 @@ def _cp_rotate(c: Collector, raw: Any, key: str) -> None:
         raise ConfigError(f"context_parallel_rotate_method must be allgather or alltoall; got {raw!r}", path=c.path,
                           key=key)
     c.put("strategy.cp_algo", "allgather" if method == "allgather" else "ring", key, raw)
+
+
+# ------------------------------------------------------------------------------------------ writing
+WRITE_FLOAT8 = {"tensorwise": "tensorwise", "rowwise": "rowwise"}
+
+
+def write_float8(doc: Any, data: dict[str, Any], old: Any, new: Any, path: str) -> None:
+    """Turn the float8/MX linear converter on, off or to another recipe in ``doc`` (a tomlkit document of
+    ``data``): ``model.converters`` (or the 2024-12 ``float8.enable_float8_linear``), the recipe name and the
+    FP8 all-gather of FSDP weights, each in the section the file already uses. Refuses (R-FW) what torchtitan
+    cannot run: delayed or blockwise scaling, a changed amax history, experts set apart."""
+    from .support import refusal
+
+    if (old.fp8, old.fp8_param) == (new.fp8, new.fp8_param):
+        return
+    recipe = new.fp8 or "none"
+    if recipe not in (*WRITE_FLOAT8, "mxfp8", "none"):
+        raise refusal(f"FP8 recipe {recipe} (torchtitan's float8 converter scales tensorwise or rowwise; MX runs "
+                      "mxfp8)", path)
+    if new.fp8_param and recipe == "mxfp8":
+        raise refusal(f"FP8 weights with recipe {recipe} (torchtitan gathers float8 weights for its float8 "
+                      "converter only)", path)
+    names = converters(data)
+    legacy = find(data, "float8_legacy")[1] is not None and not names
+    if legacy:
+        if recipe not in ("none", "tensorwise"):
+            raise refusal(f"FP8 recipe {recipe} in the 2024-12 schema (float8.enable_float8_linear is tensorwise)",
+                          path)
+        _set(doc, ("float8", "enable_float8_linear"), recipe != "none")
+    else:
+        _converters(doc, data, recipe)
+    if recipe == "none":
+        return
+    quantize = "quantize" in data or any(n.startswith("quantize.") for n in names)
+    if recipe == "mxfp8":
+        return  # MX's default recipe is mxfp8 (the reader refuses any other)
+    section = ("quantize", "linear", "float8") if quantize else ("float8",)  # where a new key goes
+    for name, value, needed in (("float8_recipe", WRITE_FLOAT8[recipe], recipe != "tensorwise"),
+                                ("float8_all_gather", bool(new.fp8_param), bool(new.fp8_param))):
+        key = find(data, name)[1]
+        if key or needed:  # a key the file states is kept up to date; a default is not written
+            _set(doc, tuple(key.split(".")) if key else (*section, FEATURE_LOCATIONS[name][0][-1]), value)
+
+
+def _converters(doc: Any, data: dict[str, Any], recipe: str) -> None:
+    """``model.converters`` without its linear float8/MX entries, plus the new one (grouped-GEMM converters and
+    others kept in place)."""
+    import tomlkit
+
+    names = [str(x) for x in (dig(data, "model", "converters") or [])]
+    mx = recipe == "mxfp8"
+    same = [n for n in names if _linear_converter(n) and _is_mx(n) == mx]  # the file's own name for it
+    kept = [n for n in names if not _linear_converter(n) or (recipe != "none" and n in same[:1])]
+    quantize = "quantize" in data or any(n.lower().startswith("quantize.") for n in names)
+    if recipe != "none" and not same:
+        kept.append(("quantize.linear.mx" if quantize else "mx") if mx else
+                    ("quantize.linear.float8" if quantize else "float8"))
+    if kept == names:
+        return
+    if "model" not in doc:
+        doc.add("model", tomlkit.table())
+    array = tomlkit.array()
+    array.extend(kept)
+    doc["model"]["converters"] = array
+
+
+def _linear_converter(name: str) -> bool:
+    n = name.lower()
+    return ("float8" in n and "grouped" not in n) or _is_mx(n)
+
+
+def _is_mx(name: str) -> bool:
+    n = name.lower()
+    return n == "mx" or n.endswith("linear.mx")
+
+
+def _set(doc: Any, keys: tuple[str, ...], value: Any) -> None:
+    import tomlkit
+
+    table = doc
+    for k in keys[:-1]:
+        if k not in table:
+            table.add(k, tomlkit.table())
+        table = table[k]
+    table[keys[-1]] = value

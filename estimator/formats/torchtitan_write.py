@@ -26,13 +26,15 @@ from .torchtitan import (
     schema_of,
     stage_weights,
 )
+from .torchtitan_features import write_float8
 
 # Strategy fields this writer expresses (other changed fields are refused, R-FW)
 WRITABLE = {"seq_length", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "d_rep", "d_sh", "micro_batch_size",
             "micro_batches", "n_acc", "sequence_parallel", "cp_algo", "ulysses_degree", "schedule",
             "emb_out_in_offset", "vocab_parallel_loss", "compute_bytes", "reduce_bytes", "recompute.default_mode",
             "recompute.ranges", "recompute.rule", "sharding.mode", "sharding.os", "sharding.reshard_after_forward",
-            "sharding.reshard_head_unit", "compile", "async_tp", "offload_params", "offload_optimizer"}
+            "sharding.reshard_head_unit", "compile", "async_tp", "offload_params", "offload_optimizer",
+            "fp8", "fp8_param"}
 WIDTH_NAMES = {2: "bfloat16", 4: "float32"}
 DELETE = "<delete>"  # view value: remove the key (the framework default applies)
 
@@ -247,9 +249,10 @@ def write_toml(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> 
     ctx = _context(data, parsed)
     before, after = _view(old, ctx, source.path), _view(strategy, ctx, source.path)
     changes = {k: v for k, v in after.items() if v is not None and before.get(k) != v}
-    if not changes:
+    if not changes and (old.fp8, old.fp8_param) == (strategy.fp8, strategy.fp8_param):
         return source.text
     doc = tomlkit.parse(source.text)
     for name, value in changes.items():
         _set_toml(doc, data, ctx.schema, name, value, source.path)
+    write_float8(doc, data, old, strategy, source.path)
     return tomlkit.dumps(doc)
