@@ -319,3 +319,31 @@ def test_torchtitan_cpu_offload_is_written_back(tmp_path):
     assert "enable_cpu_offload = false" in off
     with pytest.raises(ConfigError, match="together"):
         export(apply_changes(parsed, {"strategy.offload_optimizer": True}))
+
+
+def test_mindformers_swap_config_is_written_back(tmp_path):
+    from estimator.errors import ConfigError
+    from estimator.export import export
+    from estimator.parsed import apply_changes
+
+    base = (FIXTURES / "mindformers" / "lora_llama.yaml").read_text().replace(
+        "    pet_config:", "    pet_config_unused:").replace("pet_type: lora", "pet_type: none")
+    path = tmp_path / "plain.yaml"
+    path.write_text(base)
+    on = export(apply_changes(parse([path]), {"strategy.offload_activations": ("self_attention",)}))[str(path)]
+    assert "swap_config:\n  swap: True" in on
+    path.write_text(on)
+    assert parse([path]).strategy.offload_activations == ("self_attention",)
+    with pytest.raises(ConfigError, match="add the lists by hand"):
+        export(apply_changes(parse([path]), {"strategy.offload_activations": ("mlp",)}))
+    listed = tmp_path / "listed.yaml"
+    listed.write_text(base + "swap_config:\n  swap: True\n  op_swap:\n    - op_name: 'feed_forward'\n"
+                      "      backward_prefetch: 1\n      layers: True\n")
+    parsed = parse([listed])
+    assert parsed.strategy.offload_activations == ("mlp",)
+    off = export(apply_changes(parsed, {"strategy.offload_activations": ()}))[str(listed)]
+    assert "swap: False" in off and "op_name: 'feed_forward'" in off  # the list stays as written
+    listed.write_text(off)
+    assert parse([listed]).strategy.offload_activations == ()
+    with pytest.raises(ConfigError, match="edited by hand"):
+        export(apply_changes(parsed, {"strategy.offload_activations": ("self_attention",)}))

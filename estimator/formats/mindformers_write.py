@@ -47,20 +47,22 @@ _PATHS = {
     "os": (*POC, "optimizer_weight_shard_size"), "grad_shard": (*POC, "gradient_accumulation_shard"),
     "op_comm_rec": (*RC, "parallel_optimizer_comm_recompute"), "fa": (*MC, "use_flash_attention"),
     "lora_rank": (*MC, "pet_config", "lora_rank"), "lora_dropout": (*MC, "pet_config", "lora_dropout"),
+    "swap": ("swap_config", "swap"),
 }
 _PET_WRITABLE = ("lora_rank", "lora_dropout")  # pet_config keys an export rewrites (the file's LoRA stays LoRA)
+_SWAP_WRITABLE = ("offload_activations",)  # swap_config.swap with MindFormers' default policy (flash attention)
 # MindFormers' own defaults: a setting that is absent from the file and keeps its default is not written.
 _MF_DEFAULTS = {"cp": 1, "ep": 1, "cp_algo": "colossalai_cp", "sp": False, "vocab_emb_dp": False, "mbn": 1,
                 "seq_split": 1, "gas": 1, "vpp": 1, "interleave": False, "scheduler": "1f1b", "rec_full": False,
                 "rec_sel": False, "rec_comm": False, "rec_slice": False, "op": False, "os": -1,
-                "grad_shard": False, "op_comm_rec": False, "offset": 0}
+                "grad_shard": False, "op_comm_rec": False, "offset": 0, "swap": False}
 # Strategy fields MindFormers has no setting for: a new value different from the file's is refused (R-FW).
 _FIXED = ("d_rep", "d_sh", "vpp_group", "overlap_moe_ep_comm", "vision_partition", "noop_layers",
           "emb_out_in_offset", "grad_bytes", "master_bytes", "optimizer_state_bytes", "n_optimizer_states",
           "dropout_mask_bytes", "loss_bytes", "reduce_bytes", "vocab_parallel_loss", "swap_optimizer", "swap_times",
           "reuse_fp32_param", "frozen_modules", "recompute.ranges", "recompute.uniform_group",
           "recompute.switches", "recompute.rule", "sharding.os_e", "sharding.span_cp",
-          "sharding.fp32_grad_partition", *(f for f in FEATURE_FIELDS if f not in _PET_WRITABLE),
+          "sharding.fp32_grad_partition", *(f for f in FEATURE_FIELDS if f not in (*_PET_WRITABLE, *_SWAP_WRITABLE)),
           *ZERO_BUFFER_FIELDS)
 
 
@@ -81,6 +83,7 @@ class _Target:
     mcore: bool
     moe_path: tuple[str, ...] | None
     path: str
+    swap_groups: tuple[str, ...] = ()  # what the file's swap_config swaps (its lists are kept as written)
 
     def first_key(self, names: tuple[str, ...]) -> tuple[str, ...]:
         """The model_config key of ``names`` this file uses (the dialect's name when none is present)."""
@@ -202,7 +205,24 @@ class _Settings:
             out["lora_rank"], out["lora_dropout"] = st.lora_rank, st.lora_dropout
         elif (st.lora_rank, st.lora_dropout) != (0, 0.0):
             problems.append("LoRA settings without a pet_config of pet_type lora in the file")
+        self.swap(st, out, problems)
         return out
+
+    def swap(self, st: Strategy, out: dict[str, Any], problems: list[str]) -> None:
+        """``swap_config.swap`` turns MindFormers' default policy (every layer's flash-attention activations) on
+        or off; the file's own layer_swap/op_swap lists are kept as written (edited by hand)."""
+        groups = tuple(st.offload_activations)
+        lists = any(has_key(self.t.data, "swap_config", k) for k in ("layer_swap", "op_swap"))
+        if lists:
+            if groups and groups != self.t.swap_groups:
+                problems.append(f"strategy.offload_activations {', '.join(groups)} (the file's swap_config "
+                                "layer_swap/op_swap lists are edited by hand; an export turns swap on or off)")
+            out["swap"] = bool(groups)
+        elif groups in ((), ("self_attention",)):
+            out["swap"] = bool(groups)
+        else:
+            problems.append(f"strategy.offload_activations {', '.join(groups)} (MindFormers' swap_config without "
+                            "op_swap/layer_swap lists swaps the attention; add the lists by hand)")
 
 
 def _dtype_name(width: float, target: _Target, key: str) -> str:
@@ -237,7 +257,7 @@ def write_strategy(source: SourceFile, parsed: ParsedConfig, strategy: Strategy)
         "params_dtype" in model_config
     mbin = merged.get("micro_batch_interleave_num")
     target = _Target(merged, parsed.model, mbin if isinstance(mbin, int) and mbin > 1 else 1, mcore, moe_path,
-                     source.path)
+                     source.path, tuple(old_st.offload_activations))
     problems: list[str] = []
     for dotted in _FIXED:
         new, old = _get(strategy, dotted), _get(old_st, dotted)
