@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from . import params as P
 from .activations import option_switches
 from .arr import Num
-from .kinds import attended_keys
+from .kinds import attended_keys, extra_core_flops
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item
 from .resolve import Dims, Flags
 
@@ -138,8 +138,11 @@ def _core_flops(c: FlopContext, kind: str) -> Num:
     d = c.dims
     keys = attended_keys(kind, d, c.s)
     if keys is None:
-        return attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
-    return attention_core_flops(c.T, d.a, 1.0, keys, d.dqk, d.dv, c.t)
+        core = attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
+    else:
+        core = attention_core_flops(c.T, d.a, 1.0, keys, d.dqk, d.dv, c.t)
+    split, replicated = extra_core_flops(kind, d, c.s)  # e.g. DSA's indexer scores (estimator/kinds/dsa.yaml)
+    return core + c.T * split / c.t + c.T * replicated
 
 
 def _matmul_sequence(d: Dims, kind: str) -> list[tuple[float, bool]]:

@@ -95,6 +95,10 @@ class ModelSpec(Record):
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 4
     sliding_window: int | None = None  # keys a sliding-window layer attends (HF sliding_window)
+    # DeepSeek sparse attention's lightning indexer (HF keys of the same names; estimator/kinds/dsa.yaml)
+    index_n_heads: int | None = None
+    index_head_dim: int | None = None
+    index_topk: int | None = None
     layer_types: tuple[str, ...] = ()
     vision: VisionSpec | None = None
     layers: tuple[LayerGroup, ...] = field(default=())

@@ -99,7 +99,8 @@ def block(d: Dims, kind: str) -> Elements:
     mixer = linear_attention(d) if kind.startswith("lin_") else attention(d)
     ffn = moe_ffn(d) if kind.endswith("moe") else dense_ffn(d)
     extra = extra_params(d, kind)  # what a kind described as data adds (estimator/kinds), by class
-    return mixer + ffn + norms(d) + Elements(tp=extra["tp"], rep=extra["rep"], exp=extra["exp"])
+    return mixer + ffn + norms(d) + Elements(tp=extra["tp"], rep=extra["rep"], exp=extra["exp"],
+                                             tp_mm=extra["tp_mm"], rep_mm=extra["rep_mm"])
 
 
 def linear_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:

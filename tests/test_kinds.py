@@ -215,3 +215,81 @@ def test_sliding_window_kind_for_other_models():
     model = ModelSpec(hidden_size=256, num_layers=2, num_attention_heads=8, vocab_size=1000, ffn_hidden_size=512,
                       model_type="gemma3_text", sliding_window=32, layer_types=("sliding_attention", "full_attention"))
     assert model.body_kinds() == ("swa_dense", "dense")
+
+
+# ------------------------------------------------------------------------------------------- DeepSeek-V3.2 (DSA)
+# DeepSeek-V3.2-Exp's config.json fields the estimator reads (the DeepSeek-V3 shape and the lightning indexer:
+# 64 heads of 128, top-2048 keys; public copies of https://huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp)
+V32 = {"architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32", "hidden_size": 7168,
+       "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
+       "num_attention_heads": 128, "num_key_value_heads": 128, "vocab_size": 129280, "q_lora_rank": 1536,
+       "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+       "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1, "first_k_dense_replace": 3,
+       "moe_layer_freq": 1, "num_nextn_predict_layers": 1, "tie_word_embeddings": False,
+       "index_n_heads": 64, "index_head_dim": 128, "index_topk": 2048}
+# per layer: wq_b 1536·64·128, wk 7168·128, the key LayerNorm 2·128, weights_proj 7168·64
+INDEXER = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+
+
+def _hf_model(data: dict) -> ModelSpec:
+    from estimator.formats.hf import read_hf
+    from estimator.model import LayerGroup
+
+    values, _, _ = read_hf(data, "config.json")
+    fields = {k.split(".", 1)[1]: v for k, v in values.items()}
+    if "layers" in fields:
+        fields["layers"] = tuple(LayerGroup.from_dict(g) for g in fields["layers"])
+    return ModelSpec(**fields)
+
+
+def test_deepseek_v32_config_is_priced_with_sparse_attention(tmp_path, capsys):
+    model = _hf_model(V32)
+    assert model.body_kinds() == ("dsa_dense",) * 3 + ("dsa_moe",) * 58 and model.mtp_kinds() == ("dsa_moe",)
+    r = resolve(model, Strategy(seq_length=4096), find_preset("H100-80G"), RunOptions(framework="megatron"))
+    assert r.profile.name == "deepseek"
+    assert block(r.dims, "dsa_moe").total - block(r.dims, "moe").total == INDEXER == 13_959_424
+    # DeepSeek-V3's 671,026,404,352 (tests/test_format_hf.py, MTP apart) plus one indexer per body layer
+    assert parameter_counts(model, r.dims).total == 671_026_404_352 + 61 * INDEXER
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(V32))
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("options: {framework: megatron}\nhardware: {device: H100-80G}\n"
+                    "strategy: {seq_length: 8192, dp: 8, tp: 8, pp: 8, ep: 8, micro_batches: 16,"
+                    " sequence_parallel: true}\n")
+    assert main(["estimate", str(plan), "--model", str(config), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    said = {a["field"]: a for a in payload["assumptions"]}
+    assert said["layer kind dsa_moe"]["value"] == "moe" and "estimator/kinds/dsa.yaml" in \
+        said["layer kind dsa_moe"]["source"]
+    assert not [w for w in payload["warnings"] if "index" in w["message"]]
+
+
+def test_deepseek_v32_activations_and_flops():
+    from estimator.flops import FlopContext, _core_flops
+
+    model = _hf_model(V32)
+    st = Strategy(seq_length=8192, tp=8, flash_attention=True)
+    hw, opt = find_preset("H100-80G"), RunOptions(framework="megatron")
+    r = resolve(model, st, hw, opt)
+    # flash: q (β·64·128), key norm input and rotated key (2·β·128) and fp32 statistics, fp32 head weights,
+    # int32 indices of the 2048 selected keys — class rep: every TP rank holds them for all T = 8192 tokens
+    per_token = 2 * 64 * 128 + 2 * 2 * 128 + 8 + 4 * 64 + 4 * 2048
+    extra = layer_activation(model, st, hw, opt, kind="dsa_moe") - layer_activation(model, st, hw, opt, kind="moe")
+    assert extra == 8192 * per_token
+    # the core attends k − k²/(2s) = 2048 − 256 = 1792 keys instead of κ·s = 4096; the indexer scores every
+    # causal key on every TP rank: n_idx·(d_idx + 1)·s per token
+    c = FlopContext(dims=r.dims, flags=r.flags, T=8192, R=8 * 8192, s=8192, t=8, etp=1, v_pad=129280, kappa=0.5,
+                    bwd_attn=2.5)
+    attn = 2 * 8192 * 128 * 1792 * (192 + 128) / 8
+    assert _core_flops(c, "dsa_moe") == attn + 8192 * 64 * 129 * 8192
+    assert _core_flops(c, "moe") == 2 * 8192 * 128 * 4096 * (192 + 128) / 8
+    # the indexer's projections are matmul weights (2 FLOPs per element per token, on every TP rank)
+    assert block(r.dims, "dsa_moe").rep_mm - block(r.dims, "moe").rep_mm == INDEXER - 2 * 128
+
+
+def test_deepseek_v32_without_indexer_fields_is_refused_by_name():
+    from estimator.errors import ModelSpecError
+
+    model = _hf_model({k: v for k, v in V32.items() if k != "index_topk"})
+    with pytest.raises(ModelSpecError, match="index_topk"):
+        resolve(model, Strategy(seq_length=4096), find_preset("H100-80G"), RunOptions(framework="megatron"))

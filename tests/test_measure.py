@@ -1,5 +1,6 @@
-"""`sapp measure`: the measured activation census of tiny Llama, Qwen3, Mixtral and DeepSeek-V3 shapes against
-the analytic slot table (estimator/activations.py), slot by slot.
+"""`sapp measure`: the measured activation census of tiny Llama, Qwen3, Mixtral, DeepSeek-V3 and DeepSeek-V3.2
+(sparse attention) shapes against the analytic slot table (estimator/activations.py and the shipped kinds as data,
+estimator/kinds), slot by slot.
 
 Tolerance: exact (0 bytes) for every slot, except the differences listed and derived below, each asserted to
 its derived value, so a change on either side fails. The PyTorch tests skip when torch or transformers is not
@@ -33,6 +34,10 @@ DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepse
                "n_routed_experts": 16, "num_experts_per_tok": 4, "n_shared_experts": 1, "n_group": 4,
                "topk_group": 2, "q_lora_rank": 96, "kv_lora_rank": 64, "qk_rope_head_dim": 16,
                "qk_nope_head_dim": 32, "v_head_dim": 32, "num_nextn_predict_layers": 1}
+
+# DeepSeek-V3.2's sparse attention on the DeepSeek-V3 shape above: 4 indexer heads of 32, top-16 keys of 64
+DEEPSEEK_V32 = {**DEEPSEEK_V3, "architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32",
+                "index_n_heads": 4, "index_head_dim": 32, "index_topk": 16}
 
 
 def _write(tmp_path: Path, data: dict) -> Path:
@@ -195,3 +200,35 @@ def test_cli_writes_the_layer_kind_yaml(tmp_path, capsys):
     # EXP-class slots are per routed copy in the kind file (the unit of the analytic table)
     assert slots["e.in"] == {"id": "e.in", "bytes": 512.0, "class": "exp"}
     assert slots["a.q"]["class"] == "tp" and "shared.rope" not in slots
+
+
+@torch_needed
+def test_deepseek_v32_sparse_attention_indexer(tmp_path):
+    """The dsa_dense / dsa_moe kinds (estimator/kinds/dsa.yaml) against transformers' DeepseekV32 modules, the
+    indexer run as training runs it (detached inputs, autograd on; tracer.train_indexers)."""
+    n_idx, d_idx, topk = 4, 32, 16
+    m = _measure(tmp_path, DEEPSEEK_V32)
+    dense, moe = m.kinds
+    assert (dense.kind, moe.kind) == ("dsa_dense", "dsa_moe")
+    mla = {"a.v", "mla.lat", "mla.rope"}  # the MLA differences derived in the DeepSeek-V3 test
+    for kind in (dense, moe):
+        assert kind.param_elements == kind.analytic_param_elements  # the indexer's 4 tensors, replicated
+        slots = _by_slot(kind)
+        # fused contract: the rotated query (β·n_idx·d_idx), the head weights (fp32), the int32 top-k indices
+        # (one copy, kept by the indexer's loss and by the sparse attention kernel)
+        assert slots["dsa.q"] == (BF16 * n_idx * d_idx,) * 2
+        assert slots["dsa.w"] == (4 * n_idx,) * 2
+        assert slots["dsa.topk"] == (4 * topk,) * 2
+        # the key norm's input and the rotated key (2·β·d_idx) and its mean and rstd: fp32 on GPUs (8 bytes,
+        # the analytic value), in the input's dtype in PyTorch's CPU LayerNorm (2 × 2 bytes measured)
+        assert slots["dsa.k"] == (2 * BF16 * d_idx + 2 * BF16, 2 * BF16 * d_idx + 8)
+        _assert_exact_except(kind, mla | {"dsa.k", "r.router", "e.index"})
+    # unfused (eager): transformers' arithmetic — fp32 q and k, the ReLU'd per-head scores over every key,
+    # topk's int64 indices; the MLA eager scores as in the table
+    (dense, _moe) = _measure(tmp_path, DEEPSEEK_V32, attention="eager").kinds
+    slots = _by_slot(dense)
+    assert slots["dsa.scores"] == (4 * n_idx * SEQ,) * 2
+    assert slots["dsa.q"] == (4 * n_idx * d_idx,) * 2 and slots["dsa.topk"] == (8 * topk,) * 2
+    assert slots["dsa.k"] == (BF16 * d_idx + 2 * BF16 + 4 * d_idx, BF16 * d_idx + 8 + 4 * d_idx)
+    assert slots["a.scores"][0] == 4 * 8 * SEQ and slots["a.out"][0] == BF16 * 8 * 32
+    _assert_exact_except(dense, mla | {"dsa.k"})

@@ -41,6 +41,7 @@ _HF_KEYS: tuple[tuple[str, str], ...] = (
     ("linear_num_value_heads", "linear_num_value_heads"), ("linear_value_head_dim", "linear_value_head_dim"),
     ("linear_conv_kernel_dim", "linear_conv_kernel"), ("attention_bias", "qkv_bias"),
     ("mlp_bias", "mlp_bias"), ("attn_output_gate", "output_gate"), ("sliding_window", "sliding_window"),
+    ("index_n_heads", "index_n_heads"), ("index_head_dim", "index_head_dim"), ("index_topk", "index_topk"),
 )
 # DeepSeek's own inference format (inference/configs/config_*.json)
 _DEEPSEEK_KEYS: tuple[tuple[str, str], ...] = (

@@ -67,6 +67,17 @@ class ParamSpec:
     name: str
     cls: str
     elements: Formula
+    matmul: bool = False  # weights of a linear layer: each token multiplies them (FLOPs 2·elements per token)
+
+
+@dataclass(frozen=True)
+class FlopSpec:
+    """Forward FLOPs per token of work the base kind does not have (the indexer's scores, a state-space scan),
+    timed with the attention core; class tp (split across TP ranks) or rep (every TP rank does all of it)."""
+
+    name: str
+    cls: str
+    per_token: Formula
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,7 @@ class KindDef:
     attended_keys: Formula | None
     source: str
     origin: str  # "shipped", "user" or "plug-in NAME"
+    core_flops: tuple[FlopSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -204,14 +216,23 @@ def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
         raise ConfigError("symbols maps a formula name to a model field name", path=where, key=f"{key}.symbols")
     params = []
     for i, p in enumerate(_list(raw.get("params"), where, f"{key}.params")):
-        if not isinstance(p, dict) or p.get("class") not in PARAM_CLASSES or "elements" not in p:
-            raise ConfigError(f"a parameter entry has class ({', '.join(PARAM_CLASSES)}) and elements", path=where,
-                              key=f"{key}.params[{i}]")
-        params.append(ParamSpec(str(p.get("name", f"param{i}")), p["class"], parse_formula(p["elements"], where)))
+        if not isinstance(p, dict) or p.get("class") not in PARAM_CLASSES or "elements" not in p \
+                or set(p) - {"name", "class", "elements", "matmul"} or not isinstance(p.get("matmul", False), bool):
+            raise ConfigError(f"a parameter entry has class ({', '.join(PARAM_CLASSES)}), elements, and optionally "
+                              "name and matmul (true/false)", path=where, key=f"{key}.params[{i}]")
+        params.append(ParamSpec(str(p.get("name", f"param{i}")), p["class"], parse_formula(p["elements"], where),
+                                p.get("matmul", False)))
     flops = raw.get("flops") or {}
-    if not isinstance(flops, dict) or set(flops) - {"attended_keys"}:
-        raise ConfigError("flops takes attended_keys (keys each query attends, a formula)", path=where,
-                          key=f"{key}.flops")
+    if not isinstance(flops, dict) or set(flops) - {"attended_keys", "core"}:
+        raise ConfigError("flops takes attended_keys (keys each query attends, a formula) and core (a list of "
+                          "{name, class, per_token})", path=where, key=f"{key}.flops")
+    core = []
+    for i, c in enumerate(_list(flops.get("core"), where, f"{key}.flops.core")):
+        if not isinstance(c, dict) or c.get("class") not in ("tp", "rep") or "per_token" not in c \
+                or set(c) - {"name", "class", "per_token"}:
+            raise ConfigError("a core FLOPs entry has class (tp or rep), per_token (forward FLOPs per token, a "
+                              "formula) and optionally name", path=where, key=f"{key}.flops.core[{i}]")
+        core.append(FlopSpec(str(c.get("name", f"core{i}")), c["class"], parse_formula(c["per_token"], where)))
     slots = tuple(_slot(s, where, f"{key}.slots[{i}]", need_bytes=False)
                   for i, s in enumerate(_list(raw.get("slots"), where, f"{key}.slots")))
     return KindDef(name, base, str(raw.get("description", "")),
@@ -219,7 +240,7 @@ def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
                    _strings(match.get("model_types"), where, f"{key}.match.model_types"),
                    tuple(symbols.items()), slots, _strings(raw.get("remove"), where, f"{key}.remove"),
                    tuple(params), parse_formula(flops["attended_keys"], where) if "attended_keys" in flops else None,
-                   where, origin)
+                   where, origin, tuple(core))
 
 
 def _load_file(text: str, where: str, origin: str) -> tuple[list[KindDef], list[SlotOverride]]:
@@ -391,15 +412,30 @@ def applied_overrides(kinds: Iterable[str]) -> list[tuple[str, SlotOverride]]:
 
 # ------------------------------------------------------------------------------------------- params, FLOPs
 def extra_params(dims: Any, kind: str) -> dict[str, float]:
-    """Parameter elements a data kind adds, by class (tp, rep, exp)."""
+    """Parameter elements a data kind adds, by class (tp, rep, exp), and those of them that are matmul weights
+    (tp_mm, rep_mm: each token multiplies them)."""
     data = get_kind(kind)
-    out = dict.fromkeys(PARAM_CLASSES, 0.0)
+    out = dict.fromkeys((*PARAM_CLASSES, "tp_mm", "rep_mm"), 0.0)
     if data is None:
         return out
     names = symbols(dims)
     for p in data.params:
-        out[p.cls] += float(p.elements(names))
+        elements = float(p.elements(names))
+        out[p.cls] += elements
+        if p.matmul and p.cls in ("tp", "rep"):
+            out[f"{p.cls}_mm"] += elements
     return out
+
+
+def extra_core_flops(kind: str, dims: Any, s: Any) -> tuple[Any, Any]:
+    """Forward FLOPs per token a data kind's core adds: (split across TP, replicated on every TP rank)."""
+    data = get_kind(kind)
+    if data is None or not data.core_flops:
+        return 0.0, 0.0
+    names = symbols(dims, s=s)
+    tp = sum((c.per_token(names) for c in data.core_flops if c.cls == "tp"), 0.0)
+    rep = sum((c.per_token(names) for c in data.core_flops if c.cls == "rep"), 0.0)
+    return tp, rep
 
 
 def attended_keys(kind: str, dims: Any, s: Any) -> Any:

@@ -56,6 +56,8 @@ def slot_of(e: Saved, compute_dtype: str, routed: bool, hidden: int) -> str:
         return "a.norm_in"
     if not path:  # the layer's own code: the residual sum, read by the FFN norm
         return "m.norm_in"
+    if "indexer" in parts:
+        return _indexer_slot(e)
     # norms: statistics, the saved input (or its fp32 upcast), the normalised output
     if "norm" in leaf:
         if leaf in QK_NORMS:
@@ -92,8 +94,8 @@ def _attention_slot(e: Saved, leaf: str, compute_dtype: str) -> str:
         return "a.mask"  # an additive mask materialised per layer (transformers' sdpa path)
     if square and e.op in ("_to_copy", "clone", "native_dropout"):
         return "a.scores_cast"  # the scores cast back to the compute dtype for the value matmul (eager)
-    if len(roots) > 1 and "v_proj" in roots and e.op in ("clone", "bmm", "_unsafe_view"):
-        return "a.out"  # eager: the attention output made contiguous for the output projection
+    if len(roots) > 1 and roots & {"v_proj", "kv_b_proj"} and e.op in ("clone", "bmm", "_unsafe_view"):
+        return "a.out"  # eager: the attention output made contiguous for the output projection (MLA: kv_b_proj)
     if roots == {"q_proj"} or roots == {"q_b_proj"}:
         return "a.q"
     if roots == {"k_proj"}:
@@ -104,6 +106,23 @@ def _attention_slot(e: Saved, leaf: str, compute_dtype: str) -> str:
         # MLA: the key (nope part and the rotated rope part) has the query width, the value its own
         return "a.k" if e.op in ("new_empty", "cat", "empty", "add", "copy_") else "a.v"
     return f"x.attn.{leaf or 'self'}.{e.op}"
+
+
+def _indexer_slot(e: Saved) -> str:
+    """DeepSeek sparse attention's lightning indexer (estimator/kinds/dsa.yaml): its query (wq_b), key (wk, the
+    key norm's input and statistics), head weights (weights_proj), ReLU'd scores (both) and top-k indices."""
+    if e.dtype in ("int64", "int32"):
+        return "dsa.topk"
+    roots = e.lineage
+    if roots == {"wq_b"}:
+        return "dsa.q"
+    if roots == {"wk"} or e.module.endswith("k_norm"):
+        return "dsa.k"
+    if roots == {"weights_proj"}:
+        return "dsa.w"
+    if {"wq_b", "wk"} <= roots:
+        return "dsa.scores"
+    return f"x.indexer.{e.module.rsplit('.', 1)[-1]}.{e.op}"
 
 
 def _ffn_slot(e: Saved, rest: list[str], routed: bool, hidden: int) -> str:

@@ -24,6 +24,8 @@ VIEW_OPS = frozenset(("detach", "alias", "view", "_unsafe_view", "t", "transpose
 # materialised mask, K/V heads not repeated, saving out and logsumexp; "sdpa" and "eager" are transformers' own
 # paths as they run here (sdpa with the decoder's mask, which repeats K/V; eager with the scores materialised)
 ATTENTION = {"flash": "sapp_causal", "sdpa": "sdpa", "eager": "eager"}
+# flash for a model with DeepSeek's sparse-attention indexer, which scores against a materialised causal mask
+SPARSE_FLASH = "sapp_sparse"
 
 
 @torch.library.custom_op("sapp::flash_attention", mutates_args=())
@@ -66,12 +68,128 @@ def _flash_backward(ctx: Any, grad_out: torch.Tensor, _grad_lse: torch.Tensor) -
 _flash_op.register_autograd(_flash_backward, setup_context=_flash_setup)
 
 
+@torch.library.custom_op("sapp::sparse_flash_attention", mutates_args=())
+def _sparse_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+               indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A sparse flash kernel's contract (FlashMLA sparse, DeepSeek-V3.2): attention over the ``indices`` (batch,
+    seq, topk) keys of every query; saves what the dense kernel saves and the indices. Fake kernel only."""
+    raise NotImplementedError("sapp::sparse_flash_attention runs on fake tensors only")
+
+
+@_sparse_op.register_fake
+def _(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+      indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    b, heads, seq, _ = query.shape
+    return query.new_empty(b, seq, heads, value.shape[-1]), query.new_empty(b, heads, seq, dtype=torch.float32)
+
+
+def _sparse_backward(ctx: Any, grad_out: torch.Tensor, _grad_lse: torch.Tensor) -> tuple:
+    q, k, v, _indices, out, lse = ctx.saved_tensors
+    return (*_flash_bwd_op(grad_out.contiguous(), q, k, v, out, lse), None)
+
+
+_sparse_op.register_autograd(_sparse_backward, setup_context=_flash_setup)
+
+
 def _flash_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                     attention_mask: Any, dropout: float = 0.0, **_: Any) -> tuple[torch.Tensor, None]:
+                     attention_mask: Any, dropout: float = 0.0, indices: Any = None,
+                     **_: Any) -> tuple[torch.Tensor, None]:
     """The causal flash kernel. The mask (causal or sliding window) is not materialised, as in FlashAttention:
-    a window changes the work, not what is saved for backward; dropout keeps only an RNG state."""
-    out, _lse = _flash_op(query, key, value)
+    a window changes the work, not what is saved for backward; dropout keeps only an RNG state. With a sparse
+    indexer's ``indices`` the sparse kernel runs instead (it keeps the indices for its backward)."""
+    if indices is not None:
+        out, _lse = _sparse_op(query, key, value, indices)
+    else:
+        out, _lse = _flash_op(query, key, value)
     return out, None
+
+
+@torch.library.custom_op("sapp::lightning_indexer", mutates_args=())
+def _indexer_op(q: torch.Tensor, k: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor,
+                topk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A fused lightning indexer's contract (DeepSeek-V3.2 §2.1): the index scores Σ_j w_j·ReLU(q_j·k) of every
+    causal key, never materialised, and their top-k: (scores of the selected keys, fp32; their int32 indices),
+    from q (batch, seq, heads, dim), k (batch, seq, dim) and w (batch, seq, heads). Fake kernel only."""
+    raise NotImplementedError("sapp::lightning_indexer runs on fake tensors only")
+
+
+@_indexer_op.register_fake
+def _(q: torch.Tensor, k: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor,
+      topk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    b, seq = q.shape[:2]
+    return q.new_empty(b, seq, topk, dtype=torch.float32), q.new_empty(b, seq, topk, dtype=torch.int32)
+
+
+@torch.library.custom_op("sapp::lightning_indexer_backward", mutates_args=())
+def _indexer_bwd_op(grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, weights: torch.Tensor,
+                    indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    raise NotImplementedError("sapp::lightning_indexer_backward runs on fake tensors only")
+
+
+@_indexer_bwd_op.register_fake
+def _(grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, weights: torch.Tensor,
+      indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(weights)
+
+
+def _indexer_setup(ctx: Any, inputs: tuple, output: tuple) -> None:
+    # the backward of the indexer's loss recomputes the logits of the selected keys: q, k, w and the indices
+    q, k, weights, _mask, _topk = inputs
+    ctx.save_for_backward(q, k, weights, output[1])
+
+
+def _indexer_backward(ctx: Any, grad: torch.Tensor, _grad_indices: Any) -> tuple:
+    q, k, weights, indices = ctx.saved_tensors
+    return (*_indexer_bwd_op(grad.contiguous(), q, k, weights, indices), None, None)
+
+
+_indexer_op.register_autograd(_indexer_backward, setup_context=_indexer_setup)
+
+
+def train_indexers(model: Any, fused: bool) -> int:
+    """Run every DeepSeek sparse-attention indexer as training runs it (DeepSeek-V3.2 §2.1, Megatron-LM's
+    DSAttention): on detached inputs (its gradient comes from its own KL loss only), with autograd on — the
+    transformers module runs it under no_grad, as inference does. ``fused``: the fused kernel's contract
+    (``_indexer_op``); else transformers' own unfused arithmetic. Returns how many indexers it changed."""
+    import inspect
+
+    changed = 0
+    for module in model.modules():
+        if not type(module).__name__.endswith("Indexer") or not hasattr(module, "index_topk"):
+            continue
+        plain = inspect.unwrap(type(module).forward)  # without torch.no_grad
+
+        def forward(hidden_states: torch.Tensor, q_resid: torch.Tensor, position_embeddings: Any,
+                    attention_mask: torch.Tensor, *args: Any, m: Any = module, f: Any = plain, **kwargs: Any) -> Any:
+            hidden_states, q_resid = hidden_states.detach(), q_resid.detach()
+            if not fused:
+                return f(m, hidden_states, q_resid, position_embeddings, attention_mask, *args, **kwargs)
+            return _fused_indexer(m, hidden_states, q_resid, position_embeddings, attention_mask)
+
+        module.forward = forward
+        changed += 1
+    return changed
+
+
+def _fused_indexer(m: Any, x: torch.Tensor, qr: torch.Tensor, position_embeddings: Any,
+                   mask: torch.Tensor) -> torch.Tensor:
+    """transformers' indexer up to the scores (projections, key norm, RoPE on the first rope dims, head
+    weights), then the fused scoring and top-k."""
+    import importlib
+
+    b, seq, _ = x.shape
+    rope = m.qk_rope_head_dim
+    apply = importlib.import_module(type(m).__module__).apply_rotary_pos_emb
+    q = m.wq_b(qr).view(b, seq, m.n_heads, m.head_dim)
+    k = m.k_norm(m.wk(x)).unsqueeze(2)
+    q_rot, q_pass = torch.split(q, [rope, m.head_dim - rope], dim=-1)
+    k_rot, k_pass = torch.split(k, [rope, m.head_dim - rope], dim=-1)
+    q_rot, k_rot = apply(q_rot, k_rot, *position_embeddings, unsqueeze_dim=2)
+    q = torch.cat([q_rot, q_pass], dim=-1)
+    k = torch.cat([k_rot, k_pass], dim=-1).squeeze(2)
+    weights = m.weights_proj(x).float() * (m.n_heads ** -0.5)
+    _scores, indices = _indexer_op(q, k, weights, mask, min(m.index_topk, seq))
+    return indices
 
 
 @torch.library.custom_op("sapp::rms_norm", mutates_args=())
@@ -139,8 +257,11 @@ def fuse_rms_norms(model: Any) -> list[str]:
 
 def _register_flash() -> None:
     from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
     AttentionInterface.register("sapp_causal", _flash_attention)
+    AttentionInterface.register(SPARSE_FLASH, _flash_attention)
+    AttentionMaskInterface.register(SPARSE_FLASH, eager_mask)  # made once per forward, outside the layers
 
 
 @dataclass
@@ -255,9 +376,11 @@ def build_model(config_data: dict[str, Any], dtype: str, attention: str, num_lay
             text.layer_types = value[:num_layers]
     if hasattr(text, "num_nextn_predict_layers"):
         text.num_nextn_predict_layers = 0
+    sparse = bool(getattr(text, "index_topk", 0))  # DeepSeek sparse attention: the indexer needs a mask
     if attention == "flash":
         _register_flash()
-    kwargs: dict[str, Any] = {"attn_implementation": ATTENTION[attention], "dtype": DTYPES[dtype]}
+    implementation = SPARSE_FLASH if attention == "flash" and sparse else ATTENTION[attention]
+    kwargs: dict[str, Any] = {"attn_implementation": implementation, "dtype": DTYPES[dtype]}
     model_class = _model_class(config)
     if model_class._can_set_experts_implementation():
         # routed experts as one grouped GEMM over the routed token copies (Megatron's grouped GEMM, torchtitan's
@@ -269,6 +392,7 @@ def build_model(config_data: dict[str, Any], dtype: str, attention: str, num_lay
     model.train()
     # the census is the no-recompute one (transformers 5 renamed the switch)
     (getattr(model, "activation_checkpointing_disable", None) or model.gradient_checkpointing_disable)()
+    train_indexers(model, fused=attention == "flash")
     return mode, model, fuse_rms_norms(model) if fused_norms else []
 
 
@@ -295,7 +419,8 @@ def decoder(model: Any) -> Any:
 
 # layer-relative projection modules whose outputs root a lineage (q, k, v and the MLA latents)
 LINEAGE_ROOTS = ("q_proj", "k_proj", "v_proj", "q_b_proj", "kv_b_proj", "kv_a_proj_with_mqa", "q_a_proj",
-                 "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a")
+                 "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a",
+                 "wq_b", "wk", "weights_proj")
 
 
 def trace_layers(mode: FakeTensorMode, model: Any, indices: list[int], batch: int, seq: int,
