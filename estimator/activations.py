@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from .arr import Num
-from .kinds import apply_slots, base_of
+from .kinds import apply_slots, base_of, has_mixer
 from .resolve import Dims, Flags, Par, Widths
 
 # Division classes (docs/model.md#division-classes). GSP: a norm output that is saved all-gathered (REP) when the gather
@@ -159,12 +159,18 @@ def ffn_slots(d: Dims, w: Widths, f: Flags, moe: bool, mm_base: int) -> list[Slo
     return out
 
 
-def block_slots(d: Dims, w: Widths, f: Flags, s: float, kind: str) -> tuple[SlotDef, ...]:
+# what a layer without its base's mixer (estimator/kinds ``without: [mixer]``) keeps of the attention half
+MIXER_INPUT = ("a.norm_in", "a.norm_out", "nstat.attn", "a.drop")
+
+
+def block_slots(d: Dims, w: Widths, f: Flags, s: float, kind: str, mixer: bool = True) -> tuple[SlotDef, ...]:
     if kind == "noop":
         return ()
     linear = kind.startswith("lin_")
     attn = attention_slots(d, w, f, s, linear)
     n_attn_mm = 0 if linear else (5 if d.mla and d.dc_q > 0 else 4)
+    if not mixer:
+        attn, n_attn_mm = [slot for slot in attn if slot.id in MIXER_INPUT], 0
     return (*attn, *ffn_slots(d, w, f, kind.endswith("moe"), n_attn_mm))
 
 
@@ -407,8 +413,8 @@ class ActivationTable:
         """A body kind's slots: the shipped table of its base kind, edited by its kind file and the user's slot
         overrides (estimator/kinds), then by the features that change what is saved (compile, FP8, LoRA)."""
         base = base_of(kind)
-        slots = apply_slots(kind, block_slots(self.d, self.w, self.f, self.s, base), self.d, self.w, self.f, self.s,
-                            SlotDef)
+        slots = apply_slots(kind, block_slots(self.d, self.w, self.f, self.s, base, has_mixer(kind)), self.d, self.w,
+                            self.f, self.s, SlotDef)
         feat = self.f.feat
         if feat.compile_model and base not in ("noop", "vision"):
             slots = tuple(compiled_slots(list(slots)))

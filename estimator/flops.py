@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from . import params as P
 from .activations import option_switches
 from .arr import Num
-from .kinds import attended_keys, extra_core_flops
+from .kinds import attended_keys, extra_core_flops, has_mixer
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item
 from .resolve import Dims, Flags
 
@@ -137,7 +137,9 @@ def _core_flops(c: FlopContext, kind: str) -> Num:
     """The attention core over κ·s keys, or over the keys a kind described as data attends (estimator/kinds)."""
     d = c.dims
     keys = attended_keys(kind, d, c.s)
-    if keys is None:
+    if not has_mixer(kind):
+        core = 0.0  # the kind's own mixer: its core FLOPs are its flops.core entries
+    elif keys is None:
         core = attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
     else:
         core = attention_core_flops(c.T, d.a, 1.0, keys, d.dqk, d.dv, c.t)
@@ -148,7 +150,7 @@ def _core_flops(c: FlopContext, kind: str) -> Num:
 def _matmul_sequence(d: Dims, kind: str) -> list[tuple[float, bool]]:
     """(weight elements, TP-divided) of the matmuls of a layer in forward order (torchtitan_op numbering, D43)."""
     seq: list[tuple[float, bool]] = []
-    if not kind.startswith("lin_"):
+    if not kind.startswith("lin_") and has_mixer(kind):
         h, a = d.h, d.a
         if d.mla:
             if d.dc_q > 0:
@@ -187,6 +189,8 @@ def selective_flops(c: FlopContext, kind: str, option: str) -> Num:
         return out
     off = option_switches(option, c.sel)
     out = 0.0
+    if not has_mixer(kind):
+        off = off - {"core", "mla_up", "qk_v"}  # switches of the base's mixer, which this kind has not
     linear = kind.startswith("lin_")
     if "core" in off and not linear:
         out = out + _core_flops(c, kind)
@@ -254,7 +258,8 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
 
 def recomputed_core(c: FlopContext, kind: str, option: str) -> Num:
     """The attention core FLOPs a selective layer recomputes (the ``core`` switch; never under torchtitan_op)."""
-    if kind.startswith("lin_") or (option in ("selective", "both") and c.flags.rule == "torchtitan_op"):
+    if kind.startswith("lin_") or not has_mixer(kind) or (
+            option in ("selective", "both") and c.flags.rule == "torchtitan_op"):
         return 0.0
     if "core" not in option_switches(option, c.sel):
         return 0.0

@@ -99,6 +99,15 @@ class ModelSpec(Record):
     index_n_heads: int | None = None
     index_head_dim: int | None = None
     index_topk: int | None = None
+    # Mamba-2 (state-space) layers of a hybrid model (HF mamba_* keys; estimator/kinds/mamba2.yaml): heads, head dim,
+    # state size, B/C groups, causal-conv width, biases of the conv and of the in/out projections
+    mamba_num_heads: int | None = None
+    mamba_head_dim: int | None = None
+    mamba_state_dim: int | None = None
+    mamba_num_groups: int | None = None
+    mamba_conv_kernel: int | None = None
+    mamba_conv_bias: bool | None = None
+    mamba_proj_bias: bool | None = None
     layer_types: tuple[str, ...] = ()
     vision: VisionSpec | None = None
     layers: tuple[LayerGroup, ...] = field(default=())

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .dims import Dims
-from .kinds import extra_params
+from .kinds import extra_params, has_mixer
 from .kinds import generation as kinds_generation
 from .model import ModelSpec, VisionSpec
 from .profiles import get_profile
@@ -96,7 +96,7 @@ def block(d: Dims, kind: str) -> Elements:
     """One body layer of ``kind``."""
     if kind == "noop":
         return Elements()
-    mixer = linear_attention(d) if kind.startswith("lin_") else attention(d)
+    mixer = Elements() if not has_mixer(kind) else linear_attention(d) if kind.startswith("lin_") else attention(d)
     ffn = moe_ffn(d) if kind.endswith("moe") else dense_ffn(d)
     extra = extra_params(d, kind)  # what a kind described as data adds (estimator/kinds), by class
     return mixer + ffn + norms(d) + Elements(tp=extra["tp"], rep=extra["rep"], exp=extra["exp"],
@@ -112,7 +112,9 @@ def linear_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:
     if kind == "noop":
         return out
     h = d.h
-    if not kind.startswith("lin_"):
+    if not has_mixer(kind):
+        pass  # a kind's own mixer (estimator/kinds) is not one of Megatron's attention modules
+    elif not kind.startswith("lin_"):
         if d.mla:
             if d.dc_q > 0:
                 out["q_a"] = (h, d.dc_q, "rep")

@@ -93,3 +93,46 @@ def test_example_plugin_prices_its_layers(installed, tmp_path, capsys):
     from estimator.params import block
 
     assert block(r.dims, "sinks_swa_dense").total - block(r.dims, "dense").total == 16
+
+
+OFFLINE = ("No matching distribution", "Could not find a version", "Failed to establish a new connection",
+           "Temporary failure in name resolution", "Network is unreachable", "Max retries exceeded")
+
+
+def test_example_plugin_pip_installs_into_a_venv(tmp_path):
+    """`pip install examples/plugins/sapp-swa-sinks` into a fresh virtual environment (which sees this project and its
+    dependencies through a .pth file): the plug-in is listed by `sapp plugins` and prices its layers in `sapp
+    estimate`, run by that environment's Python. Skipped when pip cannot fetch the plug-in's build backend
+    (setuptools ≥ 77, an isolated build) because the machine is offline."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True, timeout=60).stdout.strip())
+    (site / "sapp_project.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n{ROOT}\n")
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps",
+                          "--disable-pip-version-check", "--no-input", str(EXAMPLE)],
+                         capture_output=True, text=True, timeout=600)
+    if pip.returncode != 0 and any(word in pip.stdout + pip.stderr for word in OFFLINE):
+        pytest.skip(f"pip cannot fetch the plug-in's build backend offline: {pip.stderr.strip()[-300:]}")
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    assert (site / "sapp_swa_sinks-0.1.0.dist-info" / "entry_points.txt").is_file()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SAPP_CONFIG_DIR": str(tmp_path / "config")}
+    listed = subprocess.run([python, "-m", "estimator.cli", "plugins", "--json"], capture_output=True, text=True,
+                            timeout=120, env=env, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    got = {p["name"]: p for p in json.loads(listed.stdout)}["swa_sinks"]
+    assert got["ok"] and got["distribution"] == "sapp-swa-sinks 0.1.0"
+    assert got["added"][0] == f"layer kinds {site / 'sapp_swa_sinks' / 'kinds'}"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN)
+    estimate = subprocess.run([python, "-m", "estimator.cli", "estimate", str(plan), "--json"], capture_output=True,
+                              text=True, timeout=300, env=env, cwd=tmp_path)
+    assert estimate.returncode == 0, estimate.stderr
+    said = {a["field"]: a for a in json.loads(estimate.stdout)["assumptions"]}
+    assert said["layer kind sinks_swa_dense"]["source"].startswith(
+        f"described by {site / 'sapp_swa_sinks' / 'kinds' / 'swa_sinks.yaml'} (plug-in swa_sinks)")

@@ -293,3 +293,73 @@ def test_deepseek_v32_without_indexer_fields_is_refused_by_name():
     model = _hf_model({k: v for k, v in V32.items() if k != "index_topk"})
     with pytest.raises(ModelSpecError, match="index_topk"):
         resolve(model, Strategy(seq_length=4096), find_preset("H100-80G"), RunOptions(framework="megatron"))
+
+
+# ------------------------------------------------------------------------------------------- Mamba-2 hybrids
+# IBM Granite 4.0-H-Micro's shape as public copies of its config.json state it (40 layers, attention at 5, 15, 25,
+# 35, Mamba-2 elsewhere: 64 heads of 64, state 128, 1 group, conv 4; hidden 2048, 32 heads, 8 KV heads; the
+# shared_mlp of 8192 is the FFN: num_local_experts 0), in the older layers_block_type spelling
+GRANITE_H_MICRO = {"architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid",
+                   "hidden_size": 2048, "intermediate_size": 8192, "shared_intermediate_size": 8192,
+                   "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+                   "vocab_size": 100352, "num_local_experts": 0, "num_experts_per_tok": 0,
+                   "layers_block_type": (["mamba"] * 5 + ["attention"] + ["mamba"] * 4) * 4,
+                   "mamba_n_heads": 64, "mamba_d_head": 64, "mamba_d_state": 128, "mamba_n_groups": 1,
+                   "mamba_d_conv": 4, "mamba_expand": 2, "mamba_conv_bias": True, "mamba_proj_bias": False,
+                   "position_embedding_type": "nope", "tie_word_embeddings": True}
+
+
+def test_granite_hybrid_config_is_priced_with_mamba2_layers():
+    model = _hf_model(GRANITE_H_MICRO)
+    kinds_ = model.body_kinds()
+    assert [i for i, k in enumerate(kinds_) if k == "dense"] == [5, 15, 25, 35]
+    assert kinds_.count("mamba2_dense") == 36 and model.ffn_hidden_size == 8192
+    # transformers' newer spelling of the same layers prices the same
+    renamed = {**{k: v for k, v in GRANITE_H_MICRO.items() if k != "layers_block_type"},
+               "layer_types": [{"mamba": "linear_attention", "attention": "full_attention"}[x]
+                               for x in GRANITE_H_MICRO["layers_block_type"]]}
+    assert _hf_model(renamed).body_kinds() == kinds_
+    r = resolve(model, Strategy(seq_length=4096), find_preset("H100-80G"), RunOptions(framework="megatron"))
+    assert r.profile.name == "granite_hybrid"
+    h, d_in, n, heads = 2048, 64 * 64, 128, 64
+    mamba = h * (2 * d_in + 2 * n + heads) + (d_in + 2 * n) * (4 + 1) + 3 * heads + d_in + d_in * h
+    ffn, norms = 3 * h * 8192, 2 * h
+    assert block(r.dims, "mamba2_dense").total == mamba + ffn + norms
+    attention = h * (2048 + 2 * 8 * 64) + 2048 * h  # q, k, v, o without biases
+    assert block(r.dims, "dense").total == attention + ffn + norms
+    # the in/out projections are matmul weights, split across TP
+    assert block(r.dims, "mamba2_dense").tp_mm == h * (2 * d_in + 2 * n + heads) + d_in * h + ffn
+    assert parameter_counts(model, r.dims).total == 36 * (mamba + ffn + norms) + 4 * (attention + ffn + norms) + \
+        100352 * h + h
+
+
+def test_mamba2_slots_and_flops():
+    from estimator.activations import ActivationTable
+    from estimator.flops import FlopContext, _core_flops
+    from estimator.params import linear_modules
+
+    model = _hf_model(GRANITE_H_MICRO)
+    st = Strategy(seq_length=4096, tp=2)
+    r = resolve(model, st, find_preset("H100-80G"), RunOptions(framework="megatron"))
+    table = ActivationTable(r.dims, r.widths, r.flags, 4096.0, None)
+    ids = [slot.id for slot in table.slots("mamba2_dense")]
+    # the attention half keeps only its input norm; the Mamba-2 kernel's tensors replace the attention's
+    assert [i for i in ids if i.startswith(("a.", "ssm.", "nstat.attn"))] == \
+        ["a.norm_in", "a.norm_out", "nstat.attn", "ssm.in", "ssm.y", "ssm.rstd", "ssm.out_in"]
+    got = {slot.id: slot.bytes for slot in table.slots("mamba2_dense")}
+    assert got["ssm.in"] == 2 * (2 * 4096 + 2 * 128 + 64) and got["ssm.rstd"] == 4
+    c = FlopContext(dims=r.dims, flags=r.flags, T=4096, R=4096, s=4096, t=2, etp=1, v_pad=100352, kappa=0.5,
+                    bwd_attn=2.5)
+    # Megatron-LM's scan count 7·d_in·d_state and the depthwise conv 2·d_conv·(d_in + 2·groups·state), ÷ t
+    assert _core_flops(c, "mamba2_dense") == 4096 * (7 * 4096 * 128 + 2 * 4 * (4096 + 256)) / 2
+    assert "qkv" not in linear_modules(r.dims, "mamba2_dense") and "qkv" in linear_modules(r.dims, "dense")
+
+
+def test_mamba_layers_without_their_fields_are_refused_by_name():
+    from estimator.errors import ModelSpecError
+
+    model = ModelSpec(hidden_size=256, num_layers=2, num_attention_heads=8, vocab_size=1000, ffn_hidden_size=512,
+                      layer_types=("mamba", "full_attention"))
+    assert model.body_kinds() == ("mamba2_dense", "dense")
+    with pytest.raises(ModelSpecError, match="mamba_num_heads"):
+        resolve(model, Strategy(seq_length=64), find_preset("H100-80G"), RunOptions(framework="megatron"))

@@ -1,6 +1,6 @@
-"""`sapp measure`: the measured activation census of tiny Llama, Qwen3, Mixtral, DeepSeek-V3 and DeepSeek-V3.2
-(sparse attention) shapes against the analytic slot table (estimator/activations.py and the shipped kinds as data,
-estimator/kinds), slot by slot.
+"""`sapp measure`: the measured activation census of tiny Llama, Qwen3, Mixtral, DeepSeek-V3, DeepSeek-V3.2 (sparse
+attention) and Granite 4.0-H (Mamba-2 hybrid) shapes against the analytic slot table (estimator/activations.py and
+the shipped kinds as data, estimator/kinds), slot by slot.
 
 Tolerance: exact (0 bytes) for every slot, except the differences listed and derived below, each asserted to
 its derived value, so a change on either side fails. The PyTorch tests skip when torch or transformers is not
@@ -38,6 +38,15 @@ DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepse
 # DeepSeek-V3.2's sparse attention on the DeepSeek-V3 shape above: 4 indexer heads of 32, top-16 keys of 64
 DEEPSEEK_V32 = {**DEEPSEEK_V3, "architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32",
                 "index_n_heads": 4, "index_head_dim": 32, "index_topk": 16}
+
+# IBM Granite 4.0-H's shape (GraniteMoeHybrid): a Mamba-2 layer and an attention layer (no RoPE), each with routed
+# experts and the shared_mlp; 16 Mamba heads of 32, state 64, 2 groups
+GRANITE_H = {"architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid",
+             "hidden_size": 256, "intermediate_size": 128, "shared_intermediate_size": 512, "num_hidden_layers": 2,
+             "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000, "num_local_experts": 8,
+             "num_experts_per_tok": 2, "layer_types": ["mamba", "attention"], "mamba_n_heads": 16,
+             "mamba_d_head": 32, "mamba_d_state": 64, "mamba_n_groups": 2, "mamba_d_conv": 4, "mamba_expand": 2,
+             "mamba_chunk_size": 32, "position_embedding_type": "nope", "tie_word_embeddings": True}
 
 
 def _write(tmp_path: Path, data: dict) -> Path:
@@ -232,3 +241,31 @@ def test_deepseek_v32_sparse_attention_indexer(tmp_path):
     assert slots["dsa.k"] == (BF16 * d_idx + 2 * BF16 + 4 * d_idx, BF16 * d_idx + 8 + 4 * d_idx)
     assert slots["a.scores"][0] == 4 * 8 * SEQ and slots["a.out"][0] == BF16 * 8 * 32
     _assert_exact_except(dense, mla | {"dsa.k"})
+
+
+@torch_needed
+def test_granite_mamba2_hybrid(tmp_path):
+    """The mamba2_moe kind (estimator/kinds/mamba2.yaml) against transformers' GraniteMoeHybrid modules, the Mamba-2
+    mixer run as the fused kernel's contract (tracer.fuse_mamba_mixers), the attention layer as the moe kind."""
+    m = _measure(tmp_path, GRANITE_H)
+    mamba, attention = m.kinds
+    assert (mamba.kind, mamba.layer_index, attention.kind) == ("mamba2_moe", 0, "moe")
+    heads, head_dim, state, groups, k, n_exp = 16, 32, 64, 2, 2, 8
+    d_in = heads * head_dim
+    for kind in (mamba, attention):
+        assert kind.param_elements == kind.analytic_param_elements
+        slots = _by_slot(kind)
+        # Granite's shared_mlp projects gate and up in one input_linear (one storage of β·2·hff_sh): measured as
+        # s.act_in.gate, the analytic table splits it in two equal slots
+        assert slots["s.act_in.gate"] == (BF16 * 2 * 512, BF16 * 512) and slots["s.act_in.up"] == (None, BF16 * 512)
+        # Granite's router takes the top-k of the logits and a softmax over those k: top-k ids (8·k) and the k
+        # probabilities (4·k); the analytic slot counts the fp32 logits and probabilities of all n_exp (2·4·n_exp)
+        assert slots["r.router"] == (8 * k + 4 * k, 4 * 2 * n_exp + 8 * k)
+        # dispatch bookkeeping as Mixtral's, but each copy's routing weight in bf16 (2 B): Granite casts the
+        # router's probabilities back to the hidden states' dtype
+        assert slots["e.index"] == (k * (8 + 8 + BF16 + 8) + 4 * n_exp / SEQ, None)
+        _assert_exact_except(kind, {"s.act_in.gate", "s.act_in.up", "r.router", "e.index"})
+    slots = _by_slot(mamba)
+    assert slots["ssm.in"][0] == BF16 * (2 * d_in + 2 * groups * state + heads)
+    assert slots["ssm.y"][0] == slots["ssm.out_in"][0] == BF16 * d_in and slots["ssm.rstd"][0] == 4 * groups
+    assert not [s for s in slots if s.startswith(("a.q", "a.k", "a.v", "a.out", "a.fa"))]  # no attention in it

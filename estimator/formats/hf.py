@@ -42,6 +42,9 @@ _HF_KEYS: tuple[tuple[str, str], ...] = (
     ("linear_conv_kernel_dim", "linear_conv_kernel"), ("attention_bias", "qkv_bias"),
     ("mlp_bias", "mlp_bias"), ("attn_output_gate", "output_gate"), ("sliding_window", "sliding_window"),
     ("index_n_heads", "index_n_heads"), ("index_head_dim", "index_head_dim"), ("index_topk", "index_topk"),
+    ("mamba_n_heads", "mamba_num_heads"), ("mamba_d_state", "mamba_state_dim"), ("mamba_n_groups", "mamba_num_groups"),
+    ("mamba_d_conv", "mamba_conv_kernel"), ("mamba_conv_bias", "mamba_conv_bias"),
+    ("mamba_proj_bias", "mamba_proj_bias"),
 )
 # DeepSeek's own inference format (inference/configs/config_*.json)
 _DEEPSEEK_KEYS: tuple[tuple[str, str], ...] = (
@@ -55,6 +58,8 @@ _DEEPSEEK_KEYS: tuple[tuple[str, str], ...] = (
 _LLAMA_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"}
 # hybrid gated-delta / gated-attention families (output gate, q/k norm, layer_types every 4th full)
 _HYBRID_TYPES = {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
+# Mamba-2 / attention hybrids whose layer_types say mamba (or linear_attention, transformers' newer name) per layer
+_MAMBA2_TYPES = {"granitemoehybrid"}
 _QK_NORM_TYPES = {"qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_moe", "qwen3_vl_text", "qwen3_vl_moe_text"} | \
     _HYBRID_TYPES
 
@@ -126,6 +131,8 @@ def read_hf(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, 
         put("qk_norm", True, prefix + "use_qk_norm")  # GLM-4.5; Llama 4's is a weightless L2 norm, not priced
     if types & _HYBRID_TYPES:
         _hybrid(values, put, source, prefix)
+    elif types & _MAMBA2_TYPES:
+        _mamba2_hybrid(values, put, source, prefix, path)
     elif isinstance(source.get("layer_types"), list):
         put("layer_types", tuple(str(x) for x in source["layer_types"]), prefix + "layer_types")
     _layer_pattern(values, put, source, prefix)
@@ -261,6 +268,42 @@ def _hybrid(values: dict[str, Any], put: Any, source: dict[str, Any], prefix: st
         put("layer_types", kinds, None, f"full attention every {interval} layers (full_attention_interval)")
     if "model.output_gate" not in values:
         put("output_gate", True, None, "gated attention (Qwen3-Next / Qwen3.5)")
+
+
+def _mamba2_hybrid(values: dict[str, Any], put: Any, source: dict[str, Any], prefix: str, path: str) -> None:
+    """IBM Granite 4.0-H (transformers' GraniteMoeHybridConfig): Mamba-2 layers and attention layers by
+    ``layer_types`` (``layers_block_type`` in older files; ``mamba``/``attention``, or ``linear_attention``/
+    ``full_attention`` as transformers now writes them; all Mamba-2 when absent, its default); every layer has the
+    ``shared_mlp`` FFN of ``shared_intermediate_size`` — the dense FFN, or one shared expert beside the routed
+    experts (``num_local_experts`` of ``intermediate_size``). Mamba-2 defaults are transformers'."""
+    key = "layer_types" if isinstance(source.get("layer_types"), list) else "layers_block_type"
+    n = values.get("model.num_layers")
+    spelled = {"linear_attention": "mamba", "attention": "full_attention"}
+    if isinstance(source.get(key), list):
+        put("layer_types", tuple(spelled.get(str(x), str(x)) for x in source[key]), prefix + key)
+    elif isinstance(n, int):
+        put("layer_types", ("mamba",) * n, None, "no layer_types: every layer is Mamba-2 (transformers' default)")
+    for name, default in (("mamba_num_heads", 128), ("mamba_state_dim", 256), ("mamba_num_groups", 1),
+                          ("mamba_conv_kernel", 4), ("mamba_conv_bias", True), ("mamba_proj_bias", False)):
+        if f"model.{name}" not in values:
+            put(name, default, None, f"transformers' GraniteMoeHybridConfig default {name} = {default}")
+    heads = values["model.mamba_num_heads"] = _int(values["model.mamba_num_heads"], path, prefix + "mamba_n_heads", 1)
+    head_dim = source.get("mamba_d_head", "auto")
+    if head_dim in (None, "auto"):
+        expand = _int(source.get("mamba_expand", 2), path, prefix + "mamba_expand", 1, 1024)
+        hidden = values.get("model.hidden_size")
+        if isinstance(hidden, int) and not isinstance(hidden, bool):
+            put("mamba_head_dim", expand * hidden // heads, None, "mamba_d_head auto: mamba_expand·hidden_size / "
+                "mamba_n_heads")
+    else:
+        put("mamba_head_dim", _int(head_dim, path, prefix + "mamba_d_head", 1), prefix + "mamba_d_head")
+    shared = source.get("shared_intermediate_size")
+    if shared is not None:
+        if values.get("model.num_experts"):
+            put("num_shared_experts", 1, None, "Granite's shared_mlp is a shared expert beside the routed ones")
+            put("shared_ffn_hidden_size", shared, prefix + "shared_intermediate_size")
+        else:
+            put("ffn_hidden_size", shared, prefix + "shared_intermediate_size")
 
 
 def _layer_pattern(values: dict[str, Any], put: Any, source: dict[str, Any], prefix: str) -> None:

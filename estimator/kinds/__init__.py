@@ -47,7 +47,7 @@ CLASSES = ("sp", "gsp", "tp", "rep", "v", "exp", "expt")
 PARAM_CLASSES = ("tp", "rep", "exp")
 SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act", "mlp", "moe",
             "shared_experts")
-KIND_KEYS = {"name", "base", "description", "match", "symbols", "slots", "remove", "params", "flops",
+KIND_KEYS = {"name", "base", "description", "match", "symbols", "slots", "remove", "params", "flops", "without",
              # informational keys `sapp measure` writes beside the census
              "measured_layer", "transient_bytes_per_token", "parameters"}
 FILE_KEYS = {"kind", "kinds", "overrides", "source"}
@@ -95,6 +95,7 @@ class KindDef:
     source: str
     origin: str  # "shipped", "user" or "plug-in NAME"
     core_flops: tuple[FlopSpec, ...] = ()
+    without: tuple[str, ...] = ()  # "mixer": the base's token mixer is not in this kind (a state-space layer's)
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,7 @@ def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
             raise ConfigError("a core FLOPs entry has class (tp or rep), per_token (forward FLOPs per token, a "
                               "formula) and optionally name", path=where, key=f"{key}.flops.core[{i}]")
         core.append(FlopSpec(str(c.get("name", f"core{i}")), c["class"], parse_formula(c["per_token"], where)))
+    without = _strings(raw.get("without"), where, f"{key}.without", ("mixer",))
     slots = tuple(_slot(s, where, f"{key}.slots[{i}]", need_bytes=False)
                   for i, s in enumerate(_list(raw.get("slots"), where, f"{key}.slots")))
     return KindDef(name, base, str(raw.get("description", "")),
@@ -240,7 +242,7 @@ def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
                    _strings(match.get("model_types"), where, f"{key}.match.model_types"),
                    tuple(symbols.items()), slots, _strings(raw.get("remove"), where, f"{key}.remove"),
                    tuple(params), parse_formula(flops["attended_keys"], where) if "attended_keys" in flops else None,
-                   where, origin, tuple(core))
+                   where, origin, tuple(core), without)
 
 
 def _load_file(text: str, where: str, origin: str) -> tuple[list[KindDef], list[SlotOverride]]:
@@ -323,6 +325,14 @@ def base_of(kind: str) -> str:
     return got.base if got else kind
 
 
+def has_mixer(kind: str) -> bool:
+    """Whether a layer of ``kind`` has its base's token mixer (attention, MLA or gated-delta linear attention):
+    its parameters, slots (all but the mixer's input norm and the residual dropout) and FLOPs. A kind ``without:
+    [mixer]`` brings its own (a Mamba-2 layer: estimator/kinds/mamba2.yaml)."""
+    got = get_kind(kind)
+    return got is None or "mixer" not in got.without
+
+
 # ------------------------------------------------------------------------------------------- symbols
 def model_symbols(model: Any, kinds: Iterable[str]) -> tuple[tuple[str, float], ...]:
     """Values of the symbols the data kinds in ``kinds`` declare, from the ModelSpec (Dims carries them)."""
@@ -333,7 +343,9 @@ def model_symbols(model: Any, kinds: Iterable[str]) -> tuple[tuple[str, float], 
             continue
         for symbol, field_name in kind.symbols:
             value = getattr(model, field_name, None)
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
+            if isinstance(value, bool):
+                value = float(value)  # a switch: 1 or 0 in a formula
+            if not isinstance(value, (int, float)):
                 raise ModelSpecError(f"layer kind {name!r} ({kind.source}) needs model.{field_name} (symbol "
                                      f"{symbol!r}); the model does not state it")
             out[symbol] = float(value)

@@ -166,7 +166,7 @@ def measure(config: str | Path, seq_length: int = 4096, micro_batch: int = 1, dt
     for kind, index in chosen.items():
         tr = traces[index]
         saved = [Saved(e.producer_module, e.producer_op, e.shape, e.dtype, e.nbytes, e.lineage,
-                       tuple(s[0] for s in e.savers)) for e in tr.saved]
+                       tuple(s[0] for s in e.savers), tuple(s[2] for s in e.savers)) for e in tr.saved]
         rows_by_kind[kind] = census_rows(saved, tokens, TORCH_DTYPE[dtype], kind.endswith("moe"), spec.hidden_size)
     kv_repeat = _measured_kv_repeat(rows_by_kind, spec, DTYPE_BYTES[dtype])
     for kind, index in chosen.items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ATTN_TOPS = ("self_attn", "attn", "attention", "linear_attn", "mixer", "input_layernorm", "self_attention")
+ATTN_TOPS = ("self_attn", "attn", "attention", "linear_attn", "mixer", "input_layernorm", "self_attention", "mamba")
 FFN_NORMS = ("post_attention_layernorm", "pre_feedforward_layernorm", "ffn_norm")
 QK_NORMS = ("q_norm", "k_norm", "query_layernorm", "key_layernorm")
 MLA_NORMS = ("q_a_layernorm", "kv_a_layernorm")
@@ -30,6 +30,7 @@ class Saved:
     nbytes: int
     lineage: frozenset[str] = frozenset()
     saver_modules: tuple[str, ...] = ()  # modules whose ops saved it
+    saver_roles: tuple[str, ...] = ()  # how each saving op held it: "arg0" … or "out0" … of the op last run
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ def slot_of(e: Saved, compute_dtype: str, routed: bool, hidden: int) -> str:
         return "m.norm_in"
     if "indexer" in parts:
         return _indexer_slot(e)
+    if e.op.startswith("sapp.mamba2") or (top == "mamba" and leaf == "in_proj"):
+        return _mamba_slot(e)
     # norms: statistics, the saved input (or its fp32 upcast), the normalised output
     if "norm" in leaf:
         if leaf in QK_NORMS:
@@ -76,6 +79,8 @@ def slot_of(e: Saved, compute_dtype: str, routed: bool, hidden: int) -> str:
         return _attention_slot(e, leaf, compute_dtype)
     if top in ("mlp", "block_sparse_moe", "feed_forward", "moe"):
         return _ffn_slot(e, parts[1:], routed, hidden)
+    if top == "shared_mlp":  # Granite: the dense FFN, or a shared expert beside the routed ones
+        return _ffn_slot(e, ["shared_expert" if routed else "mlp", *parts[1:]], routed, hidden)
     return f"x.{path}.{e.op}"
 
 
@@ -108,6 +113,17 @@ def _attention_slot(e: Saved, leaf: str, compute_dtype: str) -> str:
     return f"x.attn.{leaf or 'self'}.{e.op}"
 
 
+def _mamba_slot(e: Saved) -> str:
+    """A Mamba-2 mixer run as the fused kernel's contract (estimator/kinds/mamba2.yaml): the in_proj output, the
+    scan output, the gated norm's rstd, and the normalised output that out_proj saves."""
+    if e.module.endswith("in_proj"):
+        return "ssm.in"
+    if e.dtype == "float32":
+        return "ssm.rstd"
+    # the kernel's first output (the normalised one) is what out_proj saves; its second is the scan output
+    return "ssm.out_in" if "out0" in e.saver_roles else "ssm.y"
+
+
 def _indexer_slot(e: Saved) -> str:
     """DeepSeek sparse attention's lightning indexer (estimator/kinds/dsa.yaml): its query (wq_b), key (wk, the
     key norm's input and statistics), head weights (weights_proj), ReLU'd scores (both) and top-k indices."""
@@ -134,13 +150,13 @@ def _ffn_slot(e: Saved, rest: list[str], routed: bool, hidden: int) -> str:
         return "s.gate"
     if shared or not routed:
         prefix = "s" if shared else "m"
-        if leaf == "gate_proj":
+        if leaf in ("gate_proj", "input_linear"):  # input_linear: gate and up in one projection (one storage)
             return f"{prefix}.act_in.gate"
         if leaf == "up_proj":
             return f"{prefix}.act_in.up"
-        if leaf == "act_fn":
+        if leaf in ("act_fn", "activation"):
             return f"{prefix}.act_out"
-        if leaf == "down_proj":
+        if leaf in ("down_proj", "output_linear"):
             return "s.out" if shared else "m.ffn_out"
         if e.op == "mul":
             return f"{prefix}.fc2_in"

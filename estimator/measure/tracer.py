@@ -171,6 +171,75 @@ def train_indexers(model: Any, fused: bool) -> int:
     return changed
 
 
+@torch.library.custom_op("sapp::mamba2_split_conv1d_scan", mutates_args=())
+def _mamba_op(zxbcdt: torch.Tensor, conv_weight: torch.Tensor, conv_bias: torch.Tensor | None,
+              dt_bias: torch.Tensor, a_log: torch.Tensor, d: torch.Tensor, norm_weight: torch.Tensor, groups: int,
+              state: int, heads: int, head_dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The fused Mamba-2 kernel's contract (mamba_ssm's mamba_split_conv1d_scan_combined with the gated RMSNorm and
+    without out_proj, as Megatron's MambaMixer calls it): from the in_proj output zxbcdt (batch, seq, 2·d_in +
+    2·groups·state + heads) the normalised gated output (batch, seq, d_in), the scan output before the norm and the
+    norm's fp32 rstd per group. Fake kernel only."""
+    raise NotImplementedError("sapp::mamba2_split_conv1d_scan runs on fake tensors only")
+
+
+@_mamba_op.register_fake
+def _(zxbcdt: torch.Tensor, conv_weight: torch.Tensor, conv_bias: torch.Tensor | None, dt_bias: torch.Tensor,
+      a_log: torch.Tensor, d: torch.Tensor, norm_weight: torch.Tensor, groups: int, state: int, heads: int,
+      head_dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    b, seq, _ = zxbcdt.shape
+    d_in = heads * head_dim
+    return (zxbcdt.new_empty(b, seq, d_in), zxbcdt.new_empty(b, seq, d_in),
+            zxbcdt.new_empty(b, seq, groups, dtype=torch.float32))
+
+
+@torch.library.custom_op("sapp::mamba2_split_conv1d_scan_backward", mutates_args=())
+def _mamba_bwd_op(grad: torch.Tensor, zxbcdt: torch.Tensor, out_x: torch.Tensor,
+                  rstd: torch.Tensor) -> torch.Tensor:
+    raise NotImplementedError("sapp::mamba2_split_conv1d_scan_backward runs on fake tensors only")
+
+
+@_mamba_bwd_op.register_fake
+def _(grad: torch.Tensor, zxbcdt: torch.Tensor, out_x: torch.Tensor, rstd: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(zxbcdt)
+
+
+def _mamba_setup(ctx: Any, inputs: tuple, output: tuple) -> None:
+    # what MambaSplitConv1dScanCombinedFn saves besides parameters: zxbcdt, the scan output and the norm's rstd
+    ctx.params = inputs[1:7]
+    ctx.save_for_backward(inputs[0], output[1], output[2])
+
+
+def _mamba_backward(ctx: Any, grad: torch.Tensor, _g_x: Any, _g_rstd: Any) -> tuple:
+    zxbcdt, out_x, rstd = ctx.saved_tensors
+    grads = [None if p is None else torch.zeros_like(p) for p in ctx.params]
+    return (_mamba_bwd_op(grad.contiguous(), zxbcdt, out_x, rstd), *grads, None, None, None, None)
+
+
+_mamba_op.register_autograd(_mamba_backward, setup_context=_mamba_setup)
+MAMBA_PARTS = ("in_proj", "conv1d", "dt_bias", "A_log", "D", "norm", "out_proj", "n_groups", "ssm_state_size",
+               "num_heads", "head_dim")
+
+
+def fuse_mamba_mixers(model: Any) -> int:
+    """Run every Mamba-2 mixer (transformers' Mamba2Mixer pattern) as the fused kernel's contract: on a CPU
+    transformers runs its unfused PyTorch scan, which saves each chunk's intermediates; training stacks run the
+    fused kernel. Returns how many mixers it changed."""
+    changed = 0
+    for module in model.modules():
+        if not all(hasattr(module, part) for part in MAMBA_PARTS):
+            continue
+
+        def forward(hidden_states: torch.Tensor, *args: Any, m: Any = module, **kwargs: Any) -> torch.Tensor:
+            zxbcdt = m.in_proj(hidden_states)
+            y, _x, _rstd = _mamba_op(zxbcdt, m.conv1d.weight, m.conv1d.bias, m.dt_bias, m.A_log, m.D,
+                                     m.norm.weight, m.n_groups, m.ssm_state_size, m.num_heads, m.head_dim)
+            return m.out_proj(y)
+
+        module.forward = forward
+        changed += 1
+    return changed
+
+
 def _fused_indexer(m: Any, x: torch.Tensor, qr: torch.Tensor, position_embeddings: Any,
                    mask: torch.Tensor) -> torch.Tensor:
     """transformers' indexer up to the scores (projections, key norm, RoPE on the first rope dims, head
@@ -393,6 +462,7 @@ def build_model(config_data: dict[str, Any], dtype: str, attention: str, num_lay
     # the census is the no-recompute one (transformers 5 renamed the switch)
     (getattr(model, "activation_checkpointing_disable", None) or model.gradient_checkpointing_disable)()
     train_indexers(model, fused=attention == "flash")
+    fuse_mamba_mixers(model)
     return mode, model, fuse_rms_norms(model) if fused_norms else []
 
 
