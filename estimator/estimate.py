@@ -16,7 +16,7 @@ from .features import fp8_problem, peft_problem
 from .hardware import Hardware, runtime_of
 from .hardware_figures import figures_json
 from .host import HostMemory, host_memory
-from .kinds import base_of
+from .kinds import base_of, tp_divisors
 from .layout import Layout, build_layout, layout_inputs
 from .model import ModelSpec
 from .options import RunOptions
@@ -66,7 +66,7 @@ def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
         m=par.m, s=par.s, sp=par.sp, u=par.u, os=par.os, os_e=par.os_e, domain=dense_domain(r.flags, par),
         domain_e=par.edp, vpp_group=st.vpp_group or par.p, allow_underfilled=r.options.allow_underfilled_pipeline,
         fp8_problem=fp8_problem(st.fp8, r.fw.name, r.hardware.peak_flops, r.hardware.id or r.hardware.name),
-        peft_problem=peft_problem(st))
+        peft_problem=peft_problem(st), kind_divisors=tp_divisors(r.model))
 
 
 # ------------------------------------------------------------------------------------------ verdict

@@ -56,6 +56,7 @@ class RuleContext:
     allow_underfilled: bool
     fp8_problem: str = ""  # why the FP8 recipe cannot run on this device/framework (features.fp8_problem)
     peft_problem: str = ""  # why the PEFT settings cannot be priced (features.peft_problem)
+    kind_divisors: tuple[tuple[str, int], ...] = ()  # counts TP must divide in layer kinds as data (kinds.tp_divisors)
 
 
 def _all(*conds: Num) -> Num:
@@ -160,6 +161,9 @@ RULES: tuple[Rule, ...] = (
          lambda c: f"optimizer shard {c.os} does not divide its group {c.domain}"
                    if c.domain % c.os != 0 else
                    f"expert optimizer shard {c.os_e} does not divide its group {c.domain_e}"),
+    Rule("R-TP-KIND", lambda c: _all(True, *(_divides(c.t, v) for _, v in c.kind_divisors)),
+         lambda c: f"TP {c.t} does not divide " + ", ".join(f"{name} {v}" for name, v in c.kind_divisors
+                                                           if not bool(_divides(c.t, v)))),
 )
 
 

@@ -363,3 +363,19 @@ def test_mamba_layers_without_their_fields_are_refused_by_name():
     assert model.body_kinds() == ("mamba2_dense", "dense")
     with pytest.raises(ModelSpecError, match="mamba_num_heads"):
         resolve(model, Strategy(seq_length=64), find_preset("H100-80G"), RunOptions(framework="megatron"))
+
+
+def test_tp_must_divide_the_mamba_heads_and_groups(tmp_path, capsys):
+    """Megatron's MambaMixer splits heads and B/C groups across TP ranks: Granite 4.0-H-Micro's one group refuses
+    TP 2 (R-TP-KIND, from the kind's tp_divides) in an estimate and in the search."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(GRANITE_H_MICRO))
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("options: {framework: megatron}\nhardware: {device: H100-80G}\n"
+                    "strategy: {seq_length: 4096, dp: 8, tp: 2, micro_batches: 8}\n")
+    assert main(["estimate", str(plan), "--model", str(config)]) == 1
+    assert "[R-TP-KIND] TP 2 does not divide mamba_num_groups 1" in capsys.readouterr().err
+    assert main(["search", str(plan), "--model", str(config), "--dims", "tp=1,2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["refusals"].get("R-TP-KIND", 0) > 0
+    assert {row["strategy"]["tp"] for row in data["ranked"]} == {1}

@@ -48,6 +48,7 @@ PARAM_CLASSES = ("tp", "rep", "exp")
 SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act", "mlp", "moe",
             "shared_experts")
 KIND_KEYS = {"name", "base", "description", "match", "symbols", "slots", "remove", "params", "flops", "without",
+             "tp_divides",
              # informational keys `sapp measure` writes beside the census
              "measured_layer", "transient_bytes_per_token", "parameters"}
 FILE_KEYS = {"kind", "kinds", "overrides", "source"}
@@ -96,6 +97,7 @@ class KindDef:
     origin: str  # "shipped", "user" or "plug-in NAME"
     core_flops: tuple[FlopSpec, ...] = ()
     without: tuple[str, ...] = ()  # "mixer": the base's token mixer is not in this kind (a state-space layer's)
+    tp_divides: tuple[str, ...] = ()  # symbols (model fields) whose counts TP must divide (heads it splits)
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,7 @@ def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
                               "formula) and optionally name", path=where, key=f"{key}.flops.core[{i}]")
         core.append(FlopSpec(str(c.get("name", f"core{i}")), c["class"], parse_formula(c["per_token"], where)))
     without = _strings(raw.get("without"), where, f"{key}.without", ("mixer",))
+    tp_divides = _strings(raw.get("tp_divides"), where, f"{key}.tp_divides", tuple(symbols))
     slots = tuple(_slot(s, where, f"{key}.slots[{i}]", need_bytes=False)
                   for i, s in enumerate(_list(raw.get("slots"), where, f"{key}.slots")))
     return KindDef(name, base, str(raw.get("description", "")),
@@ -242,7 +245,7 @@ def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
                    _strings(match.get("model_types"), where, f"{key}.match.model_types"),
                    tuple(symbols.items()), slots, _strings(raw.get("remove"), where, f"{key}.remove"),
                    tuple(params), parse_formula(flops["attended_keys"], where) if "attended_keys" in flops else None,
-                   where, origin, tuple(core), without)
+                   where, origin, tuple(core), without, tp_divides)
 
 
 def _load_file(text: str, where: str, origin: str) -> tuple[list[KindDef], list[SlotOverride]]:
@@ -350,6 +353,21 @@ def model_symbols(model: Any, kinds: Iterable[str]) -> tuple[tuple[str, float], 
                                      f"{symbol!r}); the model does not state it")
             out[symbol] = float(value)
     return tuple(sorted(out.items()))
+
+
+def tp_divisors(model: Any) -> tuple[tuple[str, int], ...]:
+    """(model field, count) that TP must divide for the data kinds of ``model`` (their ``tp_divides``: the heads and
+    groups a kind's own mixer splits across TP ranks, as Megatron asserts); a field the model lacks is left to the
+    kind's symbol check, which refuses it by name."""
+    out: dict[str, int] = {}
+    for name in dict.fromkeys((*model.body_kinds(), *model.mtp_kinds())):
+        kind = get_kind(name)
+        for symbol in kind.tp_divides if kind else ():
+            field_name = dict(kind.symbols)[symbol]
+            value = getattr(model, field_name, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                out[field_name] = value
+    return tuple(out.items())
 
 
 def symbols(dims: Any, widths: Any = None, flags: Any = None, s: float | None = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..features import fp8_problem, peft_problem
 from ..frameworks import framework_defaults
-from ..kinds import base_of
+from ..kinds import base_of, tp_divisors
 from ..parsed import ParsedConfig
 from ..strategy import V_SCHEDULES
 from ..validate import RULES
@@ -100,7 +100,7 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
                "s": st.seq_length, "allow_underfilled": parsed.options.allow_underfilled_pipeline,
                "fp8_problem": fp8_problem(st.fp8, parsed.options.framework, parsed.hardware.peak_flops,
                                           parsed.hardware.id or parsed.hardware.name),
-               "peft_problem": peft_problem(st)}
+               "peft_problem": peft_problem(st), "kind_divisors": tp_divisors(model)}
     columns = {"d": c["d"], "t": c["t"], "p": c["p"], "vp": c["vp"], "cp": c["cp"], "ep": c["ep"],
                "etp": derived["etp"], "b": c["b"], "m": np.maximum(c["m"], 1), "sp": c["sp"], "u": derived["u"],
                "os": c["os"], "os_e": derived["os_e"], "domain": derived["domain"], "domain_e": derived["edp"],

@@ -41,6 +41,7 @@ CODE_FIELDS: dict[str, tuple[str, ...]] = {
     "R-SP-T1": ("strategy.sequence_parallel", "strategy.tp"),
     "R-TP-FFN": ("strategy.tp",),
     "R-TP-HEADS": ("strategy.tp",),
+    "R-TP-KIND": ("strategy.tp",),
     "R-TP-KV": ("strategy.tp",),
     "R-VPP-DIV": ("strategy.vpp",),
     "R-VPP-MB": ("strategy.vpp", "strategy.micro_batches"),
