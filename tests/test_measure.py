@@ -269,3 +269,27 @@ def test_granite_mamba2_hybrid(tmp_path):
     assert slots["ssm.in"][0] == BF16 * (2 * d_in + 2 * groups * state + heads)
     assert slots["ssm.y"][0] == slots["ssm.out_in"][0] == BF16 * d_in and slots["ssm.rstd"][0] == 4 * groups
     assert not [s for s in slots if s.startswith(("a.q", "a.k", "a.v", "a.out", "a.fa"))]  # no attention in it
+
+
+@torch_needed
+def test_measured_data_kinds_load_as_kind_files(tmp_path, capsys):
+    """`sapp measure -o` on a model priced by kinds described as data writes each on its root base with what the
+    data kind adds besides slots, so the file loads as a kind file and keeps the Mamba-2 parameters and FLOPs."""
+    from estimator import kinds
+
+    folder = tmp_path / "kinds"
+    folder.mkdir()
+    assert main(["measure", str(_write(tmp_path, GRANITE_H)), "--seq-length", str(SEQ), "-o",
+                 str(folder / "granite.yaml")]) == 0
+    capsys.readouterr()
+    saved = list(kinds._DIRS)
+    try:
+        kinds.add_kinds_dir(folder)
+        got = kinds.get_kind("granitemoehybrid.mamba2_moe")
+        assert got.base == "moe" and got.without == ("mixer",) and got.origin == "user"
+        assert kinds.inherited(got) == kinds.inherited(kinds.get_kind("mamba2_moe"))
+        assert {s.id for s in got.slots} >= {"ssm.in", "ssm.y", "ssm.rstd", "ssm.out_in"}
+        assert kinds.get_kind("granitemoehybrid.moe").base == "moe"  # a shipped kind is written as itself
+    finally:
+        kinds._DIRS[:] = saved
+        kinds._changed()

@@ -328,6 +328,30 @@ def base_of(kind: str) -> str:
     return got.base if got else kind
 
 
+def inherited(kind: KindDef) -> dict[str, Any]:
+    """What a kind file needs to restate ``kind`` on its root base besides slots (``sapp measure -o`` writes it for
+    a measured data kind): its symbols, missing mixer, TP divisors, parameters and FLOPs, as the file spells them."""
+    out: dict[str, Any] = {}
+    if kind.symbols:
+        out["symbols"] = dict(kind.symbols)
+    if kind.without:
+        out["without"] = list(kind.without)
+    if kind.tp_divides:
+        out["tp_divides"] = list(kind.tp_divides)
+    if kind.params:
+        out["params"] = [{"name": p.name, "class": p.cls, "elements": p.elements.text, **({"matmul": True}
+                                                                                          if p.matmul else {})}
+                         for p in kind.params]
+    flops: dict[str, Any] = {}
+    if kind.attended_keys is not None:
+        flops["attended_keys"] = kind.attended_keys.text
+    if kind.core_flops:
+        flops["core"] = [{"name": c.name, "class": c.cls, "per_token": c.per_token.text} for c in kind.core_flops]
+    if flops:
+        out["flops"] = flops
+    return out
+
+
 def has_mixer(kind: str) -> bool:
     """Whether a layer of ``kind`` has its base's token mixer (attention, MLA or gated-delta linear attention):
     its parameters, slots (all but the mixer's input norm and the residual dropout) and FLOPs. A kind ``without:

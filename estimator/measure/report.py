@@ -48,9 +48,14 @@ def render_text(m: Measurement) -> str:
 
 
 def kind_document(m: Measurement) -> dict[str, Any]:
-    """The measured kinds as a document: per kind its base kind and slots (id, bytes, class)."""
+    """The measured kinds as a document: per kind its base kind and slots (id, bytes, class). A layer kind described
+    as data (estimator/kinds) is written on its root base with what it adds besides slots (its parameters,
+    FLOPs, symbols, missing mixer), so the file loads as a kind file and prices what the data kind prices."""
+    from ..kinds import base_of, get_kind, inherited
+
     kinds = []
     for k in m.kinds:
+        data = get_kind(k.kind)
         classes = {c.slot: c.cls for c in k.comparison}
         slots = []
         for row in k.rows:
@@ -60,7 +65,8 @@ def kind_document(m: Measurement) -> dict[str, Any]:
             per = m.experts_per_token if cls in EXPERT_CLASSES and m.experts_per_token else 1
             slots.append({"id": row.slot, "bytes": round(row.bytes_per_token / per, 3), "class": cls})
         kinds.append({
-            "name": f"{m.model_type}.{k.kind}", "base": k.kind, "measured_layer": k.layer_index,
+            "name": f"{m.model_type}.{k.kind}", "base": base_of(k.kind), "measured_layer": k.layer_index,
+            **(inherited(data) if data is not None else {}),
             "slots": slots,
             "transient_bytes_per_token": {"forward": round(k.forward_transient, 3),
                                           "backward": round(k.backward_transient, 3)},
