@@ -379,3 +379,18 @@ def test_tp_must_divide_the_mamba_heads_and_groups(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["refusals"].get("R-TP-KIND", 0) > 0
     assert {row["strategy"]["tp"] for row in data["ranked"]} == {1}
+
+
+def test_hybrids_without_a_kind_are_named_not_priced_silently():
+    """State-space hybrids no layer kind prices (Nemotron-H, Jamba, Falcon-H1, …) are named with how they are priced
+    instead; the ones a shipped kind prices (Granite 4.0-H, DeepSeek-V3.2) are not."""
+    from estimator.formats.hf import unmodelled_features
+
+    nemotron = {"model_type": "nemotron_h", "hidden_size": 256, "num_hidden_layers": 4,
+                "hybrid_override_pattern": "M-M*"}
+    (said,) = [w.text for w in unmodelled_features(nemotron, "config.json")]
+    assert "Mamba-2" in said and "priced as attention + MLP" in said
+    for model_type in ("jamba", "falcon_h1", "bamba", "mamba2"):
+        assert unmodelled_features({"model_type": model_type}, "config.json"), model_type
+    assert unmodelled_features(GRANITE_H_MICRO, "config.json") == []
+    assert unmodelled_features(V32, "config.json") == []

@@ -21,6 +21,11 @@ Known traps, and what this module does about them:
 - tied embeddings: only body layers are measured; parameters are counted per layer.
 - routed experts: ``experts_implementation="grouped_mm"`` (one grouped GEMM over the routed copies, static shapes);
   a model without that switch runs its own expert loop, which needs routing values that fake tensors lack.
+- DeepSeek sparse attention: transformers runs the indexer under no_grad (inference); it runs here as training
+  does, on detached inputs with autograd on — the fused indexer's contract under ``flash`` (the sparse flash
+  kernel then keeps the top-k indices), transformers' unfused arithmetic otherwise.
+- Mamba-2 mixers: transformers' CPU path is the unfused PyTorch scan; they run here as the fused kernel's
+  contract (mamba_ssm's split-conv1d-scan with the gated norm, out_proj apart, as Megatron calls it).
 """
 
 from __future__ import annotations
