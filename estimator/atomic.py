@@ -32,6 +32,7 @@ from typing import BinaryIO
 from .errors import SappError
 from .inputs import file_kind
 from .limits import MAX_FILE_BYTES
+from .messages import Text, msg
 
 JOURNAL_PREFIX = ".sapp-journal-"
 TEMP_MARK = ".sapp-tmp-"
@@ -53,7 +54,7 @@ class Entry:
     backup: str | None = None
 
 
-def write_atomic(files: dict[str, str | bytes], *, backup: bool = True, notes: list[str] | None = None) -> list[str]:
+def write_atomic(files: dict[str, str | bytes], *, backup: bool = True, notes: list[Text] | None = None) -> list[str]:
     """Write every file (text, or bytes for images) or none, keeping ``NAMED.bak`` of each replaced file when
     ``backup``. Returns the backup paths. Finishing an export interrupted earlier in the same folders is reported
     in ``notes`` (or as an InterruptedExportWarning when no list is given)."""
@@ -76,7 +77,8 @@ def write_atomic(files: dict[str, str | bytes], *, backup: bool = True, notes: l
         for journal in journals:
             _discard(journal)
         if isinstance(exc, OSError):
-            raise SappError(f"cannot write {exc.filename or ''}: {exc.strerror}; nothing was written") from None
+            raise SappError(msg("atomic.cannot-write-nothing", value=exc.filename or '',
+                                strerror=exc.strerror)) from None
         raise
     _commit(entries, journals)
     return [e.backup for e in entries if e.backup]
@@ -109,8 +111,7 @@ def _real_target(named: str) -> str:
         return named
     real = os.path.realpath(named)
     if not os.path.lexists(real):
-        raise SappError(f"{named} is a symbolic link to a missing file ({real}); write to a regular file or a new "
-                        "path")
+        raise SappError(msg("atomic.symbolic-link-missing", named=named, real=real))
     return real
 
 
@@ -121,8 +122,7 @@ def _existing(target: str, named: str) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     if not stat.S_ISREG(info.st_mode):
-        raise SappError(f"{named} is {file_kind(info.st_mode)}, not a regular file; write to a regular file or a "
-                        "new path (nothing was written)")
+        raise SappError(msg("atomic.regular-file-write", named=named, file_kind=file_kind(info.st_mode)))
     return info
 
 
@@ -132,8 +132,7 @@ def _check_backup_path(backup: str) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISDIR(info.st_mode):
-        raise SappError(f"{backup} is a directory, so the backup cannot be kept there; move it away (nothing was "
-                        "written)")
+        raise SappError(msg("atomic.directory-so-backup", backup=backup))
 
 
 def keep_line_endings(text: str, like: str) -> str:
@@ -218,8 +217,8 @@ def _commit(entries: list[Entry], journals: list[str]) -> None:
         for folder in {os.path.dirname(j) for j in journals}:
             _sync_folder(folder)
     except OSError as exc:
-        raise SappError(f"the export stopped after part of its renames ({exc.filename}: {exc.strerror}); the journal "
-                        f"{journals[0]} lets the next run of sapp finish it") from None
+        raise SappError(msg("atomic.export-stopped-after", filename=exc.filename, strerror=exc.strerror,
+                            journals=journals[0])) from None
     for journal in journals:
         _discard(journal)
     for folder in {os.path.dirname(j) for j in journals}:
@@ -259,10 +258,10 @@ def _discard(*paths: str | None) -> None:
 
 
 # ------------------------------------------------------------------------------------------ recovery
-def recover_interrupted(folders: set[str] | list[str]) -> list[str]:
+def recover_interrupted(folders: set[str] | list[str]) -> list[Text]:
     """Finish every export interrupted in ``folders`` (renames its journal lists whose temporary files exist)
     and remove temporary files that dead exports left without a journal; one message per finished export."""
-    notes: list[str] = []
+    notes: list[Text] = []
     for folder in sorted({os.path.abspath(f) for f in folders}):
         try:
             names = os.listdir(folder)
@@ -284,8 +283,8 @@ def recover_interrupted(folders: set[str] | list[str]) -> list[str]:
                     _discard(copy)
             _discard(journal)
             if written:
-                notes.append(f"an export started {record.get('started', '?')} was interrupted after part of its "
-                             f"renames; it was finished now: {', '.join(written)}")
+                notes.append(msg("W-EXPORT-FINISHED.interrupted", started=record.get('started', '?'),
+                                 written=', '.join(written)))
         for name in names:  # temporary files of dead exports that never reached their journal
             path = os.path.join(folder, name)
             pid = _temp_pid(name)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .errors import ConfigError, SappError
 from .limits import MAX_CAPACITY, MAX_DEVICES, MAX_GLOBAL_BATCH, MAX_TOKENS, Bound, check_number
+from .messages import msg
 from .units import parse_size
 
 if TYPE_CHECKING:  # each command imports what it runs: ``sapp --version`` and ``--help`` stay light
@@ -57,7 +58,7 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise SappError(f"--set {item!r}: expected SECTION.FIELD=VALUE, e.g. --set strategy.tp=8")
+            raise SappError(msg("cli.set-expected-section", item=item))
         key, raw = item.split("=", 1)
         try:
             value = load_bounded(raw) if raw.strip() else None
@@ -136,8 +137,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     parsed = load_plan(args)
     result = _estimate_or_explain(parsed, args.explain)
     if args.stage is not None and not 0 <= args.stage < len(result.stages):
-        raise SappError(f"--stage {args.stage}: the plan has {len(result.stages)} pipeline stages, numbered 0 to "
-                        f"{len(result.stages) - 1}")
+        raise SappError(msg("cli.stage-plan-has", stage=args.stage, n_stages=len(result.stages),
+                            value=len(result.stages) - 1))
     if args.json:
         payload = result.to_dict()
         payload["warnings"] = [w.to_dict() for w in (*parsed.warnings, *result.warnings)]
@@ -166,7 +167,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export import write_atomic
 
     if args.output and args.in_place:
-        raise SappError("use either -o OUT or --in-place, not both")
+        raise SappError(msg("cli.use-either-o"))
     plan = load_session(args).prepare_export()  # refuses a strategy the validator rejects, naming every rule
     files, originals = plan.files, plan.originals
     if not files:
@@ -215,7 +216,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(render_search(parsed, space, result))
     if args.apply:
         if not 1 <= args.apply <= len(result.ranked):
-            raise SappError(f"--apply {args.apply}: only {len(result.ranked)} ranked strategies")
+            raise SappError(msg("cli.apply-only-ranked", apply=args.apply, n_ranked=len(result.ranked)))
         chosen = result.ranked[args.apply - 1].strategy
         files = session.prepare_export(chosen).files
         if args.output:
@@ -295,7 +296,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     parsed = load_plan(args)
     if sum(map(bool, (args.max, args.min_devices, args.nearest))) != 1:
-        raise SappError("give exactly one of --max FIELD, --min-devices or --nearest")
+        raise SappError(msg("cli.give-exactly-one"))
     if args.nearest:
         return _print_fixes(parsed, args.json)
     res = fit_max(parsed, args.max) if args.max else fit_min_devices(parsed)

@@ -24,6 +24,8 @@ from typing import Literal
 
 from estimator.errors import ConfigError
 
+from .messages import msg
+
 MIB = 1024 * 1024
 GIB = 1024**3
 
@@ -86,7 +88,7 @@ def _moe_layer_pattern(num_layers: int, moe_layer_freq: int | Sequence[int]) -> 
         return [1 if i % moe_layer_freq == 0 else 0 for i in range(num_layers)]
     pattern = [int(x) for x in moe_layer_freq]
     if len(pattern) != num_layers:
-        raise ConfigError(f"moe_layer_freq has {len(pattern)} entries, expected num_layers = {num_layers}")
+        raise ConfigError(msg("compat.moe_layer_freq-has-entries", n_pattern=len(pattern), num_layers=num_layers))
     return pattern
 
 
@@ -149,24 +151,24 @@ def megatron_theoretical(
     ep = expert_model_parallel_size
     etp = t if expert_tensor_parallel_size is None else expert_tensor_parallel_size
     if min(h, a, L, t, p, cp, ep, etp, seq_length, micro_batch_size) < 1:
-        raise ConfigError("sizes and parallel degrees must be positive integers")
+        raise ConfigError(msg("compat.sizes-parallel-degrees"))
     if world_size is None:
         if data_parallel_size is None:
             data_parallel_size = 1
         world_size = data_parallel_size * t * p * cp
     elif data_parallel_size is None:
         if world_size % (t * p * cp):
-            raise ConfigError(f"world size {world_size} is not divisible by TP·PP·CP = {t * p * cp}")
+            raise ConfigError(msg("compat.world-size-divisible-2", world_size=world_size, value=t * p * cp))
         data_parallel_size = world_size // (t * p * cp)
     if world_size % (etp * ep * p):
-        raise ConfigError(f"world size {world_size} is not divisible by ETP·EP·PP = {etp * ep * p}")
+        raise ConfigError(msg("compat.world-size-divisible", world_size=world_size, value=etp * ep * p))
     d, edp = data_parallel_size, world_size // (etp * ep * p)
     if kv_channels is None:
         kv_channels = h // a
     if not group_query_attention:
         num_query_groups = a
     elif num_query_groups is None:
-        raise ConfigError("group_query_attention needs num_query_groups")
+        raise ConfigError(msg("compat.group_query_attention-needs-num_query_groups"))
     if num_experts is not None and moe_ffn_hidden_size is None:
         moe_ffn_hidden_size = ffn_hidden_size
 
@@ -184,7 +186,7 @@ def megatron_theoretical(
 
     if multi_latent_attention:
         if group_query_attention:
-            raise ConfigError("multi_latent_attention excludes group_query_attention")
+            raise ConfigError(msg("compat.multi_latent_attention-excludes-group_query_attention"))
         if q_lora_rank is None:
             q_term = h * a * (qk_head_dim + qk_pos_emb_head_dim)
         else:
@@ -287,7 +289,7 @@ def korthikanti_layer_activation_bytes(
     full: 2sbh (the layer input, as the table prints it, whatever t and SP). t = 1 gives sbh·(34 + 5as/h).
     """
     if recompute not in ("none", "selective", "full"):
-        raise ConfigError(f"recompute must be none, selective or full, not {recompute!r}")
+        raise ConfigError(msg("compat.recompute-must-none", recompute=recompute))
     sbh = Fraction(s * b * h)
     if recompute == "full":
         return float(2 * sbh)
@@ -319,7 +321,7 @@ def ptdp_flops_per_iteration(G: int, s: int, l: int, h: int, V: int) -> float:
 def ptdp_seconds(flops: float, gpus: int, flops_per_gpu: float) -> float:
     """End-to-end time per iteration at an achieved per-GPU throughput: F/(n·X) (same paper, §5.1)."""
     if gpus <= 0 or flops_per_gpu <= 0:
-        raise ConfigError("gpus and flops_per_gpu must be positive")
+        raise ConfigError(msg("compat.gpus-flops_per_gpu-must"))
     return flops / (gpus * flops_per_gpu)
 
 

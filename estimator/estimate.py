@@ -18,6 +18,7 @@ from .hardware_figures import figures_json
 from .host import HostMemory, host_memory
 from .kinds import base_of, tp_divisors
 from .layout import Layout, build_layout, layout_inputs
+from .messages import msg
 from .model import ModelSpec
 from .options import RunOptions
 from .params import parameter_counts
@@ -81,9 +82,9 @@ def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step:
     warnings = list(r.warnings) + list(layout.warnings)
     if host is not None and host.fits is False:
         per_device = fmt_bytes(host.per_device)
-        warnings.append(EstimateWarning("W-HOST-RAM", f"host memory {fmt_bytes(host.per_node)} per node "
-                                                      f"({host.devices_per_node} devices × {per_device}) exceeds the "
-                                                      f"node's {fmt_bytes(host.ram_per_node or 0)} of RAM"))
+        warnings.append(EstimateWarning("W-HOST-RAM", msg("W-HOST-RAM", per_node=fmt_bytes(host.per_node),
+                                                          devices_per_node=host.devices_per_node, per_device=per_device,
+                                                          value=fmt_bytes(host.ram_per_node or 0))))
     return Result(
         stages=stages, peak_stage=peak_stage, peak_bytes=peak, budget=r.budget, capacity=r.capacity,
         fits=decisive <= r.budget, headroom=r.budget - decisive, limit=limit,

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .messages import ENGLISH, Message, Text, english, msg
 from .units import fmt_bytes
 
 # formula_id -> template. Symbols are those of docs/model.md#symbols; inputs use the same names.
@@ -51,20 +52,45 @@ FORMULAS: dict[str, str] = {
     "BUDGET": "(budget_override | framework limit | capacity) − margin",
 }
 
+# an Explain heading per memory category (its label stays the category's name, as the JSON and the app match it)
+CATEGORY_LABELS: dict[str, Message] = {
+    "parameters": msg("category.parameters"), "gradients": msg("category.gradients"),
+    "optimizer_states": msg("category.optimizer_states"), "activations": msg("category.activations"),
+    "communication_buffers": msg("category.communication_buffers"),
+    "working_overhead": msg("category.working_overhead"), "reserve": msg("category.reserve")}
+
 
 @dataclass
 class Quantity:
     """One explained number. ``op``: sum | max | product | formula; a sum equals the sum of its children,
     a max equals the largest child and its ``note`` names the argmax."""
 
-    label: str
+    label: Text
     value: float
     formula_id: str = ""
     inputs: dict[str, Any] = field(default_factory=dict)
     children: list[Quantity] = field(default_factory=list)
-    note: str = ""
+    note: Text = ""
     op: str = "formula"
     unit: str = "B"
+    # the catalogue messages of label and note (``label``/``note`` hold their English text, as the JSON does)
+    messages: dict[str, Message] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("label", "note"):
+            text = getattr(self, name)
+            if isinstance(text, Message):
+                self.messages[name] = text
+                setattr(self, name, english(text))
+
+    def localized(self, name: str, language: str = ENGLISH) -> str:
+        """``label`` or ``note`` in ``language`` (as written when it is not a catalogue message, or was
+        replaced by plain text since)."""
+        text = getattr(self, name)
+        message = self.messages.get(name)
+        if message is None or language == ENGLISH or english(message) != text:
+            return text
+        return message.render(language)
 
     @property
     def template(self) -> str:
@@ -89,19 +115,20 @@ class Quantity:
             "op": self.op, "note": self.note, "children": [c.to_dict() for c in self.children],
         }
 
-    def render(self, depth: int = 0, max_depth: int = 4) -> str:
+    def render(self, depth: int = 0, max_depth: int = 4, language: str = ENGLISH) -> str:
         """Indented text: label = value, the formula and its substitution, then the children."""
         pad = "  " * depth
         value = fmt_bytes(self.value) if self.unit == "B" else f"{self.value:g} {self.unit}"
-        lines = [f"{pad}{self.label} = {value}" + (f"  [{self.formula_id}]" if self.formula_id else "")
-                 + (f"  ({self.note})" if self.note else "")]
+        note = self.localized("note", language)
+        lines = [f"{pad}{self.localized('label', language)} = {value}" +
+                 (f"  [{self.formula_id}]" if self.formula_id else "") + (f"  ({note})" if note else "")]
         if self.template and self.op == "formula":
             lines.append(f"{pad}    = {self.template}")
             sub = self.substituted()
             if sub and sub != self.template:
                 lines.append(f"{pad}    = {sub}")
         if depth < max_depth:
-            lines.extend(c.render(depth + 1, max_depth) for c in self.children)
+            lines.extend(c.render(depth + 1, max_depth, language) for c in self.children)
         return "\n".join(lines)
 
     def check(self, rel: float = 1e-9) -> list[str]:
@@ -130,13 +157,15 @@ def _fmt_value(value: Any) -> str:
     return str(value)
 
 
-def sum_node(label: str, children: list[Quantity], formula_id: str = "", note: str = "") -> Quantity:
+def sum_node(label: Text, children: list[Quantity], formula_id: str = "", note: Text = "") -> Quantity:
     return Quantity(label, float(sum(c.value for c in children)), formula_id, children=children, op="sum",
                     note=note)
 
 
-def max_node(label: str, children: list[Quantity], formula_id: str = "") -> Quantity:
+def max_node(label: Text, children: list[Quantity], formula_id: str = "") -> Quantity:
     if not children:
         return Quantity(label, 0.0, formula_id, op="max")
     best = max(children, key=lambda c: c.value)
-    return Quantity(label, best.value, formula_id, children=children, op="max", note=f"argmax: {best.label}")
+    return Quantity(label, best.value, formula_id, children=children, op="max", note=msg("explain.argmax",
+                                                                                         name=best.messages.get("label",
+                                                                                                                best.label)))

@@ -12,6 +12,7 @@ import importlib
 
 from .atomic import write_atomic
 from .errors import ConfigError
+from .messages import msg
 from .parsed import ParsedConfig, SourceFile
 from .strategy import Strategy
 
@@ -47,11 +48,11 @@ def export(parsed: ParsedConfig, strategy: Strategy | None = None) -> dict[str, 
     out: dict[str, str] = {}
     writable = [s for s in parsed.sources if s.role in ("strategy", "both") or s.format in MODEL_WITH_LAYOUT]
     if not writable:
-        raise ConfigError("nothing to export: no strategy source file")
+        raise ConfigError(msg("export.nothing-export-strategy"))
     for source in writable:
         write = _writer(source.format)
         if write is None:
-            raise ConfigError(f"writing {source.format} files is not supported", path=source.path)
+            raise ConfigError(msg("export.writing-files-supported", format=source.format), path=source.path)
         new_text = write(source, parsed, strategy)
         if new_text != source.text:
             out[source.path] = new_text

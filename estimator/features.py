@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from .frameworks import FrameworkDefaults
+from .messages import Text, msg
 from .strategy import Strategy
 from .warnings import Assumption, EstimateWarning
 
@@ -123,13 +124,13 @@ def resolve_features(st: Strategy, fw: FrameworkDefaults, moe: bool, assumptions
         if st.fp8_experts is None and moe:
             assumptions.append(Assumption(
                 "strategy.fp8_experts", fp8_experts,
-                "Transformer Engine runs the experts' grouped GEMMs in FP8" if fp8_experts else
-                "torchtitan quantizes experts only when [quantize.grouped_mm.float8] names them"))
+                msg("features.transformer-engine-runs") if fp8_experts else
+                msg("features.torchtitan-quantizes-experts")))
         elif st.fp8_experts is not None:
             fp8_experts = st.fp8_experts
         if fp8 == "delayed":
             if st.fp8_amax_history is None:
-                assumptions.append(Assumption("strategy.fp8_amax_history", 1, "Megatron's --fp8-amax-history-len"))
+                assumptions.append(Assumption("strategy.fp8_amax_history", 1, msg("features.megatron-s-fp8")))
             else:
                 amax = st.fp8_amax_history
     compile_model = "model" in st.compile
@@ -152,7 +153,8 @@ def resolve_features(st: Strategy, fw: FrameworkDefaults, moe: bool, assumptions
         moe_zero_memory=st.moe_zero_memory in ("level0", "level1"))
 
 
-def fp8_problem(recipe: str | None, framework: str, peak_flops: tuple[tuple[str, float], ...], device: str) -> str:
+def fp8_problem(recipe: str | None, framework: str, peak_flops: tuple[tuple[str, float], ...],
+                device: str) -> Text:
     """Why an FP8 recipe cannot run here ('' when it can): the device has no FP8 (MXFP8) matmul peak — Ascend
     A2/A3 and A100 have none — or the framework's FP8 path is not modelled."""
     if recipe in (None, "none"):
@@ -160,22 +162,22 @@ def fp8_problem(recipe: str | None, framework: str, peak_flops: tuple[tuple[str,
     table = dict(peak_flops)
     need = "mxfp8" if recipe == "mxfp8" else "fp8"
     if not table.get(need):
-        return f"{device} has no {need.upper()} matmuls (no peak_flops.{need} in its preset)"
+        return msg("R-FP8-DEVICE.device", device=device, upper=need.upper(), need=need)
     if framework not in FP8_FRAMEWORKS:
-        return f"FP8 training in {framework} is not modelled (only {', '.join(FP8_FRAMEWORKS)})"
+        return msg("R-FP8-DEVICE.framework", framework=framework, known=", ".join(FP8_FRAMEWORKS))
     return ""
 
 
-def peft_problem(st: Strategy) -> str:
+def peft_problem(st: Strategy) -> Text:
     """Why a PEFT plan cannot be priced ('' when it can): adapters need a rank and target modules."""
     if st.peft in (None, "none"):
         return ""
     if st.lora_rank < 1:
-        return f"{st.peft} needs strategy.lora_rank ≥ 1 (got {st.lora_rank})"
+        return msg("R-PEFT.rank", peft=st.peft, rank=st.lora_rank)
     if not st.lora_targets:
-        return f"{st.peft} needs strategy.lora_targets (the adapted modules: q, k, v, qkv, o, gate, up, fc1, down, …)"
+        return msg("R-PEFT.targets", peft=st.peft)
     if not 0 <= st.lora_dropout < 1:
-        return f"strategy.lora_dropout must be in [0, 1); got {st.lora_dropout}"
+        return msg("R-PEFT.dropout", dropout=st.lora_dropout)
     return ""
 
 
@@ -183,11 +185,10 @@ def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
     """What a plan states that the estimator prices only in part: said out loud, never silently dropped."""
     out = []
     if st.offload_counts not in (None, True) and st.offload_activations:
-        out.append(EstimateWarning("W-UNMODELLED", "activation offload of selected layers is priced as every layer "
-                                                   f"offloading (strategy.offload_counts {st.offload_counts!r})"))
+        out.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.activation-offload-selected",
+                                                       offload_counts=st.offload_counts)))
     if st.offload_optimizer or st.offload_params:
-        out.append(EstimateWarning("W-UNMODELLED", "the optimizer step on the host CPU: its transfers are priced, "
-                                                   "its CPU compute is not"))
+        out.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.optimizer-step-host")))
     return out
 
 

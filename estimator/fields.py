@@ -16,6 +16,7 @@ from typing import Any
 from .errors import ConfigError
 from .hardware import Hardware
 from .limits import MAX_LAYERS, VISION_BOUNDS, Bound, bound_of, check_list, check_number, short_repr
+from .messages import msg
 from .model import LayerGroup, ModelSpec
 from .nearest import suggest
 from .options import RunOptions
@@ -144,12 +145,12 @@ def lookup(qualified: str, where: str | None = None) -> FieldInfo:
         return info
     section = qualified.split(".", 1)[0]
     if section not in SECTIONS:
-        raise ConfigError(f"unknown section {section!r}; use one of {', '.join(SECTIONS)} (e.g. strategy.tp)",
+        raise ConfigError(msg("fields.unknown-section-use", section=section, SECTIONS=', '.join(SECTIONS)),
                           path=where, key=qualified)
     candidates = [k for k in REGISTRY if k.startswith(section + ".")] + list(ALIASES)
     close = suggest(key, candidates, cutoff=0.5)
     hint = f"; did you mean '{close}'?" if close else f"; see the {section} fields in docs/plan-files.md"
-    raise ConfigError(f"unknown field '{qualified}'{hint}", path=where, key=qualified)
+    raise ConfigError(msg("fields.unknown-field", qualified=qualified, hint=hint), path=where, key=qualified)
 
 
 # ---------------------------------------------------------------------------------------- coercion
@@ -160,12 +161,12 @@ def _bool(value: Any, key: str, where: str | None) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
         return value.strip().lower() in ("true", "yes", "on", "1")
-    raise ConfigError(f"expected true or false, got {value!r}", path=where, key=key)
+    raise ConfigError(msg("fields.expected-true-false", value=value), path=where, key=key)
 
 
 def _int(value: Any, key: str, where: str | None) -> int:
     if isinstance(value, bool):
-        raise ConfigError(f"expected an integer, got {value!r}", path=where, key=key)
+        raise ConfigError(msg("fields.expected-integer-got", value=value), path=where, key=key)
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
@@ -175,16 +176,17 @@ def _int(value: Any, key: str, where: str | None) -> int:
             return int(value.strip())
         except ValueError:
             pass
-    raise ConfigError(f"expected an integer, got {value!r}", path=where, key=key)
+    raise ConfigError(msg("fields.expected-integer-got", value=value), path=where, key=key)
 
 
 def _float(value: Any, key: str, where: str | None) -> float:
     if isinstance(value, bool):
-        raise ConfigError(f"expected a number, got {value!r}", path=where, key=key)
+        raise ConfigError(msg("fields.expected-number-got", value=value), path=where, key=key)
     try:
         return float(value) if isinstance(value, (int, float)) else float(str(value).strip())
     except (ValueError, OverflowError):
-        raise ConfigError(f"expected a number, got {short_repr(value)}", path=where, key=key) from None
+        raise ConfigError(msg("fields.expected-number-got-2", short_repr=short_repr(value)), path=where,
+                          key=key) from None
 
 
 def _counts(value: Any, key: str, where: str | None) -> Any:
@@ -258,7 +260,7 @@ def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
     if value is None:
         if optional or info.path[-1] in ("offset", "partition") or kind is typing.Any:
             return None
-        raise ConfigError("a value is required (got null)", path=where, key=key)
+        raise ConfigError(msg("fields.value-required-got"), path=where, key=key)
     if optional:
         rest = [a for a in args if a is not type(None)]
         kind = rest[0] if len(rest) == 1 else kind
@@ -267,12 +269,12 @@ def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
         return _counts(value, key, where)
     if info.attr == "ranges":
         if not isinstance(value, (list, tuple)):
-            raise ConfigError("expected a list of {first, count, option} ranges", path=where, key=key)
+            raise ConfigError(msg("fields.expected-list-ranges"), path=where, key=key)
         try:
             return tuple(RecomputeRange.from_dict(dict(v)) if not isinstance(v, RecomputeRange) else v
                          for v in value)
         except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"bad recompute range: {exc}", path=where, key=key) from None
+            raise ConfigError(msg("fields.bad-recompute-range", exc=exc), path=where, key=key) from None
     if kind is bool:
         return _bool(value, key, where)
     if kind is int:
@@ -281,13 +283,13 @@ def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
         return _float(value, key, where)
     if kind is str:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise ConfigError(f"expected a string, got {value!r}", path=where, key=key)
+            raise ConfigError(msg("fields.expected-string-got", value=value), path=where, key=key)
         return _choice(str(value), key, where)
     if origin is tuple:
         if isinstance(value, str):
             value = [x.strip() for x in value.split(",") if x.strip()]
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"expected a list, got {value!r}", path=where, key=key)
+            raise ConfigError(msg("fields.expected-list-got", value=value), path=where, key=key)
         inner = args[0] if args else typing.Any
         if inner is int:
             return tuple(_int(v, key, where) for v in value)
@@ -305,7 +307,7 @@ def _choice(value: str, key: str, where: str | None) -> str:
         return value
     close = suggest(value, allowed, cutoff=0.5)
     hint = f"; did you mean {close!r}?" if close else ""
-    raise ConfigError(f"{value!r} is not one of {', '.join(allowed)}{hint}", path=where, key=key)
+    raise ConfigError(msg("fields.one", value=value, allowed=', '.join(allowed), hint=hint), path=where, key=key)
 
 
 RECOMPUTE_MODES = ("none", "selective", "full")
@@ -317,7 +319,7 @@ def recompute_value(value: Any, where: str | None) -> tuple[str, Any]:
         mode = value.strip().lower()
         if mode in RECOMPUTE_MODES:
             return "default_mode", mode
-        raise ConfigError(f"recompute must be none, selective, full or per-stage counts; got {value!r}",
+        raise ConfigError(msg("fields.recompute-must-none", value=value),
                           path=where, key="strategy.recompute")
     if value is None or value is False:
         return "default_mode", "none"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .errors import SappError, StrategyError
 from .estimate import estimate, layout_inputs, rule_context
 from .layout import build_layout
+from .messages import msg
 from .parsed import ParsedConfig, apply_changes
 from .resolve import resolve
 from .result import Result
@@ -101,7 +102,7 @@ def fit_max(parsed: ParsedConfig, field: str) -> FitResult:
     micro_batches). Values the rules refuse (fewer micro-batches than pipeline stages, a sequence that 2·cp or
     tp does not divide, …) are skipped, not counted as not fitting."""
     if field not in FIELDS:
-        raise SappError(f"--max {field}: one of {', '.join(FIELDS)}")
+        raise SappError(msg("fit.max-one", field=field, FIELDS=', '.join(FIELDS)))
     st = parsed.strategy
     key = f"strategy.{field}"
 
@@ -131,8 +132,7 @@ def fit_max(parsed: ParsedConfig, field: str) -> FitResult:
     if value is None:
         first = _next_valid(1, bound, lambda v: valid(v * step))
         if first is None:
-            raise SappError(f"no value of {field} up to {BOUNDS[field]} makes a valid plan with the other fields as "
-                            "they are; check the plan with sapp estimate")
+            raise SappError(msg("fit.value-up-makes", field=field, BOUNDS=BOUNDS[field]))
         res = test(first * step)
         return FitResult(field, None, None, res.peak_stage if res else None, first * step, False)
     value *= step
@@ -167,6 +167,6 @@ def fit_min_devices(parsed: ParsedConfig) -> FitResult:
 def time_to_train(result: Result, tokens: float) -> tuple[float, float]:
     """(days, device-hours) to process ``tokens`` at the plan's step time."""
     if result.step_time_s is None or not result.tokens_per_s_per_device:
-        raise SappError("no step time for this plan")
+        raise SappError(msg("fit.step-time-plan"))
     seconds = tokens / (result.tokens_per_s_per_device * result.world_size)
     return seconds / 86400, seconds * result.world_size / 3600

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .messages import msg
 from .options import FRAMEWORKS
 
 
@@ -153,6 +154,6 @@ def framework_defaults(name: str) -> FrameworkDefaults:
 
     key = (name or "").strip().lower()
     if key not in _TABLE:
-        raise ConfigError(f"unknown framework {name!r}; options.framework must be one of: "
-                          f"{', '.join(FRAMEWORKS)}", key="options.framework")
+        raise ConfigError(msg("frameworks.unknown-framework-options", name=name, FRAMEWORKS=', '.join(FRAMEWORKS)),
+                          key="options.framework")
     return _TABLE[key]

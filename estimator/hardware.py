@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from .errors import ConfigError
 from .inputs import load_yaml, read_text
+from .messages import msg
 from .records import Record
 from .sources import Source, Vouch, read_sources, resolve_source
 from .units import parse_size
@@ -153,13 +154,13 @@ def figures(hw: Hardware) -> dict[str, float]:
 
 def _number(value: Any, where: str, key: str) -> float:
     if isinstance(value, bool):
-        raise ConfigError(f"expected a number, got {value!r}", path=where, key=key)
+        raise ConfigError(msg("fields.expected-number-got", value=value), path=where, key=key)
     if isinstance(value, str) and value.strip().lower() in ("inf", "infinity", ".inf"):
         return math.inf
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"expected a number, got {value!r}", path=where, key=key) from None
+        raise ConfigError(msg("fields.expected-number-got", value=value), path=where, key=key) from None
 
 
 PRESET_KEYS = ("id", "name", "aliases", "capacity", "capacity_smi", "levels", "peak_flops", "eff_matmul",
@@ -179,11 +180,12 @@ def _size(data: dict[str, Any], key: str, where: str) -> float | None:
 def _per_runtime(data: dict[str, Any], key: str, where: str) -> tuple[tuple[str, float], ...]:
     table = data.get(key) or {}
     if not isinstance(table, dict):
-        raise ConfigError(f"'{key}' must map a runtime ({', '.join(RUNTIMES)}) to a size", path=where, key=key)
+        raise ConfigError(msg("hardware.must-map-runtime", key=key, RUNTIMES=', '.join(RUNTIMES)), path=where, key=key)
     out = []
     for runtime in table:
         if runtime not in RUNTIMES:
-            raise ConfigError(f"unknown runtime {runtime!r}; one of: {', '.join(RUNTIMES)}", path=where,
+            raise ConfigError(msg("hardware.unknown-runtime-one", runtime=runtime, RUNTIMES=', '.join(RUNTIMES)),
+                              path=where,
                               key=f"{key}.{runtime}")
         size = _size(table, runtime, where)
         assert size is not None
@@ -194,19 +196,20 @@ def _per_runtime(data: dict[str, Any], key: str, where: str) -> tuple[tuple[str,
 def _bands(data: dict[str, Any], where: str, nominal: dict[str, float]) -> tuple[tuple[str, float, float], ...]:
     table = data.get("efficiency_band") or {}
     if not isinstance(table, dict):
-        raise ConfigError("'efficiency_band' must map matmul/hbm/comm to [low, high]", path=where,
+        raise ConfigError(msg("hardware.efficiency_band-must-map"), path=where,
                           key="efficiency_band")
     out = []
     for name, pair in table.items():
         key = f"efficiency_band.{name}"
         if name not in BAND_NAMES:
-            raise ConfigError(f"unknown efficiency band {name!r}; one of: {', '.join(BAND_NAMES)}", path=where,
+            raise ConfigError(msg("hardware.unknown-efficiency-band", name=name, BAND_NAMES=', '.join(BAND_NAMES)),
+                              path=where,
                               key=key)
         if not isinstance(pair, list) or len(pair) != 2:
-            raise ConfigError("a band is [low, high]", path=where, key=key)
+            raise ConfigError(msg("hardware.band-low-high"), path=where, key=key)
         low, high = _number(pair[0], where, key), _number(pair[1], where, key)
         if not 0 < low <= nominal[name] <= high:
-            raise ConfigError(f"band [{low}, {high}] must satisfy 0 < low ≤ nominal ({nominal[name]}) ≤ high",
+            raise ConfigError(msg("hardware.band-must-satisfy", low=low, high=high, nominal=nominal[name]),
                               path=where, key=key)
         out.append((str(name), low, high))
     return tuple(out)
@@ -217,7 +220,7 @@ def _vouches(data: dict[str, Any], where: str, hw: Hardware) -> tuple[Vouch, ...
     it, each vouch remembering the value it describes."""
     table = data.get("provenance") or {}
     if not isinstance(table, dict):
-        raise ConfigError("'provenance' must map a figure (e.g. peak_flops.fp8) to a source id", path=where,
+        raise ConfigError(msg("hardware.provenance-must-map"), path=where,
                           key="provenance")
     known = {s.id for s in hw.sources} | {"provisional"}
     values = figures(hw)
@@ -225,11 +228,11 @@ def _vouches(data: dict[str, Any], where: str, hw: Hardware) -> tuple[Vouch, ...
     # groups first, so a leaf's own entry wins over its group's
     for path, source in sorted(table.items(), key=lambda kv: kv[0].count(".") + kv[0].count("[")):
         if source not in known:
-            raise ConfigError(f"provenance names unknown source {source!r}; known: {', '.join(sorted(known))}",
+            raise ConfigError(msg("hardware.provenance-names-unknown", source=source, known=', '.join(sorted(known))),
                               path=where, key=f"provenance.{path}")
         leaves = [p for p in values if p == path or p.startswith(path + ".") or p.startswith(path + "[")]
         if not leaves:
-            raise ConfigError(f"provenance names {path!r}, which is not a figure of this preset", path=where,
+            raise ConfigError(msg("hardware.provenance-names-which", path=path), path=where,
                               key=f"provenance.{path}")
         for leaf in leaves:
             out[leaf] = Vouch(leaf, str(source), values[leaf])
@@ -239,21 +242,21 @@ def _vouches(data: dict[str, Any], where: str, hw: Hardware) -> tuple[Vouch, ...
 def _library(data: dict[str, Any], where: str) -> str:
     library = str(data.get("comm_library", "nccl")).lower()
     if library not in ("nccl", "hccl"):
-        raise ConfigError(f"comm_library is nccl or hccl, not {library!r}", path=where, key="comm_library")
+        raise ConfigError(msg("hardware.comm_library-nccl-hccl", library=library), path=where, key="comm_library")
     return library
 
 
 def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
     """Build a Hardware record from a preset mapping (as written in the YAML files)."""
     if not isinstance(data, dict):
-        raise ConfigError("a device preset must be a mapping", path=where)
+        raise ConfigError(msg("hardware.device-preset-must"), path=where)
     for required in ("id", "capacity"):
         if required not in data:
-            raise ConfigError(f"device preset needs '{required}'", path=where, key=required)
+            raise ConfigError(msg("hardware.device-preset-needs", required=required), path=where, key=required)
     unknown = sorted(set(data) - set(PRESET_KEYS))
     if unknown:
-        raise ConfigError(f"unknown device preset key(s): {', '.join(map(str, unknown))}; known: "
-                          f"{', '.join(PRESET_KEYS)}", path=where, key=str(unknown[0]))
+        raise ConfigError(msg("hardware.unknown-device-preset-2", map=', '.join(map(str, unknown)),
+                              PRESET_KEYS=', '.join(PRESET_KEYS)), path=where, key=str(unknown[0]))
     capacity = _size(data, "capacity", where)
     assert capacity is not None
     levels = []
@@ -329,4 +332,4 @@ def find_preset(name: str, presets: tuple[Hardware, ...] | None = None) -> Hardw
         if (preset.id or "").lower() == wanted or wanted in (a.lower() for a in preset.aliases):
             return preset
     known = ", ".join(p.id or p.name for p in presets)
-    raise ConfigError(f"unknown device preset {name!r}; known presets: {known}", key="hardware.device")
+    raise ConfigError(msg("hardware.unknown-device-preset", name=name, known=known), key="hardware.device")

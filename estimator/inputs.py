@@ -22,6 +22,7 @@ import yaml
 
 from .errors import ConfigError
 from .limits import MAX_FILE_BYTES, MAX_INT_DIGITS, MAX_NESTING
+from .messages import msg
 from .yamlio import YAMLLimitError, load_bounded
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -44,13 +45,13 @@ def read_text(path: str | Path) -> str:
         why = "a symbolic link to a missing file" if os.path.islink(p) else "file not found"
         raise ConfigError(why, path=str(path)) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
+        raise ConfigError(msg("inputs.cannot-read", strerror=exc.strerror), path=str(path)) from None
     _check_regular(info, path)
     try:
         # O_NONBLOCK: a file swapped for a FIFO after the check above cannot block the open
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
+        raise ConfigError(msg("inputs.cannot-read", strerror=exc.strerror), path=str(path)) from None
     try:
         _check_regular(os.fstat(fd), path)
         chunks, size = [], 0
@@ -61,7 +62,7 @@ def read_text(path: str | Path) -> str:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
+        raise ConfigError(msg("inputs.cannot-read", strerror=exc.strerror), path=str(path)) from None
     finally:
         os.close(fd)
     if size > MAX_FILE_BYTES:
@@ -69,24 +70,22 @@ def read_text(path: str | Path) -> str:
     try:
         text = b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=str(path)) from None
+        raise ConfigError(msg("inputs.utf-text-byte", reason=exc.reason, start=exc.start), path=str(path)) from None
     return text.replace("\r\n", "\n").replace("\r", "\n")  # as Python's text mode reads it
 
 
 def _check_regular(info: os.stat_result, path: str | Path) -> None:
     if stat.S_ISDIR(info.st_mode):
-        raise ConfigError("is a directory, not a config file", path=str(path))
+        raise ConfigError(msg("inputs.directory-config-file"), path=str(path))
     if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"is {file_kind(info.st_mode)}, not a regular file; only regular files are read as "
-                          "configs — save the config to a file and open that", path=str(path))
+        raise ConfigError(msg("inputs.regular-file-only", file_kind=file_kind(info.st_mode)), path=str(path))
     if info.st_size > MAX_FILE_BYTES:
         raise _too_big(path, info.st_size)
 
 
 def _too_big(path: str | Path, size: int | None = None) -> ConfigError:
     got = f"{size / (1 << 20):,.1f} MiB" if size is not None else "larger than that"
-    return ConfigError(f"is {got}; config files are read up to {MAX_FILE_BYTES >> 20} MiB (the limit; real "
-                       "configs are a few KiB) — check that this is the config you meant", path=str(path))
+    return ConfigError(msg("inputs.config-files-read", got=got, value=MAX_FILE_BYTES >> 20), path=str(path))
 
 
 def load_yaml(text: str, path: str) -> Any:
@@ -105,8 +104,7 @@ def load_yaml(text: str, path: str) -> Any:
 
 
 def _too_deep(path: str, kind: str) -> ConfigError:
-    return ConfigError(f"malformed {kind}: values nest more than {MAX_NESTING} levels deep (the limit; real "
-                       "configs nest fewer than 10)", path=path)
+    return ConfigError(msg("inputs.malformed-values-nest", kind=kind, MAX_NESTING=MAX_NESTING), path=path)
 
 
 def yaml_error(exc: yaml.YAMLError, path: str) -> ConfigError:
@@ -114,16 +112,18 @@ def yaml_error(exc: yaml.YAMLError, path: str) -> ConfigError:
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "malformed YAML"
-        return ConfigError(f"malformed YAML: {problem}", path=path, line=mark.line + 1 if mark else None,
+        return ConfigError(msg("inputs.malformed-yaml-2", problem=problem), path=path,
+                           line=mark.line + 1 if mark else None,
                            column=mark.column + 1 if mark else None)
-    return ConfigError(f"malformed YAML: {exc}", path=path)
+    return ConfigError(msg("inputs.malformed-yaml", exc=exc), path=path)
 
 
 def load_json(text: str, path: str) -> Any:
     try:
         data = json.loads(text, parse_int=lambda digits: _int(digits, text, path))
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
+        raise ConfigError(msg("inputs.malformed-json", msg=exc.msg), path=path, line=exc.lineno,
+                          column=exc.colno) from None
     except RecursionError:
         raise _too_deep(path, "JSON") from None
     _check_depth(data, path, "JSON")
@@ -136,16 +136,16 @@ def load_toml(text: str, path: str) -> Any:
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         col = getattr(exc, "colno", None)
-        msg = getattr(exc, "msg", None) or str(exc)
+        problem = getattr(exc, "msg", None) or str(exc)
         if line is None:  # Python 3.11 puts the location only into the message: "… (at line 7, column 11)"
-            match = re.search(r"\s*\(at line (\d+), column (\d+)\)\s*$", msg)
+            match = re.search(r"\s*\(at line (\d+), column (\d+)\)\s*$", problem)
             if match:
                 line, col = int(match.group(1)), int(match.group(2))
-                msg = msg[: match.start()]
-        raise ConfigError(f"malformed TOML: {msg}", path=path, line=line, column=col) from None
+                problem = problem[: match.start()]
+        raise ConfigError(msg("inputs.malformed-toml", problem=problem), path=path, line=line, column=col) from None
     except ValueError as exc:  # tomllib lets int()'s digit limit through as a bare ValueError
-        raise _long_int(text, path) if _first_long_int(text) >= 0 else ConfigError(f"malformed TOML: {exc}",
-                                                                                   path=path) from None
+        raise _long_int(text, path) if _first_long_int(text) >= 0 else \
+            ConfigError(msg("inputs.malformed-toml-2", exc=exc), path=path) from None
     except RecursionError:
         raise _too_deep(path, "TOML") from None
     _check_depth(data, path, "TOML")
@@ -168,8 +168,8 @@ def _long_int(text: str, path: str) -> ConfigError:
     length = len(re.match(r"[0-9_]*", text[pos:]).group())
     line = text.count("\n", 0, pos) + 1
     column = pos - (text.rfind("\n", 0, pos) + 1) + 1
-    return ConfigError(f"a number written with {length:,} digits; at most {MAX_INT_DIGITS:,} digits are read "
-                       "(the limit) — if it is meant as text, put it in quotes", path=path, line=line,
+    return ConfigError(msg("inputs.number-written-digits", length=length, MAX_INT_DIGITS=MAX_INT_DIGITS), path=path,
+                       line=line,
                        column=column)
 
 

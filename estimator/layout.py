@@ -12,6 +12,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from .errors import LayoutError
+from .messages import Message, msg
 from .strategy import V_SCHEDULES, RecomputePlan
 from .warnings import EstimateWarning
 
@@ -102,40 +103,34 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
     n = p * vp
     base = l_eff // n
     rem = l_eff - base * n
-    or_vp = f", or {vp} lists of {p}" if vp > 1 else ""
     grid: list[list[int]]  # [chunk][stage]
     if _is_int(offset):
         o = int(offset)  # type: ignore[arg-type]
         if o != rem:
-            raise LayoutError("E-OFF-SCALAR", f"scalar offset {o} must equal the remainder {rem}; "
-                                              f"it is added to all {n} slots")
+            raise LayoutError("E-OFF-SCALAR", msg("E-OFF-SCALAR", offset=o, remainder=rem, slots=n))
         grid = [[o] * p for _ in range(vp)]
     elif isinstance(offset, Sequence) and not isinstance(offset, str) and offset and all(
             isinstance(x, Sequence) and not isinstance(x, str) for x in offset):
         rows = [list(r) for r in offset]  # type: ignore[union-attr]
         if len(rows) != vp or any(len(r) != p for r in rows) or not all(_is_int(x) for r in rows for x in r):
             if not all(_is_int(x) for r in rows for x in r):
-                raise LayoutError("E-OFF-TYPE", f"offset must be an integer, a list of {p} integers, or "
-                                                f"{vp} lists of {p} integers; got {offset!r}")
-            raise LayoutError("E-OFF-LEN", f"offset has {len(rows)}×{[len(r) for r in rows]} entries; "
-                                           f"expected {p} (one per stage){or_vp}")
+                raise LayoutError("E-OFF-TYPE", msg("E-OFF-TYPE.offset", p=p, vp=vp, offset=offset))
+            raise _offset_length(f"{len(rows)}×{[len(r) for r in rows]}", p, vp)
         total = sum(sum(r) for r in rows)
         if total != rem:
-            raise LayoutError("E-OFF-SUM", f"offsets sum to {total}; they must sum to {rem} = {l_eff} layers "
-                                           f"− {p}×{vp}×{base}")
+            raise LayoutError("E-OFF-SUM", msg("E-OFF-SUM", total=total, remainder=rem, positions=l_eff, p=p, vp=vp,
+                                               base=base))
         grid = rows
     elif isinstance(offset, Sequence) and not isinstance(offset, str):
         values = list(offset)  # type: ignore[arg-type]
         if not all(_is_int(x) for x in values):
-            raise LayoutError("E-OFF-TYPE", f"offset must be an integer, a list of {p} integers, or "
-                                            f"{vp} lists of {p} integers; got {offset!r}")
+            raise LayoutError("E-OFF-TYPE", msg("E-OFF-TYPE.offset", p=p, vp=vp, offset=offset))
         if len(values) != p:
-            raise LayoutError("E-OFF-LEN", f"offset has {len(values)} entries; expected {p} (one per stage)"
-                                           f"{or_vp}")
+            raise _offset_length(str(len(values)), p, vp)
         total = sum(values)
         if total != rem:
-            raise LayoutError("E-OFF-SUM", f"offsets sum to {total}; they must sum to {rem} = {l_eff} layers "
-                                           f"− {p}×{vp}×{base}")
+            raise LayoutError("E-OFF-SUM", msg("E-OFF-SUM", total=total, remainder=rem, positions=l_eff, p=p, vp=vp,
+                                               base=base))
         if vp > 1 and rule == "split":
             grid = [[0] * p for _ in range(vp)]
             for i, o in enumerate(values):
@@ -146,8 +141,7 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
         else:
             grid = [list(values) for _ in range(vp)]
     else:
-        raise LayoutError("E-OFF-TYPE", f"offset must be an integer, a list of {p} integers, or {vp} lists "
-                                        f"of {p} integers; got {offset!r}")
+        raise LayoutError("E-OFF-TYPE", msg("E-OFF-TYPE.offset", p=p, vp=vp, offset=offset))
 
     wanted = [0] * n
     for j in range(vp):
@@ -156,8 +150,7 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
     broadcast_sum = sum(wanted) - base * n
     if broadcast_sum != rem:
         warnings.append(EstimateWarning(
-            "W-OFF-BROADCAST", f"offset {offset!r} broadcast over {vp} chunks sums to {broadcast_sum}, "
-                               f"not {rem}; slots filled in model order"))
+            "W-OFF-BROADCAST", msg("W-OFF-BROADCAST", offset=offset, vp=vp, total=broadcast_sum, remainder=rem)))
     counts = []
     remaining = l_eff
     for q in range(n):
@@ -169,33 +162,37 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
     for q, c in enumerate(counts):
         if c < 1:
             i, j = slot_position(schedule, p, vp, q)
-            raise LayoutError("E-OFF-MIN", f"stage {i} chunk {j} would get {c} layers (base {base} + offset "
-                                           f"{grid[j][i]}); every chunk needs at least 1")
+            raise LayoutError("E-OFF-MIN", msg("E-OFF-MIN", stage=i, chunk=j, layers=c, base=base, offset=grid[j][i]))
     return counts
 
 
+def _offset_length(entries: str, p: int, vp: int) -> LayoutError:
+    if vp > 1:
+        return LayoutError("E-OFF-LEN", msg("E-OFF-LEN.offset-chunks", entries=entries, p=p, vp=vp))
+    return LayoutError("E-OFF-LEN", msg("E-OFF-LEN.offset", entries=entries, p=p))
+
+
 def _partition_counts(partition: object, l_eff: int, p: int, vp: int, schedule: str,
-                      describe: str) -> list[int]:
+                      describe: Message) -> list[int]:
     if isinstance(partition, Sequence) and partition and all(isinstance(x, Sequence) for x in partition):
         rows = [list(r) for r in partition]  # type: ignore[union-attr]
         if len(rows) != vp or any(len(r) != p for r in rows):
-            raise LayoutError("E-OFF-LEN", f"layer list has {len(rows)} rows; expected {vp} lists of {p}")
+            raise LayoutError("E-OFF-LEN", msg("E-OFF-LEN.rows", rows=len(rows), vp=vp, p=p))
     elif isinstance(partition, Sequence):
         values = list(partition)  # type: ignore[arg-type]
         if len(values) != p * vp and len(values) != p:
-            raise LayoutError("E-OFF-LEN", f"layer list has {len(values)} entries; expected {p} (one per "
-                                           f"stage)" + (f" or {p * vp}" if vp > 1 else ""))
+            raise LayoutError("E-OFF-LEN", msg("E-OFF-LEN.list-chunks", n=len(values), p=p, slots=p * vp) if vp > 1
+                              else msg("E-OFF-LEN.list", n=len(values), p=p))
         if vp > 1 and len(values) == p:
-            raise LayoutError("E-OFF-LEN", f"layer list has {p} entries but vpp = {vp}; give {vp} lists "
-                                           f"of {p}")
+            raise LayoutError("E-OFF-LEN", msg("E-OFF-LEN.list-vpp", p=p, vp=vp))
         rows = [values[j * p:(j + 1) * p] for j in range(vp)]
     else:
-        raise LayoutError("E-OFF-TYPE", f"layer list must be a list of {p} integers; got {partition!r}")
+        raise LayoutError("E-OFF-TYPE", msg("E-OFF-TYPE.list", p=p, partition=partition))
     if not all(_is_int(x) and x >= 0 for r in rows for x in r):
-        raise LayoutError("E-OFF-TYPE", f"layer list entries must be non-negative integers; got {partition!r}")
+        raise LayoutError("E-OFF-TYPE", msg("E-OFF-TYPE.list-entries", partition=partition))
     total = sum(sum(r) for r in rows)
     if total != l_eff:
-        raise LayoutError("E-PART-SUM", f"layer list sums to {total}; the layout needs {l_eff} (= {describe})")
+        raise LayoutError("E-PART-SUM", msg("E-PART-SUM", total=total, positions=l_eff, describe=describe))
     counts = [0] * (p * vp)
     for j in range(vp):
         for i in range(p):
@@ -203,8 +200,7 @@ def _partition_counts(partition: object, l_eff: int, p: int, vp: int, schedule: 
     for q, c in enumerate(counts):
         if c < 1:
             i, j = slot_position(schedule, p, vp, q)
-            raise LayoutError("E-OFF-MIN", f"stage {i} chunk {j} would get {c} layers from the layer list; "
-                                           "every chunk needs at least 1")
+            raise LayoutError("E-OFF-MIN", msg("E-OFF-MIN.list", stage=i, chunk=j, layers=c))
     return counts
 
 
@@ -230,10 +226,9 @@ def _counts_grid(name: str, counts: object, slot_layers: list[list[int]], p: int
         c = slot_layers[j][i]
         if r > c:
             if strict:
-                raise LayoutError("E-REC-RANGE", f"stage {i} chunk {j}: recompute count {r} exceeds its {c} "
-                                                 "layers")
-            warnings.append(EstimateWarning("W-REC-CLIP", f"{name}: stage {i} chunk {j} asks for {r} "
-                                                          f"recomputed layers but holds {c}; clipped"))
+                raise LayoutError("E-REC-RANGE", msg("E-REC-RANGE", stage=i, chunk=j, count=r, layers=c))
+            warnings.append(EstimateWarning("W-REC-CLIP", msg("W-REC-CLIP", name=name, stage=i, chunk=j, count=r,
+                                                              layers=c)))
             return c
         return r
 
@@ -243,27 +238,27 @@ def _counts_grid(name: str, counts: object, slot_layers: list[list[int]], p: int
                 grid[j][i] = min(int(counts), slot_layers[j][i])  # type: ignore[call-overload]
         return grid
     if not isinstance(counts, Sequence) or isinstance(counts, str):
-        raise LayoutError("E-REC-LEN", f"{name} must be true/false, an integer or a list; got {counts!r}")
+        raise LayoutError("E-REC-LEN", msg("E-REC-LEN", name=name, counts=counts))
     values = list(counts)
     nested = bool(values) and all(isinstance(v, Sequence) and not isinstance(v, str) for v in values)
     if nested:
         if len(values) != vp or any(len(v) != p for v in values):
-            raise LayoutError("E-REC-LEN", f"recompute list has {len(values)} entries; expected {p} or {vp}×{p}")
+            raise LayoutError("E-REC-LEN", msg("E-REC-LEN.list", n=len(values), p=p, vp=vp))
         for j in range(vp):
             for i in range(p):
                 grid[j][i] = clip(i, j, _as_count(values[j][i], name))
         return grid
     if len(values) != p:
-        raise LayoutError("E-REC-LEN", f"recompute list has {len(values)} entries; expected {p} or {vp}×{p}")
+        raise LayoutError("E-REC-LEN", msg("E-REC-LEN.list", n=len(values), p=p, vp=vp))
     for i in range(p):
         r = _as_count(values[i], name)
         stage_total = sum(slot_layers[j][i] for j in range(vp))
         if r > stage_total:
             if strict:
-                raise LayoutError("E-REC-RANGE", f"stage {i}: recompute count {r} exceeds its {stage_total} "
-                                                 "layers")
-            warnings.append(EstimateWarning("W-REC-CLIP", f"{name}: stage {i} asks for {r} recomputed "
-                                                          f"layers but holds {stage_total}; clipped"))
+                raise LayoutError("E-REC-RANGE", msg("E-REC-RANGE.stage", stage=i, count=r,
+                                                     layers=stage_total))
+            warnings.append(EstimateWarning("W-REC-CLIP", msg("W-REC-CLIP.stage", name=name, stage=i, count=r,
+                                                              layers=stage_total)))
             r = stage_total
         # DECISION D40: dealt one layer at a time round-robin over chunks, skipping full chunks.
         j = 0
@@ -281,7 +276,7 @@ def _as_count(value: object, name: str) -> int:
     if value is False or value is None:
         return 0
     if not _is_int(value) or int(value) < 0:  # type: ignore[call-overload]
-        raise LayoutError("E-REC-LEN", f"{name} entries must be non-negative integers; got {value!r}")
+        raise LayoutError("E-REC-LEN", msg("E-REC-LEN.entries", name=name, value=value))
     return int(value)  # type: ignore[call-overload]
 
 
@@ -338,15 +333,20 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
     p, vp, schedule = inp.p, inp.vp, inp.schedule
     warnings: list[EstimateWarning] = []
     if schedule in V_SCHEDULES and vp != 2:
-        raise LayoutError("E-ZBV-VP", f"V schedules need exactly 2 chunks per stage; got vp = {vp}")
+        raise LayoutError("E-ZBV-VP", msg("E-ZBV-VP", vp=vp))
     n_lay, n_mtp, n_noop = len(inp.body_kinds), len(inp.mtp_kinds), len(inp.noop_layers)
     l_eff = n_lay + n_noop + (n_mtp if inp.mtp_in_offset else 0) + (2 if inp.emb_out_in_offset else 0)
     n_slots = p * vp
     if n_slots > l_eff:
-        raise LayoutError("E-VPP-LAYERS", f"{p}×{vp} chunks exceed the {l_eff} layer positions")
+        raise LayoutError("E-VPP-LAYERS", msg("E-VPP-LAYERS", p=p, vp=vp, positions=l_eff))
     if inp.partition is not None:
-        describe = f"{n_lay} layers" + (f" + {n_mtp} MTP" if inp.mtp_in_offset and n_mtp else "") + \
-            (f" + {n_noop} noop" if n_noop else "") + (" + embedding/output" if inp.emb_out_in_offset else "")
+        describe = msg("layout.positions", n=n_lay)
+        if inp.mtp_in_offset and n_mtp:
+            describe = msg("layout.positions.mtp", before=describe, n=n_mtp)
+        if n_noop:
+            describe = msg("layout.positions.noop", before=describe, n=n_noop)
+        if inp.emb_out_in_offset:
+            describe = msg("layout.positions.embedding", before=describe)
         counts = _partition_counts(inp.partition, l_eff, p, vp, schedule, describe)
     elif inp.offset is not None:
         counts = _offset_counts(inp.offset, l_eff, p, vp, schedule, inp.offset_rule, warnings)
@@ -355,8 +355,7 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
         for i in range(p - 1):
             if per_stage[i] < base * vp and any(per_stage[k] > base * vp for k in range(i + 1, p)):
                 warnings.append(EstimateWarning(
-                    "W-OFF-NEG-LAST", f"stage {i} holds {per_stage[i]} layers, fewer than the base {base * vp}, "
-                                      "while a later stage holds more (legal, usually unintended)"))
+                    "W-OFF-NEG-LAST", msg("W-OFF-NEG-LAST", stage=i, layers=per_stage[i], base=base * vp)))
                 break
     else:
         counts = balanced_counts(l_eff, n_slots)
@@ -414,8 +413,8 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
         vis = list(inp.vision_partition) if inp.vision_partition is not None else [inp.vision_layers] + \
             [0] * (p - 1)
         if len(vis) != p or sum(vis) != inp.vision_layers:
-            raise LayoutError("E-PART-SUM", f"vision layer list {vis} must have {p} entries summing to "
-                                            f"{inp.vision_layers}")
+            raise LayoutError("E-PART-SUM", msg("E-PART-SUM.vision", vision=vis, p=p,
+                                                layers=inp.vision_layers))
         for i, c in enumerate(vis):
             q = slot_index(schedule, p, vp, i, 0)
             slot_items[q][0:0] = [(VISION, VISION, -1)] * c
@@ -465,13 +464,13 @@ def _assign_recompute(inp: LayoutInputs, rec_layers: list[list[int]],
     for r, rng in enumerate(plan.ranges):
         last = rng.first + rng.count - 1
         if rng.first < 0 or rng.count < 1 or last >= n_total:
-            raise LayoutError("E-RANGE-OOB", f"recompute range {rng.first}..{last} is outside layers "
-                                             f"0..{n_total - 1}")
+            raise LayoutError("E-RANGE-OOB", msg("E-RANGE-OOB", first=rng.first, last=last, top=n_total - 1))
         for idx in range(rng.first, last + 1):
             if idx in covered and not plan.allow_overlap:
                 other = plan.ranges[covered[idx]]
-                raise LayoutError("E-RANGE-OVERLAP", f"recompute ranges {other.first}..{other.first + other.count - 1}"
-                                                     f" and {rng.first}..{last} overlap at layer {idx}")
+                raise LayoutError("E-RANGE-OVERLAP", msg("E-RANGE-OVERLAP", other_first=other.first,
+                                                         other_last=other.first + other.count - 1, first=rng.first,
+                                                         last=last, layer=idx))
             covered[idx] = r
             out[idx] = (rng.option, 1, True)
     if plan.uniform_group > 1:

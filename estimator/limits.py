@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import MAX_MESSAGE_CHARS, ConfigError, clip  # noqa: F401 (MAX_MESSAGE_CHARS: listed with the rest)
+from .messages import msg
 
 # ------------------------------------------------------------------------------------------ files
 MAX_FILE_BYTES = 1 << 20
@@ -197,10 +198,10 @@ def bound_of(qualified: str, kind: type) -> Bound:
 def check_number(value: int | float, bound: Bound, *, path: str | None = None, key: str | None = None) -> Any:
     """``value`` when it lies within ``bound`` (and is finite), else a ConfigError stating the rule."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"{value!r} is not a finite number; {bound.rule()}", path=path, key=key)
+        raise ConfigError(msg("limits.finite-number", value=value, rule=bound.rule()), path=path, key=key)
     below = value <= bound.low if bound.low_open else value < bound.low
     if below or value > bound.high:
-        raise ConfigError(f"{_shown(value)} is out of range: {bound.rule()}", path=path, key=key)
+        raise ConfigError(msg("limits.out-range", shown=_shown(value), rule=bound.rule()), path=path, key=key)
     return value
 
 
@@ -215,14 +216,14 @@ def check_totals(strategy: Any, where: str | None = None) -> None:
     mbs·dp·micro_batches·n_acc (each factor is bounded alone, their product too)."""
     world = strategy.world_size
     if world > MAX_DEVICES:
-        raise ConfigError(f"dp {strategy.dp} × tp {strategy.tp} × pp {strategy.pp} × cp {strategy.cp} = {world:,} "
-                          f"devices; at most {_number(MAX_DEVICES)}, the limit — check the parallel degrees",
+        raise ConfigError(msg("limits.dp-tp-pp", dp=strategy.dp, tp=strategy.tp, pp=strategy.pp, cp=strategy.cp,
+                              world=world, number=_number(MAX_DEVICES)),
                           path=where, key="strategy.dp")
     batch = strategy.global_batch_size
     if batch > MAX_GLOBAL_BATCH:
-        raise ConfigError(f"micro_batch_size {strategy.micro_batch_size} × dp {strategy.dp} × micro_batches "
-                          f"{strategy.micro_batches} × n_acc {strategy.n_acc} = a global batch of {batch:,} "
-                          f"sequences; at most {_number(MAX_GLOBAL_BATCH)}, the limit — check the batch sizes",
+        raise ConfigError(msg("limits.micro_batch_size-dp-micro_batches", micro_batch_size=strategy.micro_batch_size,
+                              dp=strategy.dp, micro_batches=strategy.micro_batches, n_acc=strategy.n_acc, batch=batch,
+                              number=_number(MAX_GLOBAL_BATCH)),
                           path=where, key="strategy.micro_batches")
 
 
@@ -230,8 +231,8 @@ def check_list(values: Any, *, path: str | None = None, key: str | None = None, 
     """A per-stage list (ints, or a list of lists of ints): at most MAX_LAYERS entries, each within ``bound``."""
     if isinstance(values, (list, tuple)):
         if len(values) > MAX_LAYERS:
-            raise ConfigError(f"a list of {len(values):,} entries; at most {MAX_LAYERS:,} (one per layer) are "
-                              "meaningful", path=path, key=key)
+            raise ConfigError(msg("limits.list-entries-most", n_values=len(values), MAX_LAYERS=MAX_LAYERS), path=path,
+                              key=key)
         for item in values:
             check_list(item, path=path, key=key, bound=bound)
     elif isinstance(values, (int, float)) and not isinstance(values, bool):

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from .errors import ModelSpecError
 from .kinds import base_of, kind_for_layer, known_kinds
+from .messages import Message, joined, msg
 from .records import Record
 
 BODY_KINDS = ("dense", "moe", "lin_dense", "lin_moe", "noop", "vision")
@@ -188,48 +189,47 @@ class ModelSpec(Record):
             self.__dict__["_checked"] = True
 
     def _check(self) -> None:
-        problems: list[str] = []
+        problems: list[Message] = []
         for name in ("hidden_size", "num_layers", "num_attention_heads", "vocab_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                problems.append(f"model.{name} must be a positive integer; got {value!r}")
+                problems.append(msg("model.model-must-positive", name=name, value=value))
         if problems:
-            raise ModelSpecError("; ".join(problems))
+            raise ModelSpecError(joined(problems))
         n_kv = self.num_kv_heads or self.num_attention_heads
         if not self.is_mla and self.num_attention_heads % n_kv:
-            problems.append(f"num_attention_heads {self.num_attention_heads} must be a multiple of "
-                            f"num_kv_heads {n_kv}")
+            problems.append(msg("model.num_attention_heads-must-multiple", num_attention_heads=self.num_attention_heads,
+                                n_kv=n_kv))
         body = sum(g.count for g in self.layer_stack() if not g.is_mtp)
         mtp = sum(g.count for g in self.layer_stack() if g.is_mtp)
         if self.layers and body != self.num_layers:
-            problems.append(f"layer groups sum to {body}, model has {self.num_layers} layers")
+            problems.append(msg("model.layer-groups-sum", body=body, num_layers=self.num_layers))
         if self.layers and mtp != self.mtp_layers:
-            problems.append(f"MTP layer groups sum to {mtp}, model has {self.mtp_layers} MTP layers")
+            problems.append(msg("model.mtp-layer-groups", mtp=mtp, mtp_layers=self.mtp_layers))
         for group in self.layer_stack():
             if group.kind not in BODY_KINDS and group.kind not in known_kinds():
-                problems.append(f"unknown layer kind {group.kind!r} (one of {', '.join(BODY_KINDS)}, or a kind "
-                                f"described as data: {', '.join(known_kinds()) or 'none'})")
+                problems.append(msg("model.unknown-layer-kind", kind=group.kind, BODY_KINDS=', '.join(BODY_KINDS),
+                                    value=', '.join(known_kinds()) or 'none'))
         kinds = {base_of(g.kind) for g in self.layer_stack()}
         if kinds & {"moe", "lin_moe"}:
             if not self.num_experts or not self.experts_per_token:
-                problems.append("MoE layers need num_experts and experts_per_token")
+                problems.append(msg("model.moe-layers-need"))
             if not self.moe_ffn_hidden_size:
-                problems.append("MoE layers need moe_ffn_hidden_size (the routed expert FFN width)")
+                problems.append(msg("model.moe-layers-need-2"))
         if kinds & {"dense", "lin_dense"} and not self.ffn_hidden_size:
-            problems.append("dense layers need ffn_hidden_size")
+            problems.append(msg("model.dense-layers-need"))
         if kinds & {"lin_dense", "lin_moe"} and not (
                 self.linear_num_key_heads and self.linear_key_head_dim and self.linear_num_value_heads
                 and self.linear_value_head_dim):
-            problems.append("linear-attention layers need linear_num_key_heads, linear_key_head_dim, "
-                            "linear_num_value_heads and linear_value_head_dim")
+            problems.append(msg("model.linear-attention-layers"))
         if self.is_mla and not self.qk_rope_head_dim:
-            problems.append("MLA (kv_lora_rank > 0) needs qk_rope_head_dim")
+            problems.append(msg("model.mla-kv_lora_rank-needs"))
         for name in ("attention_dropout", "hidden_dropout"):
             rate = getattr(self, name)
             if rate is not None and not 0 <= rate < 1:
-                problems.append(f"model.{name} must be a probability in [0, 1); got {rate!r}")
+                problems.append(msg("model.model-must-probability", name=name, rate=rate))
         if self.experts_per_token > max(self.num_experts, 0):
-            problems.append(f"experts_per_token {self.experts_per_token} exceeds num_experts "
-                            f"{self.num_experts}")
+            problems.append(msg("model.experts_per_token-exceeds-num_experts", experts_per_token=self.experts_per_token,
+                                num_experts=self.num_experts))
         if problems:
-            raise ModelSpecError("; ".join(problems))
+            raise ModelSpecError(joined(problems))

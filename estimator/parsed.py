@@ -17,6 +17,7 @@ from .fields import REGISTRY, coerce, lookup, recompute_value
 from .frameworks import framework_defaults
 from .hardware import Hardware, find_preset, load_presets
 from .limits import check_totals
+from .messages import msg
 from .model import LayerGroup, ModelSpec, VisionSpec
 from .options import FRAMEWORKS, RunOptions
 from .strategy import RecomputePlan, ShardingSpec, Strategy
@@ -91,18 +92,16 @@ def _model_from(values: dict[str, Any], where: str | None) -> ModelSpec:
             try:
                 value = VisionSpec.from_dict(value)
             except (KeyError, TypeError) as exc:
-                raise ConfigError(f"bad vision tower description: {exc}", path=where, key=key) from None
+                raise ConfigError(msg("parsed.bad-vision-tower", exc=exc), path=where, key=key) from None
         elif name == "layers" and isinstance(value, (list, tuple)):
             try:
                 value = tuple(LayerGroup.from_dict(v) if isinstance(v, dict) else v for v in value)
             except (KeyError, TypeError) as exc:
-                raise ConfigError(f"bad layer group: {exc}", path=where, key=key) from None
+                raise ConfigError(msg("parsed.bad-layer-group", exc=exc), path=where, key=key) from None
         kwargs[name] = value
     missing = [n for n in ("hidden_size", "num_layers", "num_attention_heads", "vocab_size") if kwargs.get(n) is None]
     if missing:
-        raise ConfigError("the model is missing " + ", ".join(f"model.{n}" for n in missing) +
-                          "; pass the model's file too (--model config.json for a Hugging Face config, or the "
-                          "MindSpeed-MM model.json beside its launch script), or state them in a plan file",
+        raise ConfigError(msg("parsed.model-missing", fields=", ".join(f"model.{n}" for n in missing)),
                           path=where, key=f"model.{missing[0]}")
     return ModelSpec(**kwargs)
 
@@ -125,8 +124,7 @@ def _strategy_from(values: dict[str, Any], where: str | None) -> Strategy:
         else:
             top[info.attr] = value
     if top.get("seq_length") is None:
-        raise ConfigError("the strategy is missing strategy.seq_length (the training sequence length); give it "
-                          "with --set strategy.seq_length=N",
+        raise ConfigError(msg("parsed.strategy-missing-strategy"),
                           path=where, key="strategy.seq_length")
     return Strategy(recompute=RecomputePlan(**rec), sharding=ShardingSpec(**shard), **top)
 
@@ -142,7 +140,7 @@ def _hardware_from(values: dict[str, Any], framework: str, provenance: dict[str,
     presets = load_presets(preset_dirs)
     if device is None:
         device = framework_defaults(framework).default_device
-        assumptions.append(Assumption("hardware.device", device, f"{framework} usual device"))
+        assumptions.append(Assumption("hardware.device", device, msg("parsed.usual-device", framework=framework)))
         provenance.setdefault("hardware.device", Provenance("default", key=f"{framework} usual device"))
     hw = find_preset(str(device), presets)
     changes = {k.split(".", 1)[1]: v for k, v in values.items()
@@ -159,7 +157,7 @@ def build_plan(values: dict[str, Any], provenance: dict[str, Provenance] | None 
     provenance = dict(provenance or {})
     framework = values.get("options.framework")
     if not framework:
-        raise ConfigError(f"options.framework is required: one of {', '.join(FRAMEWORKS)}", path=where,
+        raise ConfigError(msg("parsed.options-framework-required", FRAMEWORKS=', '.join(FRAMEWORKS)), path=where,
                           key="options.framework")
     framework_defaults(str(framework))  # validates the name
     assumptions: list[Assumption] = []
@@ -169,7 +167,7 @@ def build_plan(values: dict[str, Any], provenance: dict[str, Provenance] | None 
         options = _options_from(values)
         check_totals(strategy, where)
     except TypeError as exc:  # a value of the wrong shape reached a record
-        raise ConfigError(f"invalid value: {exc}", path=where) from None
+        raise ConfigError(msg("parsed.invalid-value", exc=exc), path=where) from None
     hardware = _hardware_from(values, str(framework), provenance, assumptions, preset_dirs)
     return ParsedConfig(model=model, strategy=strategy, hardware=hardware, options=options, provenance=provenance,
                         warnings=tuple(warnings), assumptions=tuple(assumptions), sources=tuple(sources),
@@ -210,9 +208,8 @@ def apply_changes(parsed: ParsedConfig, changes: dict[str, Any], *, hold: str = 
             "strategy.dp" not in touched and hold == "world":
         if world % (tp * pp * cp):
             changed = next(k for k in touched if k in ("strategy.tp", "strategy.pp", "strategy.cp"))
-            raise ConfigError(f"{changed} makes strategy.dp = {world}/(tp {tp} × pp {pp} × cp {cp}) = "
-                              f"{world / (tp * pp * cp):g}, not an integer; the device count {world} stays "
-                              "fixed — change strategy.dp too or pick degrees whose product divides it",
+            raise ConfigError(msg("parsed.makes-strategy-dp", changed=changed, world=world, tp=tp, pp=pp, cp=cp,
+                                  value=world / (tp * pp * cp)),
                               key=changed)
         values["strategy.dp"] = world // (tp * pp * cp)
         provenance["strategy.dp"] = Provenance("derived", key=f"N/(tp·pp·cp) = {world}/{tp * pp * cp}")
@@ -226,9 +223,8 @@ def apply_changes(parsed: ParsedConfig, changes: dict[str, Any], *, hold: str = 
         if batch % (dp * mbs * n_acc):
             cause = next((k for k in touched if k in ("strategy.dp", "strategy.micro_batch_size", "strategy.n_acc")),
                          "strategy.dp")
-            raise ConfigError(f"{cause} makes strategy.micro_batches = {batch}/(dp {dp} × micro_batch_size {mbs}"
-                              f" × n_acc {n_acc}) = {batch / (dp * mbs * n_acc):g}, not an integer; the global "
-                              f"batch {batch} stays fixed — change strategy.micro_batches too", key=cause)
+            raise ConfigError(msg("parsed.makes-strategy-micro_batches", cause=cause, batch=batch, dp=dp, mbs=mbs,
+                                  n_acc=n_acc, value=batch / (dp * mbs * n_acc)), key=cause)
         values["strategy.micro_batches"] = batch // (dp * mbs * n_acc)
         provenance["strategy.micro_batches"] = Provenance("derived", key=f"G/(dp·mbs·n_acc) = {batch}/"
                                                                         f"{dp * mbs * n_acc}")
@@ -263,9 +259,7 @@ def _rescale_lists(parsed: ParsedConfig, values: dict[str, Any], provenance: dic
     if all(v is None for v in lists.values()):
         if vision:
             mapped = list(values["strategy.vision_partition"])
-            warnings.append(EstimateWarning("W-LAYOUT-RESCALED", f"pipeline changed to pp {p_new}: the vision tower's "
-                                                                 f"layers per stage were mapped to {mapped}; review "
-                                                                 "them"))
+            warnings.append(EstimateWarning("W-LAYOUT-RESCALED", msg("W-LAYOUT-RESCALED", p_new=p_new, mapped=mapped)))
         return
     try:
         layout = build_layout(layout_inputs(resolve(parsed.model, st, parsed.hardware, parsed.options)))
@@ -281,10 +275,9 @@ def _rescale_lists(parsed: ParsedConfig, values: dict[str, Any], provenance: dic
         if lists["strategy.recompute" if key == counts_key else key] is not None:
             values[key] = value
             provenance[key] = Provenance("derived", key=f"rescaled to pp {p_new} × vpp {vp_new}")
-    warnings.append(EstimateWarning("W-LAYOUT-RESCALED", f"pipeline changed to pp {p_new} × vpp {vp_new}: layer "
-                                                         "offsets and per-stage recompute counts"
-                                                         + (" and the vision tower's layers" if vision else "")
-                                                         + " were mapped proportionally; review them"))
+    said = msg("W-LAYOUT-RESCALED.layers-vision", p=p_new, vp=vp_new) if vision else \
+        msg("W-LAYOUT-RESCALED.layers", p=p_new, vp=vp_new)
+    warnings.append(EstimateWarning("W-LAYOUT-RESCALED", said))
 
 
 def _rescale_vision(partition: tuple[int, ...] | None, p_new: int, values: dict[str, Any],
@@ -309,7 +302,7 @@ def _check_positive(key: str, value: Any) -> None:
     any rule divides by it."""
     if key in _POSITIVE and value is not None and not isinstance(value, bool) and isinstance(value, int) \
             and value < 1:
-        raise ConfigError(f"{key} = {value}: it must be at least 1", key=key)
+        raise ConfigError(msg("parsed.must-least", key=key, value=value), key=key)
 
 
 def _drop_hsdp_split(values: dict[str, Any]) -> None:

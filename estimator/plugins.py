@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .messages import msg
 
 GROUP = "sapp_planner.plugins"
 
@@ -44,9 +45,9 @@ class PluginContext:
         from .formats import READERS
 
         if name in READERS:
-            raise ConfigError(f"plug-in {self.info.name!r}: a reader named {name!r} exists already")
+            raise ConfigError(msg("plugins.plug-reader-named", name=self.info.name, reader=name))
         if not (callable(detect) and callable(read)):
-            raise ConfigError(f"plug-in {self.info.name!r}: add_reader needs two callables")
+            raise ConfigError(msg("plugins.plug-add_reader-needs", name=self.info.name))
         READERS[name] = (detect, read)
         self._undo.append(lambda: READERS.pop(name, None))
         self.info.added.append(f"reader {name}")
@@ -66,7 +67,7 @@ class PluginContext:
 
         path = Path(folder)
         if not path.is_dir():
-            raise ConfigError(f"plug-in {self.info.name!r}: kinds folder {path} does not exist")
+            raise ConfigError(msg("plugins.plug-kinds-folder", name=self.info.name, path=path))
         add_kinds_dir(path, f"plug-in {self.info.name}")
         self._undo.append(lambda: remove_kinds_dir(path))
         self.info.added.append(f"layer kinds {path}")
@@ -77,7 +78,7 @@ class PluginContext:
 
         path = Path(folder)
         if not path.is_dir():
-            raise ConfigError(f"plug-in {self.info.name!r}: presets folder {path} does not exist")
+            raise ConfigError(msg("plugins.plug-presets-folder", name=self.info.name, path=path))
         load_presets((path,))  # every file must load
         _PRESET_DIRS.append(path)
         self._undo.append(lambda: _PRESET_DIRS.remove(path))

@@ -1,7 +1,8 @@
 """A small base for the frozen data records: ``to_dict`` / ``from_dict`` (JSON-safe) and ``replace``.
 
 Nested records are declared per class in ``_nested`` (field name -> record class); a nested value may be a
-single record or a tuple of records. Lists coming from JSON/YAML become tuples so records stay hashable.
+single record or a tuple of records. Lists coming from JSON/YAML become tuples so records stay hashable. A field
+declared with ``metadata=IN_MEMORY`` (e.g. a warning's catalogue message) is left out of ``to_dict``.
 """
 
 from __future__ import annotations
@@ -29,13 +30,17 @@ def _thaw(value: Any) -> Any:
     return value
 
 
+IN_MEMORY = {"json": False}
+
+
 class Record:
     """Mixin for frozen dataclasses."""
 
     _nested: ClassVar[dict[str, type[Record]]] = {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _thaw(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return {f.name: _thaw(getattr(self, f.name)) for f in dataclasses.fields(self)  # type: ignore[arg-type]
+                if f.metadata.get("json", True)}
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from .frameworks import FrameworkDefaults, framework_defaults
 from .hardware import Hardware
 from .kinds import data_kind_assumptions
 from .kinds import model_symbols as kind_model_symbols
+from .messages import Text, msg
 from .model import ModelSpec
 from .options import RunOptions
 from .params import lora_modules
@@ -203,7 +204,7 @@ class _Recorder:
     def __init__(self) -> None:
         self.assumptions: list[Assumption] = []
 
-    def take(self, field_name: str, given: object, default: object, source: str) -> object:
+    def take(self, field_name: str, given: object, default: object, source: Text) -> object:
         if given is not None:
             return given
         self.assumptions.append(Assumption(field_name, default, source))
@@ -222,14 +223,13 @@ def resolve_dims(model: ModelSpec, profile: FamilyProfile, rec: _Recorder,
     model.check()
     h, a = model.hidden_size, model.num_attention_heads
     mla = model.is_mla
-    n_kv = a if mla else int(rec.take("model.num_kv_heads", model.num_kv_heads, a, "equal to heads (MHA)"))
+    n_kv = a if mla else int(rec.take("model.num_kv_heads", model.num_kv_heads, a, msg("resolve.equal-heads-mha")))
     if model.head_dim is not None:
         dh = model.head_dim
     elif h % a:
-        raise ModelSpecError(f"model.head_dim is not given and hidden_size {h} is not a multiple of "
-                             f"num_attention_heads {a}; set model.head_dim")
+        raise ModelSpecError(msg("resolve.model-head_dim-given", h=h, a=a))
     else:
-        dh = int(rec.take("model.head_dim", None, h // a, "hidden_size / heads (D1 fallback)"))
+        dh = int(rec.take("model.head_dim", None, h // a, msg("resolve.hidden_size-heads-d1")))
     dv = model.v_head_dim if model.v_head_dim is not None else dh
     dhr = model.qk_rope_head_dim if mla else 0
     gated = model.gated_ffn if model.gated_ffn is not None else profile.ffn_gated
@@ -240,7 +240,7 @@ def resolve_dims(model: ModelSpec, profile: FamilyProfile, rec: _Recorder,
     if moe and model.num_shared_experts and model.shared_ffn_hidden_size is None:
         rec.assumptions.append(Assumption("model.shared_ffn_hidden_size",
                                           model.num_shared_experts * hff_exp,
-                                          "num_shared_experts × moe_ffn_hidden_size"))
+                                          msg("resolve.num_shared_experts-moe_ffn_hidden_size")))
     hff_sh = model.shared_ffn_hidden_size if model.shared_ffn_hidden_size is not None else \
         model.num_shared_experts * hff_exp
     if model.make_vocab_divisible_by is not None:
@@ -248,7 +248,7 @@ def resolve_dims(model: ModelSpec, profile: FamilyProfile, rec: _Recorder,
     else:
         multiple = 128 if fw.megatron_vocab_padding else 1
     if moe and model.capacity_factor is None:
-        rec.assumptions.append(Assumption("model.capacity_factor", None, "dropless routing (ρ applies)"))
+        rec.assumptions.append(Assumption("model.capacity_factor", None, msg("resolve.dropless-routing-applies")))
     return Dims(
         h=h, a=a, n_kv=n_kv, dh=dh, dv=dv, dqk=dh + dhr, dhr=dhr,
         hff=model.ffn_hidden_size or 0, hff_exp=hff_exp, hff_sh=hff_sh, v=model.vocab_size,
@@ -290,22 +290,28 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     mode = sh.mode
 
     # byte widths (docs/model.md#byte-widths-per-framework)
-    bp = float(rec.take("strategy.param_bytes", st.param_bytes, fw.param_bytes, f"{fw.title} default"))
-    bc = float(rec.take("strategy.compute_bytes", st.compute_bytes, fw.compute_bytes, f"{fw.title} default"))
+    bp = float(rec.take("strategy.param_bytes", st.param_bytes, fw.param_bytes, msg("resolve.default", title=fw.title)))
+    bc = float(rec.take("strategy.compute_bytes", st.compute_bytes, fw.compute_bytes, msg("resolve.default",
+        title=fw.title)))
     bg = float(rec.take("strategy.grad_bytes", st.grad_bytes, fw.grad_bytes if fw.grad_bytes else bp,
-                        f"{fw.title} default" + ("" if fw.grad_bytes else " (= param_bytes)")))
+                        msg("resolve.default", title=fw.title) if fw.grad_bytes else
+                        msg("resolve.default.param-bytes", title=fw.title)))
     if st.master_bytes is not None:
         bm = float(st.master_bytes)
     elif st.reuse_fp32_param and fw.master_bytes:
         bm = max(0.0, 4.0 - bp)
-        rec.assumptions.append(Assumption("strategy.master_bytes", bm, "reuse_fp32_param: β_p + β_m = 4"))
+        rec.assumptions.append(Assumption("strategy.master_bytes", bm, msg("resolve.reuse_fp32_param-p-m")))
     else:
-        bm = float(rec.take("strategy.master_bytes", None, fw.master_bytes, f"{fw.title} default"))
-    bos = float(rec.take("strategy.optimizer_state_bytes", st.optimizer_state_bytes, 4.0, "AdamW fp32 states"))
-    nos = int(rec.take("strategy.n_optimizer_states", st.n_optimizer_states, 2, "AdamW (exp_avg, exp_avg_sq)"))
+        bm = float(rec.take("strategy.master_bytes", None, fw.master_bytes, msg("resolve.default", title=fw.title)))
+    bos = float(rec.take("strategy.optimizer_state_bytes", st.optimizer_state_bytes, 4.0,
+                         msg("resolve.adamw-fp32-states")))
+    nos = int(rec.take("strategy.n_optimizer_states", st.n_optimizer_states, 2,
+                       msg("resolve.adamw-exp_avg-exp_avg_sq")))
+    from_profile = profile.softmax_bytes is not None
     bsm = float(rec.take("strategy.softmax_bytes", st.softmax_bytes,
-                         profile.softmax_bytes if profile.softmax_bytes is not None else fw.softmax_bytes,
-                         f"{profile.name} profile" if profile.softmax_bytes is not None else f"{fw.title} default"))
+                         profile.softmax_bytes if from_profile else fw.softmax_bytes,
+                         msg("resolve.profile", name=profile.name) if from_profile else
+                         msg("resolve.default", title=fw.title)))
     bdm = float(st.dropout_mask_bytes if st.dropout_mask_bytes is not None else 1.0)
     bn = float(st.norm_bytes if st.norm_bytes is not None else bc)
     br = float(st.residual_bytes if st.residual_bytes is not None else bc)
@@ -318,7 +324,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
 
     # implementation flags (docs/model.md#slot-table): strategy / options > profile > framework
     fa = bool(rec.take("strategy.flash_attention", _pick(st.flash_attention, profile.flash_attention), True,
-                       "flash attention assumed"))
+                       msg("resolve.flash-attention-assumed")))
     fused_act = bool(_pick(options.fused_gated_act, profile.fused_gated_act, fw.fused_gated_act))
     fused_exp = bool(_pick(options.fused_gated_act_experts, options.fused_gated_act, profile.fused_gated_act,
                            fw.fused_gated_act_experts))
@@ -355,7 +361,8 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     )
     if persistence != fw.grad_persistence(mode) or options.grad_persistence is None:
         rec.assumptions.append(Assumption("options.grad_persistence", persistence,
-                                          "given" if options.grad_persistence else f"{fw.title} default"))
+                                          msg("resolve.given") if options.grad_persistence else msg("resolve.default",
+                                                                                                    title=fw.title)))
 
     # degrees (docs/model.md#resolution)
     d = st.dp
@@ -363,7 +370,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     d_sh = st.d_sh if st.d_sh is not None else d // max(1, d_rep)
     etp = st.etp if st.etp is not None else (fw.default_etp(st.tp, st.ep, d, st.cp) if dims.moe else 1)
     if dims.moe and st.etp is None:
-        rec.assumptions.append(Assumption("strategy.etp", etp, f"{fw.title} default"))
+        rec.assumptions.append(Assumption("strategy.etp", etp, msg("resolve.default", title=fw.title)))
     u = st.ulysses_degree if st.ulysses_degree is not None else (st.cp if st.cp_algo == "ulysses" else 1)
     span = sh.span_cp
     domain = d * st.cp if span else d
@@ -378,7 +385,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     os = sh.os if sh.os is not None else os_default
     os_e = sh.os_e if sh.os_e is not None else os_e_default
     if mode != "none" and sh.os is None:
-        rec.assumptions.append(Assumption("strategy.shard_size", os, "the whole sharding domain"))
+        rec.assumptions.append(Assumption("strategy.shard_size", os, msg("resolve.whole-sharding-domain")))
     n_s = st.n_s if schedule in ("seq1f1b", "seqsmartvpp") else 1
     par = Par(d=d, t=st.tp, p=p, vp=st.vpp, cp=st.cp, ep=st.ep, etp=etp, b=st.micro_batch_size,
               m=st.micro_batches, n_acc=st.n_acc, s=st.seq_length, sp=1 if (st.sequence_parallel and st.tp > 1) else 0,
@@ -389,14 +396,10 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     warnings = unpriced_warnings(st) + lora_warnings(model, dims, feat) + zero_warnings
     if feat.async_tp:
         if st.tp > 1 and not st.sequence_parallel:
-            warnings.append(EstimateWarning("W-ASYNC-TP", "async TP decomposes sequence-parallel all-gathers and "
-                                                          "reduce-scatters: without sequence parallelism it does "
-                                                          "nothing"))
-        warnings.append(EstimateWarning("W-UNMODELLED", "async TP's communication workspace (symmetric memory, TE "
-                                                        "userbuffers) is not priced yet; its time effect is"))
+            warnings.append(EstimateWarning("W-ASYNC-TP", msg("W-ASYNC-TP")))
+        warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.async-tp-s")))
     if feat.lora and fsdp2:
-        warnings.append(EstimateWarning("W-UNMODELLED", "FSDP2 instants count gradients for every unit, the frozen "
-                                                        "base's too: PEFT gradients here are an upper bound"))
+        warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.fsdp2-instants-count")))
     return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,
                     dims=dims, widths=widths, flags=flags, par=par, capacity=capacity, budget=budget,
                     assumptions=tuple(rec.assumptions),
@@ -412,11 +415,10 @@ def lora_warnings(model: ModelSpec, dims: Dims, feat: Features) -> list[Estimate
     out = []
     missing = sorted(feat.lora_targets - present)
     if missing:
-        out.append(EstimateWarning("W-LORA-TARGET", f"LoRA targets {', '.join(missing)} match no module of this "
-                                                    f"model (it has {', '.join(sorted(present))}); ignored"))
+        out.append(EstimateWarning("W-LORA-TARGET", msg("W-LORA-TARGET.lora-targets-match", missing=', '.join(missing),
+                                                        present=', '.join(sorted(present)))))
     if dims.moe and feat.lora_targets & {"gate", "up", "fc1", "down"}:
-        out.append(EstimateWarning("W-LORA-EXPERTS", "LoRA on FFN modules of MoE layers is priced on the dense "
-                                                     "and shared-expert FFNs only; routed experts stay frozen"))
+        out.append(EstimateWarning("W-LORA-EXPERTS", msg("W-LORA-EXPERTS")))
     return out
 
 
@@ -426,10 +428,7 @@ def _family_warnings(choice: FamilyChoice, model: ModelSpec) -> tuple[EstimateWa
     if not choice.generic or not (model.model_type or model.hf_architectures):
         return ()
     kind = "MoE" if (model.num_experts or 0) > 1 else "dense"
-    return (EstimateWarning("W-MODEL-FAMILY", f"priced as a generic {kind} decoder (the default profile: RMSNorm, "
-                                              f"gated SiLU FFN, no biases, no dropout, causal attention) because "
-                                              f"{choice.how}; if the model differs, set model.family or add a "
-                                              "family profile"),)
+    return (EstimateWarning("W-MODEL-FAMILY", msg("W-MODEL-FAMILY", kind=kind, how=choice.how)),)
 
 
 def plan_budget(capacity: float, options: RunOptions) -> float:

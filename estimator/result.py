@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from .explain import Quantity
+from .messages import Message
 from .units import round_half_up
 from .warnings import Assumption, EstimateWarning
 
@@ -52,6 +53,7 @@ class StageResult:
     peak_vector: tuple[int, ...] = ()
     peak_instant: str = ""
     optimizer_step_peak: float = 0.0
+    peak_said: Message | None = field(default=None, compare=False, repr=False)  # peak_instant, to say in the app
     layer_counts: tuple[int, ...] = ()  # body/MTP/noop positions per chunk
     kinds: frozenset[str] = frozenset()  # row kinds present (embedding, output, mtp, ...)
     explain: Quantity | None = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
+from .messages import msg
 from .records import Record
 
 # What kind of evidence a source is; the order is the order of trust shown to users.
@@ -63,23 +64,24 @@ def read_sources(data: Any, where: str) -> tuple[Source, ...]:
     if data is None:
         return ()
     if not isinstance(data, list):
-        raise ConfigError("'sources' must be a list of {id, kind, title, url}", path=where, key="sources")
+        raise ConfigError(msg("sources.sources-must-list"), path=where, key="sources")
     out = []
     for i, item in enumerate(data):
         key = f"sources[{i}]"
         if not isinstance(item, dict) or "id" not in item or "kind" not in item:
-            raise ConfigError("each source needs 'id' and 'kind'", path=where, key=key)
+            raise ConfigError(msg("sources.each-source-needs"), path=where, key=key)
         kind = str(item["kind"])
         if kind not in KINDS:
-            raise ConfigError(f"unknown source kind {kind!r}; one of: {', '.join(KINDS)}", path=where, key=key)
+            raise ConfigError(msg("sources.unknown-source-kind", kind=kind, KINDS=', '.join(KINDS)), path=where,
+                              key=key)
         unknown = sorted(set(item) - {"id", "kind", "title", "url", "note"})
         if unknown:
-            raise ConfigError(f"unknown source key(s) {', '.join(unknown)}", path=where, key=key)
+            raise ConfigError(msg("sources.unknown-source-key", unknown=', '.join(unknown)), path=where, key=key)
         out.append(Source(id=str(item["id"]), kind=kind, title=str(item.get("title", "")),
                           url=str(item.get("url", "")), note=str(item.get("note", ""))))
     ids = [s.id for s in out]
     if len(set(ids)) != len(ids):
-        raise ConfigError("source ids must be unique", path=where, key="sources")
+        raise ConfigError(msg("sources.source-ids-must"), path=where, key="sources")
     return tuple(out)
 
 

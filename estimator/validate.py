@@ -14,6 +14,7 @@ import numpy as np
 
 from .arr import Num, is_array
 from .errors import Violation
+from .messages import Message, Text, msg
 from .strategy import V_SCHEDULES
 
 MEGATRON_FAMILY = ("megatron", "mindspeed")
@@ -54,8 +55,8 @@ class RuleContext:
     domain_e: Num  # D_e = edp
     vpp_group: Num
     allow_underfilled: bool
-    fp8_problem: str = ""  # why the FP8 recipe cannot run on this device/framework (features.fp8_problem)
-    peft_problem: str = ""  # why the PEFT settings cannot be priced (features.peft_problem)
+    fp8_problem: Text = ""  # why the FP8 recipe cannot run on this device/framework (features.fp8_problem)
+    peft_problem: Text = ""  # why the PEFT settings cannot be priced (features.peft_problem)
     kind_divisors: tuple[tuple[str, int], ...] = ()  # counts TP must divide in layer kinds as data (kinds.tp_divisors)
 
 
@@ -90,7 +91,7 @@ def _divides(k: Num, n: Num) -> Num:
 class Rule:
     code: str
     ok: Callable[[RuleContext], Num]
-    message: Callable[[RuleContext], str]
+    message: Callable[[RuleContext], Message | str]
 
 
 def _tp_kv_ok(c: RuleContext) -> Num:
@@ -110,60 +111,56 @@ def _vpp_mb_ok(c: RuleContext) -> Num:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("R-TP-HEADS", lambda c: _divides(c.t, c.a), lambda c: f"TP {c.t} does not divide {c.a} attention heads"),
-    Rule("R-TP-KV", _tp_kv_ok, lambda c: f"TP {c.t} incompatible with {c.n_kv} KV heads"),
+    Rule("R-TP-HEADS", lambda c: _divides(c.t, c.a), lambda c: msg("R-TP-HEADS", t=c.t, a=c.a)),
+    Rule("R-TP-KV", _tp_kv_ok, lambda c: msg("R-TP-KV", t=c.t, n_kv=c.n_kv)),
     Rule("R-TP-FFN", lambda c: _all(_divides(c.t, c.hff) if c.hff else True,
                                     _divides(c.t, c.hff_sh) if c.hff_sh else True),
-         lambda c: f"TP {c.t} does not divide FFN width {c.hff or c.hff_sh}"),
+         lambda c: msg("R-TP-FFN", t=c.t, width=c.hff or c.hff_sh)),
     Rule("R-ETP-FFN", lambda c: _divides(c.etp, c.hff_exp) if c.hff_exp else True,
-         lambda c: f"expert TP {c.etp} does not divide expert width {c.hff_exp}"),
+         lambda c: msg("R-ETP-FFN", etp=c.etp, width=c.hff_exp)),
     Rule("R-SP-T1", lambda c: _not(_all(c.sp == 1, c.t == 1)),
-         lambda c: "sequence parallel needs TP > 1 (duplicate of SP off)"),
+         lambda c: msg("R-SP-T1")),
     Rule("R-SP-SEQ", lambda c: _any(c.sp == 0, _divides(c.t, c.s // c.cp)),
-         lambda c: f"sequence parallel splits the sequence: {c.s}/{c.cp} is not divisible by TP {c.t}"),
+         lambda c: msg("R-SP-SEQ", s=c.s, cp=c.cp, t=c.t)),
     Rule("R-MOE-SP", lambda c: _not(_all(c.framework in MEGATRON_FAMILY, c.moe, c.t > 1, c.sp == 0)),
-         lambda c: f"MoE with TP > 1 requires sequence parallel in {c.framework}"),
+         lambda c: msg("R-MOE-SP", framework=c.framework)),
     Rule("R-PP-LAYERS", lambda c: c.p * c.vp <= c.l_eff,
-         lambda c: f"{c.p}×{c.vp} chunks exceed {c.l_eff} layer positions"),
+         lambda c: msg("R-PP-LAYERS", p=c.p, vp=c.vp, layers=c.l_eff)),
     Rule("R-VPP-DIV", lambda c: _any(c.framework not in MEGATRON_FAMILY, c.has_layer_list, c.vp == 1,
                                      _divides(c.p * c.vp, c.l_eff)),
-         lambda c: f"{c.l_eff} layers not divisible by PP×VPP {c.p * c.vp} ({c.framework} needs a layer list "
-                   "or noop layers)"),
+         lambda c: msg("R-VPP-DIV", layers=c.l_eff, chunks=c.p * c.vp, framework=c.framework)),
     Rule("R-VPP-SCHED", lambda c: _all(
         _not(_all(c.vp > 1, c.p == 1)),
         (c.vp == 2) if c.schedule in V_SCHEDULES else True,
         (c.vp > 1) if c.schedule in ("interleaved", "seqsmartvpp", "interleaved_zb") else True,
         (c.vp == 1) if c.schedule in ("1f1b", "gpipe", "seq1f1b") else True),
-         lambda c: f"VPP {c.vp} not valid for schedule {c.schedule} with PP {c.p}"),
+         lambda c: msg("R-VPP-SCHED", vp=c.vp, schedule=c.schedule, p=c.p)),
     Rule("R-MB-PP", lambda c: _any(c.allow_underfilled, c.p == 1, c.m >= c.p),
-         lambda c: f"{c.m} micro-batches cannot fill {c.p} pipeline stages"),
+         lambda c: msg("R-MB-PP", m=c.m, p=c.p)),
     Rule("R-VPP-MB", _vpp_mb_ok,
-         lambda c: f"interleaved schedule needs PP {c.p} ≤ group {c.vpp_group} ≤ micro-batches {c.m} and a last "
-                   f"group of 0 or ≥ {c.p}"),
+         lambda c: msg("R-VPP-MB", p=c.p, group=c.vpp_group, m=c.m)),
     Rule("R-DPV-MB", lambda c: (c.m >= 2 * c.p) if c.schedule == "dualpipev" else True,
-         lambda c: f"DualPipeV needs at least 2×PP = {2 * c.p} micro-batches; got {c.m}"),
+         lambda c: msg("R-DPV-MB", need=2 * c.p, m=c.m)),
     Rule("R-CP-SEQ", lambda c: _any(c.cp == 1, _divides(2 * c.cp, c.s)),
-         lambda c: f"sequence {c.s} not divisible by 2×CP {2 * c.cp}"),
+         lambda c: msg("R-CP-SEQ", s=c.s, twice_cp=2 * c.cp)),
     Rule("R-CP-ULY", lambda c: True if c.cp_algo in ("ring", "allgather") else _any(
         c.cp == 1, _all(_divides(c.t * c.u, c.a), _any(_divides(c.t * c.u, c.n_kv), _divides(c.n_kv, c.t * c.u)))),
-         lambda c: f"Ulysses degree {c.u}×TP {c.t} must divide {c.a} heads (and {c.n_kv} KV heads, or be a "
-                   "multiple of them)"),
+         lambda c: msg("R-CP-ULY", u=c.u, t=c.t, a=c.a, n_kv=c.n_kv)),
     Rule("R-CP-SP", lambda c: _not(_all(c.framework == "mindformers", c.cp > 1, c.sp == 1)),
-         lambda c: "MindFormers does not combine context_parallel with use_seq_parallel"),
-    Rule("R-EP-DENSE", lambda c: True if c.moe else c.ep == 1, lambda c: f"EP {c.ep} on a dense model"),
+         lambda c: msg("R-CP-SP")),
+    Rule("R-EP-DENSE", lambda c: True if c.moe else c.ep == 1, lambda c: msg("R-EP-DENSE", ep=c.ep)),
     Rule("R-EP-EXP", lambda c: _divides(c.ep, c.n_exp) if c.moe else True,
-         lambda c: f"EP {c.ep} does not divide {c.n_exp} experts"),
+         lambda c: msg("R-EP-EXP", ep=c.ep, n_exp=c.n_exp)),
     Rule("R-EP-LAYOUT", lambda c: _divides(c.ep * c.etp, c.d * c.t * c.cp),
-         lambda c: f"EP×ETP {c.ep}×{c.etp} does not divide DP×TP×CP {c.d * c.t * c.cp}"),
+         lambda c: msg("R-EP-LAYOUT", ep=c.ep, etp=c.etp, ranks=c.d * c.t * c.cp)),
     Rule("R-FP8-DEVICE", lambda c: not c.fp8_problem, lambda c: c.fp8_problem),
     Rule("R-PEFT", lambda c: not c.peft_problem, lambda c: c.peft_problem),
     Rule("R-OS-DIV", lambda c: _all(_divides(c.os, c.domain), _divides(c.os_e, c.domain_e)),
-         lambda c: f"optimizer shard {c.os} does not divide its group {c.domain}"
-                   if c.domain % c.os != 0 else
-                   f"expert optimizer shard {c.os_e} does not divide its group {c.domain_e}"),
+         lambda c: msg("R-OS-DIV", os=c.os, domain=c.domain) if c.domain % c.os != 0 else
+         msg("R-OS-DIV.expert", os=c.os_e, domain=c.domain_e)),
     Rule("R-TP-KIND", lambda c: _all(True, *(_divides(c.t, v) for _, v in c.kind_divisors)),
-         lambda c: f"TP {c.t} does not divide " + ", ".join(f"{name} {v}" for name, v in c.kind_divisors
-                                                           if not bool(_divides(c.t, v)))),
+         lambda c: msg("R-TP-KIND", t=c.t, counts=", ".join(f"{name} {v}" for name, v in c.kind_divisors
+                                                             if not bool(_divides(c.t, v))))),
 )
 
 

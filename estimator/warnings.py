@@ -1,11 +1,15 @@
-"""Warnings and assumptions attached to a result: what the user should know about the numbers."""
+"""Warnings and assumptions attached to a result: what the user should know about the numbers.
+
+Their texts come from the message catalogue (``estimator.messages``): built with ``msg(key, …)``, they keep the
+``Message`` so the app can show them in its language; ``text``/``source`` and the JSON stay English."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .records import Record
+from .messages import ENGLISH, Message, Text, english, message_of
+from .records import IN_MEMORY, Record
 
 
 @dataclass(frozen=True)
@@ -13,7 +17,16 @@ class EstimateWarning(Record):
     """A coded warning (e.g. W-REC-CLIP): legal input that is probably not what the user meant."""
 
     code: str
-    text: str
+    text: Text
+    catalogued: Message | None = field(default=None, compare=False, repr=False, metadata=IN_MEMORY)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.text, Message):
+            object.__setattr__(self, "catalogued", self.text)
+            object.__setattr__(self, "text", english(self.text))
+
+    def localized(self, language: str = ENGLISH) -> str:
+        return f"[{self.code}] {self.catalogued.render(language) if self.catalogued else self.text}"
 
     def __str__(self) -> str:
         return f"[{self.code}] {self.text}"
@@ -25,7 +38,20 @@ class Assumption(Record):
 
     field: str
     value: Any
-    source: str
+    source: Text
+    catalogued: Message | None = field(default=None, compare=False, repr=False, metadata=IN_MEMORY)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.source, Message):
+            object.__setattr__(self, "catalogued", message_of(self.source))
+            object.__setattr__(self, "source", english(self.source))
+
+    def source_in(self, language: str = ENGLISH) -> str:
+        """Where the value came from, in ``language``."""
+        return self.catalogued.render(language) if self.catalogued else self.source
+
+    def localized(self, language: str = ENGLISH) -> str:
+        return f"{self.field} = {self.value!r} ({self.source_in(language)})"
 
     def __str__(self) -> str:
-        return f"{self.field} = {self.value!r} ({self.source})"
+        return self.localized(ENGLISH)

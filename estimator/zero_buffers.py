@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .messages import Text, msg
 from .strategy import ZERO_BUFFER_FIELDS, Strategy
 from .warnings import Assumption, EstimateWarning
 
@@ -58,10 +59,10 @@ def resolve_zero(st: Strategy, framework: str, hidden: int,
         if not given:
             return None, []
         why = f"framework {framework}" if framework != "hf_trainer" else f"sharding {mode}"
-        return None, [EstimateWarning("W-UNMODELLED", f"strategy {', '.join(given)}: DeepSpeed ZeRO buffer sizes "
-                                                      f"have no meaning with {why}; ignored")]
+        return None, [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.strategy-deepspeed-zero",
+                                                          given=', '.join(given), why=why))]
 
-    def take(name: str, default: float, source: str) -> float:
+    def take(name: str, default: float, source: Text) -> float:
         value = getattr(st, name)
         if value is not None:
             return float(value)
@@ -73,14 +74,17 @@ def resolve_zero(st: Strategy, framework: str, hidden: int,
     if overlap is None:
         overlap = mode == "zero3"
         assumptions.append(Assumption("strategy.overlap_comm", overlap,
-                                      f"DeepSpeed's default at {mode} ({'on' if overlap else 'off'})"))
+                                      msg("zero_buffers.deepspeed-s-default", mode=mode,
+                                          value='on' if overlap else 'off')))
     return ZeroBuffers(
         mode=mode,
-        reduce=take("reduce_bucket", h2, f"\"auto\" (or unset): the Trainer's h² = {hidden}²"),
-        allgather=take("allgather_bucket", ALLGATHER_BUCKET, "DeepSpeed's default 5e8") if mode != "zero3" else 0.0,
-        prefetch=take("prefetch_bucket", 0.9 * h2, f"\"auto\" (or unset): the Trainer's 0.9·h² = 0.9·{hidden}²")
+        reduce=take("reduce_bucket", h2, msg("zero_buffers.auto-unset-trainer", hidden=hidden)),
+        allgather=take("allgather_bucket", ALLGATHER_BUCKET,
+                       msg("zero_buffers.deepspeed-s-default-2")) if mode != "zero3" else 0.0,
+        prefetch=take("prefetch_bucket", 0.9 * h2, msg("zero_buffers.auto-unset-trainer-2", hidden=hidden))
         if mode == "zero3" else 0.0,
-        max_live=take("max_live_params", MAX_LIVE, "DeepSpeed's default 1e9") if mode == "zero3" else 0.0,
+        max_live=take("max_live_params", MAX_LIVE,
+                      msg("zero_buffers.deepspeed-s-default-3")) if mode == "zero3" else 0.0,
         overlap=bool(overlap)), []
 
 

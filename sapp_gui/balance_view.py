@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
 )
 
 from estimator.balance import BalanceResult, balance
-from estimator.errors import SappError
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
 from estimator.session import PlanSession, SessionEvent
@@ -39,7 +38,7 @@ from estimator.units import GiB
 
 from .clipboard import install_table_copy
 from .grouped_chart import ChartEntry, GroupedStageChart
-from .language import translate
+from .language import error_text, translate
 from .tasks import ProcessRunner, TaskOutcome
 
 
@@ -185,7 +184,7 @@ class BalanceView(QWidget):
     def _on_done(self, outcome: TaskOutcome) -> None:
         if outcome.error is not None:
             error = outcome.error
-            text = str(error) if isinstance(error, SappError) else f"{type(error).__name__}: {error}"
+            text = error_text(error)
             self.result, self.balanced_plan = None, None
             self.message.setText(translate("Balance", "Cannot balance this plan: {0}").format(text))
             self.message.setProperty("sappRole", "banner")

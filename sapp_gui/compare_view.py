@@ -40,7 +40,7 @@ from estimator.units import GiB
 
 from .clipboard import install_table_copy
 from .grouped_chart import ChartEntry, GroupedStageChart
-from .language import category_label, translate
+from .language import category_label, error_text, said, translate
 from .panel import strategy_text
 from .style import FITS, OVER_BUDGET
 from .tasks import TaskOutcome, TaskRunner
@@ -49,14 +49,14 @@ from .worker import OpenOutcome, OpenRunner
 TAGS = string.ascii_uppercase
 
 
-def _estimate_all(plans: list[tuple[int, ParsedConfig]]) -> dict[int, Result | str]:
+def _estimate_all(plans: list[tuple[int, ParsedConfig]]) -> dict[int, Result | SappError]:
     """Price compare entries (by their session key) on the worker; an error is the entry's message."""
-    out: dict[int, Result | str] = {}
+    out: dict[int, Result | SappError] = {}
     for key, plan in plans:
         try:
             out[key] = estimate(plan.model, plan.strategy, plan.hardware, plan.options)
         except SappError as exc:
-            out[key] = str(exc)
+            out[key] = exc  # said in the app's language
     return out
 
 
@@ -211,7 +211,7 @@ class CompareView(QWidget):
         names = [Path(p).name for p in outcome.request.paths]
         if outcome.opened is None:
             error = outcome.error
-            text = str(error) if isinstance(error, SappError) else f"{type(error).__name__}: {error}"
+            text = error_text(error)
             self.message.setText(translate("Compare", "Cannot add {0}: {1}").format(", ".join(names), text))
             self.status.emit(self.message.text())
             return
@@ -244,13 +244,13 @@ class CompareView(QWidget):
 
     def _on_estimated(self, outcome: TaskOutcome) -> None:
         if outcome.error is not None:
-            self.message.setText(str(outcome.error))
+            self.message.setText(error_text(outcome.error))
             return
         for key, value in outcome.value.items():
             if isinstance(value, Result):
                 self.session.compare_priced(key, result=value)
             else:
-                self.session.compare_priced(key, error=str(value))
+                self.session.compare_priced(key, error=said(value))
 
     @property
     def pending(self) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from estimator.fields import SIZE_FIELDS
+from estimator.messages import ENGLISH
 from estimator.session import PlanSession, canonical_key
 from estimator.units import fmt_gib
 from estimator.warnings import Assumption
@@ -20,10 +21,20 @@ from .style import QT_TRANSLATE_NOOP
 _translator: Callable[[str], str] = str
 
 
-def set_translator(fn: Callable[[str], str]) -> None:
-    """Route the document's texts (context "Document") through ``fn`` (the GUI's translations)."""
-    global _translator
+def _english() -> str:
+    return ENGLISH
+
+
+_language: Callable[[], str] = _english  # the interface language (the app sets it)
+
+
+def set_translator(fn: Callable[[str], str], language: Callable[[], str] | None = None) -> None:
+    """Route the document's texts (context "Document") through ``fn`` (the GUI's translations); ``language``
+    names the interface language the estimator's own messages are said in."""
+    global _translator, _language
     _translator = fn
+    if language is not None:
+        _language = language
 
 
 def tr(text: str) -> str:
@@ -47,7 +58,7 @@ def describe(session: PlanSession, key: str, assumptions: dict[str, Assumption] 
     if prov is not None and original is not None and key in original.provenance:
         return original.provenance[key].describe()
     if assumptions and key in assumptions:
-        return tr(QT_TRANSLATE_NOOP("Document", "default: {0}")).format(assumptions[key].source)
+        return tr(QT_TRANSLATE_NOOP("Document", "default: {0}")).format(assumptions[key].source_in(_language()))
     if key.startswith("hardware.") and original is not None:
         return tr(QT_TRANSLATE_NOOP("Document", "device preset {0}")).format(parsed.hardware.id or parsed.hardware.name)
     return tr(QT_TRANSLATE_NOOP("Document", "default"))

@@ -20,7 +20,7 @@ from estimator.explain import Quantity
 from estimator.result import CATEGORIES, StageResult
 from estimator.units import fmt_bytes
 
-from .language import category_label, translate
+from .language import category_label, current, translate
 
 MAX_DEPTH = 8
 
@@ -137,8 +137,9 @@ class ExplainView(QWidget):
         self.copy_button.setEnabled(True)
 
     def _add(self, parent: QTreeWidgetItem | None, q: Quantity, depth: int) -> QTreeWidgetItem:
-        item = QTreeWidgetItem([q.label, format_value(q)])
-        tip = [q.label + (f"  ({q.note})" if q.note else "")]
+        label, note = q.localized("label", current()), q.localized("note", current())
+        item = QTreeWidgetItem([label, format_value(q)])
+        tip = [label + (f"  ({note})" if note else "")]
         if q.op == "formula" and q.template:
             tip += [f"= {q.template}", f"= {q.substituted()}"] if q.substituted() != q.template else [f"= {q.template}"]
         elif q.op in ("sum", "max"):
@@ -160,9 +161,11 @@ class ExplainView(QWidget):
             self._describe(self._quantities[index])
 
     def _describe(self, q: Quantity) -> None:
-        lines = [f"{q.label} = {format_value(q)}" + (f"   [{q.formula_id}]" if q.formula_id else "")]
-        if q.note and q.op == "formula":
-            lines.append(f"  ({q.note})")
+        note = q.localized("note", current())
+        lines = [f"{q.localized('label', current())} = {format_value(q)}" +
+                 (f"   [{q.formula_id}]" if q.formula_id else "")]
+        if note and q.op == "formula":
+            lines.append(f"  ({note})")
         if q.template and q.op == "formula":
             lines.append(f"  = {q.template}")
             sub = q.substituted()
@@ -171,14 +174,14 @@ class ExplainView(QWidget):
         elif q.op in ("sum", "max") and q.children:
             text = translate("Explain", "sum of {0} children") if q.op == "sum" else \
                 translate("Explain", "maximum of {0} children")
-            lines.append("  = " + text.format(len(q.children)) + (f" ({q.note})" if q.note else ""))
+            lines.append("  = " + text.format(len(q.children)) + (f" ({note})" if note else ""))
         self.formula.setText("\n".join(lines))
 
     def text(self) -> str:
         """The trace as indented text (what Copy puts on the clipboard)."""
         if self.quantity is None:
             return self.heading.text()
-        return self.quantity.render(max_depth=MAX_DEPTH)
+        return self.quantity.render(max_depth=MAX_DEPTH, language=current())
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text())

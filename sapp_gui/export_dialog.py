@@ -30,7 +30,7 @@ from estimator.parsed import ParsedConfig
 from estimator.session import ExportPlan, ExportRefused, PlanSession, prepare_export, targets_for
 from estimator.strategy import Strategy
 
-from .language import translate
+from .language import said, translate
 from .tasks import TaskOutcome, TaskRunner
 
 
@@ -206,7 +206,7 @@ class ExportFlow(QObject):
             self.say(text)
             return None
         if isinstance(error, SappError):
-            self.say(translate("Export", "Export is not available for this config: {0}").format(error))
+            self.say(translate("Export", "Export is not available for this config: {0}").format(said(error)))
             return None
         if error is not None:
             self.say(translate("Export", "Export failed: internal error in the writer ({0})").format(

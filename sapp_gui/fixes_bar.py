@@ -8,14 +8,13 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QPushButton, QWidget
 
-from estimator.errors import SappError
 from estimator.fixes import Fix, nearest_fixes
 from estimator.parsed import ParsedConfig
 from estimator.session import PlanSession, SessionEvent
 from estimator.session.events import CHANGED, CLOSED, ESTIMATE_FAILED, ESTIMATED, OPENED, REJECTED
 from estimator.units import GiB
 
-from .language import translate
+from .language import error_text, translate
 from .tasks import TaskOutcome, TaskRunner
 
 
@@ -90,7 +89,7 @@ class FixesBar(QFrame):
         if outcome.error is not None:
             error = outcome.error
             self.status.setText(translate("Fixes", "No fixes: {0}").format(
-                error if isinstance(error, SappError) else f"{type(error).__name__}: {error}"))
+                error_text(error)))
             return
         self.fixes = list(outcome.value)
         if not self.fixes:

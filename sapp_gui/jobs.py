@@ -2,8 +2,9 @@
 reports progress and the outcome over a pipe. No Qt imports, so a child starts fast and never loads Qt.
 
 Messages (child → parent): ``("progress", done, total, phase)`` and finally ``("done", value)`` or
-``("error", is_sapp_error, type_name, message)`` — exceptions travel as text because not every exception
-pickles back (ConfigError takes keyword arguments).
+``("error", is_sapp_error, type_name, message, said)`` — exceptions travel as text because not every exception
+pickles back (ConfigError takes keyword arguments); ``said`` is an estimator error's message in each language the
+app speaks (``{language: text}``, empty for other errors).
 """
 
 from __future__ import annotations
@@ -79,10 +80,13 @@ def child_main(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], control
         try:
             conn.send(("done", value))
         except Exception as exc:  # the value does not pickle: say so instead of a broken pipe
-            conn.send(("error", False, type(exc).__name__, f"the result cannot be sent back from the worker: {exc}"))
+            conn.send(("error", False, type(exc).__name__, f"the result cannot be sent back from the worker: {exc}",
+                       {}))
     except BaseException as exc:  # everything goes back to the GUI, which shows it
         from estimator.errors import SappError
+        from estimator.messages import LANGUAGES
 
-        conn.send(("error", isinstance(exc, SappError), type(exc).__name__, str(exc)))
+        said = {language: exc.localized(language) for language in LANGUAGES} if isinstance(exc, SappError) else {}
+        conn.send(("error", isinstance(exc, SappError), type(exc).__name__, str(exc), said))
     finally:
         conn.close()

@@ -4,8 +4,9 @@ ships), chosen by the View ▸ Language setting or, when that is "system", from 
 User-visible strings are marked with ``translate("Context", "text")`` (``QCoreApplication.translate``) or
 ``QT_TRANSLATE_NOOP`` for tables of labels, so that ``pyside6-lupdate`` finds them (see ``i18n_build.py``).
 Switching the language at run time installs the translators and the window calls every panel's
-``retranslate()``. Numbers, units and the estimator's own messages (errors, warnings, Explain traces) stay
-as the estimator writes them.
+``retranslate()``. The estimator's own messages (errors, warnings, assumptions, Explain headings) come from its
+message catalogue (``estimator.messages``) and are shown in the same language through ``said``; numbers, units,
+codes, keys and file paths stay as written.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from pathlib import Path
 from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
 from PySide6.QtGui import QFontDatabase
 
+from estimator.errors import SappError
+from estimator.messages import localize
+
 from . import document
 from .style import CATEGORY_LABELS
 
 translate = QCoreApplication.translate
-document.set_translator(lambda text: QCoreApplication.translate("Document", text))
+document.set_translator(lambda text: QCoreApplication.translate("Document", text), language=lambda: current())
 
 SYSTEM = "system"
 ENGLISH = "en"
@@ -77,6 +81,17 @@ def resolve(setting: str | None) -> str:
 
 def current() -> str:
     return _current
+
+
+def said(value: object) -> str:
+    """What the estimator says (an error, a warning, an assumption, a catalogue message) in the interface
+    language; plain text (e.g. an error of the operating system) as written."""
+    return localize(value, _current)
+
+
+def error_text(error: BaseException) -> str:
+    """An error for a message line: the estimator's own in the interface language, any other with its type."""
+    return said(error) if isinstance(error, SappError) else f"{type(error).__name__}: {error}"
 
 
 def apply(code: str) -> bool:

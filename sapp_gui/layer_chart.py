@@ -11,7 +11,7 @@ from estimator.result import CATEGORIES, LayerRow, StageResult
 from estimator.units import GiB
 
 from .bars import StackedBarChart
-from .language import translate
+from .language import said, translate
 from .style import QT_TRANSLATE_NOOP
 
 OPTION_MARKS = {"full": "F", "selective": "S", "comm": "C", "both": "S+C"}
@@ -90,7 +90,7 @@ class LayerChart(StackedBarChart):
         item.setXRange(-0.6 - pad, len(rows) - 0.4 + pad, padding=0)
         head = translate("LayerChart", "Stage {0}, per layer: {1} GiB in {2} rows").format(
             stage.index, f"{stage.total / GiB:,.2f}", len(rows))
-        peak = translate("LayerChart", "peak point: {0}").format(stage.peak_instant)
+        peak = translate("LayerChart", "peak point: {0}").format(said(stage.peak_said or stage.peak_instant))
         self.title.setText(f"{head} <span style='font-weight:normal; color:#555'>({peak})</span>")
 
     @staticmethod

@@ -49,7 +49,7 @@ from .explain_view import ExplainView
 from .export_dialog import ExportDialog, ExportFlow, ask_unsaved
 from .fixes_bar import FixesBar
 from .forms import FormsPanel
-from .language import translate
+from .language import said, translate
 from .layer_chart import LayerChart
 from .menus import build_menus, check_language, fill_recent_menu, retranslate_menus
 from .opening import OpenFlow, bounded
@@ -308,7 +308,7 @@ class MainWindow(QMainWindow):
             self._update_actions()
 
     def _estimate_failed(self, error: BaseException) -> None:
-        message = str(error) if isinstance(error, SappError) else \
+        message = said(error) if isinstance(error, SappError) else \
             translate("MainWindow", "internal error: {0}").format(f"{type(error).__name__}: {error}")
         kept = "" if self.doc.shown is None else \
             translate("MainWindow", "The chart still shows the last valid estimate, greyed: it is not of this plan.")

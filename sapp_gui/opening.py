@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 from estimator.errors import SappError
 from estimator.session import OpenRequest, PlanSession
 
-from .language import translate
+from .language import said, translate
 from .settings import Settings
 from .worker import OpenOutcome, OpenRunner
 
@@ -89,7 +89,7 @@ class OpenFlow(QObject):
         names = ", ".join(Path(p).name for p in request.paths)
         retry = None
         if isinstance(error, SappError):
-            message = translate("MainWindow", "Cannot open {0}: {1}").format(names, error)
+            message = translate("MainWindow", "Cannot open {0}: {1}").format(names, said(error))
             if "--devices" in str(error):
                 retry = (list(request.paths), dict(kwargs or {}))
         else:

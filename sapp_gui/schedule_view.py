@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from estimator.errors import SappError
 from estimator.estimate import estimate
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
@@ -34,7 +33,7 @@ from estimator.session.events import CLOSED, ESTIMATED, OPENED
 from estimator.timeline import Timeline, estimate_timeline
 from estimator.units import GiB
 
-from .language import translate
+from .language import error_text, translate
 from .schedule_chart import ScheduleChart
 from .style import MEMORY_LINE, OP_COLORS, PEAK_MARK
 from .summary import part_name
@@ -170,7 +169,7 @@ class ScheduleView(QWidget):
         self.shown = outcome.tag
         if outcome.error is not None:
             error = outcome.error
-            text = str(error) if isinstance(error, SappError) else f"{type(error).__name__}: {error}"
+            text = error_text(error)
             self.message.setText(translate("Schedule", "No timeline for this plan: {0}").format(text))
             return
         self.timeline, self.result = outcome.value

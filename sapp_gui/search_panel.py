@@ -41,7 +41,7 @@ from estimator.units import GiB
 
 from . import jobs
 from .chart import StageChart
-from .language import translate
+from .language import error_text, translate
 from .pareto_chart import ParetoChart
 from .search_export import ask_search_path, write_search
 from .search_model import SearchRow, build_rows
@@ -303,7 +303,7 @@ class SearchPanel(QWidget):
         self._set_running(False)
         if outcome.error is not None:
             error = outcome.error
-            text = str(error) if isinstance(error, SappError) else f"{type(error).__name__}: {error}"
+            text = error_text(error)
             self.summary.setText(translate("SearchPanel", "The search failed: {0}").format(text))
             self.status.emit(self.summary.text())
             return

@@ -13,7 +13,7 @@ from estimator.session.events import CLOSED, ESTIMATED, OPENED
 
 from .chart import StageChart
 from .explain_view import ExplainView, find_trace
-from .language import category_label, translate
+from .language import category_label, said, translate
 from .layer_chart import LayerChart, row_title
 from .worker import EstimateRunner, Outcome
 
@@ -121,7 +121,7 @@ class SelectionController(QObject):
         if outcome.generation != self.generation:
             return  # the trace of bars no longer drawn
         if outcome.error is not None or outcome.result is None:
-            self.explain.show_message(translate("Selection", "No trace: {0}").format(outcome.error))
+            self.explain.show_message(translate("Selection", "No trace: {0}").format(said(outcome.error)))
             return
         self.explained = outcome
         self._show()

@@ -27,7 +27,7 @@ from estimator.warnings import Assumption, EstimateWarning
 
 from .clipboard import copy_text, tsv
 from .document import preset_problem
-from .language import translate
+from .language import said, translate
 from .style import FITS, MUTED, OVER_BUDGET, QT_TRANSLATE_NOOP
 
 CARD_MIN_WIDTH = 100  # five tiles in a row from 530 px: two rows on a 1024-px window
@@ -339,22 +339,22 @@ class NotesList(QListWidget):
         shown = session.shown  # its warnings count while it is of the session's plan (a refused edit is not)
         result = shown.result if shown is not None and shown.parsed is parsed else None
         fresh = session.freshness()
-        errors = [fresh.reason] if fresh.state == FAILED else []
+        errors: list[object] = [fresh.error or fresh.reason] if fresh.state == FAILED else []
         errors += [text for text in (preset_problem(session), *self.extra_errors) if text]
         self.set_notes(warnings=(*parsed.warnings, *(result.warnings if result else ())),
                        assumptions=(*parsed.assumptions, *(result.assumptions if result else ())),
                        edits=session.state.notes, errors=errors)
 
     def set_notes(self, *, warnings: Iterable[EstimateWarning] = (), assumptions: Iterable[Assumption] = (),
-                  edits: Iterable[str] = (), errors: Iterable[str] = ()) -> None:
+                  edits: Iterable[object] = (), errors: Iterable[object] = ()) -> None:
         self._last = {"warnings": tuple(warnings), "assumptions": tuple(assumptions), "edits": tuple(edits),
                       "errors": tuple(errors)}
         self.clear()
-        groups = [(translate("Notes", "Errors"), [str(e) for e in self._last["errors"]], OVER_BUDGET),
-                  (translate("Notes", "Adapted by the last edit"), list(self._last["edits"]), "#0072B2"),
-                  (translate("Notes", "Warnings"), [str(w) for w in dict.fromkeys(self._last["warnings"])], "#A05A00"),
+        groups = [(translate("Notes", "Errors"), [said(e) for e in self._last["errors"]], OVER_BUDGET),
+                  (translate("Notes", "Adapted by the last edit"), [said(e) for e in self._last["edits"]], "#0072B2"),
+                  (translate("Notes", "Warnings"), [said(w) for w in dict.fromkeys(self._last["warnings"])], "#A05A00"),
                   (translate("Notes", "Assumptions (defaults the estimator filled in)"),
-                   [str(a) for a in dict.fromkeys(self._last["assumptions"])], "#444444")]
+                   [said(a) for a in dict.fromkeys(self._last["assumptions"])], "#444444")]
         for title, lines, color in groups:
             if not lines:
                 continue

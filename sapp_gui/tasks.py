@@ -23,6 +23,20 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from estimator.errors import SappError
+from estimator.messages import ENGLISH
+
+
+class WorkerError(SappError):
+    """An estimator error raised in a worker process, with its message in each language the app speaks."""
+
+    def __init__(self, text: str, said: dict[str, str] | None = None) -> None:
+        super().__init__(text)
+        self.said = dict(said or {})
+
+    def localized(self, language: str = ENGLISH) -> str:
+        return self.said.get(language) or str(self)
+
 
 @dataclass(frozen=True)
 class TaskOutcome:
@@ -269,10 +283,8 @@ class ProcessRunner(_RunnerBase):
                 if message[0] == "done":
                     value = message[1]
                 else:
-                    from estimator.errors import SappError
-
-                    _kind, is_sapp, type_name, text = message
-                    error = SappError(text) if is_sapp else RuntimeError(f"{type_name}: {text}")
+                    _kind, is_sapp, type_name, text, said = message
+                    error = WorkerError(text, said) if is_sapp else RuntimeError(f"{type_name}: {text}")
                 break
         except (EOFError, OSError):
             error = RuntimeError("the worker process stopped" if process.exitcode in (None, 0)

@@ -106,7 +106,7 @@ def test_max_split_size_keeps_oversize_blocks_whole() -> None:
 def test_alloc_conf_and_env_knobs() -> None:
     conf = parse_alloc_conf("expandable_segments:True, max_split_size_mb:512,garbage_collection_threshold:0.6")
     assert conf.config.expandable_segments and conf.config.max_split_size == 512 * MiB and not conf.warnings
-    assert "did you mean 'expandable_segments'" in parse_alloc_conf("expandable_segment:True").warnings[0]
+    assert "did you mean 'expandable_segments'" in str(parse_alloc_conf("expandable_segment:True").warnings[0])
     with pytest.raises(ConfigError, match="expandable_segments takes True or False"):
         parse_alloc_conf("expandable_segments:maybe")
     options, _ = env_options({"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True", "HCCL_BUFFSIZE": "120",

@@ -124,7 +124,7 @@ def test_pp_change_rescales_per_stage_lists_as_the_cli_does(session: PlanSession
     assert st.offset == (1, 1, 1, 1, 1, 1, 1, -1)
     assert st.recompute.full_counts == (7, 8, 8, 8, 8, 8, 7, 2)  # the same 56 recomputed layers, per stage
     assert sum(st.recompute.full_counts) == 56
-    assert len(state.notes) == 2 and state.notes[0].startswith("offset [1, 1,")
+    assert len(state.notes) == 2 and str(state.notes[0]).startswith("offset [1, 1,")
     assert session.mark("strategy.offset") == "derived"
     # one rule: the library's apply_changes (what --set runs) gives the same strategy, and the CLI the same bars
     assert apply_changes(parse([plan_copy]), {"strategy.pp": 8}).strategy == st

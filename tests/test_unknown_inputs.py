@@ -299,7 +299,8 @@ def test_known_types_are_not_generic() -> None:
     from estimator.profiles import detect_family
 
     assert detect_family(None, ("TeleChat3ForCausalLM",), "telechat3", "telechat3").name == "telechat"
-    assert detect_family(None, (), None, "llama2_7b") == ("llama2", "model name 'llama2_7b'", False)
+    named = detect_family(None, (), None, "llama2_7b")
+    assert (named.name, str(named.how), named.generic) == ("llama2", "model name 'llama2_7b'", False)
     assert detect_family(None, (), None, "my-model").generic
 
 

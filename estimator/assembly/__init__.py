@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from ..messages import english, message_of
 from ..result import StageResult
 from ..stage import StagePricer, stage_rows
 from .form import StageForm, stage_plan
@@ -60,7 +61,7 @@ def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: b
     source = partial(_layer_rows, pricer, stage, form, mem)
     tree = explain_tree(pricer, stage, rows, mem, source(), point) if explain else None
     return StageResult(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
-                       peak_vector=tuple(mem.counts), peak_instant=point,
+                       peak_vector=tuple(mem.counts), peak_instant=english(point), peak_said=message_of(point),
                        optimizer_step_peak=mem.optimizer_step_peak, layer_counts=pricer.layout.chunk_counts()[stage],
                        kinds=form.kinds, explain=tree, host_bytes=mem.host or {})
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..arr import Num, is_array
-from ..explain import Quantity, sum_node
+from ..explain import CATEGORY_LABELS, Quantity, sum_node
 from ..kinds import notes as kind_notes
+from ..messages import Text, english, msg
 from ..result import CATEGORIES, LayerRow
 from ..stage import Row, StagePricer
 from ..static import Local, fp8_weight_bytes
@@ -60,15 +61,14 @@ def transient_label(pricer: StagePricer, form: StageForm, rows: Sequence[Row], m
     return "largest: " + row_label(next(row for row in rows if row.chunk == chunk and row.cost is cost))
 
 
-def point_label(points, mem: StageMemory) -> str:
+def point_label(points, mem: StageMemory) -> Text:
     if mem.point < 0:
         return ""
     pt = points[mem.point]
     counts = [f"{float(n):g}" for n in pt.counts]
     if len(counts) == 1:
-        return f"before backward of chunk {pt.backward_chunk}, {counts[0]} micro-batch(es) in flight"
-    return (f"before backward of chunk {pt.backward_chunk}, micro-batches in flight per chunk: "
-            f"{', '.join(counts)}")
+        return msg("explain.peak-point", chunk=pt.backward_chunk, count=counts[0])
+    return msg("explain.peak-point.chunks", chunk=pt.backward_chunk, counts=", ".join(counts))
 
 
 def layer_rows(pricer: StagePricer, form: StageForm, rows: Sequence[Row], mem: StageMemory) -> tuple[LayerRow, ...]:
@@ -94,7 +94,7 @@ def layer_rows(pricer: StagePricer, form: StageForm, rows: Sequence[Row], mem: S
                             note=transient_label(pricer, form, rows, mem)))
     for term, (value, view) in zip(terms.STAGE_TERMS, mem.stage_terms, strict=True):
         out.append(LayerRow(term.row, _one(term.category, value), note="" if is_array(view.groups) else
-                            term.note(view)))
+                            english(term.note(view))))
     return tuple(out)
 
 
@@ -114,8 +114,8 @@ def explain_tree(pricer: StagePricer, stage: int, rows: Sequence[Row], mem: Stag
             value = lr.bytes[k]
             if not value:
                 continue
-            label = f"{lr.kind}" + (f" {lr.index}" if lr.index is not None else "") + \
-                (f" chunk {lr.chunk}" if par.vp > 1 else "")
+            row = f"{lr.kind}" + (f" {lr.index}" if lr.index is not None else "")
+            label: Text = msg("explain.row-chunk", row=row, chunk=lr.chunk) if par.vp > 1 else row
             if isinstance(source, Row):
                 leaves.append(_row_leaf(pricer, name, label, value, source, lr))
             elif source is None:
@@ -123,8 +123,8 @@ def explain_tree(pricer: StagePricer, stage: int, rows: Sequence[Row], mem: Stag
             else:
                 term, (_value, view) = source
                 leaves.append(Quantity(label, value, term.id, term.inputs(view), note=lr.note))
-        children.append(sum_node(name, leaves))
-    total = sum_node(f"stage {stage} total", children, "M-STAGE", note=point)
+        children.append(sum_node(CATEGORY_LABELS[name], leaves))
+    total = sum_node(msg("explain.stage-total", stage=stage), children, "M-STAGE", note=point)
     total.inputs = dict(mem.categories)
     return total
 
@@ -132,21 +132,22 @@ def explain_tree(pricer: StagePricer, stage: int, rows: Sequence[Row], mem: Stag
 def _fsdp_tree(stage: int, mem: StageMemory) -> Quantity:
     peak = mem.instant
     after = peak.several
-    children = [Quantity(inst.name + (f" after {where_}" if after else ""), inst.dynamic + a_h, "F-INST",
+    children = [Quantity(msg("explain.instant-after", name=inst.name, where=where_) if after else inst.name,
+                         inst.dynamic + a_h, "F-INST",
                          {"gradients": inst.gradients, "activations": inst.activations + a_h,
                           "communication_buffers": inst.comm, "working_overhead": inst.working})
                 for a_h, walk, where_ in peak.walks for inst in walk]
-    dyn = Quantity("dynamic (max over FSDP2 instants)", peak.best.dynamic, "F-INST", children=children, op="max",
-                   note=f"argmax: {peak.best.name}")
+    dyn = Quantity(msg("explain.dynamic-max-over"), peak.best.dynamic, "F-INST", children=children, op="max",
+                   note=msg("explain.argmax", name=peak.best.name))
     cat = mem.categories
-    parts = [Quantity("parameters", cat["parameters"], "S-LAYER.params"),
-             Quantity("optimizer_states", cat["optimizer_states"], "S-LAYER.opt"), dyn]
+    parts = [Quantity(CATEGORY_LABELS["parameters"], cat["parameters"], "S-LAYER.params"),
+             Quantity(CATEGORY_LABELS["optimizer_states"], cat["optimizer_states"], "S-LAYER.opt"), dyn]
     parts += [Quantity(term.row, value, term.id) for term, (value, _view) in zip(terms.STAGE_TERMS, mem.stage_terms,
                                                                                  strict=True)]
-    return sum_node(f"stage {stage} total", parts, "M-STAGE", note=peak.best.name)
+    return sum_node(msg("explain.stage-total", stage=stage), parts, "M-STAGE", note=peak.best.name)
 
 
-def _row_leaf(pricer: StagePricer, category: str, label: str, value: float, row: Row, lr: LayerRow) -> Quantity:
+def _row_leaf(pricer: StagePricer, category: str, label: Text, value: float, row: Row, lr: LayerRow) -> Quantity:
     r = pricer.r
     w, par, f, d = r.widths, r.par, r.flags, r.dims
     loc = row.local
@@ -155,13 +156,13 @@ def _row_leaf(pricer: StagePricer, category: str, label: str, value: float, row:
     if loc.base_frozen and category in ("parameters", "gradients", "optimizer_states"):
         return _peft_leaf(pricer, category, label, value, loc)
     if category == "parameters":
-        stored = Quantity("stored", value, "S-LAYER.params", {"β_p": w.p, **local, "sh_p": sh[0], "sh_pe": sh[3]})
+        stored = Quantity(msg("explain.stored"), value, "S-LAYER.params", {"β_p": w.p, **local, "sh_p": sh[0],
+                                                                           "sh_pe": sh[3]})
         eight = fp8_weight_bytes(loc, w, f, sh)
         if not (f.feat.fp8_on and f.feat.fp8_impl == "te" and loc.fp8 + loc.fp8_expert):  # no FP8 linear here
-            stored.label = label
-            return stored
+            return Quantity(label, value, "S-LAYER.params", stored.inputs)
         stored.value = value - eight
-        fp8 = Quantity(f"FP8 weights ({f.feat.fp8})", eight, "S-FP8",
+        fp8 = Quantity(msg("explain.fp8-weights", fp8=f.feat.fp8), eight, "S-FP8",
                        {"β_8": f.feat.fp8_weight_bytes, "β_p": w.p, "E_8": loc.fp8 + loc.fp8_expert, "sh_p": sh[0],
                         **({"len": f.feat.fp8_amax_history} if f.feat.fp8 == "delayed" else {})})
         return Quantity(label, value, "S-LAYER.params", children=[stored, fp8], op="sum")
@@ -175,21 +176,21 @@ def _row_leaf(pricer: StagePricer, category: str, label: str, value: float, row:
         if lr.option == "full":
             d_in = par.t if f.slice_full_input else par.sp_div
             return Quantity(label, value, "A-FULL", {"n_j": lr.inflight, "β_r": w.r, "h": d.h, "T": pricer.T,
-                                                      "d_in": d_in}, note="full recompute keeps the layer input")
+                                                      "d_in": d_in}, note=msg("explain.full-recompute-keeps"))
         sums = pricer.sums(row.item, lr.option)
         inputs = {"n_j": lr.inflight, "T": pricer.T, "Σ_SP": sums.sp, "sp_div": par.sp_div, "Σ_TP": sums.tp,
                   "t": par.t, "Σ_REP": sums.rep, "Σ_V": sums.v, "v_pad": pricer.vpad, "t_V": pricer.t_v,
                   "R": pricer.R, "Σ_EXP": sums.exp, "Σ_EXPT": sums.expt, "etp": par.etp, "β_c": w.c,
                   "casts": loc.cast if sums.cast else 0}
         feat = f.feat
-        fp8 = f"; {feat.fp8} FP8 linear inputs at β_8 = {feat.fp8_act_bytes:g} B [A-FP8]" if \
+        fp8 = msg("explain.activations.fp8", fp8=feat.fp8, bytes=feat.fp8_act_bytes) if \
             feat.fp8_on and feat.fp8_impl == "te" and loc.fp8 + loc.fp8_expert else ""
-        return Quantity(label, value, "A-LAYER", inputs,
-                        note=f"option {lr.option}; slot sums in bytes per token{fp8}" + kind_notes(row.item.block))
-    return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note="weights kept gathered (mf_op)")
+        return Quantity(label, value, "A-LAYER", inputs, note=msg("explain.activations", option=lr.option, fp8=fp8,
+                                                                   kinds=kind_notes(row.item.block)))
+    return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note=msg("explain.weights-kept-gathered"))
 
 
-def _peft_leaf(pricer: StagePricer, category: str, label: str, value: float, loc: Local) -> Quantity:
+def _peft_leaf(pricer: StagePricer, category: str, label: Text, value: float, loc: Local) -> Quantity:
     """A PEFT row's static bytes: the frozen (maybe NF4) base and its trainable adapters (P-LORA, P-NF4)."""
     w, sh = pricer.r.widths, pricer.divisors
     adapters = {"E_a": loc.adapters}
@@ -206,7 +207,7 @@ def _peft_leaf(pricer: StagePricer, category: str, label: str, value: float, loc
                                                         "sh_o": sh[2]})
 
 
-def _stage_leaf(category: str, label: str, value: float, lr: LayerRow, rows: Sequence[Row], zero: bool) -> Quantity:
+def _stage_leaf(category: str, label: Text, value: float, lr: LayerRow, rows: Sequence[Row], zero: bool) -> Quantity:
     if category == "communication_buffers":
         if not rows:
             return Quantity(label, value, "C-BUF", note=lr.note)
@@ -215,5 +216,5 @@ def _stage_leaf(category: str, label: str, value: float, lr: LayerRow, rows: Seq
         children = [Quantity(n, float(v), fid) for (n, fid), v in zip(parts, top.parts, strict=True) if v]
         exact = abs(sum(c.value for c in children) - value) <= 1e-9 * max(1.0, value)
         return Quantity(label, value, "C-BUF", children=children, op="sum" if children and exact else "formula",
-                        note=lr.note if exact else f"{lr.note}; children: the largest layer's terms")
-    return Quantity(label, value, "W-BWD", note=f"largest need at {lr.note}" if lr.note else "")
+                        note=lr.note if exact else msg("explain.children-largest-layer", note=lr.note))
+    return Quantity(label, value, "W-BWD", note=msg("explain.largest-need", note=lr.note) if lr.note else "")

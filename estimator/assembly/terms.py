@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..arr import Num, gt
+from ..messages import msg
 from ..resolve import Resolved, dense_domain
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ def _reserve_inputs(view: StageView) -> dict[str, Num]:
 
 STAGE_TERMS: tuple[StageTerm, ...] = (
     StageTerm("RESERVE", "reserve", "reserve", _reserve, _reserve_at_step, _reserve_inputs,
-              lambda view: f"{view.groups} process groups"),
+              lambda view: msg("explain.process-groups", groups=view.groups)),
 )
 
 __all__ = ["HOST_KINDS", "HOST_TERMS", "ROW_TERMS", "STAGE_TERMS", "RowTerm", "StageTerm", "StageView",

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import ConfigError, SappError
 from ..estimate import estimate
+from ..messages import msg
 from ..parsed import ParsedConfig
 from ..result import Result
 from ..strategy import Strategy
@@ -99,19 +100,16 @@ def _uniform_n_only(parsed: ParsedConfig) -> bool:
 def _check_supported(parsed: ParsedConfig) -> None:
     st, fw = parsed.strategy, parsed.options.framework
     if fw == "torchtitan":
-        raise ConfigError("torchtitan cannot express per-stage layer counts or recompute: only the "
-                          "whole-model activation_checkpoint mode; compare modes with `sapp estimate --set "
-                          "strategy.recompute=…` or `sapp search --dims rec=auto`", key="options.framework")
+        raise ConfigError(msg("balance.torchtitan-cannot-express"), key="options.framework")
     if _uniform_n_only(parsed):
         return  # the layout stays; one recompute count is chosen (``_balance_uniform_n``)
     if st.schedule_name == "seqsmartvpp" or (st.schedule_name in ("zbv", "dualpipev") and fw != "mindformers"):
-        raise ConfigError(f"balancing the {st.schedule_name} schedule is not supported yet (schedules 1f1b, "
-                          "interleaved, gpipe, seq1f1b are; ZB-V on MindFormers; MindSpeed-LLM plans get their "
-                          "one recompute count)", key="strategy.schedule")
+        raise ConfigError(msg("balance.balancing-schedule-supported", schedule_name=st.schedule_name),
+                          key="strategy.schedule")
     if parsed.model.vision is not None:
-        raise ConfigError("balancing plans with a vision tower is not supported yet", key="model.vision")
+        raise ConfigError(msg("balance.balancing-plans-vision"), key="model.vision")
     if st.pp < 2:
-        raise ConfigError("nothing to balance with one pipeline stage", key="strategy.pp")
+        raise ConfigError(msg("balance.nothing-balance-one"), key="strategy.pp")
 
 
 def balance(parsed: ParsedConfig, budget: float | None = None, delta: int = DELTA) -> BalanceResult:
@@ -146,9 +144,7 @@ def _balance(parsed: ParsedConfig, budget: float | None, delta: int, start: floa
     else:
         solution = solve(p, total, c_min, c_max, tables.choices, kappa, limit)
     if solution is None:
-        raise SappError(f"no layout within base {base} ± {delta} layers per stage fits the budget "
-                        f"{limit / 2**30:.2f} GiB with any recompute choice; raise the budget, the device count "
-                        "or the pipeline degree")
+        raise SappError(msg("balance.layout-within-base", base=base, delta=delta, value=limit / 2 ** 30))
     strategy = _strategy(parsed, solution, base)
     after = estimate(parsed.model, strategy, parsed.hardware, parsed.options)
     if not exact:
@@ -181,9 +177,7 @@ def _balance_chunked(parsed: ParsedConfig, before: Result, limit: float, delta: 
     solution = solve(p, tables.total, vp * tables.c_min, vp * tables.c_max, tables.choices, kappa, limit,
                      objective)
     if solution is None:
-        raise SappError(f"no layout within base {base} ± {delta} layers per chunk fits the budget "
-                        f"{limit / 2**30:.2f} GiB with any recompute choice; raise the budget, the device count "
-                        "or the pipeline degree")
+        raise SappError(msg("balance.layout-within-base-2", base=base, delta=delta, value=limit / 2 ** 30))
     chosen = [ch.assignment for ch in solution.choices]
     grid_offsets = tuple(tuple(chosen[i].counts[j] - base for i in range(p)) for j in range(vp))
     grids = {name: tuple(tuple(getattr(chosen[i], attr)[j] for i in range(p)) for j in range(vp))
@@ -250,9 +244,7 @@ def _balance_uniform_n(parsed: ParsedConfig, before: Result, limit: float, start
         if best is None or (result.step_time_s or 0.0) < (best[1].step_time_s or 0.0):
             best = (strategy, result, n)
     if best is None:
-        raise SappError(f"no recompute count N (0…{chunk_max} layers of every chunk) fits the budget "
-                        f"{limit / 2**30:.2f} GiB with the layout as written; raise the budget, the device count "
-                        "or the pipeline degree")
+        raise SappError(msg("balance.recompute-count-n", chunk_max=chunk_max, value=limit / 2 ** 30))
     strategy, after, chosen = best
     notes = [f"{st.schedule_name} with vpp {st.vpp}: the layout stays as written and one recompute count N "
              "(the first N layers of every chunk) is chosen, exactly, by the estimator's own step time"]

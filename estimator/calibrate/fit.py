@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..device.memory import DeviceMemory, plan_device_memory
 from ..export import write_atomic
+from ..messages import msg
 from ..parsed import ParsedConfig
 from .logs import LogError, LogReading
 from .profile import Profile, Term, apply_profile, check_name
@@ -82,12 +83,11 @@ def check_match(parsed: ParsedConfig, readings: list[LogReading]) -> None:
             stated["dp"] = (shard[0] * rep[0], shard[1] or rep[1])
         for key, (value, where) in stated.items():
             if key in plan and plan[key] != value:
-                raise LogError(f"{where}: the run had {key} = {value:g}, the config has {plan[key]:g}: this log "
-                               "is from another plan (calibrate with the config the run used)")
+                raise LogError(msg("fit.run-had-config", where=where, key=key, value=value, plan=plan[key]))
         world = plan["world"]
         for sample in reading.memory:
             if sample.rank is not None and sample.rank >= world:
-                raise LogError(f"{sample.where}: rank {sample.rank} does not exist in a world of {world:g} devices")
+                raise LogError(msg("fit.rank-does-exist", where=sample.where, rank=sample.rank, world=world))
 
 
 def _stage_of(rank: int | None, parsed: ParsedConfig, where: str) -> int:
@@ -95,8 +95,7 @@ def _stage_of(rank: int | None, parsed: ParsedConfig, where: str) -> int:
     if rank is None:
         if pp == 1:
             return 0
-        raise LogError(f"{where}: the line does not say which rank it is from and the plan has {pp} stages: name "
-                       "the file rank_N / worker_N or use a log that prints its rank")
+        raise LogError(msg("fit.line-does-say", where=where, pp=pp))
     return int(rank // (parsed.strategy.world_size // pp))
 
 
@@ -126,8 +125,7 @@ def _rank_of_device(device: int | None, parsed: ParsedConfig, where: str) -> int
     """A plog names the device on its node: that is the rank only when the run has one node."""
     if device is None or parsed.strategy.world_size <= parsed.hardware.devices_per_node:
         return device
-    raise LogError(f"{where}: a plog names the device on its node (dev{device}), not the rank, and the run spans "
-                   "several nodes: name each plog file rank_N (its global rank)")
+    raise LogError(msg("fit.plog-names-device", where=where, device=device))
 
 
 def _step_time(parsed: ParsedConfig, readings: list[LogReading]) -> tuple[float | None, str]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SappError
+from ..messages import msg
 from ..units import GiB, MiB
 
 MAX_LOG_BYTES = 512 * MiB  # a log larger than this is read from its first 512 MiB only (said so)
@@ -109,11 +110,11 @@ def read_log(path: str | Path) -> LogReading:
     p = Path(path)
     try:
         if not p.is_file():
-            raise LogError(f"{p}: not a file")
+            raise LogError(msg("logs.file", p=p))
         with p.open("rb") as fh:
             raw = fh.read(MAX_LOG_BYTES + 1)
     except OSError as exc:
-        raise LogError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        raise LogError(msg("logs.cannot-read", p=p, value=exc.strerror or exc)) from None
     text = raw[:MAX_LOG_BYTES].decode("utf-8", errors="replace")
     out = LogReading(str(p))
     if len(raw) > MAX_LOG_BYTES:
@@ -127,7 +128,7 @@ def read_log(path: str | Path) -> LogReading:
     if not out.usable:
         _read_text(text, out)
     if not out.usable:
-        raise LogError(f"{p}: no usable line; looked for " + "; ".join(LOOKED_FOR))
+        raise LogError(msg("logs.no-usable-line", path=p, looked="; ".join(LOOKED_FOR)))
     return out
 
 
@@ -210,7 +211,7 @@ def _read_text(text: str, out: LogReading) -> None:
 
 def read_logs(paths: list[str]) -> list[LogReading]:
     if not paths:
-        raise LogError("give at least one log file")
+        raise LogError(msg("logs.give-least-one"))
     return [read_log(p) for p in paths]
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..messages import msg
 from ..parsed import ParsedConfig
 from ..sources import Source, Vouch
 from ..warnings import Assumption
@@ -61,7 +62,7 @@ class Profile:
 def check_name(name: str) -> str:
     name = name.strip()
     if not _NAME.match(name):
-        raise ConfigError("a calibration name uses letters, digits, '.', '_', '+' or '-' (up to 64 characters)",
+        raise ConfigError(msg("profile.calibration-name-uses"),
                           key="--name")
     return name
 
@@ -71,19 +72,19 @@ def read_profile(path: Path) -> Profile:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read calibration profile: {exc}", path=where) from None
+        raise ConfigError(msg("profile.cannot-read-calibration", exc=exc), path=where) from None
     if not isinstance(data, dict):
-        raise ConfigError("a calibration profile is a mapping", path=where)
+        raise ConfigError(msg("profile.calibration-profile-mapping"), path=where)
     for key in ("name", "created", "device", "framework", "terms"):
         if key not in data:
-            raise ConfigError(f"calibration profile needs '{key}'", path=where, key=key)
+            raise ConfigError(msg("profile.calibration-profile-needs", key=key), path=where, key=key)
     terms = {}
     for key, entry in (data.get("terms") or {}).items():
         if key not in TERMS:
-            raise ConfigError(f"unknown calibration term {key!r}; known: {', '.join(TERMS)}", path=where,
+            raise ConfigError(msg("profile.unknown-calibration-term", key=key, TERMS=', '.join(TERMS)), path=where,
                               key=f"terms.{key}")
         if not isinstance(entry, dict) or not isinstance(entry.get("value"), (int, float)):
-            raise ConfigError("a term is {value: number, from: text}", path=where, key=f"terms.{key}")
+            raise ConfigError(msg("profile.term"), path=where, key=f"terms.{key}")
         terms[key] = Term(float(entry["value"]), str(entry.get("from", "")))
     return Profile(str(data["name"]), str(data["created"]), str(data["device"]), str(data["framework"]),
                    tuple(str(x) for x in data.get("logs") or ()), terms,
@@ -110,7 +111,8 @@ def matching_profile(parsed: ParsedConfig, folder: Path, name: str | None = None
         named = [p for p in profiles if p.name == name]
         if not named:
             known = ", ".join(p.name for p in profiles) or "none"
-            raise ConfigError(f"no calibration profile {name!r} in {folder} (known: {known})", key="--calibration")
+            raise ConfigError(msg("profile.calibration-profile-known", name=name, folder=folder, known=known),
+                              key="--calibration")
         return named[0]
     device = (parsed.hardware.id or "").lower()
     for profile in profiles:
@@ -133,7 +135,8 @@ def apply_profile(parsed: ParsedConfig, profile: Profile) -> ParsedConfig:
         vouches = (*(v for v in hw.provenance if v.field != "eff_matmul"), Vouch("eff_matmul", source.id, value))
         hw = hw.replace(eff_matmul=value, sources=(*hw.sources, source), provenance=vouches)
     note = Assumption("options.calibration", profile.name,
-                      f"{profile.provenance}: " + ", ".join(f"{k} {_show(k, t.value)}" for k, t in terms.items()))
+                      msg("profile.calibrated-terms", provenance=profile.provenance,
+                          terms=", ".join(f"{k} {_show(k, t.value)}" for k, t in terms.items())))
     return replace(parsed, options=opts, hardware=hw, assumptions=(*parsed.assumptions, note))
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..messages import Text, msg
 from ..nearest import suggest
 from ..units import MiB
 from .allocator import AllocatorConfig
@@ -29,7 +30,7 @@ IGNORED_ALLOC_KEYS = ("garbage_collection_threshold", "release_lock_on_cudamallo
 @dataclass(frozen=True)
 class AllocConf:
     config: AllocatorConfig
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Text, ...] = ()
 
 
 def parse_alloc_conf(text: str, where: str = "PYTORCH_CUDA_ALLOC_CONF") -> AllocConf:
@@ -37,32 +38,31 @@ def parse_alloc_conf(text: str, where: str = "PYTORCH_CUDA_ALLOC_CONF") -> Alloc
     expandable = False
     max_split: int | None = None
     divisions = 0
-    warnings: list[str] = []
+    warnings: list[Text] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
         key, sep, value = part.partition(":")
         key, value = key.strip(), value.strip()
         if not sep:
-            raise ConfigError(f"{where}: {part!r} is not KEY:VALUE (e.g. expandable_segments:True)", key=where)
+            raise ConfigError(msg("knobs.key-value-e", where=where, part=part), key=where)
         if key == "expandable_segments":
             if value.lower() not in ("true", "false"):
-                raise ConfigError(f"{where}: expandable_segments takes True or False, not {value!r}", key=where)
+                raise ConfigError(msg("knobs.expandable_segments-takes-true", where=where, value=value), key=where)
             expandable = value.lower() == "true"
         elif key == "max_split_size_mb":
             max_split = int(_number(value, where, key) * MiB)
         elif key == "roundup_power2_divisions":
             if value.startswith("["):
-                warnings.append(f"{where}: per-size roundup_power2_divisions {value} read as plain 512-byte "
-                                "rounding")
+                warnings.append(msg("W-ENV.roundup-divisions", where=where, value=value))
             else:
                 divisions = int(_number(value, where, key))
         elif key in IGNORED_ALLOC_KEYS:
             continue
         else:
             near = suggest(key, SIZE_KEYS + IGNORED_ALLOC_KEYS)
-            warnings.append(f"{where}: unknown key {key!r}" + (f"; did you mean {near!r}?" if near else "") +
-                            " (ignored)")
+            warnings.append(msg("W-ENV.unknown-key.near", where=where, key=key, near=near) if near else
+                            msg("W-ENV.unknown-key", where=where, key=key))
     return AllocConf(AllocatorConfig(expandable, max_split, divisions), tuple(warnings))
 
 
@@ -70,13 +70,13 @@ def _number(value: str, where: str, key: str) -> float:
     try:
         return float(value)
     except ValueError:
-        raise ConfigError(f"{where}: {key} takes a number, not {value!r}", key=where) from None
+        raise ConfigError(msg("knobs.takes-number", where=where, key=key, value=value), key=where) from None
 
 
-def env_options(env: dict[str, str], where: str) -> tuple[dict[str, object], list[str]]:
+def env_options(env: dict[str, str], where: str) -> tuple[dict[str, object], list[Text]]:
     """The ``options.*`` a launch script's environment sets (``{"options.alloc_conf": ...}``) and warnings."""
     out: dict[str, object] = {}
-    warnings: list[str] = []
+    warnings: list[Text] = []
     for name in ALLOC_ENV:
         if name in env:
             conf = parse_alloc_conf(env[name], f"{where}: {name}")
@@ -92,7 +92,7 @@ def env_options(env: dict[str, str], where: str) -> tuple[dict[str, object], lis
 
 
 def launch_env(lookup: Callable[[str], str | None], where: Callable[[str], str]) -> tuple[
-        list[tuple[str, object, str]], list[str]]:
+        list[tuple[str, object, str]], list[Text]]:
     """The device-level knobs a launch script exports: ``[(options key, value, where)]`` and warnings.
     ``lookup(name)`` is the script's value of a variable (None when unset); ``where(name)`` names its line."""
     env = {name: value for name in (*ALLOC_ENV, *SIZE_ENV, *BYTES_ENV) if (value := lookup(name)) is not None}

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from ..yamlio import load_data
 
 # sizing fields that are not ModelSpec fields: consumed here
@@ -31,7 +32,7 @@ def _families() -> dict[str, dict[str, Any]]:
         where = f"estimator/flavors/{entry.name}"
         data = load_data(entry.read_text(encoding="utf-8")) or {}
         if not isinstance(data, dict) or not isinstance(data.get("flavors"), dict) or "model" not in data:
-            raise ConfigError("a flavor file needs 'model' and a 'flavors' mapping", path=where)
+            raise ConfigError(msg("flavors.flavor-file-needs"), path=where)
         data["_path"] = where
         for name in [data["model"], *data.get("aliases", ())]:
             out[str(name).lower()] = data
@@ -85,7 +86,7 @@ def _resolve(raw: dict[str, Any], label: str, where: str) -> dict[str, Any]:
     multiplier = raw.get("ffn_dim_multiplier")
     h = values.get("hidden_size")
     if not isinstance(h, int):
-        raise ConfigError(f"flavor {label} has no integer hidden_size", path=where)
+        raise ConfigError(msg("flavors.flavor-has-integer", label=label), path=where)
     if values.get("ffn_hidden_size") is None and not _all_moe(values):
         values["ffn_hidden_size"] = llama_ffn_width(h, multiple_of, multiplier)
     if values.get("moe_ffn_hidden_size") == "auto":

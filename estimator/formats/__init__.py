@@ -15,6 +15,7 @@ from typing import Any
 from ..atomic import recover_interrupted
 from ..errors import ConfigError
 from ..fields import REGISTRY, coerce, lookup
+from ..messages import msg
 from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
 from ..warnings import Assumption, EstimateWarning
 from .combination import check_combination
@@ -87,17 +88,15 @@ def read_file(path: str, devices: int | None = None, framework: str | None = Non
         return Reading("plan", role, values, prov, text=text, path=path)
     if looks_like_hf(data):
         values, prov, notes = read_hf(data, path)
-        warnings = [EstimateWarning("W-MODEL-NOTE", f"{path}: {note}") for note in notes]
+        warnings = [EstimateWarning("W-MODEL-NOTE", msg("W-MODEL-NOTE", path=path, note=note)) for note in notes]
         warnings += unknown_hf_keys(data, path) + unmodelled_features(data, path)
         return Reading("hf_config", "model", values, prov, warnings, text=text, path=path)
     for detect, reader in READERS.values():
         if detect(data, path):
             return _tag(reader(text, path, data, devices), text, path)
-    known = "a plan file (model:/strategy:/hardware:/options:), a Hugging Face config.json"
-    if READERS:
-        known += ", " + ", ".join(sorted(READERS))
-    raise ConfigError(f"cannot tell what kind of config this is; expected {known}"
-                      + ("" if framework else " (use --framework to say which)"), path=path)
+    readers = "".join(f", {name}" for name in sorted(READERS))
+    raise ConfigError(msg("formats.unknown-kind", readers=readers) if framework else
+                      msg("formats.unknown-kind.hint", readers=readers), path=path)
 
 
 def _tag(reading: Reading, text: str, path: str) -> Reading:
@@ -131,17 +130,14 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
     plan is built, so they can supply what the files leave out (``--set model.…``)."""
     all_paths = [str(p) for p in paths] + ([str(model)] if model else [])
     if not all_paths:
-        raise ConfigError("no config file given")
+        raise ConfigError(msg("formats.config-file-given"))
     # an export of these files that was killed half-way is finished first (estimator/atomic.py), and said
     finished = recover_interrupted({os.path.dirname(os.path.abspath(p)) for p in all_paths})
     readings = [read_file(p, devices, framework) for p in all_paths]
     check_combination(readings[:len(paths)])  # --model is the explicit way to take another file's model
     strategy_sources = [r for r in readings if r.role in ("strategy", "both")]
     if not strategy_sources:
-        raise ConfigError("no strategy source among the files: add a training config (MindFormers YAML, "
-                          "launch script, torchtitan TOML or Python registry, HyperParallel YAML, Megatron-Bridge "
-                          "config, DeepSpeed JSON, LLaMA-Factory YAML) or a plan file",
-                          path=all_paths[0])
+        raise ConfigError(msg("formats.strategy-source-among"), path=all_paths[0])
     values: dict[str, Any] = {}
     provenance: dict[str, Provenance] = {}
     warnings: list[EstimateWarning] = [EstimateWarning("W-EXPORT-FINISHED", note) for note in finished]
@@ -158,19 +154,17 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
         kept = {k: values[k] for src in strategy_sources for k in _overrides(src) if k in values}
         for key, value in kept.items():
             if key in reading.values and reading.values[key] != value:
-                warnings.append(EstimateWarning(
-                    "W-MODEL-OVERRIDE", f"{key}: {reading.path} says {reading.values[key]!r}, "
-                                        f"{provenance[key].path} overrides it with {value!r} "
-                                        f"({provenance[key].key}); the override wins, as the framework applies it"))
+                warnings.append(EstimateWarning("W-MODEL-OVERRIDE", msg(
+                    "W-MODEL-OVERRIDE", key=key, path=reading.path, stated=reading.values[key],
+                    override_path=provenance[key].path, value=value, override_key=provenance[key].key)))
         if reading.format == "hf_config":
             for key in SHAPE_KEYS - set(reading.values) - set(kept):
                 values.pop(key, None)
         for key in [k for k in values if k.startswith("model.") and k not in kept]:
             if key in reading.values and values[key] != reading.values[key] and key != "model.name":
-                warnings.append(EstimateWarning(
-                    "W-MODEL-DIFF", f"{key}: {reading.path} says {reading.values[key]!r}, "
-                                    f"{provenance.get(key, Provenance('default')).path} says {values[key]!r}; "
-                                    "the model file wins"))
+                warnings.append(EstimateWarning("W-MODEL-DIFF", msg(
+                    "W-MODEL-DIFF", key=key, path=reading.path, stated=reading.values[key],
+                    model_path=provenance.get(key, Provenance("default")).path, model_value=values[key])))
         owned = [k for k in reading.values if (k.startswith("model.") or k in MODEL_FILE_LAYOUT_KEYS)
                  and k not in kept]
         values.update({k: reading.values[k] for k in owned})

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import ConfigError
+from ..messages import msg
 from .support import Reading
 
 # (strategy file's format, model file's format) pairs that describe one job
@@ -48,5 +49,4 @@ def check_combination(readings: Sequence[Reading]) -> None:
         for strategy, model in ((first, second), (second, first)):
             if (strategy.format, model.format) in KNOWN_PAIRS:
                 return
-    raise ConfigError(f"{names} are not one plan: files given together must be {ALLOWED}; open the others "
-                      "separately")
+    raise ConfigError(msg("combination.one-plan-files", names=names, ALLOWED=ALLOWED))

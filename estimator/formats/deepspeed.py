@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from .known_keys import catalogue, check_sections
 from .support import Collector, Reading, check_micro_batches, to_int
 
@@ -60,13 +61,12 @@ def read_deepspeed(out: Collector, data: dict[str, Any], path: str, devices: int
                    trainer: TrainerArgs) -> None:
     """The strategy a DeepSpeed config states, into ``out`` (``trainer`` fills its "auto" values)."""
     if devices is None:
-        raise ConfigError("a DeepSpeed config does not state the device count: pass --devices N (the world size "
-                          "the launcher starts)", path=path)
+        raise ConfigError(msg("deepspeed.deepspeed-config-does"), path=path)
     for section in (ZERO, "fp16", "bf16", "bfloat16", "optimizer", "tensor_parallel"):
         if section in data and not isinstance(data[section], dict):
-            raise ConfigError(f"{section} must be an object", path=path, key=section)
+            raise ConfigError(msg("deepspeed.must-object", section=section), path=path, key=section)
     out.warnings.extend(check_sections(data, catalogue("deepspeed"), path))
-    out.assume("options.framework", "hf_trainer", "a DeepSpeed config: the Hugging Face Trainer / accelerate runs it")
+    out.assume("options.framework", "hf_trainer", msg("deepspeed.deepspeed-config-hugging"))
     tp = 1
     autotp = data.get("tensor_parallel", {}).get("autotp_size") if isinstance(data.get("tensor_parallel"), dict) \
         else None
@@ -74,7 +74,7 @@ def read_deepspeed(out: Collector, data: dict[str, Any], path: str, devices: int
         tp = to_int(autotp, path, "tensor_parallel.autotp_size")
         out.put("strategy.tp", tp, "tensor_parallel.autotp_size")
     if devices % tp:
-        raise ConfigError(f"--devices {devices} is not a multiple of tensor_parallel.autotp_size {tp}", path=path,
+        raise ConfigError(msg("deepspeed.devices-multiple-tensor_parallel", devices=devices, tp=tp), path=path,
                           key="tensor_parallel.autotp_size")
     dp = devices // tp
     out.derive("strategy.dp", dp, f"--devices {devices} / tp {tp}: DeepSpeed runs data parallel over every rank")
@@ -85,7 +85,7 @@ def read_deepspeed(out: Collector, data: dict[str, Any], path: str, devices: int
     _zero(out, data, path)
     optimizer = data.get("optimizer", {}).get("type") if isinstance(data.get("optimizer"), dict) else None
     if optimizer is not None and str(optimizer).lower() not in ("adam", "adamw", "fusedadam", "cpuadam"):
-        out.warn("W-UNMODELLED", f"optimizer {optimizer!r} is priced as AdamW (two fp32 states)")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.optimizer-priced-adamw", optimizer=optimizer))
 
 
 def _auto(value: Any) -> bool:
@@ -104,7 +104,8 @@ def _batch(out: Collector, data: dict[str, Any], path: str, dp: int, trainer: Tr
             out.put(f"strategy.{what}", given, f"{key} \"auto\" ← {where}", given)
             return given
         state = '"auto"' if raw is not None else "absent"
-        out.assume(f"strategy.{what}", default, f"{key} {state}: the Trainer's default {default}")
+        out.assume(f"strategy.{what}", default, msg("deepspeed.trainer-s-default", key=key, state=state,
+                                                    default=default))
         return default
 
     mbs = value("train_micro_batch_size_per_gpu", trainer.micro_batch_size, TRAINER_MBS, "micro_batch_size")
@@ -113,8 +114,8 @@ def _batch(out: Collector, data: dict[str, Any], path: str, dp: int, trainer: Tr
     out.derive("strategy.n_acc", 1, "one optimizer step after the accumulated micro-batches")
     total = data.get("train_batch_size")
     if total is not None and not _auto(total) and to_int(total, path, "train_batch_size") != mbs * ga * dp:
-        raise ConfigError(f"train_batch_size {total} is not micro-batch {mbs} × accumulation {ga} × dp {dp} = "
-                          f"{mbs * ga * dp}; DeepSpeed refuses such a config", path=path, key="train_batch_size")
+        raise ConfigError(msg("deepspeed.train_batch_size-micro-batch", total=total, mbs=mbs, ga=ga, dp=dp,
+                              value=mbs * ga * dp), path=path, key="train_batch_size")
 
 
 def _precision(out: Collector, data: dict[str, Any], path: str, trainer: TrainerArgs) -> None:
@@ -126,7 +127,7 @@ def _precision(out: Collector, data: dict[str, Any], path: str, trainer: Trainer
         if _auto(flag):
             return None
         if not isinstance(flag, bool):
-            raise ConfigError(f"{section}.enabled must be true, false or \"auto\"; got {flag!r}", path=path,
+            raise ConfigError(msg("deepspeed.enabled-must-true", section=section, flag=flag), path=path,
                               key=f"{section}.enabled")
         return flag
 
@@ -148,13 +149,12 @@ def _precision(out: Collector, data: dict[str, Any], path: str, trainer: Trainer
         return
     if auto and trainer.bf16 is None and trainer.fp16 is None:
         for name in ("strategy.param_bytes", "strategy.compute_bytes", "strategy.grad_bytes"):
-            out.assume(name, 2.0, f"{key} \"auto\": the Trainer's --bf16/--fp16 decide; priced as bf16 (pass "
-                                  "--set strategy.param_bytes=4 for fp32)")
-        out.assume("strategy.master_bytes", 4.0, "bf16 training keeps fp32 master weights")
+            out.assume(name, 2.0, msg("deepspeed.auto-trainer-s", key=key))
+        out.assume("strategy.master_bytes", 4.0, msg("deepspeed.bf16-training-keeps"))
         return
     for name in ("strategy.param_bytes", "strategy.compute_bytes", "strategy.grad_bytes"):
-        out.assume(name, 4.0, "neither bf16 nor fp16 is enabled: fp32 training")
-    out.assume("strategy.master_bytes", 0.0, "fp32 training keeps no separate master copy")
+        out.assume(name, 4.0, msg("deepspeed.neither-bf16-nor"))
+    out.assume("strategy.master_bytes", 0.0, msg("deepspeed.fp32-training-keeps"))
 
 
 def _size(zero: dict[str, Any], key: str, path: str) -> int | None:
@@ -162,9 +162,11 @@ def _size(zero: dict[str, Any], key: str, path: str) -> int | None:
     if raw is None or _auto(raw):
         return None
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw) or raw < 0:
-        raise ConfigError(f"{ZERO}.{key} must be a number of elements; got {raw!r}", path=path, key=f"{ZERO}.{key}")
+        raise ConfigError(msg("deepspeed.must-number-elements", ZERO=ZERO, key=key, raw=raw), path=path,
+                          key=f"{ZERO}.{key}")
     if raw > 1e13:
-        raise ConfigError(f"{ZERO}.{key} {raw:g} is implausibly large", path=path, key=f"{ZERO}.{key}")
+        raise ConfigError(msg("deepspeed.implausibly-large", ZERO=ZERO, key=key, raw=raw), path=path,
+                          key=f"{ZERO}.{key}")
     return int(raw)
 
 
@@ -175,32 +177,31 @@ def _zero(out: Collector, data: dict[str, Any], path: str) -> None:
     if ZERO in data and "stage" in zero:
         out.put("strategy.sharding", mode, f"{ZERO}.stage", stage)
     else:
-        out.assume("strategy.sharding", mode, f"no {ZERO}.stage: DeepSpeed's default stage 0 (plain data parallel)")
+        out.assume("strategy.sharding", mode, msg("deepspeed.stage-deepspeed-s", ZERO=ZERO))
     for key, name in (("offload_optimizer", "strategy.offload_optimizer"),
                       ("offload_param", "strategy.offload_params")):
         block = zero.get(key)
         if block is None:
             continue
         if not isinstance(block, dict):
-            raise ConfigError(f"{ZERO}.{key} must be an object", path=path, key=f"{ZERO}.{key}")
+            raise ConfigError(msg("deepspeed.must-object-2", ZERO=ZERO, key=key), path=path, key=f"{ZERO}.{key}")
         device = str(block.get("device", "none")).lower()
         if device not in ("none", "cpu", "nvme"):
-            raise ConfigError(f"{ZERO}.{key}.device must be none, cpu or nvme; got {device!r}", path=path,
+            raise ConfigError(msg("deepspeed.device-must-none", ZERO=ZERO, key=key, device=device), path=path,
                               key=f"{ZERO}.{key}.device")
         if key == "offload_param" and stage != 3 and device != "none":
-            out.warn("W-FLAG", f"{ZERO}.offload_param needs stage 3; DeepSpeed ignores it at stage {stage}")
+            out.warn("W-FLAG", msg("W-FLAG", ZERO=ZERO, stage=stage))
             out.derive(name, False, f"{ZERO}.offload_param is ignored below stage 3")
             continue
         out.put(name, device != "none", f"{ZERO}.{key}.device", device)
         if device == "nvme":
-            out.warn("W-UNMODELLED", f"{ZERO}.{key} to NVMe: priced as host (CPU) offload — the host memory "
-                                     "shown holds what lives on NVMe, and the NVMe traffic is not in the step time")
+            out.warn("W-UNMODELLED", msg("W-UNMODELLED.nvme-priced-host-2", ZERO=ZERO, key=key))
     # every stage's sizes are read (a plan moved to another stage keeps what the file says); an absent one is
     # DeepSpeed's default, "auto" is left unset for resolve to price as the Trainer fills it (from h)
     overlap = zero.get("overlap_comm")
     if overlap is not None:
         if not isinstance(overlap, bool):
-            raise ConfigError(f"{ZERO}.overlap_comm must be true or false; got {overlap!r}", path=path,
+            raise ConfigError(msg("deepspeed.overlap_comm-must-true", ZERO=ZERO, overlap=overlap), path=path,
                               key=f"{ZERO}.overlap_comm")
         out.put("strategy.overlap_comm", overlap, f"{ZERO}.overlap_comm", overlap)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..features import MEGATRON_LORA_NAMES, lora_targets_of
+from ..messages import msg
 from ..strategy import Strategy
 from .launch_command import FlagSet
 from .support import Collector, refusal
@@ -56,10 +57,7 @@ def _switches(fl: FlagSet, out: Collector, put: Put) -> None:
     if impl == "te" and fl.has("--cross-entropy-loss-fusion"):
         # Megatron's native fused loss keeps an fp32 softmax (docs/model.md#working-overhead); Transformer Engine's
         # parallel_cross_entropy saves the bf16 logits and writes the gradient into them
-        out.warn("W-FLAG-UNPRICED", "--cross-entropy-fusion-impl te: Transformer Engine's cross-entropy is priced "
-                                    "as Megatron's native fused loss (an fp32 softmax saved); TE keeps the bf16 "
-                                    "logits and writes the gradient into them, so the loss is over-estimated "
-                                    "(2 B per logit saved, up to 8 B per logit around its backward)")
+        out.warn("W-FLAG-UNPRICED", msg("W-FLAG-UNPRICED"))
 
 
 def _fp8(fl: FlagSet, out: Collector, put: Put) -> None:
@@ -75,19 +73,20 @@ def _fp8(fl: FlagSet, out: Collector, put: Put) -> None:
     if on is None:
         stray = [flag for flag in FP8_FLAGS if fl.has(flag)]
         if stray:
-            out.warn("W-FP8", f"{' '.join(stray)} without --fp8-format: the run trains in bf16")
+            out.warn("W-FP8", msg("W-FP8", stray=' '.join(stray)))
         return
     recipe = fl.text("--fp8-recipe")
     if recipe is None:
-        out.assume("strategy.fp8", "delayed", f"{on} with Megatron's default --fp8-recipe delayed")
+        out.assume("strategy.fp8", "delayed", msg("feature_flags.megatron-s-default", on=on))
     elif recipe not in MEGATRON_FP8_RECIPES:
-        raise ConfigError(f"--fp8-recipe {recipe!r}: expected one of {', '.join(MEGATRON_FP8_RECIPES)}",
+        raise ConfigError(msg("feature_flags.fp8-recipe-expected", recipe=recipe,
+                              MEGATRON_FP8_RECIPES=', '.join(MEGATRON_FP8_RECIPES)),
                           path=out.path, key="--fp8-recipe")
     else:
         put("strategy.fp8", recipe, "--fp8-recipe")
     for flag, what in FP8_UNMODELLED.items():
         if fl.has(flag):
-            out.warn("W-UNMODELLED", f"{flag}: {what} is not modelled; priced as FP8 linears throughout")
+            out.warn("W-UNMODELLED", msg("W-UNMODELLED.modelled-priced-fp8", flag=flag, what=what))
 
 
 def _lora(fl: FlagSet, out: Collector, put: Put) -> None:
@@ -96,12 +95,11 @@ def _lora(fl: FlagSet, out: Collector, put: Put) -> None:
     names = fl.values("--lora-target-modules")
     if not names:
         if fl.has("--qlora"):
-            out.warn("W-LORA", "--qlora without --lora-target-modules: MindSpeed-LLM trains the full model")
+            out.warn("W-LORA", msg("W-LORA"))
         return
     targets, unknown = lora_targets_of(names)
     if unknown:
-        out.warn("W-LORA-TARGET", f"--lora-target-modules {' '.join(unknown)}: not a module the estimator knows; "
-                                  "not adapted")
+        out.warn("W-LORA-TARGET", msg("W-LORA-TARGET", unknown=' '.join(unknown)))
     if not targets:
         return
     put("strategy.peft", "qlora" if fl.has("--qlora") else "lora", "--qlora" if fl.has("--qlora") else
@@ -109,12 +107,12 @@ def _lora(fl: FlagSet, out: Collector, put: Put) -> None:
     put("strategy.lora_targets", targets, "--lora-target-modules")
     rank = fl.int("--lora-r", minimum=1)
     if rank is None:
-        out.assume("strategy.lora_rank", MINDSPEED_LORA_RANK, "MindSpeed-LLM's default --lora-r")
+        out.assume("strategy.lora_rank", MINDSPEED_LORA_RANK, msg("feature_flags.mindspeed-llm-s"))
     else:
         put("strategy.lora_rank", rank, "--lora-r")
     dropout = fl.float("--lora-dropout")
     if dropout is None:
-        out.assume("strategy.lora_dropout", 0.0, "MindSpeed-LLM builds its LoRA layers without dropout")
+        out.assume("strategy.lora_dropout", 0.0, msg("feature_flags.mindspeed-llm-builds"))
     else:
         put("strategy.lora_dropout", dropout, "--lora-dropout")
 

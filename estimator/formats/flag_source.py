@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import Text, msg
 
 
 class FlagQueries:
@@ -38,7 +39,7 @@ class FlagQueries:
         """(line, key) of ``name``, for messages about it."""
         raise NotImplementedError
 
-    def error(self, name: str, message: str) -> ConfigError:
+    def error(self, name: str, message: Text) -> ConfigError:
         line, key = self.locate(name)
         return ConfigError(message, path=self.path, line=line, key=key)
 
@@ -48,7 +49,7 @@ class FlagQueries:
         if values is None:
             return None
         if not values:
-            raise self.error(name, f"{name} needs a value")
+            raise self.error(name, msg("flag_source.needs-value", name=name))
         return values[0].strip()
 
     def int(self, name: str, minimum: int | None = None) -> int | None:
@@ -56,10 +57,10 @@ class FlagQueries:
         if raw is None:
             return None
         if not re.fullmatch(r"[-+]?\d+", raw) or len(raw) > 19:
-            raise self.error(name, f"{name} expects an integer, got {raw!r}")
+            raise self.error(name, msg("flag_source.expects-integer-got", name=name, raw=raw))
         value = int(raw)
         if minimum is not None and value < minimum:
-            raise self.error(name, f"{name} must be at least {minimum}, got {value}")
+            raise self.error(name, msg("flag_source.must-least-got", name=name, minimum=minimum, value=value))
         return value
 
     def float(self, name: str) -> float | None:
@@ -71,7 +72,7 @@ class FlagQueries:
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
-            raise self.error(name, f"{name} expects a number, got {raw!r}")
+            raise self.error(name, msg("flag_source.expects-number-got", name=name, raw=raw))
         return value
 
     def int_list(self, name: str) -> list[int]:
@@ -81,7 +82,7 @@ class FlagQueries:
             return []
         items = [x for v in values for x in re.split(r"[,\s]+", v.strip().strip("[]")) if x]
         if not items or not all(x.isdigit() and len(x) < 10 for x in items):
-            raise self.error(name, f"{name} expects comma-separated non-negative integers, got {' '.join(values)!r}")
+            raise self.error(name, msg("flag_source.expects-comma-separated", name=name, values=' '.join(values)))
         return [int(x) for x in items]
 
 
@@ -109,8 +110,8 @@ class ArgsMapping(FlagQueries):
             elif isinstance(value, list):
                 self.data[name] = tuple(str(v) for v in value)
             elif isinstance(value, dict):
-                raise ConfigError(f"{key} holds a mapping; Megatron arguments are numbers, strings, lists or "
-                                  "true/false", path=path, key=self._key(str(key)))
+                raise ConfigError(msg("flag_source.holds-mapping-megatron", key=key), path=path,
+                                  key=self._key(str(key)))
             else:
                 self.data[name] = tuple(str(value).split()) or ("",)
 

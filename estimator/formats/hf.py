@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..kinds import claims_layer_type
+from ..messages import msg
 from ..parsed import Provenance
 from ..warnings import EstimateWarning
 from ..yamlio import load_data
@@ -104,7 +105,7 @@ def read_hf(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, 
     only = source.get("mlp_only_layers")
     if only is not None:
         if not isinstance(only, list):
-            raise ConfigError(f"expected a list of layer indices, got {only!r}", path=path,
+            raise ConfigError(msg("hf.expected-list-layer", only=only), path=path,
                               key=prefix + "mlp_only_layers")
         source = {**source, "mlp_only_layers": [_int(i, path, prefix + "mlp_only_layers", 0, MAX_LAYERS)
                                                 for i in only]}
@@ -184,7 +185,7 @@ def unmodelled_features(data: dict[str, Any], path: str) -> list[EstimateWarning
             found.append((entry["feature"].format(count=kinds.count(kind), total=len(kinds),
                                                   sliding_window=source.get("sliding_window")), entry["priced"]))
     found += [(entry["feature"], entry["priced"]) for entry in table["model_types"].get(model_type, ())]
-    return [EstimateWarning("W-MODEL-FEATURE", f"{path}: {feature}: not in SAPP's model; {priced}")
+    return [EstimateWarning("W-MODEL-FEATURE", msg("W-MODEL-FEATURE", path=path, feature=feature, priced=priced))
             for feature, priced in found]
 
 
@@ -197,12 +198,12 @@ def _int(value: Any, path: str, key: str | None, minimum: int = 0, maximum: int 
     """An integer in [minimum, maximum], else a ConfigError naming the key."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
             (isinstance(value, float) and not value.is_integer()):
-        raise ConfigError(f"expected an integer, got {value!r}", path=path, key=key)
+        raise ConfigError(msg("fields.expected-integer-got", value=value), path=path, key=key)
     number = int(value)
     if number < minimum:
-        raise ConfigError(f"must be at least {minimum}; got {number}", path=path, key=key)
+        raise ConfigError(msg("hf.must-least-got", minimum=minimum, number=number), path=path, key=key)
     if number > maximum:
-        raise ConfigError(f"{number} is implausibly large (limit {maximum})", path=path, key=key)
+        raise ConfigError(msg("hf.implausibly-large-limit", number=number, maximum=maximum), path=path, key=key)
     return number
 
 
@@ -246,7 +247,7 @@ def _moe(values: dict[str, Any], put: Any, source: dict[str, Any], path: str, no
         put("num_shared_experts", 1, None, "one gated shared expert (shared_expert_intermediate_size)")
         put("shared_expert_gate", True, None, "Qwen-MoE shared expert gate")
     if isinstance(values.get("model.moe_layer_freq"), list):
-        raise ConfigError("moe_layer_freq as a list is not supported; give model.layers explicitly",
+        raise ConfigError(msg("hf.moe_layer_freq-list-supported"),
                           path=path, key="moe_layer_freq")
     if "model.moe_layer_freq" in values:
         values["model.moe_layer_freq"] = _int(values["model.moe_layer_freq"], path, "moe_layer_freq", 1, MAX_LAYERS)
@@ -358,7 +359,7 @@ def _vision(v: dict[str, Any], lm_hidden: Any, model_type: str, notes: list[str]
         width = field("embed_dim", None)
         ratio = v.get("mlp_ratio") or 4
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1024:
-            raise ConfigError(f"mlp_ratio must be a number above 0 and at most 1024; got {ratio!r}", path=path,
+            raise ConfigError(msg("hf.mlp_ratio-must-number", ratio=ratio), path=path,
                               key="vision_config.mlp_ratio")
         ffn = int((width or 0) * ratio)
         out = field("hidden_size", None) if v.get("hidden_size") != width else lm_hidden

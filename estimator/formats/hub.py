@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import catalogue
 from ..errors import ConfigError
+from ..messages import msg
 from ..nearest import suggest
 from ..parsed import Provenance
 from ..warnings import Assumption, EstimateWarning
@@ -35,9 +36,7 @@ def model_reading(name: str) -> Reading:
     found = catalogue.resolve(name, read_config_json)
     if found is None or not looks_like_hf(found.config):
         near = suggest(name, list(catalogue.all_ids()), cutoff=0.75)
-        raise ConfigError("no such file, and no model of that name in a local model directory, the local Hugging "
-                          "Face cache or the catalogue" + (f"; did you mean {near}?" if near else "")
-                          + "; give the model's config.json with --model", path=name)
+        raise ConfigError(msg("hub.no-such-model.near", near=near) if near else msg("hub.no-such-model"), path=name)
     return reading_of(name, found)
 
 
@@ -49,8 +48,9 @@ def reading_of(name: str, found: catalogue.Found) -> Reading:
     if found.entry is not None:
         values["model.name"] = found.entry.name
     reading = Reading("hf_config", "model", values, prov,
-                      [EstimateWarning("W-MODEL-NOTE", f"{name}: {note}") for note in notes],
-                      [Assumption("model", name, f"the model's config.json from {found.how}")],
+                      [EstimateWarning("W-MODEL-NOTE", msg("W-MODEL-NOTE.text", name=name,
+                                                           note=note)) for note in notes],
+                      [Assumption("model", name, msg("hub.model-s-config", how=found.how))],
                       text=json.dumps(found.config, indent=2), path=name)
     return reading
 
@@ -63,8 +63,7 @@ def collect_model(out: Collector, name: str, named_by: str, file_wins: bool = Fa
     found = catalogue.resolve(name, read_config_json)
     if found is None or not looks_like_hf(found.config):
         if not file_wins:
-            out.warn("W-MODEL", f"{named_by} {name}: not a local model directory, not in the local Hugging Face cache "
-                                "nor in the catalogue; give its config.json with --model")
+            out.warn("W-MODEL", msg("W-MODEL", named_by=named_by, name=name))
         return False
     reading = reading_of(name, found)
     taken = [k for k in reading.values if not (file_wins and k in out.values)]

@@ -16,6 +16,7 @@ import yaml
 
 from .. import flavors
 from ..errors import ConfigError
+from ..messages import Text, msg
 from . import hub
 from .common import dig
 from .known_keys import catalogue, check_sections
@@ -120,7 +121,7 @@ class HyperParallelFile:
     def key(self, name: str) -> str:
         return ".".join(self.keys[name])
 
-    def error(self, message: str, keys: tuple[str, ...] | str) -> ConfigError:
+    def error(self, message: Text, keys: tuple[str, ...] | str) -> ConfigError:
         path = tuple(keys.split(".")) if isinstance(keys, str) else keys
         node = yaml_node(self.root, path)
         mark = node[1].start_mark if node else None
@@ -160,7 +161,7 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     """The strategy (and, when the file states it, the model) of a HyperParallel YAML (docs/model.md#frameworks)."""
     kind = schema(data)
     if kind is None:
-        raise ConfigError("not a HyperParallel YAML (no train.accelerator, accelerator or fsdp_config)", path=path)
+        raise ConfigError(msg("hyperparallel.hyperparallel-yaml-train"), path=path)
     src = HyperParallelFile(text, path, data, kind)
     c = Collector(path)
     c.derive("options.framework", "hyperparallel", f"HyperParallel YAML ({kind} schema)")
@@ -216,7 +217,7 @@ def _read_model(c: Collector, src: HyperParallelFile) -> None:
         multiple = to_int(overrides["multiple_of"], c.path, "model.config_overrides.multiple_of")
         multiplier = overrides.get("ffn_dim_multiplier")
         if multiplier is not None and (isinstance(multiplier, bool) or not isinstance(multiplier, (int, float))):
-            raise src.error(f"ffn_dim_multiplier must be a number; got {multiplier!r}",
+            raise src.error(msg("hyperparallel.ffn_dim_multiplier-must-number", multiplier=multiplier),
                             ("model", "config_overrides", "ffn_dim_multiplier"))
         width = flavors.llama_ffn_width(values["model.hidden_size"], multiple, multiplier)
         c.derive("model.ffn_hidden_size", width, "llama FFN rule from multiple_of / ffn_dim_multiplier")
@@ -234,18 +235,18 @@ def _read_model(c: Collector, src: HyperParallelFile) -> None:
         missing = [k for k in REQUIRED if f"model.{k}" not in values]
     if missing:
         where = model.get("pretrained_model_name_or_path") or model.get("name") or "the model code"
-        c.warn("W-MODEL-SOURCE", f"the file does not state the model's {', '.join(missing)} (the model comes from "
-                                 f"{where}); give its config.json with --model")
+        c.warn("W-MODEL-SOURCE", msg("W-MODEL-SOURCE", missing=', '.join(missing), where=where))
 
 
 def _world(c: Collector, src: HyperParallelFile, devices: int | None) -> int | None:
     if devices is not None and devices < 1:
-        raise ConfigError(f"--devices must be at least 1; got {devices}", path=c.path)
+        raise ConfigError(msg("hyperparallel.devices-must-least", devices=devices), path=c.path)
     stated = dig(src.data, "context", "device_num")
     if stated is not None:
         n = to_int(stated, c.path, "context.device_num")
         if devices is not None and devices != n:
-            raise src.error(f"--devices {devices} differs from context.device_num {n}", ("context", "device_num"))
+            raise src.error(msg("hyperparallel.devices-differs-context", devices=devices, n=n), ("context",
+                                                                                                 "device_num"))
         return n
     return devices
 
@@ -265,8 +266,8 @@ def _read_degrees(c: Collector, src: HyperParallelFile) -> tuple[int, int, int, 
     if src.has("schedule"):
         raw = str(src.get("schedule")).strip().lower()
         if raw not in SCHEDULES:
-            raise src.error(f"unknown pipeline schedule {src.get('schedule')!r}; expected one of "
-                            f"{', '.join(sorted(SCHEDULES))}", src.keys["schedule"])
+            raise src.error(msg("hyperparallel.unknown-pipeline-schedule", schedule=src.get('schedule'),
+                                SCHEDULES=', '.join(sorted(SCHEDULES))), src.keys["schedule"])
         if pp > 1 and SCHEDULES[raw] != "1f1b":  # 1F1B is what an unset schedule means
             c.put("strategy.schedule", SCHEDULES[raw], src.key("schedule"), src.get("schedule"))
     return tp, pp, cp, ep
@@ -278,12 +279,12 @@ def _read_v2_parallel(c: Collector, src: HyperParallelFile, devices: int | None)
     n = _world(c, src, devices)
     if n is not None and not (src.has("dp_shard") or src.has("dp_replicate")):
         if n % (tp * pp * cp):
-            raise src.error(f"the device count {n} is not a multiple of tp·pp·cp = {tp * pp * cp}",
+            raise src.error(msg("hyperparallel.device-count-multiple", n=n, value=tp * pp * cp),
                             src.keys["tp"])
         shard, rep = n // (tp * pp * cp), 1
     elif n is not None and n != shard * rep * tp * pp * cp:
-        raise src.error(f"--devices/device_num {n} does not match the degrees the file states: dp_shard {shard} × "
-                        f"dp_replicate {rep} × tp·pp·cp {tp * pp * cp} = {shard * rep * tp * pp * cp}",
+        raise src.error(msg("hyperparallel.devices-device_num-does", n=n, shard=shard, rep=rep, degrees=tp * pp * cp,
+                            product=shard * rep * tp * pp * cp),
                         src.keys["dp_shard"])
     dp = shard * rep
     c.derive("strategy.dp", dp, f"dp_replicate × dp_shard = {rep}×{shard}")
@@ -291,16 +292,15 @@ def _read_v2_parallel(c: Collector, src: HyperParallelFile, devices: int | None)
         raw = src.get("cp_algo")
         algo = CP_ALGOS.get(str(raw).strip().lower()) if raw is not None else "ring"
         if algo is None:
-            raise src.error(f"unknown context_parallel_algo {raw!r}; expected colossalai_cp, ulysses_cp or "
-                            "hybrid_cp", src.keys["cp_algo"])
+            raise src.error(msg("hyperparallel.unknown-context_parallel_algo-expected", raw=raw), src.keys["cp_algo"])
         if raw is not None:
             c.put("strategy.cp_algo", algo, src.key("cp_algo"), raw)
         else:
-            c.assume("strategy.cp_algo", "ring", "context_parallel_algo unset: ring (colossalai_cp)")
+            c.assume("strategy.cp_algo", "ring", msg("hyperparallel.context_parallel_algo-unset-ring"))
     if src.get("parallel_optimizer") is True:
         size = src.int("shard_size", 0, minimum=0) or dp * cp
         if (dp * cp) % size:
-            raise src.error(f"optimizer_weight_shard_size {size} does not divide dp×cp = {dp * cp}",
+            raise src.error(msg("hyperparallel.optimizer_weight_shard_size-does-divide", size=size, value=dp * cp),
                             src.keys["shard_size"])
         c.derive("strategy.sharding", "fsdp" if size == dp * cp else "hsdp",
                  "enable_parallel_optimizer: parameters, gradients and states sharded (FSDP spanning CP)")
@@ -322,20 +322,19 @@ def _read_auto_parallel(c: Collector, src: HyperParallelFile, devices: int | Non
     n = _world(c, src, devices)
     if n is not None:
         if n % (tp * pp * cp):
-            raise ConfigError(f"the device count {n} is not a multiple of tp·pp·cp = {tp * pp * cp}", path=c.path)
+            raise ConfigError(msg("hyperparallel.device-count-multiple", n=n, value=tp * pp * cp), path=c.path)
         dp = n // (tp * pp * cp)
         c.derive("strategy.dp", dp, f"devices/(tp·pp·cp) = {n}/{tp * pp * cp}")
     elif shard % cp == 0 and (shard * tp) % (ep * int(c.values.get("strategy.etp") or 1)) == 0:
         dp = shard // cp
-        c.assume("strategy.dp", dp, f"no device count: {src.key('dp_shard_size')} {shard} taken as dp×cp (no "
-                                    "replica groups); pass --devices N if the run has more")
+        c.assume("strategy.dp", dp, msg("hyperparallel.device-count-taken", key=src.key('dp_shard_size'), shard=shard))
     else:
-        raise src.error(f"the world size is not stated and {src.key('dp_shard_size')} = {shard} with cp {cp}, ep "
-                        f"{ep} does not determine it: pass --devices N (or set context.device_num)",
+        raise src.error(msg("hyperparallel.world-size-stated", key=src.key('dp_shard_size'), shard=shard, cp=cp, ep=ep),
                         src.keys["dp_shard_size"])
     domain = dp * cp
     if domain % shard:
-        raise src.error(f"dp_shard_size {shard} does not divide dp×cp = {domain}", src.keys["dp_shard_size"])
+        raise src.error(msg("hyperparallel.dp_shard_size-does-divide", shard=shard, domain=domain),
+                        src.keys["dp_shard_size"])
     c.derive("strategy.sharding", "fsdp" if shard == domain else "hsdp", "FSDP2 over dp × cp (fsdp_config)")
     if shard != domain:
         c.put("strategy.shard_size", shard, src.key("dp_shard_size"))
@@ -344,7 +343,7 @@ def _read_auto_parallel(c: Collector, src: HyperParallelFile, devices: int | Non
         if src.has("edp_shard_size"):
             c.put("strategy.expert_shard_size", edp, src.key("edp_shard_size"))
         else:
-            c.assume("strategy.expert_shard_size", 1, "fsdp_config.edp_shard_size default 1 (experts unsharded)")
+            c.assume("strategy.expert_shard_size", 1, msg("hyperparallel.fsdp_config-edp_shard_size-default"))
     if src.has("reshard"):
         c.put("strategy.reshard_after_forward", bool(src.get("reshard")), src.key("reshard"))
     if src.get("loss_parallel") is not None:
@@ -380,7 +379,7 @@ def _read_cp_wrapper(c: Collector, src: HyperParallelFile, cp: int) -> None:
     if isinstance(fallback, str) and fallback.lower() in CP_ALGOS:
         c.put("strategy.cp_algo", CP_ALGOS[fallback.lower()], "dataloader.get_batch.cp_algorithm")
     else:
-        c.assume("strategy.cp_algo", "ring", "no CP wrapper in plan_overrides: ring attention")
+        c.assume("strategy.cp_algo", "ring", msg("hyperparallel.cp-wrapper-plan_overrides"))
 
 
 def _read_batch(c: Collector, src: HyperParallelFile, dp: int) -> None:
@@ -394,19 +393,18 @@ def _read_batch(c: Collector, src: HyperParallelFile, dp: int) -> None:
         c.put("strategy.micro_batches", m, src.key("m"))
         if G:
             if G % (b * dp * m):
-                c.warn("W-BATCH", f"global_batch_size {G} is not micro_batch_size {b} × dp {dp} × micro-batches "
-                                  f"{m}; the micro-batch count is used")
+                c.warn("W-BATCH", msg("W-BATCH", G=G, b=b, dp=dp, m=m))
             elif G // (b * dp * m) > 1:
                 c.derive("strategy.n_acc", G // (b * dp * m), "global_batch_size/(b·dp·m)")
         return
     if G:
         if G % (b * dp):
-            raise src.error(f"global_batch_size {G} is not a multiple of micro_batch_size {b} × dp {dp}",
+            raise src.error(msg("hyperparallel.global_batch_size-multiple-micro_batch_size", G=G, b=b, dp=dp),
                             src.keys["G"])
         m = check_micro_batches(G // (b * dp), c.path, src.key("G"))
         c.derive("strategy.micro_batches", m, f"global_batch_size/(b·dp) = {G}/{b * dp}")
     else:
-        c.assume("strategy.micro_batches", max(1, pp), "no micro-batch count or global batch: one per stage")
+        c.assume("strategy.micro_batches", max(1, pp), msg("hyperparallel.micro-batch-count"))
 
 
 def _read_seq(c: Collector, src: HyperParallelFile) -> None:
@@ -422,12 +420,10 @@ def _read_seq(c: Collector, src: HyperParallelFile) -> None:
     for keys in (("model", "config_overrides", "max_position_embeddings"), ("model", "max_position_embeddings")):
         if present(src.data, keys):
             c.put("strategy.seq_length", _seq(src, keys), ".".join(keys))
-            c.warn("W-SEQ-FROM-POSITIONS", f"no dataset sequence length; using {'.'.join(keys)} = "
-                                           f"{dig(src.data, *keys)} (set strategy.seq_length if training is "
-                                           "shorter)")
+            c.warn("W-SEQ-FROM-POSITIONS", msg("W-SEQ-FROM-POSITIONS", keys='.'.join(keys), dig=dig(src.data, *keys)))
             return
-    raise src.error("no sequence length: the file states no dataset max_seq_len / seq_length; give it with "
-                    "--set strategy.seq_length=N", ("data", "max_seq_len") if src.kind == "v2" else ("dataset",))
+    raise src.error(msg("hyperparallel.sequence-length-file"), ("data",
+                                                                "max_seq_len") if src.kind == "v2" else ("dataset",))
 
 
 def _seq(src: HyperParallelFile, keys: tuple[str, ...]) -> int:
@@ -445,7 +441,7 @@ def _read_recompute(c: Collector, src: HyperParallelFile) -> None:
         else str(mode_raw).strip().lower()
     mode = {"off": "none", "no": "none", "disable": "none", "disabled": "none"}.get(mode, mode)
     if mode not in ("none", "full", "selective"):
-        raise src.error(f"activation checkpoint mode must be none/off, selective or full; got {mode_raw!r}",
+        raise src.error(msg("hyperparallel.activation-checkpoint-mode", mode_raw=mode_raw),
                         src.keys["ac"])
     if full is not None and full is not False:
         c.put("strategy.recompute", full, "model.config_overrides.full_rec")
@@ -453,7 +449,7 @@ def _read_recompute(c: Collector, src: HyperParallelFile) -> None:
         c.put("strategy.recompute", mode if full is None else "none", src.key("ac") if full is None
               else "model.config_overrides.full_rec", mode_raw if full is None else full)
     else:
-        c.assume("strategy.recompute", "none", "no activation checkpointing stated")
+        c.assume("strategy.recompute", "none", msg("hyperparallel.activation-checkpointing-stated"))
     if sel is not None and sel is not False:
         c.put("strategy.sel_counts", sel, "model.config_overrides.sel_rec")
         if full is None and mode == "none":

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..messages import msg
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
 from .common import load_yaml
@@ -249,7 +250,7 @@ def write_yaml(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> 
     data = load_yaml(source.text, source.path)
     kind = schema(data)
     if kind is None:
-        raise ConfigError("not a HyperParallel YAML", path=source.path)
+        raise ConfigError(msg("hyperparallel_write.hyperparallel-yaml"), path=source.path)
     old = original_strategy(source, parsed, read, data)
     refuse_unwritable(FORMAT, old, strategy, WRITABLE, source.path)
     ctx = _context(HyperParallelFile(source.text, source.path, data, kind))

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ..messages import msg
 from ..nearest import suggest
 from ..warnings import EstimateWarning
 
@@ -73,7 +74,7 @@ def unknown_key(path: str, section: str, key: str, known: Iterable[str],
     else:
         hint = ""
     label = f"{cat.title} {cat.noun}" if cat is not None else "key"
-    return EstimateWarning(CODE, f"{path}: {where} is not a {label} SAPP knows{hint} (its value is ignored)")
+    return EstimateWarning(CODE, msg("known_keys.sapp-knows-value", path=path, where=where, label=label, hint=hint))
 
 
 def unknown_names(path: str, section: str, names: Iterable[str], known: Mapping[str, str] | Iterable[str],

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..messages import Text, msg
 from .flag_source import FlagQueries
 from .shell import Script, Seg, Value, problem_of, seg_slice, text_of
 from .shell_syntax import Command, line_of
@@ -47,7 +48,7 @@ class FlagSet(FlagQueries):
         self.flags: dict[str, list[Flag]] = {}
         if fields is None and command is not None:
             fields = script.expand_words(command.words)
-        self.notes: list[str] = list(script.warnings)
+        self.notes: list[Text] = list(script.warnings)
         script.warnings.clear()
         if fields is None:
             return
@@ -108,8 +109,7 @@ class FlagSet(FlagQueries):
     def _resolved(self, flag: Flag, token: Value) -> str:
         problem = problem_of(token)
         if problem:
-            raise ConfigError(f"{flag.name} cannot be resolved: {problem}; the estimator never runs commands — "
-                              "write the value into the script (or pass --devices N for the device count)",
+            raise ConfigError(msg("launch_command.cannot-resolved-estimator", name=flag.name, problem=problem),
                               path=self.script.path, line=flag.line, key=flag.name)
         return text_of(token)
 
@@ -160,8 +160,7 @@ def launch_flags(script: Script) -> FlagSet:
     if best is not None:
         flags = FlagSet(script, best[1], best[2])
         if script.runs(best[1]) is None:
-            flags.notes.append(f"the training command (line {best[1].line}) is inside an if/case/loop/function "
-                               "whose condition the estimator cannot decide; it is read as if it runs")
+            flags.notes.append(msg("launch_command.training-command-line", line=best[1].line))
         return flags
     held: tuple[int, str, int, list[Value]] | None = None
     for record in script.all_assignments:
@@ -174,9 +173,7 @@ def launch_flags(script: Script) -> FlagSet:
     if held is None:
         return FlagSet(script, None)
     flags = FlagSet(script, None, held[3], held[2])
-    flags.notes.append(f"the training command is read from the string {held[1]} (line {held[2]}), which the script "
-                       "runs indirectly (bash -c, a batch job); its words are split as the shell would, quotes "
-                       "inside the string are not interpreted")
+    flags.notes.append(msg("launch_command.training-command-read", variable=held[1], line=held[2]))
     return flags
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from ..yamlio import load_data
 from . import hub
 from .common import load_json, read_text
@@ -64,8 +65,7 @@ def bundled_deepspeed() -> dict[str, dict[str, Any]]:
 
 def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     if devices is None:
-        raise ConfigError("a LLaMA-Factory config does not state the device count: pass --devices N (the GPUs "
-                          "llamafactory-cli starts on)", path=path)
+        raise ConfigError(msg("llamafactory.llama-factory-config"), path=path)
     out = Collector(path)
     mcore = megatron_keys(data)
     known = set(catalogue("llamafactory").known("")) | set(mcore)
@@ -75,13 +75,12 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     if "cutoff_len" in data:
         out.put("strategy.seq_length", seq, "cutoff_len")
     else:
-        out.assume("strategy.seq_length", seq, "no cutoff_len: LLaMA-Factory's default 2048 (samples are truncated "
-                                               "to it; priced at the full length)")
+        out.assume("strategy.seq_length", seq, msg("llamafactory.cutoff_len-llama-factory"))
     out.assume("options.framework", "megatron" if mcore else "hf_trainer",
-               f"LLaMA-Factory on MCoreAdapter (Megatron keys: {', '.join(mcore[:4])}…)" if mcore else
-               "LLaMA-Factory on the Hugging Face Trainer")
+               msg("llamafactory.llama-factory-mcoreadapter", mcore=', '.join(mcore[:4])) if mcore else
+               msg("llamafactory.llama-factory-hugging"))
     if data.get("packing"):
-        out.warn("W-UNMODELLED", "packing: samples are concatenated to cutoff_len; priced as full-length sequences")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.packing-samples-concatenated"))
     if mcore:
         _mcore(out, data, path, devices)
     else:
@@ -101,7 +100,7 @@ def _trainer_args(data: dict[str, Any], path: str) -> TrainerArgs:
     for key in ("bf16", "fp16"):
         if key in data:
             if not isinstance(data[key], bool):
-                raise ConfigError(f"{key} must be true or false; got {data[key]!r}", path=path, key=key)
+                raise ConfigError(msg("llamafactory.must-true-false", key=key, data=data[key]), path=path, key=key)
             setattr(args, key, data[key])
             args.where[key] = f"{Path(path).name}: {key}"
     return args
@@ -120,7 +119,7 @@ def _trainer(out: Collector, data: dict[str, Any], path: str, devices: int) -> N
         out.warnings.extend(sub.warnings)
         out.assumptions.extend(a for a in sub.assumptions if a.field != "options.framework")
         if how:
-            out.warn("W-DEEPSPEED", f"deepspeed: {name} is not beside {Path(path).name}; read as {how}")
+            out.warn("W-DEEPSPEED", msg("W-DEEPSPEED", name=name, config=Path(path).name, how=how))
         return
     out.derive("strategy.dp", devices, "the Trainer runs plain data parallel (DDP) over --devices")
     out.derive("strategy.sharding", "none", "no deepspeed: DDP keeps full replicas")
@@ -148,8 +147,8 @@ def _trainer(out: Collector, data: dict[str, Any], path: str, devices: int) -> N
         out.derive("strategy.master_bytes", 0.0, "pure_bf16 / adapter training: no master copy of the base")
     else:
         for name_ in ("strategy.param_bytes", "strategy.compute_bytes", "strategy.grad_bytes"):
-            out.assume(name_, 4.0, "neither bf16 nor fp16: fp32 training")
-        out.assume("strategy.master_bytes", 0.0, "fp32 training keeps no separate master copy")
+            out.assume(name_, 4.0, msg("llamafactory.neither-bf16-nor"))
+        out.assume("strategy.master_bytes", 0.0, msg("deepspeed.fp32-training-keeps"))
 
 
 def _deepspeed_config(name: str, path: str) -> tuple[str, dict[str, Any], str]:
@@ -159,13 +158,13 @@ def _deepspeed_config(name: str, path: str) -> tuple[str, dict[str, Any], str]:
             text = read_text(candidate)
             data = load_json(text, str(candidate))
             if not isinstance(data, dict):
-                raise ConfigError("a DeepSpeed config must be a JSON object", path=str(candidate))
+                raise ConfigError(msg("llamafactory.deepspeed-config-must"), path=str(candidate))
             return str(candidate), data, ""
     bundled = bundled_deepspeed().get(name.replace("\\", "/").lstrip("./"))
     if bundled is not None:
         return name, dict(bundled["config"]), f"LLaMA-Factory's bundled {name} ({bundled['source']})"
-    raise ConfigError(f"the DeepSpeed config {name!r} named by deepspeed: is neither beside the YAML nor one of "
-                      f"LLaMA-Factory's bundled examples ({', '.join(bundled_deepspeed())}); put it beside the YAML",
+    raise ConfigError(msg("llamafactory.deepspeed-config-named", name=name,
+                          bundled_deepspeed=', '.join(bundled_deepspeed())),
                       path=path, key="deepspeed")
 
 
@@ -178,7 +177,7 @@ def _mcore(out: Collector, data: dict[str, Any], path: str, devices: int) -> Non
                                                             "pipeline_model_parallel_size",
                                                             "context_parallel_size"))
     if devices % (tp * pp * cp):
-        raise ConfigError(f"--devices {devices} is not divisible by tp {tp} × pp {pp} × cp {cp}", path=path,
+        raise ConfigError(msg("llamafactory.devices-divisible-tp", devices=devices, tp=tp, pp=pp, cp=cp), path=path,
                           key="tensor_model_parallel_size")
     dp = devices // (tp * pp * cp)
     args.update(micro_batch_size=mbs, global_batch_size=mbs * ga * dp, seq_length=out.values["strategy.seq_length"])
@@ -196,18 +195,16 @@ def _method(out: Collector, data: dict[str, Any], path: str) -> None:
     """finetuning_type, LoRA / QLoRA, gradient checkpointing, attention kernel."""
     kind = str(data.get("finetuning_type", DEFAULTS["finetuning_type"])).lower()
     if "finetuning_type" not in data:
-        out.assume("strategy.peft", "lora", "no finetuning_type: LLaMA-Factory's default lora")
+        out.assume("strategy.peft", "lora", msg("llamafactory.finetuning_type-llama-factory"))
     if kind in ("full", "freeze") and data.get("quantization_bit") is not None:
-        raise ConfigError(f"quantization_bit with finetuning_type {kind}: LLaMA-Factory quantizes only under LoRA "
-                          "(\"Quantization is only compatible with the LoRA method\"); use finetuning_type lora or "
-                          "remove quantization_bit", path=path, key="quantization_bit")
+        raise ConfigError(msg("llamafactory.quantization_bit-finetuning_type-llama", kind=kind), path=path,
+                          key="quantization_bit")
     if kind == "freeze":
         n = to_int(data.get("freeze_trainable_layers", 2), path, "freeze_trainable_layers", minimum=-MAX_LAYERS,
                    maximum=MAX_LAYERS)
         # LLaMA-Factory: the last n layers, or with a negative count the first -n
         which = f"the last {n}" if n > 0 else f"the first {-n}" if n < 0 else "none of the"
-        out.warn("W-NOT-PRICED", f"finetuning_type freeze (only {which} layers train) is not priced yet: priced as "
-                                 "full fine-tuning (every weight with its gradient and optimizer states)")
+        out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.finetuning_type-freeze-only", which=which))
     elif kind == "lora":
         if "finetuning_type" in data:
             out.put("strategy.peft", "lora", "finetuning_type")
@@ -220,8 +217,7 @@ def _method(out: Collector, data: dict[str, Any], path: str) -> None:
                 out.put("strategy.qlora_double_quant", bool(double), "double_quantization", double)
             else:
                 method = data.get("quantization_method", "bnb")
-                out.warn("W-NOT-PRICED", f"quantization_bit {bits} ({method}): only 4-bit bitsandbytes (QLoRA, "
-                                         "NF4) is priced; the base is priced unquantised")
+                out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.quantization_bit-only-bit", bits=bits, method=method))
         elif "double_quantization" in data:  # kept for a change back to QLoRA (and the write-back check)
             out.put("strategy.qlora_double_quant", bool(data["double_quantization"]), "double_quantization",
                     data["double_quantization"])
@@ -236,12 +232,12 @@ def _method(out: Collector, data: dict[str, Any], path: str) -> None:
         out.derive("strategy.lora_param_bytes", 4.0, "LLaMA-Factory keeps the trainable adapters in fp32 (unless "
                                                      "pure_bf16)" if not data.get("pure_bf16") else "pure_bf16")
     elif kind != "full":
-        raise ConfigError(f"finetuning_type {kind!r}: expected full, freeze or lora", path=path, key="finetuning_type")
+        raise ConfigError(msg("llamafactory.finetuning_type-expected-full", kind=kind), path=path,
+                          key="finetuning_type")
     if data.get("disable_gradient_checkpointing"):
         out.put("strategy.recompute", "none", "disable_gradient_checkpointing", True)
     elif "strategy.recompute" not in out.values:
-        out.assume("strategy.recompute", "full", "LLaMA-Factory enables gradient checkpointing (every decoder layer "
-                                                 "recomputed) unless disable_gradient_checkpointing")
+        out.assume("strategy.recompute", "full", msg("llamafactory.llama-factory-enables"))
     if str(data.get("flash_attn", "auto")).lower() == "fa2":
         out.put("options.kv_repeat", False, "flash_attn", "fa2")
 
@@ -253,8 +249,8 @@ def _targets(data: dict[str, Any], path: str) -> tuple[str, ...]:
         return ALL_LINEAR
     unknown = [n for n in names if n not in LORA_TARGETS]
     if unknown:
-        raise ConfigError(f"lora_target {', '.join(unknown)}: the estimator knows all, "
-                          f"{', '.join(LORA_TARGETS)}", path=path, key="lora_target")
+        raise ConfigError(msg("llamafactory.lora_target-estimator-knows", unknown=', '.join(unknown),
+                              LORA_TARGETS=', '.join(LORA_TARGETS)), path=path, key="lora_target")
     return tuple(dict.fromkeys(LORA_TARGETS[n] for n in names))
 
 

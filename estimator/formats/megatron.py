@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from .flag_source import ArgsMapping
 from .launch_dialect import script_dialect
 from .megatron_model_args import read_model
@@ -55,7 +56,7 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
         return read_recipe(text, path, data, devices)
     chosen, why = script_dialect(text)
     if chosen != "megatron":
-        why = f"read as Megatron-LM as asked; by its contents the script is a {why}"
+        why = msg("dialect.read-as-asked", framework="Megatron-LM", why=why)
     return read_script(text, path, devices, "megatron", why)
 
 
@@ -64,11 +65,10 @@ def read_recipe(text: str, path: str, data: dict[str, Any], devices: int | None)
     fl = ArgsMapping(data[ARGS], path, ARGS)
     if devices is None:
         named = re.search(r"(\d+)\s*GPUs?", path, re.IGNORECASE)
-        raise ConfigError("a Megatron-LM recipe YAML does not state the device count: pass --devices N"
-                          + (f" (the file name mentions {named.group(0)}; it is not read as the device count)"
-                             if named else ""), path=path, key=ARGS)
+        raise ConfigError(msg("megatron.recipe-devices.named", named=named.group(0)) if named else
+                          msg("megatron.recipe-devices"), path=path, key=ARGS)
     out = Collector(path)
-    out.assume("options.framework", "megatron", "Megatron-LM recipe YAML (arguments under ARGS:)")
+    out.assume("options.framework", "megatron", msg("megatron.megatron-lm-recipe"))
     read_model(fl, out, "megatron", "pretrain_gpt.py")  # the recipes run pretrain_gpt.py
     read_strategy(fl, out, devices, "--devices", "megatron")
     out.warnings.extend(flag_warnings(fl, READ_FLAGS, "megatron"))

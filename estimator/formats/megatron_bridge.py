@@ -25,6 +25,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from ..nearest import suggest
 from ..warnings import Assumption
 from ..yamlio import load_data
@@ -91,23 +92,21 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     if data is None:
         return read_python(text, path, devices)
     if not isinstance(data, dict):
-        raise ConfigError("a Megatron-Bridge config must be a mapping of sections", path=path)
+        raise ConfigError(msg("megatron_bridge.megatron-bridge-config-2"), path=path)
     out = Collector(path)
     sections = {k: v for k, v in data.items() if k in ARG_SECTIONS}
     for name, section in sections.items():
         if not isinstance(section, (dict, str)):
-            raise ConfigError(f"{name} must be a mapping", path=path, key=name)
-    out.assume("options.framework", "megatron", "a Megatron-Bridge config (Megatron-core underneath)")
+            raise ConfigError(msg("megatron_bridge.must-mapping", name=name), path=path, key=name)
+    out.assume("options.framework", "megatron", msg("megatron_bridge.megatron-bridge-config"))
     _read(out, sections, data.get("peft"), data.get("dataset"), path, devices)
     known = (*ARG_SECTIONS, *IGNORED, "peft")
     for key in (k for k in data if k not in known):
         near = suggest(str(key), list(known))
-        out.warn("W-KEY-UNKNOWN", f"{key} is not a Megatron-Bridge section" + (f"; did you mean {near!r}?" if near
-                                                                                else "") + " (ignored)")
+        out.warn("W-KEY-UNKNOWN", msg("W-KEY-UNKNOWN.bridge-section.near", key=key, near=near) if near else
+                 msg("W-KEY-UNKNOWN.bridge-section", key=key))
     if "model.num_layers" not in out.values:
-        out.warn("W-MODEL", "this file does not state the model's shape (an override of a recipe): give the model "
-                            "with --model ORG/NAME or config.json; what the recipe sets and this file does not "
-                            "override is priced at Megatron's defaults")
+        out.warn("W-MODEL", msg("W-MODEL.file-does-state"))
     role = "both" if any(k.startswith("model.") for k in out.values) else "strategy"
     return out.reading(FORMAT, role, text, path)
 
@@ -170,8 +169,8 @@ def _layout_string(rows: list[Any], out: Collector) -> str | None:
     stages = []
     for row in rows:
         if not isinstance(row, list) or any(t not in LAYOUT_TOKENS for t in row):
-            out.warn("W-PY-UNRESOLVED", f"pipeline_model_parallel_layout {rows!r}: not lists of embedding/decoder/"
-                                        "mtp/loss; priced as Megatron's even split")
+            out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.pipeline_model_parallel_layout-lists-embedding",
+                                            rows=rows))
             return None
         stages.append("".join(LAYOUT_TOKENS[t] for t in row))
     return "|".join(stages)
@@ -180,7 +179,7 @@ def _layout_string(rows: list[Any], out: Collector) -> str | None:
 def _read(out: Collector, sections: dict[str, Any], peft: Any, dataset: Any, path: str,
           devices: int | None) -> None:
     if devices is None:
-        raise ConfigError("a Megatron-Bridge config does not state the device count: pass --devices N", path=path)
+        raise ConfigError(msg("megatron_bridge.megatron-bridge-config-3"), path=path)
     args, where = megatron_args(sections, out)
     if "seq_length" not in args and isinstance(dataset, dict):
         for key in ("seq_length", "sequence_length"):
@@ -201,8 +200,8 @@ def _read(out: Collector, sections: dict[str, Any], peft: Any, dataset: Any, pat
     if unread:
         names = sorted({where.get(n.lstrip("-").replace("-", "_"), n) for n in fl.names()
                         if any(n in w.text for w in unread)})
-        out.warn("W-FLAG-UNPRICED", f"Megatron-Bridge keys the estimator does not read: {', '.join(names[:20])}"
-                                    + (" …" if len(names) > 20 else ""))
+        out.warn("W-FLAG-UNPRICED", msg("W-FLAG-UNPRICED.bridge-keys",
+                                        names=", ".join(names[:20]) + (" …" if len(names) > 20 else "")))
 
 
 class BridgeArgs(ArgsMapping):
@@ -223,24 +222,23 @@ def read_peft(out: Collector, peft: Any) -> None:
         return
     if isinstance(peft, str):
         if peft.lower() not in ("lora", "dora"):
-            out.warn("W-UNMODELLED", f"peft {peft!r} is not priced (LoRA is)")
+            out.warn("W-UNMODELLED", msg("W-UNMODELLED.peft-priced-lora", peft=peft))
             return
         peft = {}
     if not isinstance(peft, dict):
-        out.warn("W-PY-UNRESOLVED", f"peft {peft}: not a section the estimator can read; give --set strategy.peft="
-                                    "lora strategy.lora_rank=…")
+        out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED", peft=peft))
         return
     rank = peft.get("dim", LORA_DEFAULT_RANK)
     targets = peft.get("target_modules", list(LORA_DEFAULT_TARGETS))
     if not isinstance(rank, int) or isinstance(rank, bool) or not isinstance(targets, list):
-        raise ConfigError(f"peft.dim must be an integer and peft.target_modules a list; got {rank!r}, {targets!r}",
+        raise ConfigError(msg("megatron_bridge.peft-dim-must", rank=rank, targets=targets),
                           path=out.path, key="peft")
     out.put("strategy.peft", "lora", "peft", "lora")
     (out.put if "dim" in peft else out.assume)("strategy.lora_rank", rank, "peft.dim" if "dim" in peft else
                                                "Megatron-Bridge's default LoRA rank 32")
     unknown = [t for t in targets if t not in LORA_MODULES]
     if unknown:
-        out.warn("W-UNMODELLED", f"LoRA on {', '.join(map(str, unknown))} is not priced")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.lora-priced", map=', '.join(map(str, unknown))))
     out.put("strategy.lora_targets", tuple(dict.fromkeys(m for t in targets if t in LORA_MODULES
                                                          for m in LORA_MODULES[t])),
             "peft.target_modules" if "target_modules" in peft else "Megatron-Bridge's default LoRA targets", targets)
@@ -258,21 +256,18 @@ def read_python(text: str, path: str, devices: int | None) -> Reading:
     function = choose_function(module, function, file, ("ConfigContainer",))
     cfg = module.evaluate(function)
     if not isinstance(cfg, Call):
-        raise ConfigError(f"{function}() does not return a ConfigContainer the static reader can follow ({cfg})",
+        raise ConfigError(msg("megatron_bridge.does-return-configcontainer", function=function, cfg=cfg),
                           path=path)
     out = Collector(path)
-    out.assume("options.framework", "megatron", "a Megatron-Bridge recipe (Megatron-core underneath)")
+    out.assume("options.framework", "megatron", msg("megatron_bridge.megatron-bridge-recipe"))
     base, base_source = base_sections(cfg.short)
     if base:
-        out.assumptions.append(Assumption("recipe base", f"{cfg.short}()", f"line {cfg.line}; its settings read from "
-                                                                           f"{base_source}"))
+        out.assumptions.append(Assumption("recipe base", f"{cfg.short}()", msg("megatron_bridge.line-settings-read",
+                                                                               line=cfg.line, base_source=base_source)))
     elif cfg.name != "ConfigContainer":
-        out.warn("W-PY-UNRESOLVED", f"line {cfg.line}: the config starts as {cfg.name}(), an imported helper the "
-                                    "static reading does not run: what it sets and this recipe does not change is "
-                                    "priced at Megatron's defaults")
+        out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.line-config-starts", line=cfg.line, name=cfg.name))
     for call, line in module.side_calls:
-        out.warn("W-PY-UNRESOLVED", f"line {line}: {call} changes the config in code the static reading does not "
-                                    "run; what it sets is not priced (give it with --set)")
+        out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.line-changes-config", line=line, call=call))
     sections: dict[str, Any] = {}
     for name in (*ARG_SECTIONS, "dataset", "peft"):
         inherited = base.get(name)
@@ -319,13 +314,14 @@ def _call_section(name: str, value: Any, out: Collector) -> Any:
     if name == "mixed_precision" and isinstance(value, Call) and not value.kwargs:
         return value.short  # bf16_mixed(), bf16_with_fp8_current_scaling_mixed(), …
     if not isinstance(value, Call):
-        out.warn("W-PY-UNRESOLVED", f"{name}: {value} — not read")
+        out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.read", name=name, value=value))
         return {}
     section = {}
     for key, item in value.kwargs.items():
         if isinstance(item, Unresolved):
             default = "Megatron-Bridge's LoRA default" if name == "peft" else "the base recipe's or Megatron's default"
-            out.warn("W-PY-UNRESOLVED", f"{name}.{key}: {item} — priced at {default}; give it with --set")
+            out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.priced-give-set", name=name, key=key, item=item,
+                                            default=default))
         elif not isinstance(item, Call):
             section[key] = item
     return section
@@ -335,8 +331,7 @@ def _python_model(out: Collector, model: Any) -> None:
     name = model.name if isinstance(model, Call) else ""
     found = re.search(r"from_hf_pretrained\(\s*['\"]([^'\"]+)['\"]", name)
     if found is None:
-        out.warn("W-MODEL", f"the recipe's model ({name or model}) is not AutoBridge.from_hf_pretrained(\"ORG/NAME\")"
-                            ": give the model with --model ORG/NAME or config.json")
+        out.warn("W-MODEL", msg("W-MODEL.recipe-s-model", value=name or model))
         return
     hub.collect_model(out, found.group(1), "AutoBridge.from_hf_pretrained")
 

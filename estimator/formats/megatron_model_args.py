@@ -11,6 +11,7 @@ from typing import Any
 
 from ..catalogue import by_shape
 from ..limits import FIELD_BOUNDS, check_number
+from ..messages import msg
 from .flag_source import FlagQueries
 from .hub import vocab_of
 from .megatron_pipeline import PatternError, layer_pattern, moe_layer_groups
@@ -80,11 +81,10 @@ def _layers(fl: FlagQueries, out: Collector, put: Put) -> int | None:
     if total is not None:
         check_number(total, FIELD_BOUNDS["model.num_layers"], path=fl.path, key="model.num_layers")  # sizes lists
         if noop and (max(noop) >= total or len(set(noop)) != len(noop)):
-            raise fl.error("--noop-layers", f"--noop-layers {fl.raw('--noop-layers')} must be distinct layer "
-                                            f"indices below --num-layers {total}")
+            raise fl.error("--noop-layers", msg("megatron_model_args.noop-layers-must", raw=fl.raw('--noop-layers'),
+                                                total=total))
         if total - len(noop) < 1:
-            raise fl.error("--num-layers", f"--num-layers {total} leaves no real layer besides {len(noop)} noop "
-                                           "layers")
+            raise fl.error("--num-layers", msg("megatron_model_args.num-layers-leaves", total=total, n_noop=len(noop)))
         out.put("model.num_layers", total - len(noop), fl.where("--num-layers") + (" − noop layers" if noop else ""),
                 raw=total)
     if noop:
@@ -101,7 +101,7 @@ def _moe(fl: FlagQueries, out: Collector, put: Put, layers: int | None, shaped: 
     if not experts:
         return
     if not fl.has("--moe-router-topk"):
-        out.assume("model.experts_per_token", 2, "no --moe-router-topk: Megatron's default top-2 routing")
+        out.assume("model.experts_per_token", 2, msg("megatron_model_args.moe-router-topk"))
     if fl.int("--moe-shared-expert-intermediate-size") and not fl.has("--n-shared-experts"):
         out.derive("model.num_shared_experts", 1, "--moe-shared-expert-intermediate-size: one shared-expert MLP "
                                                   "of that width (Megatron)")
@@ -123,14 +123,13 @@ def _moe(fl: FlagQueries, out: Collector, put: Put, layers: int | None, shaped: 
             raise PatternError("a per-layer pattern needs --num-layers")
         placement = moe_layer_groups(pattern, layers + len(fl.int_list("--noop-layers")))
     except PatternError as exc:
-        raise fl.error("--moe-layer-freq", f"--moe-layer-freq {freq!r}: {exc}") from None
+        raise fl.error("--moe-layer-freq", msg("megatron_model_args.moe-layer-freq", freq=freq, exc=exc)) from None
     if isinstance(placement, tuple):
         put("model.first_k_dense", placement[0], "--moe-layer-freq")
         put("model.moe_layer_freq", placement[1], "--moe-layer-freq")
         return
     if fl.has("--noop-layers"):
-        raise fl.error("--moe-layer-freq", "a per-layer --moe-layer-freq pattern together with --noop-layers is "
-                                           "not supported; describe the layers with model.layers in a plan file")
+        raise fl.error("--moe-layer-freq", msg("megatron_model_args.per-layer-moe"))
     groups = [{"kind": kind, "count": count} for kind, count in placement]
     mtp = fl.int("--mtp-num-layers") or 0
     if mtp:
@@ -147,20 +146,18 @@ def _attention(fl: FlagQueries, out: Collector, put: Put, shaped: bool) -> bool:
             if value is not None:
                 put(key, value, flag)
             elif default is not None and key not in out.values and mla_flag == "--multi-latent-attention":
-                out.assume(key, default, f"no {flag}: Megatron's default {default}")
+                out.assume(key, default, msg("megatron_model_args.megatron-s-default", flag=flag, default=default))
     else:
         stray = [f for f, _, _ in _MLA_DIMS if fl.has(f) and f != "--qk-head-dim"]
         if stray:
-            out.warn("W-MLA", f"{', '.join(stray)} ignored without --multi-latent-attention (Megatron reads them "
-                              "only for MLA)")
+            out.warn("W-MLA", msg("W-MLA", stray=', '.join(stray)))
     if fl.int("--kv-channels") is not None and "model.head_dim" not in out.values:
         put("model.head_dim", fl.int("--kv-channels", minimum=1), "--kv-channels")
     heads = fl.int("--num-attention-heads")
     if fl.has("--group-query-attention") and fl.int("--num-query-groups") is not None:
         put("model.num_kv_heads", fl.int("--num-query-groups", minimum=1), "--num-query-groups")
     elif fl.has("--num-query-groups") and not fl.has("--group-query-attention") and not mla_flag:
-        out.warn("W-GQA", "--num-query-groups is ignored without --group-query-attention (Megatron); every query "
-                          "head gets its own KV head")
+        out.warn("W-GQA", msg("W-GQA"))
     if heads and not mla_flag and shaped and "model.num_kv_heads" not in out.values:
         out.derive("model.num_kv_heads", heads, "no --group-query-attention: one KV head per query head")
     return mla_flag is not None
@@ -178,11 +175,11 @@ def _vocab(fl: FlagQueries, out: Collector, put: Put, shaped: bool, program: str
         put("model.vocab_size", vocab, "--vocab-size")
     elif tokenizer in TOKENIZER_VOCAB:
         vocab = TOKENIZER_VOCAB[tokenizer]
-        out.assume("model.vocab_size", vocab, f"--tokenizer-type {tokenizer} has {vocab} tokens")
+        out.assume("model.vocab_size", vocab, msg("megatron_model_args.tokenizer-type-has", tokenizer=tokenizer,
+                                                  vocab=vocab))
     elif tokenizer is None and shaped and program.endswith("pretrain_gpt.py"):
         vocab = TOKENIZER_VOCAB["GPT2BPETokenizer"]
-        out.assume("model.vocab_size", vocab, "no --tokenizer-type: pretrain_gpt.py defaults to GPT2BPETokenizer "
-                                              f"({vocab} tokens)")
+        out.assume("model.vocab_size", vocab, msg("megatron_model_args.tokenizer-type-pretrain_gpt", vocab=vocab))
     elif shaped:
         vocab = _known_vocab(fl, out)
     if vocab is not None and (fl.has("--make-vocab-size-divisible-by") or shaped):
@@ -190,7 +187,7 @@ def _vocab(fl: FlagQueries, out: Collector, put: Put, shaped: bool, program: str
         if divisible is not None:
             put("model.make_vocab_divisible_by", divisible, "--make-vocab-size-divisible-by")
         else:
-            out.assume("model.make_vocab_divisible_by", 128, "Megatron pads the vocabulary to a multiple of 128·t")
+            out.assume("model.make_vocab_divisible_by", 128, msg("megatron_model_args.megatron-pads-vocabulary"))
 
 
 def _known_vocab(fl: FlagQueries, out: Collector) -> int | None:
@@ -200,8 +197,8 @@ def _known_vocab(fl: FlagQueries, out: Collector) -> int | None:
         name = fl.text(flag)
         found = vocab_of(name) if name else None
         if found is not None:
-            out.assume("model.vocab_size", found[0], f"{flag} {name}: the vocab_size of {found[1]} (the tokenizer's "
-                                                     "length is taken as the model's vocabulary)")
+            out.assume("model.vocab_size", found[0], msg("megatron_model_args.vocab_size-tokenizer-s", flag=flag,
+                                                         name=name, found=found[1]))
             return found[0]
     shape = (fl.int("--hidden-size"), fl.int("--num-layers"), fl.int("--num-attention-heads"))
     if None in shape:
@@ -212,8 +209,8 @@ def _known_vocab(fl: FlagQueries, out: Collector) -> int | None:
         return None
     vocab = int(vocabs.pop())  # type: ignore[arg-type]
     names = ", ".join(m.id for m in models)
-    out.assume("model.vocab_size", vocab, f"the tokenizer is not known, but the shape (h{shape[0]}, {shape[1]} layers, "
-                                          f"{shape[2]} heads) is the catalogue's {names}: its vocab_size")
+    out.assume("model.vocab_size", vocab, msg("megatron_model_args.tokenizer-known-but", hidden=shape[0],
+                                              layers=shape[1], heads=shape[2], names=names))
     return vocab
 
 
@@ -237,47 +234,44 @@ def _switches(fl: FlagQueries, out: Collector, put: Put) -> None:
         rate = fl.float(flag)
         if rate is not None:
             if not 0 <= rate < 1:
-                raise fl.error(flag, f"{flag} {rate:g} must be a probability in [0, 1)")
+                raise fl.error(flag, msg("megatron_model_args.must-probability", flag=flag, rate=rate))
             put(key, rate, flag)
 
 
 def _defaults(fl: FlagQueries, out: Collector, dialect: str, mla: bool) -> None:
     """Megatron's defaults for a described model, each an assumption with its source."""
-    out.assume("model.family", "default", "Megatron arguments state the architecture (normalization, activation, "
-                                          "biases, dropout …); the 'default' profile adds only implementation "
-                                          "defaults — the family is not taken from the file name")
+    out.assume("model.family", "default", msg("megatron_model_args.megatron-arguments-state"))
     hidden = fl.int("--hidden-size")
     if "model.ffn_hidden_size" not in out.values and hidden:
         if fl.has("--swiglu"):
             ffn = int((4 * hidden * 2 / 3) / 64) * 64
-            why = "no --ffn-hidden-size: Megatron's SwiGLU width int(4h·2/3 / 64)·64"
+            why = msg("megatron_model_args.ffn-swiglu")
         else:
-            ffn, why = 4 * hidden, "no --ffn-hidden-size: Megatron's 4h"
+            ffn, why = 4 * hidden, msg("megatron_model_args.ffn-4h")
         out.assume("model.ffn_hidden_size", ffn, why)
     if fl.int("--num-experts") and "model.moe_ffn_hidden_size" not in out.values and \
             "model.ffn_hidden_size" in out.values:
         out.assume("model.moe_ffn_hidden_size", out.values["model.ffn_hidden_size"],
-                   "no --moe-ffn-hidden-size: experts use --ffn-hidden-size (Megatron)")
-    defaults = (("model.tie_embeddings", True, "Megatron ties embedding and output weights by default"),
-                ("model.gated_ffn", False, "no --swiglu: Megatron's GeLU MLP"),
-                ("model.norm", "layer", "no --normalization: Megatron's LayerNorm"),
-                ("model.attention_dropout", 0.1, "no --attention-dropout: Megatron's default 0.1"),
-                ("model.hidden_dropout", 0.1, "no --hidden-dropout: Megatron's default 0.1 (also the embedding's)"))
+                   msg("megatron_model_args.moe-ffn-hidden"))
+    defaults = (("model.tie_embeddings", True, msg("megatron_model_args.tied")),
+                ("model.gated_ffn", False, msg("megatron_model_args.gelu")),
+                ("model.norm", "layer", msg("megatron_model_args.layernorm")),
+                ("model.attention_dropout", 0.1, msg("megatron_model_args.attention-dropout")),
+                ("model.hidden_dropout", 0.1, msg("megatron_model_args.hidden-dropout")))
     for key, value, why in defaults:
         if key not in out.values:
             out.assume(key, value, why)
     if not fl.has("--disable-bias-linear"):
         for key in ("model.qkv_bias", "model.out_bias", "model.mlp_bias"):
             if key not in out.values:
-                out.assume(key, True, "no --disable-bias-linear: Megatron adds linear biases")
+                out.assume(key, True, msg("megatron_model_args.disable-bias-linear"))
     kind = fl.text("--position-embedding-type") or ("rope" if fl.has("--use-rotary-position-embeddings") else
                                                     "learned_absolute")
     if kind == "learned_absolute" and not fl.has("--no-position-embedding") and not mla:
         length = fl.int("--max-position-embeddings") or 0
         how = "--position-embedding-type learned_absolute" if fl.has("--position-embedding-type") else \
             "no --position-embedding-type: Megatron's default learned_absolute"
-        out.warn("W-UNMODELLED", f"learned absolute position embeddings ({how}; {length} × {hidden} parameters on "
-                                 "the first stage) are not priced yet")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.learned-absolute-position", how=how, length=length, hidden=hidden))
 
 
 __all__ = ["MLA_FLAGS", "MODEL_FLAGS", "TOKENIZER_NAME_FLAGS", "TOKENIZER_VOCAB", "putter", "read_model"]

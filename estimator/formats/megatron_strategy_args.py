@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from ..strategy import MOE_ZERO_MEMORY
 from .feature_flags import FEATURE_FLAGS as ISSUE11_FLAGS
 from .feature_flags import read_feature_flags
@@ -77,8 +78,8 @@ def read_strategy(fl: FlagQueries, out: Collector, world: int, how: str, dialect
             put(f"strategy.{key}", value, flag)
     t, p, cp = deg["tp"], deg["pp"], deg["cp"]
     if world % (t * p * cp):
-        raise ConfigError(f"the {world} devices ({how}) are not divisible by tp {t} × pp {p} × cp {cp}; fix the "
-                          "degrees or the device count", path=out.path, key="--tensor-model-parallel-size")
+        raise ConfigError(msg("megatron_strategy_args.devices-divisible-tp", world=world, how=how, t=t, p=p, cp=cp),
+                          path=out.path, key="--tensor-model-parallel-size")
     d = world // (t * p * cp)
     out.derive("strategy.dp", d, f"N/(tp·pp·cp) = {world}/{t * p * cp} ({how})")
     if fl.has("--moe-tp-extend-ep"):
@@ -111,8 +112,9 @@ def _features(fl: FlagQueries, out: Collector, put: Put) -> None:
         modules = [m for v in fl.values("--offload-modules") or () for m in v.replace(",", " ").split()]
         unknown = [m for m in modules if m not in OFFLOAD_MODULES]
         if unknown:
-            raise fl.error("--offload-modules", f"--offload-modules {' '.join(unknown)}: Megatron offloads "
-                                                f"{', '.join(OFFLOAD_MODULES)}")
+            raise fl.error("--offload-modules", msg("megatron_strategy_args.offload-modules-megatron",
+                                                    unknown=' '.join(unknown),
+                                                    OFFLOAD_MODULES=', '.join(OFFLOAD_MODULES)))
         groups += [OFFLOAD_MODULES[m] for m in modules]
     if fl.has("--swap-attention"):
         modules = (fl.text("--swap-modules") or "input_norm,self_attention,post_attention_norm").split(",")
@@ -127,15 +129,15 @@ def _batch(fl: FlagQueries, out: Collector, put: Put, d: int) -> None:
     b = fl.int("--micro-batch-size", minimum=1)
     if b is None:
         b = 1
-        out.assume("strategy.micro_batch_size", 1, "no --micro-batch-size")
+        out.assume("strategy.micro_batch_size", 1, msg("megatron_strategy_args.micro-batch-size"))
     else:
         put("strategy.micro_batch_size", b, "--micro-batch-size")
     g = fl.int("--global-batch-size", minimum=1)
     if g is None:
-        out.assume("strategy.micro_batches", 1, "no --global-batch-size: G = b·d (Megatron)")
+        out.assume("strategy.micro_batches", 1, msg("megatron_strategy_args.global-batch-size"))
     elif g % (b * d):
-        raise fl.error("--global-batch-size", f"--global-batch-size {g} is not a multiple of micro-batch-size {b} × "
-                                              f"dp {d}: m = G/(b·d) = {g / (b * d):g}")
+        raise fl.error("--global-batch-size", msg("megatron_strategy_args.global-batch-size-2", g=g, b=b, d=d,
+                                                  value=g / (b * d)))
     else:
         m = check_micro_batches(g // (b * d), out.path, "--global-batch-size")
         out.derive("strategy.micro_batches", m, f"G/(b·d) = {g}/({b}·{d}) (--global-batch-size)")
@@ -150,33 +152,31 @@ def _context_parallel(fl: FlagQueries, out: Collector, put: Put, cp: int, dialec
     algo = fl.text("--context-parallel-algo")
     if algo is not None:
         if algo not in CP_ALGOS:
-            raise fl.error("--context-parallel-algo", f"unknown --context-parallel-algo {algo!r}; expected one of "
-                                                      f"{', '.join(CP_ALGOS)}")
+            raise fl.error("--context-parallel-algo", msg("megatron_strategy_args.unknown-context-parallel", algo=algo,
+                                                          CP_ALGOS=', '.join(CP_ALGOS)))
         put("strategy.cp_algo", CP_ALGOS[algo], "--context-parallel-algo")
         if "adaptive" in algo:
-            out.warn("W-UNMODELLED", f"{algo} is priced as {CP_ALGOS[algo]} context parallelism")
+            out.warn("W-UNMODELLED", msg("W-UNMODELLED.priced-context-parallelism", algo=algo, CP_ALGOS=CP_ALGOS[algo]))
     comm = fl.values("--cp-comm-type")
     if comm is not None:
         kinds = set(comm)
         unknown = kinds - set(CP_COMM_TYPES)
         if unknown or not kinds:
-            raise fl.error("--cp-comm-type", f"--cp-comm-type {' '.join(comm)!r}: expected "
-                                              f"{', '.join(CP_COMM_TYPES)} (one, or one per layer)")
+            raise fl.error("--cp-comm-type", msg("megatron_strategy_args.cp-comm-type", comm=' '.join(comm),
+                                                 CP_COMM_TYPES=', '.join(CP_COMM_TYPES)))
         if len(kinds) > 1:
-            out.warn("W-UNMODELLED", f"--cp-comm-type differs by layer ({' '.join(comm)}); every layer is priced "
-                                     f"as {comm[0]}")
+            out.warn("W-UNMODELLED", msg("W-UNMODELLED.cp-comm-type", comm=' '.join(comm), comm2=comm[0]))
         put("strategy.cp_algo", CP_COMM_TYPES[comm[0]], "--cp-comm-type")
         if comm[0] == "a2a+p2p":
             sizes = fl.int_list("--hierarchical-context-parallel-sizes")
             if len(sizes) < 2:
-                raise fl.error("--cp-comm-type", "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes "
-                                                 "A P (the all-to-all and the ring degree)")
+                raise fl.error("--cp-comm-type", msg("megatron_strategy_args.cp-comm-type-2"))
             put("strategy.ulysses_degree", sizes[0], "--hierarchical-context-parallel-sizes")
     elif algo is None and cp > 1:
         if dialect == "mindspeed":
-            out.assume("strategy.cp_algo", "ulysses", "MindSpeed's default --context-parallel-algo ulysses_cp_algo")
+            out.assume("strategy.cp_algo", "ulysses", msg("megatron_strategy_args.mindspeed-s-default-2"))
         else:
-            out.assume("strategy.cp_algo", "ring", "Megatron's default --cp-comm-type p2p (ring attention)")
+            out.assume("strategy.cp_algo", "ring", msg("megatron_strategy_args.megatron-s-default"))
     if fl.int("--ulysses-degree-in-cp") is not None:
         put("strategy.ulysses_degree", fl.int("--ulysses-degree-in-cp", minimum=1), "--ulysses-degree-in-cp")
 
@@ -196,11 +196,10 @@ def _pipeline(fl: FlagQueries, out: Collector, put: Put, p: int) -> None:
     given = [f for f in ("--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
                          "--pipeline-model-parallel-layout") if fl.has(f)]
     if len(given) > 1:
-        raise fl.error(given[1], f"Megatron accepts only one of {', '.join(given)}")
+        raise fl.error(given[1], msg("megatron_strategy_args.megatron-accepts-only", given=', '.join(given)))
     method = fl.text("--schedules-method")
     if method is not None and method != "dualpipev":
-        raise fl.error("--schedules-method", f"--schedules-method {method!r} is not known; MindSpeed offers "
-                                             "dualpipev")
+        raise fl.error("--schedules-method", msg("megatron_strategy_args.schedules-method-known", method=method))
     vp = 1
     if method == "dualpipev":
         put("strategy.schedule", "dualpipev", "--schedules-method")
@@ -209,14 +208,13 @@ def _pipeline(fl: FlagQueries, out: Collector, put: Put, p: int) -> None:
         vp = _layout(fl, out, layout, p, total)
     elif per_chunk is not None:
         if total is None:
-            raise fl.error("--num-layers-per-virtual-pipeline-stage", "--num-layers-per-virtual-pipeline-stage needs "
-                                                                      "--num-layers")
+            raise fl.error("--num-layers-per-virtual-pipeline-stage", msg("megatron_strategy_args.num-layers-per"))
         positions = total + int(emb) + int(loss)
         if positions % (p * per_chunk):
             raise fl.error("--num-layers-per-virtual-pipeline-stage",
-                           f"--num-layers {total}" + (f" + {int(emb) + int(loss)} (embedding/loss)" if emb or loss
-                                                      else "") + f" is not divisible by pp {p} × "
-                           f"--num-layers-per-virtual-pipeline-stage {per_chunk}")
+                           msg("megatron_strategy_args.vpp-layers.extra", total=total, extra=int(emb) + int(loss),
+                               p=p, per_chunk=per_chunk) if emb or loss else
+                           msg("megatron_strategy_args.vpp-layers", total=total, p=p, per_chunk=per_chunk))
         vp = positions // (p * per_chunk)
         out.put("strategy.vpp", vp, fl.where("--num-layers-per-virtual-pipeline-stage"),
                 raw=f"{positions}/({p}·{per_chunk})")
@@ -250,9 +248,9 @@ def _uneven(fl: FlagQueries, out: Collector, total: int, p: int, vp: int, first:
         else:
             rows = account_counts(total, p, vp, emb, loss)
     except PatternError as exc:
-        raise fl.error(flag, f"{flag}: {exc}") from None
+        raise fl.error(flag, msg("megatron_strategy_args.text", flag=flag, exc=exc)) from None
     if noop:
-        raise fl.error(flag, f"{flag} together with --noop-layers is not supported")
+        raise fl.error(flag, msg("megatron_strategy_args.together-noop-layers", flag=flag))
     partition: Any = tuple(tuple(r) for r in rows) if vp > 1 else tuple(rows[0])
     out.put("strategy.partition", partition, fl.where(flag), raw=fl.raw(flag) or True)
 
@@ -265,20 +263,21 @@ def _layout(fl: FlagQueries, out: Collector, text: str, p: int, total: int | Non
         stages = parse_layout(text)
         rows = layout_rows(stages, p)
     except PatternError as exc:
-        raise fl.error(flag, f"{flag} {text!r}: {exc}") from None
+        raise fl.error(flag, msg("megatron_strategy_args.text-2", flag=flag, text=text, exc=exc)) from None
     flat = "".join(stages)
     if not (stages[0].startswith("E") and stages[-1].endswith("L") and flat.count("E") == 1 and
             flat.count("L") == 1):
-        raise fl.error(flag, f"{flag} {text!r}: Megatron needs exactly one E, first, and one L, last")
+        raise fl.error(flag, msg("megatron_strategy_args.megatron-needs-exactly", flag=flag, text=text))
     decoders = flat.count("t")
     if total is not None and decoders != total - len(fl.int_list("--noop-layers")) and decoders != total:
-        raise fl.error(flag, f"{flag} places {decoders} decoder layers (t); --num-layers is {total}")
+        raise fl.error(flag, msg("megatron_strategy_args.places-decoder-layers", flag=flag, decoders=decoders,
+                                 total=total))
     mtp = flat.count("m")
     if mtp != (fl.int("--mtp-num-layers") or 0):
-        raise fl.error(flag, f"{flag} places {mtp} MTP layers (m); --mtp-num-layers is "
-                             f"{fl.int('--mtp-num-layers') or 0}")
+        raise fl.error(flag, msg("megatron_strategy_args.places-mtp-layers", flag=flag, mtp=mtp,
+                                 value=fl.int('--mtp-num-layers') or 0))
     if "m" in flat and ("t" in flat[flat.index("m"):] or flat.rindex("m") > flat.index("L")):
-        raise fl.error(flag, f"{flag} {text!r}: MTP layers come after every decoder layer and before the loss")
+        raise fl.error(flag, msg("megatron_strategy_args.mtp-layers-come", flag=flag, text=text))
     vp = len(rows)
     # the embedding with layers of the first stage and the loss (and MTP) with layers of the last is the usual
     # placement, stated by layer counts alone; else every E, t, m, L is a position of the split
@@ -303,8 +302,8 @@ def _precision(fl: FlagQueries, out: Collector, put: Put, t: int, cp: int, diale
         put("strategy.compute_bytes", 2.0, flag)
     elif fl.has("--num-layers") or fl.has("--hidden-size"):
         for key in ("strategy.param_bytes", "strategy.compute_bytes"):
-            out.assume(key, 4.0, "neither --bf16 nor --fp16: fp32 training")
-        out.assume("strategy.master_bytes", 0.0, "fp32 training keeps no separate master copy")
+            out.assume(key, 4.0, msg("megatron_strategy_args.neither-bf16-nor"))
+        out.assume("strategy.master_bytes", 0.0, msg("deepspeed.fp32-training-keeps"))
     if fl.has("--fp32-residual-connection"):
         put("strategy.residual_bytes", 4.0, "--fp32-residual-connection")
     if fl.has("--grad-reduce-in-bf16"):
@@ -313,8 +312,7 @@ def _precision(fl: FlagQueries, out: Collector, put: Put, t: int, cp: int, diale
         _precision_aware(fl, out, put)
     elif any(fl.has(f) for f in ("--exp-avg-dtype", "--exp-avg-sq-dtype", "--main-params-dtype",
                                  "--main-grads-dtype")):
-        out.warn("W-FLAG", "--exp-avg-dtype / --main-params-dtype / --main-grads-dtype take effect only with "
-                           "--use-precision-aware-optimizer (Megatron); ignored")
+        out.warn("W-FLAG", msg("W-FLAG.exp-avg-dtype"))
     _attention_kernel(fl, out, put, t, cp, dialect)
     if fl.has("--moe-grouped-gemm"):
         put("strategy.grouped_gemm", True, "--moe-grouped-gemm")
@@ -325,7 +323,7 @@ def _precision_aware(fl: FlagQueries, out: Collector, put: Put) -> None:
     def width(flag: str) -> float:
         value = (fl.text(flag) or "fp32").lower().replace("torch.", "")
         if value not in _DTYPE_BYTES:
-            raise fl.error(flag, f"{flag} {value!r}: expected fp32, bf16, fp16 or fp8")
+            raise fl.error(flag, msg("megatron_strategy_args.expected-fp32-bf16", flag=flag, value=value))
         return _DTYPE_BYTES[value]
 
     moments = (width("--exp-avg-dtype"), width("--exp-avg-sq-dtype"))
@@ -360,13 +358,11 @@ def _attention_kernel(fl: FlagQueries, out: Collector, put: Put, t: int, cp: int
         put("strategy.flash_attention", False, "--attention-backend" if backend in ("unfused", "local") else
             "--transformer-impl")
     elif backend and backend not in ("auto", "flash", "fused"):
-        raise fl.error("--attention-backend", f"--attention-backend {backend!r}: expected auto, flash, fused, "
-                                              "unfused or local")
+        raise fl.error("--attention-backend", msg("megatron_strategy_args.attention-backend-expected", backend=backend))
     elif backend:
         put("strategy.flash_attention", True, "--attention-backend")
     else:
-        out.assume("strategy.flash_attention", True, "Megatron's defaults --transformer-impl transformer_engine and "
-                                                     "--attention-backend auto run fused/flash attention")
+        out.assume("strategy.flash_attention", True, msg("megatron_strategy_args.megatron-s-defaults"))
 
 
 def _sharding(fl: FlagQueries, out: Collector, put: Put, d: int, cp: int) -> None:
@@ -376,14 +372,14 @@ def _sharding(fl: FlagQueries, out: Collector, put: Put, d: int, cp: int) -> Non
         else:
             strategy = fl.text("--data-parallel-sharding-strategy") or "no_shard"
             if strategy not in FSDP_STRATEGIES:
-                raise fl.error("--data-parallel-sharding-strategy", f"--data-parallel-sharding-strategy {strategy!r}: "
-                                                                    f"expected {', '.join(FSDP_STRATEGIES)}")
+                raise fl.error("--data-parallel-sharding-strategy", msg("megatron_strategy_args.data-parallel-sharding",
+                                                                        strategy=strategy,
+                                                                        FSDP_STRATEGIES=', '.join(FSDP_STRATEGIES)))
             mode = FSDP_STRATEGIES[strategy]
             if fl.has("--data-parallel-sharding-strategy"):
                 put("strategy.sharding", mode, "--data-parallel-sharding-strategy")
             else:
-                out.assume("strategy.sharding", mode, "--use-megatron-fsdp without --data-parallel-sharding-strategy: "
-                                                      "Megatron's default no_shard")
+                out.assume("strategy.sharding", mode, msg("megatron_strategy_args.use-megatron-fsdp"))
             dtype = fl.text("--megatron-fsdp-main-grads-dtype")
             if dtype is not None and dtype.lower() in _DTYPE_BYTES:
                 put("strategy.grad_bytes", _DTYPE_BYTES[dtype.lower()], "--megatron-fsdp-main-grads-dtype")
@@ -393,12 +389,13 @@ def _sharding(fl: FlagQueries, out: Collector, put: Put, d: int, cp: int) -> Non
     instances = fl.int("--num-distributed-optimizer-instances", minimum=1)
     if instances is not None and instances > 1:
         if not fl.has("--use-distributed-optimizer"):
-            raise fl.error("--num-distributed-optimizer-instances", "--num-distributed-optimizer-instances needs "
-                                                                    "--use-distributed-optimizer")
+            raise fl.error("--num-distributed-optimizer-instances",
+                           msg("megatron_strategy_args.num-distributed-optimizer"))
         domain = d * cp
         if domain % instances:
             raise fl.error("--num-distributed-optimizer-instances",
-                           f"--num-distributed-optimizer-instances {instances} does not divide dp·cp = {domain}")
+                           msg("megatron_strategy_args.num-distributed-optimizer-2", instances=instances,
+                               domain=domain))
         out.put("strategy.shard_size", domain // instances, fl.where("--num-distributed-optimizer-instances"),
                 raw=f"dp·cp {domain} / {instances} instances")
 
@@ -418,9 +415,10 @@ def _recompute(fl: FlagQueries, out: Collector, put: Put, p: int) -> None:
             if count_flag and fl.int(count_flag, minimum=0) is not None:
                 counts = fl.int(count_flag, minimum=0) if counts is None else max(counts, fl.int(count_flag) or 0)
     if gran not in (None, "full", "selective"):
-        raise fl.error("--recompute-granularity", f"--recompute-granularity {gran!r}: expected full or selective")
+        raise fl.error("--recompute-granularity", msg("megatron_strategy_args.recompute-granularity-expected",
+                                                      gran=gran))
     if method not in (None, "uniform", "block"):
-        raise fl.error("--recompute-method", f"--recompute-method {method!r}: expected uniform or block")
+        raise fl.error("--recompute-method", msg("megatron_strategy_args.recompute-method-expected", method=method))
     if fl.has("--distribute-saved-activations"):
         put("strategy.recompute_slice_activation", True, "--distribute-saved-activations")
     if gran == "full" and method == "block":
@@ -431,8 +429,7 @@ def _recompute(fl: FlagQueries, out: Collector, put: Put, p: int) -> None:
         put("strategy.recompute", "selective" if switches and counts is None else "none", "--recompute-method")
     elif gran == "full":
         if method is None:
-            out.warn("W-RECOMPUTE", "--recompute-granularity full without --recompute-method: every layer is "
-                                    "priced as fully recomputed")
+            out.warn("W-RECOMPUTE", msg("W-RECOMPUTE"))
         put("strategy.recompute", "full", "--recompute-granularity full")
         if n is not None and n > 1:
             put("strategy.uniform_group", n, "--recompute-num-layers")
@@ -443,8 +440,8 @@ def _recompute(fl: FlagQueries, out: Collector, put: Put, p: int) -> None:
         if modules is not None:
             switches = [m for value in modules for m in value.split()]
         elif not switches:
-            out.assume("strategy.recompute_switches", ("core_attn",), "no --recompute-modules: Megatron's default "
-                                                                      "core_attn")
+            out.assume("strategy.recompute_switches", ("core_attn",),
+                       msg("megatron_strategy_args.recompute-modules-megatron"))
     elif switches:
         put("strategy.recompute", "selective", "--recompute-activation-function / --recompute-norm")
     else:
@@ -452,8 +449,9 @@ def _recompute(fl: FlagQueries, out: Collector, put: Put, p: int) -> None:
     if switches:
         unknown = [s for s in switches if s not in RECOMPUTE_MODULES and s != "act"]
         if unknown:
-            raise fl.error("--recompute-modules", f"--recompute-modules {' '.join(unknown)}: Megatron knows "
-                                                  f"{', '.join(RECOMPUTE_MODULES)}")
+            raise fl.error("--recompute-modules", msg("megatron_strategy_args.recompute-modules-megatron-2",
+                                                      unknown=' '.join(unknown),
+                                                      RECOMPUTE_MODULES=', '.join(RECOMPUTE_MODULES)))
         put("strategy.recompute_switches", tuple(switches), "--recompute-modules" if fl.has("--recompute-modules")
             else "recompute switches")
     if counts is not None and switches and gran != "selective":
@@ -464,14 +462,13 @@ def _not_priced(fl: FlagQueries, out: Collector, dialect: str) -> None:
     for flags, what in NOT_PRICED:
         found = [f for f in flags if fl.has(f)]
         if found:
-            out.warn("W-NOT-PRICED", f"{', '.join(found)}: read; {what} is not priced yet")
+            out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.read-priced-yet", found=', '.join(found), what=what))
     dispatcher = fl.text("--moe-token-dispatcher-type")
     if dispatcher is not None and dispatcher not in ("allgather", "alltoall", "alltoall_seq", "flex"):
-        raise fl.error("--moe-token-dispatcher-type", f"--moe-token-dispatcher-type {dispatcher!r}: expected "
-                                                      "allgather, alltoall or flex")
+        raise fl.error("--moe-token-dispatcher-type", msg("megatron_strategy_args.moe-token-dispatcher",
+                                                          dispatcher=dispatcher))
     if dispatcher == "allgather":
-        out.warn("W-NOT-PRICED", "--moe-token-dispatcher-type allgather: the all-gathered tokens of the EP·TP group "
-                                 "are not priced yet; priced as all-to-all dispatch")
+        out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.moe-token-dispatcher"))
     for flag, key in (("--reuse-fp32-param", "strategy.reuse_fp32_param"),
                       ("--swap-optimizer", "strategy.swap_optimizer"),
                       ("--overlap-moe-expert-parallel-comm", "strategy.overlap_moe_ep_comm")):
@@ -480,7 +477,7 @@ def _not_priced(fl: FlagQueries, out: Collector, dialect: str) -> None:
     if fl.has("--swap-optimizer"):
         times = fl.int("--swap-optimizer-times", minimum=1)
         if times is None:
-            out.assume("strategy.swap_times", 16, "MindSpeed's default --swap-optimizer-times")
+            out.assume("strategy.swap_times", 16, msg("megatron_strategy_args.mindspeed-s-default"))
         else:
             out.put("strategy.swap_times", times, fl.where("--swap-optimizer-times"), raw=times)
     if fl.has("--o2-optimizer"):
@@ -493,8 +490,7 @@ def _not_priced(fl: FlagQueries, out: Collector, dialect: str) -> None:
         out.put("options.fused_gated_act", False, fl.where("--no-bias-swiglu-fusion"), raw=True)
     _moe_zero_memory(fl, out)
     if fl.has("--mla-zero-memory"):
-        out.warn("W-UNMODELLED", "--mla-zero-memory: MLA activation saving (--mla-zero-memory) is not modelled; "
-                                 "priced as kept")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.mla-zero-memory"))
 
 
 def _moe_zero_memory(fl: FlagQueries, out: Collector) -> None:
@@ -509,11 +505,9 @@ def _moe_zero_memory(fl: FlagQueries, out: Collector) -> None:
                                             f"{', '.join(MOE_ZERO_MEMORY)}")
     out.put("strategy.moe_zero_memory", level, fl.where("--moe-zero-memory"), raw=level)
     if level == "level1":
-        out.warn("W-UNMODELLED", "--moe-zero-memory level1 recomputes more of the MoE layer than level0; priced as "
-                                 "level0 (the experts' dispatched input and activation output rebuilt in the "
-                                 "backward): activations over-estimated")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.moe-zero-memory"))
     if fl.has("--moe-zero-memory-num-layers"):
-        out.warn("W-UNMODELLED", "--moe-zero-memory-num-layers: priced as every MoE layer freeing its activations")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.moe-zero-memory-2"))
 
 
 __all__ = ["CP_ALGOS", "CP_COMM_TYPES", "FSDP_STRATEGIES", "READ_FLAGS", "STRATEGY_FLAGS", "read_strategy"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from ..messages import msg
 from ..warnings import EstimateWarning
 from ..yamlio import load_data
 from .flag_source import FlagQueries
@@ -61,8 +62,8 @@ def flag_warnings(fl: FlagQueries, read: Iterable[str], dialect: str) -> list[Es
         else:
             unpriced.append(name)
     if unpriced:
-        out.append(EstimateWarning("W-FLAG-UNPRICED", f"{fl.path}: {len(unpriced)} flag(s) the estimator does not "
-                                                      "price, which may change memory or time: " + "; ".join(unpriced)))
+        out.append(EstimateWarning("W-FLAG-UNPRICED", msg("W-FLAG-UNPRICED.flags", path=fl.path, count=len(unpriced),
+                                                          flags="; ".join(unpriced))))
     return out
 
 

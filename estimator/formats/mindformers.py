@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from .common import dig
 from .known_keys import catalogue, check_sections
 from .mindformers_base import resolve_base
@@ -47,7 +48,7 @@ def detect(data: Any, path: str) -> bool:
 def read(text: str, path: str, data: Any, devices: int | None = None) -> Reading:
     """Canonical values with provenance from one MindFormers YAML (``data`` is its PyYAML load)."""
     if not isinstance(data, dict):
-        raise ConfigError("a MindFormers config must be a mapping of sections (model:, parallel_config:, …)",
+        raise ConfigError(msg("mindformers.mindformers-config-must"),
                           path=path)
     merged, bases = resolve_base(data, path)
     reader = MindFormersReader(text, path, merged, data, bases)

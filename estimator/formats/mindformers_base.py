@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..limits import MAX_INCLUDE_DEPTH, MAX_INCLUDED_FILES
+from ..messages import msg
 from .common import load_yaml, read_text
 
 
@@ -34,8 +35,8 @@ def resolve_base(data: dict[str, Any], path: str, seen: tuple[str, ...] = (),
         return data, []
     included = [] if included is None else included
     if len(seen) >= MAX_INCLUDE_DEPTH:
-        raise ConfigError(f"base_config includes nest more than {MAX_INCLUDE_DEPTH} levels deep (the limit; "
-                          f"MindFormers configs use 1 or 2): {' → '.join(Path(s).name for s in seen)} → …",
+        raise ConfigError(msg("mindformers_base.base_config-includes-nest", MAX_INCLUDE_DEPTH=MAX_INCLUDE_DEPTH,
+                              name=' → '.join(Path(s).name for s in seen)),
                           path=path, key="base_config")
     raw = data["base_config"]
     names = raw if isinstance(raw, list) else [raw]
@@ -44,25 +45,23 @@ def resolve_base(data: dict[str, Any], path: str, seen: tuple[str, ...] = (),
     folder = Path(path).parent
     for name in names:
         if not isinstance(name, str) or not name.strip():
-            raise ConfigError(f"base_config must name one YAML file or a list of them; got {raw!r}", path=path,
+            raise ConfigError(msg("mindformers_base.base_config-must-name", raw=raw), path=path,
                               key="base_config")
         target = folder / name
         if not target.is_file():
-            raise ConfigError(f"base_config names {name!r}, which is not next to this file (looked for {target}); "
-                              "MindFormers merges that file under this one and its values are needed — put it "
-                              "there, or remove base_config and state its keys in this file", path=path,
+            raise ConfigError(msg("mindformers_base.base_config-names-which", name=name, target=target), path=path,
                               key="base_config")
         resolved = str(target.resolve())
         if resolved in seen:
-            raise ConfigError(f"base_config includes loop back to {name!r}", path=path, key="base_config")
+            raise ConfigError(msg("mindformers_base.base_config-includes-loop", name=name), path=path,
+                              key="base_config")
         included.append(resolved)
         if len(included) > MAX_INCLUDED_FILES:
-            raise ConfigError(f"base_config includes pull in more than {MAX_INCLUDED_FILES} files (the limit, "
-                              f"counting a file each time it is included; {len(set(included))} different files "
-                              "so far): include each base once", path=path, key="base_config")
+            raise ConfigError(msg("mindformers_base.base_config-includes-pull", MAX_INCLUDED_FILES=MAX_INCLUDED_FILES,
+                                  n_set=len(set(included))), path=path, key="base_config")
         base_data = load_yaml(read_text(target), str(target))
         if not isinstance(base_data, dict):
-            raise ConfigError("a base_config file must be a mapping of sections", path=str(target))
+            raise ConfigError(msg("mindformers_base.base_config-file-must"), path=str(target))
         sub, sub_bases = resolve_base(base_data, str(target), (*seen, resolved), included)
         merged_base.update(sub)
         bases.extend(sub_bases)

@@ -5,6 +5,7 @@ feature's keys live in one place."""
 from __future__ import annotations
 
 from ..features import lora_targets_of
+from ..messages import msg
 from .mindformers_schema import MC, mindformers_dtype
 from .mindformers_source import MISSING, MindFormersSource
 
@@ -43,8 +44,7 @@ class FeatureReader(MindFormersSource):
                 name = str(entry.get("op_name", "")).lower() if isinstance(entry, dict) else ""
                 found = [g for word, gs in SWAP_OPS if word in name for g in gs]
                 if not found:
-                    self.warn("W-UNMODELLED", f"swap_config.op_swap op_name {name!r}: not an operator the estimator "
-                                              "maps to saved activations; not offloaded")
+                    self.warn("W-UNMODELLED", msg("W-UNMODELLED.swap_config-op_swap-op_name", name=name))
                 groups += found
                 partial = partial or (isinstance(entry, dict) and isinstance(entry.get("layers"), list))
         if layer_swap is MISSING and op_swap is MISSING:
@@ -63,35 +63,33 @@ class FeatureReader(MindFormersSource):
             return
         kind = str(pet.get("pet_type", "")).strip().lower()
         if kind != "lora":
-            self.warn("W-UNMODELLED", f"pet_config.pet_type {pet.get('pet_type')!r} is not modelled; priced as a full "
-                                      "fine-tune")
+            self.warn("W-UNMODELLED", msg("W-UNMODELLED.pet_config-pet_type-modelled", pet_type=pet.get('pet_type')))
             return
         keys = (*PET, "target_modules")
         pattern = self.get(keys)
         if pattern is MISSING or not isinstance(pattern, str | list):
-            raise self.fail(keys, "LoRA needs target_modules (a regular expression such as '.*wq|.*wk|.*wv|.*wo')")
+            raise self.fail(keys, msg("mindformers_features.lora-needs-target_modules"))
         names = pattern if isinstance(pattern, list) else str(pattern).split("|")
         targets, unknown = lora_targets_of([str(n) for n in names])
         if unknown:
-            self.warn("W-LORA-TARGET", f"pet_config.target_modules {' | '.join(unknown)}: not a module the estimator "
-                                       "knows; not adapted")
+            self.warn("W-LORA-TARGET", msg("W-LORA-TARGET.pet_config-target_modules-module",
+                                           unknown=' | '.join(unknown)))
         if not targets:
-            raise self.fail(keys, f"target_modules {pattern!r} names no module the estimator knows (wq, wk, wv, wo, "
-                                  "w1, w2, w3, w_qkv, linear_qkv, …)")
+            raise self.fail(keys, msg("mindformers_features.target_modules-names-module", pattern=pattern))
         self.put_at("strategy.peft", "lora", (*PET, "pet_type"))
         self.put_at("strategy.lora_targets", targets, keys)
         rank = self.int_at((*PET, "lora_rank"), 1, 1 << 20)
         self.put_or_default("strategy.lora_rank", rank, (*PET, "lora_rank"), LORA_DEFAULTS["lora_rank"],
-                            "MindFormers LoraConfig default lora_rank")
+                            msg("mindformers_features.mindformers-loraconfig-default-2"))
         dropout = self.float_at((*PET, "lora_dropout"))
         if dropout is not None and not 0 <= dropout < 1:
-            raise self.fail((*PET, "lora_dropout"), f"must be in [0, 1); got {dropout}")
+            raise self.fail((*PET, "lora_dropout"), msg("mindformers_features.must-got", dropout=dropout))
         self.put_or_default("strategy.lora_dropout", dropout, (*PET, "lora_dropout"), LORA_DEFAULTS["lora_dropout"],
-                            "MindFormers LoraConfig default lora_dropout")
+                            msg("mindformers_features.mindformers-loraconfig-default-3"))
         dtype_keys = (*PET, "param_init_type")
         dtype = self.get(dtype_keys)
         if dtype is MISSING:
-            self.assume("strategy.lora_param_bytes", 2.0, "MindFormers LoraConfig default param_init_type float16")
+            self.assume("strategy.lora_param_bytes", 2.0, msg("mindformers_features.mindformers-loraconfig-default"))
         else:
             size, _fp8 = mindformers_dtype(dtype, ".".join(dtype_keys), self.origin(dtype_keys))
             self.put_at("strategy.lora_param_bytes", float(size), dtype_keys)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..messages import msg
 from ..warnings import Assumption
 from .mindformers_schema import MAX_DEGREE, MAX_DIM, MAX_VOCAB, MC, llama_ffn
 from .mindformers_source import MISSING, MindFormersSource
@@ -104,11 +105,12 @@ class ModelReader(MindFormersSource):
         multiple = self.int_at((*MC, "multiple_of"), 1, MAX_DIM)
         multiplier = self.float_at((*MC, "ffn_dim_multiplier"))
         if multiplier is not None and not 0 < multiplier <= 64:
-            raise self.fail((*MC, "ffn_dim_multiplier"), f"{multiplier} is out of range; expected 0..64")
+            raise self.fail((*MC, "ffn_dim_multiplier"), msg("mindformers_model.out-range-expected",
+                                                             multiplier=multiplier))
         if multiple is None:
             multiple = 256
             self.assumptions.append(Assumption("model.ffn_hidden_size", "multiple_of 256",
-                                               "MindFormers LlamaConfig default multiple_of"))
+                                               msg("mindformers_model.mindformers-llamaconfig-default")))
         hff = llama_ffn(hidden, multiple, multiplier)
         fdm = "—" if multiplier is None else f"{multiplier:g}"
         self.derive("model.ffn_hidden_size", hff, f"Llama rule from hidden_size {hidden}, multiple_of {multiple}, "
@@ -120,7 +122,7 @@ class ModelReader(MindFormersSource):
             if isinstance(block, dict):
                 return keys, block
             if block is not MISSING:
-                raise self.fail(keys, f"expected a mapping of MoE keys, got {block!r}")
+                raise self.fail(keys, msg("mindformers_model.expected-mapping-moe", block=block))
         return None
 
     def read_moe(self) -> None:
@@ -132,7 +134,7 @@ class ModelReader(MindFormersSource):
                 self.put_at("model.num_experts", experts, (*base, "expert_num"))
                 self.put_or_default("model.experts_per_token", self.int_at((*base, "num_experts_chosen"), 1, MAX_DIM),
                                     (*base, "num_experts_chosen"), 1,
-                                    "moe_config.num_experts_chosen absent: MindFormers MoEConfig default 1")
+                                    msg("mindformers_model.moe_config-num_experts_chosen-absent"))
                 shared = self.int_at((*base, "shared_expert_num"), 0, MAX_DIM)
                 if shared is not None:
                     self.put_at("model.num_shared_experts", shared, (*base, "shared_expert_num"))
@@ -144,7 +146,7 @@ class ModelReader(MindFormersSource):
                                 "no moe_intermediate_size: experts use the dense FFN width")
                 self.put_or_default("model.capacity_factor", self.float_at((*base, "capacity_factor")),
                                     (*base, "capacity_factor"), 1.1,
-                                    "moe_config.capacity_factor absent: MindFormers MoEConfig default 1.1")
+                                    msg("mindformers_model.moe_config-capacity_factor-absent"))
                 first = self.int_at((*base, "first_k_dense_replace"), 0, MAX_LAYERS)
                 if first is not None:
                     self.put_at("model.first_k_dense", first, (*base, "first_k_dense_replace"))
@@ -173,7 +175,7 @@ class ModelReader(MindFormersSource):
             fkeys, fvalue = self.first(MC, names)
             if fvalue is not MISSING:
                 if field == "moe_layer_freq" and isinstance(fvalue, list):
-                    raise self.fail(fkeys, "moe_layer_freq as a list is not supported; give an integer")
+                    raise self.fail(fkeys, msg("mindformers_model.moe_layer_freq-list-supported"))
                 self.put_at(f"model.{field}", self.as_int(fkeys, fvalue, lo, hi), fkeys)
         cap = self.float_at((*MC, "moe_expert_capacity_factor"))
         if cap is not None:

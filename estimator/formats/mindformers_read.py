@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from ..units import parse_size
 from ..warnings import Assumption
 from .mindformers_features import FeatureReader
@@ -71,7 +72,8 @@ class MindFormersReader(ModelReader, FeatureReader):
         value = self.int_at(keys)
         if value is None:
             if note:
-                self.assume(field, default, f"{'.'.join(keys)} absent: MindFormers default {default}")
+                self.assume(field, default, msg("mindformers_read.absent-mindformers-default", keys='.'.join(keys),
+                                                default=default))
             else:
                 self.values[field] = default
             return default
@@ -88,12 +90,13 @@ class MindFormersReader(ModelReader, FeatureReader):
         if sp is not None:
             self.put_at("strategy.sequence_parallel", sp, (*PC, "use_seq_parallel"))
         self.put_or_default("strategy.vocab_emb_dp", self.bool_at((*PC, "vocab_emb_dp")), (*PC, "vocab_emb_dp"),
-                            False, "parallel_config.vocab_emb_dp absent: False")
+                            False, msg("mindformers_read.parallel_config-vocab_emb_dp-absent"))
         algo = self.str_at((*PC, "context_parallel_algo"))
         if algo is not None:
             if algo not in CP_ALGOS:
                 raise self.fail((*PC, "context_parallel_algo"),
-                                f"unknown context_parallel_algo {algo!r}; use one of {', '.join(CP_ALGOS)}")
+                                msg("mindformers_read.unknown-context_parallel_algo-use", algo=algo,
+                                    CP_ALGOS=', '.join(CP_ALGOS)))
             self.put_at("strategy.cp_algo", CP_ALGOS[algo], (*PC, "context_parallel_algo"))
             if algo == "hybrid_cp":
                 degree = self.int_at((*PC, "ulysses_degree_in_cp"))
@@ -109,7 +112,7 @@ class MindFormersReader(ModelReader, FeatureReader):
         mbin = self.int_at(("micro_batch_interleave_num",), 1, 64) or 1
         mbn = self.int_at((*PC, "micro_batch_num"), 1, MAX_MICRO)
         if b is None:
-            self.assume("strategy.micro_batch_size", mbin, "runner_config.batch_size absent: 1")
+            self.assume("strategy.micro_batch_size", mbin, msg("mindformers_read.runner_config-batch_size-absent"))
         elif mbin > 1:
             self.derive("strategy.micro_batch_size", b * mbin,
                         f"runner_config.batch_size {b} × micro_batch_interleave_num {mbin}")
@@ -125,27 +128,24 @@ class MindFormersReader(ModelReader, FeatureReader):
 
         if self.pp > 1:
             self.put_or_default("strategy.micro_batches", mbn, (*PC, "micro_batch_num"), 1,
-                                "parallel_config.micro_batch_num absent: 1")
+                                msg("mindformers_read.parallel_config-micro_batch_num-absent"))
             steps("strategy.n_acc")
         else:
             m = steps("strategy.micro_batches")
             self.derive("strategy.n_acc", 1, "pipeline_stage 1: accumulation steps are the micro-batches")
             if mbn not in (None, 1):
-                self.warn("W-MF-MBN-IGNORED", f"parallel_config.micro_batch_num {mbn} is ignored with "
-                                              "pipeline_stage 1; the micro-batches per step are "
-                                              f"runner_config.gradient_accumulation_steps = {m}")
+                self.warn("W-MF-MBN-IGNORED", msg("W-MF-MBN-IGNORED", mbn=mbn, m=m))
         seq = self.int_at((*MC, "seq_length"), 1, MAX_SEQ)
         data_seq = self.int_at(DATASET_SEQ, 1, MAX_SEQ)
         if seq is not None:
             self.put_at("strategy.seq_length", seq, (*MC, "seq_length"))
             if data_seq is not None and data_seq != seq:
-                self.warn("W-MF-SEQ", f"model.model_config.seq_length {seq} differs from the dataset's "
-                                      f"{'.'.join(DATASET_SEQ)} {data_seq}; the model's value is used")
+                self.warn("W-MF-SEQ", msg("W-MF-SEQ", seq=seq, DATASET_SEQ='.'.join(DATASET_SEQ), data_seq=data_seq))
         elif data_seq is not None:
             self.put_at("strategy.seq_length", data_seq, DATASET_SEQ)
         else:
-            raise ConfigError("no training sequence length: set model.model_config.seq_length (or "
-                              f"{'.'.join(DATASET_SEQ)})", path=self.path, key="model.model_config.seq_length")
+            raise ConfigError(msg("mindformers_read.training-sequence-length", DATASET_SEQ='.'.join(DATASET_SEQ)),
+                              path=self.path, key="model.model_config.seq_length")
 
     def read_pipeline(self) -> None:
         interleave = bool(self.bool_at((*PIPE, "pipeline_interleave")))
@@ -153,20 +153,18 @@ class MindFormersReader(ModelReader, FeatureReader):
         chunks = self.int_at((*MC, "pp_interleave_num"), 1, 64)
         vp = chunks if (chunks and interleave) else 1
         if chunks and chunks > 1 and not interleave:
-            self.warn("W-MF-VPP-IGNORED", f"model.model_config.pp_interleave_num {chunks} has no effect without "
-                                          "parallel.pipeline_config.pipeline_interleave: True; priced with 1 chunk")
+            self.warn("W-MF-VPP-IGNORED", msg("W-MF-VPP-IGNORED", chunks=chunks))
         if chunks is not None and interleave:
             self.put_at("strategy.vpp", vp, (*MC, "pp_interleave_num"))
         schedule = None
         if scheduler is not None:
             name = scheduler.strip().lower()
             if name not in SCHEDULERS:
-                raise self.fail((*PIPE, "pipeline_scheduler"), f"unknown pipeline_scheduler {scheduler!r}; "
-                                                                f"MindFormers takes {', '.join(SCHEDULERS)}")
+                raise self.fail((*PIPE, "pipeline_scheduler"), msg("mindformers_read.unknown-scheduler",
+                                                                   scheduler=scheduler, known=", ".join(SCHEDULERS)))
             if not interleave:
                 if name != "1f1b":
-                    self.warn("W-MF-SCHED-IGNORED", f"pipeline_scheduler {scheduler!r} needs pipeline_interleave: "
-                                                    "True; priced as 1F1B")
+                    self.warn("W-MF-SCHED-IGNORED", msg("W-MF-SCHED-IGNORED", scheduler=scheduler))
             elif name == "1f1b":
                 schedule = "1f1b"
             elif name == "seqpipe":
@@ -175,8 +173,8 @@ class MindFormersReader(ModelReader, FeatureReader):
                 schedule = "seqsmartvpp" if vp > 1 else "seq1f1b"
                 if vp == 1:
                     self.assumptions.append(Assumption("strategy.schedule", "seq1f1b",
-                                                       f"pipeline_scheduler {name} with pp_interleave_num 1 runs "
-                                                       "as seqpipe (one chunk per stage)"))
+                                                       msg("mindformers_read.pipeline_scheduler-pp_interleave_num-runs",
+                                                           name=name)))
             elif name == "gpipe":
                 schedule = "gpipe"
             else:
@@ -185,7 +183,7 @@ class MindFormersReader(ModelReader, FeatureReader):
             self.put_at("strategy.schedule", schedule, (*PIPE, "pipeline_scheduler"))
         if schedule in ("seq1f1b", "seqsmartvpp"):
             self.put_or_default("strategy.n_s", self.int_at((*PC, "seq_split_num"), 1, 1024), (*PC, "seq_split_num"),
-                                1, "parallel_config.seq_split_num absent: 1")
+                                1, msg("mindformers_read.parallel_config-seq_split_num-absent"))
         self.read_offset(vp)
 
     def read_offset(self, vp: int) -> None:
@@ -193,8 +191,7 @@ class MindFormersReader(ModelReader, FeatureReader):
         value = self.get(keys)
         if value is MISSING:
             return
-        bad = self.fail(keys, f"offset must be an integer, a list of integers (one per stage) or a list of "
-                              f"lists (one per chunk); got {value!r}")
+        bad = self.fail(keys, msg("mindformers_read.offset-must-integer", value=value))
 
         def ints(seq: Any) -> tuple[int, ...]:
             if not isinstance(seq, list) or not seq:
@@ -211,7 +208,7 @@ class MindFormersReader(ModelReader, FeatureReader):
             offset = self.as_int(keys, value, -MAX_LAYERS, MAX_LAYERS)
         if self.pp * vp <= 1:  # MindFormers ignores offsets with a single stage
             if any(flatten_rows(offset)):
-                self.warn("W-MF-OFFSET-IGNORED", f"offset {value!r} has no effect with a single pipeline stage")
+                self.warn("W-MF-OFFSET-IGNORED", msg("W-MF-OFFSET-IGNORED", value=value))
             if offset != 0:
                 return
         self.put_at("strategy.offset", offset, keys)
@@ -228,11 +225,14 @@ class MindFormersReader(ModelReader, FeatureReader):
         total = sum(flatten_rows(offset))
         if total == rem:
             return
-        text = (f"offset {offset!r} sums to {total}, but {layers} layers" + (f" + {mtp} MTP" if mtp else "") +
-                f" over {slots} pipeline slots leave a remainder of {rem}; MindFormers refuses this too")
+        counted = msg("W-MF-OFFSET-SUM.layers-mtp", layers=layers, mtp=mtp) if mtp else \
+            msg("W-MF-OFFSET-SUM.layers", layers=layers)
         if vp == 1:
-            text += f" (an offset that fits: {[1 if k < rem else 0 for k in range(self.pp)]})"
-        self.warn("W-MF-OFFSET-SUM", text)
+            self.warn("W-MF-OFFSET-SUM", msg("W-MF-OFFSET-SUM.fits", offset=offset, total=total, counted=counted,
+                                             slots=slots, rem=rem, fits=[1 if k < rem else 0 for k in range(self.pp)]))
+        else:
+            self.warn("W-MF-OFFSET-SUM", msg("W-MF-OFFSET-SUM", offset=offset, total=total, counted=counted,
+                                             slots=slots, rem=rem))
 
     # -- recompute ------------------------------------------------------------------------------------
     def counts(self, keys: tuple[str, ...], value: Any) -> Any:
@@ -248,7 +248,7 @@ class MindFormersReader(ModelReader, FeatureReader):
                 if not row:
                     raise self.fail(keys, bad)
                 if any(isinstance(x, bool) for x in row):
-                    raise self.fail(keys, "True/False inside per-chunk lists is not supported; give layer counts")
+                    raise self.fail(keys, msg("mindformers_read.true-false-inside"))
                 rows.append(tuple(self.as_int(keys, x, 0, MAX_COUNT) for x in row))
             return tuple(rows)
         if any(isinstance(v, list) for v in value):
@@ -268,8 +268,7 @@ class MindFormersReader(ModelReader, FeatureReader):
         else:
             shape = {(len(v), tuple(len(r) for r in v) if isinstance(v[0], tuple) else ()) for v in values}
             if len(shape) != 1:
-                raise self.fail(keys, "the op patterns give per-stage lists of different shapes; give them all "
-                                      "the same shape")
+                raise self.fail(keys, msg("mindformers_read.op-patterns-give"))
             if isinstance(values[0][0], tuple):
                 merged = tuple(tuple(max(int(v[j][i]) for v in values) for i in range(len(values[0][j])))
                                for j in range(len(values[0])))
@@ -277,8 +276,8 @@ class MindFormersReader(ModelReader, FeatureReader):
                 merged = tuple(True if any(v[i] is True for v in values) else max(int(v[i]) for v in values)
                                for i in range(len(values[0])))
         if len({repr(v) for v in values}) > 1:
-            self.warn("W-SEL-MIXED", f"{'.'.join(keys)}: the op patterns recompute different layer counts "
-                                     f"({', '.join(repr(p) for p, _ in active)}); priced with the largest, {merged!r}")
+            self.warn("W-SEL-MIXED", msg("W-SEL-MIXED", keys='.'.join(keys), p=', '.join((repr(p) for p, _ in active)),
+                                         merged=merged))
         return merged
 
     def patterns(self, keys: tuple[str, ...], value: Any, comm: bool) -> tuple[Any, tuple[str, ...]]:
@@ -288,11 +287,11 @@ class MindFormersReader(ModelReader, FeatureReader):
         switches: set[str] = set()
         for pattern, raw in items:
             if not isinstance(pattern, str):
-                raise self.fail(keys, f"op patterns must be strings; got {pattern!r}")
+                raise self.fail(keys, msg("mindformers_read.op-patterns-must", pattern=pattern))
             counts = self.counts((*keys, pattern), raw) if raw is not None else False
             switch = comm_switch(pattern) if comm else selective_switch(pattern)
             if switch is None:
-                self.warn("W-SEL-UNMATCHED", f"selective pattern '{pattern}' is not modelled; priced as kept")
+                self.warn("W-SEL-UNMATCHED", msg("W-SEL-UNMATCHED", pattern=pattern))
                 continue
             found.append((pattern, counts))
             if counts is not False:
@@ -304,8 +303,7 @@ class MindFormersReader(ModelReader, FeatureReader):
         full = self.get(full_keys)
         if full is not MISSING:
             if isinstance(full, dict):
-                raise self.fail(full_keys, "recompute takes True/False or per-stage layer counts, not op patterns "
-                                           "(use select_recompute for those)")
+                raise self.fail(full_keys, msg("mindformers_read.recompute-takes-true"))
             self.put_at("strategy.recompute", self.counts(full_keys, full), full_keys)
         for name, field, comm in (("select_recompute", "strategy.sel_counts", False),
                                   ("select_comm_recompute", "strategy.comm_counts", True)):
@@ -332,7 +330,7 @@ class MindFormersReader(ModelReader, FeatureReader):
         keys = (*PAR, "enable_parallel_optimizer")
         enabled = self.bool_at(keys)
         if enabled is None:
-            self.assume("strategy.sharding", "none", "parallel.enable_parallel_optimizer absent: False")
+            self.assume("strategy.sharding", "none", msg("mindformers_read.parallel-enable_parallel_optimizer-absent"))
         elif not enabled:
             self.put_at("strategy.sharding", "none", keys)
         else:
@@ -344,14 +342,14 @@ class MindFormersReader(ModelReader, FeatureReader):
         if shard is not None:
             self.put_at("strategy.grad_shard", shard, (*POC, "gradient_accumulation_shard"))
         elif enabled:
-            self.assume("strategy.grad_shard", False, "gradient_accumulation_shard absent: False")
+            self.assume("strategy.grad_shard", False, msg("mindformers_read.gradient_accumulation_shard-absent-false"))
         keys = (*RC, "parallel_optimizer_comm_recompute")
         regather = self.bool_at(keys)
         if regather is not None:
             self.put_at("strategy.keep_gathered_weights", not regather, keys)
         elif enabled:
             self.assume("strategy.keep_gathered_weights", True,
-                        "parallel_optimizer_comm_recompute absent: False (gathered weights kept)")
+                        msg("mindformers_read.parallel_optimizer_comm_recompute-absent-false"))
 
     def width(self, field: str, names: tuple[str, ...]) -> int | None:
         keys, value = self.first(MC, names)
@@ -359,7 +357,7 @@ class MindFormersReader(ModelReader, FeatureReader):
             return None
         size, fp8 = mindformers_dtype(value, ".".join(keys), self.origin(keys))
         if fp8:
-            self.warn("W-FP8", f"{'.'.join(keys)} {value!r}: FP8 tensors are priced as 2 bytes")
+            self.warn("W-FP8", msg("W-FP8.fp8-tensors-priced", keys='.'.join(keys), value=value))
         if field:
             self.put_at(field, float(size), keys)
         return size
@@ -393,7 +391,7 @@ class MindFormersReader(ModelReader, FeatureReader):
             except ValueError as exc:
                 raise self.fail(keys, str(exc)) from None
             if not 0 < size < 1 << 50:
-                raise self.fail(keys, f"{memory!r} is not a plausible device memory")
+                raise self.fail(keys, msg("mindformers_read.plausible-device-memory", memory=memory))
             self.put_at("options.max_device_memory", size, keys)
         fa = self.bool_at((*MC, "use_flash_attention"))
         if fa is not None:
@@ -414,10 +412,10 @@ class MindFormersReader(ModelReader, FeatureReader):
                    f"context_parallel {self.cp} = {world}")
         for lineno, stated in comment_numbers(self.text, DEVICE_COMMENT):
             if stated != world:
-                self.warn("W-MF-DEVICES", f"the comment on line {lineno} says device num = {stated}, but {product} "
-                                          "devices; the product is used")
+                self.warn("W-MF-DEVICES", msg("W-MF-DEVICES.comment-line-says", lineno=lineno, stated=stated,
+                                              product=product))
         if devices is not None and devices != world:
-            self.warn("W-MF-DEVICES", f"--devices {devices} differs from {product}; the file's degrees are used")
+            self.warn("W-MF-DEVICES", msg("W-MF-DEVICES", devices=devices, product=product))
         v = self.values
         batch = v["strategy.micro_batch_size"] * self.dp * v["strategy.micro_batches"] * v["strategy.n_acc"]
         stated_batches = comment_numbers(self.text, GBS_COMMENT)
@@ -428,8 +426,7 @@ class MindFormersReader(ModelReader, FeatureReader):
         for lineno, stated in stated_batches:
             if stated != batch:
                 where = f"the comment on line {lineno}" if lineno else "the file"
-                self.warn("W-MF-GBS", f"{where} states a global batch of {stated}, but batch_size × data_parallel × "
-                                      f"micro-batches × accumulation steps = {batch}; the product is used")
+                self.warn("W-MF-GBS", msg("W-MF-GBS", where=where, stated=stated, batch=batch))
 
     def role(self) -> str:
         needed = ("model.hidden_size", "model.num_layers", "model.num_attention_heads", "model.vocab_size")

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from .support import known_dtype
 
 FORMAT = "mindformers"
@@ -55,14 +56,14 @@ def mindformers_dtype(name: Any, key: str, path: str) -> tuple[int, bool]:
     """(bytes, is_fp8) of a MindFormers dtype name (``bfloat16``, ``mstype.float16``); fp8 variants, Ascend's
     ``hif8`` included, are priced as 2 bytes (docs/model.md#byte-widths-per-framework)."""
     if not isinstance(name, str):
-        raise ConfigError(f"expected a dtype name such as \"bfloat16\", got {name!r}", path=path, key=key)
+        raise ConfigError(msg("mindformers_schema.expected-dtype-name", name=name), path=path, key=key)
     text = name.strip().lower()
     for prefix in ("mstype.", "mindspore.", "ms.", "torch."):
         text = text.removeprefix(prefix)
     found = known_dtype(text) or ((2, True) if text.startswith("hif8") else None)
     if found is not None:
         return found
-    raise ConfigError(f"unknown dtype {name!r}; use float32, bfloat16 or float16", path=path, key=key)
+    raise ConfigError(msg("mindformers_schema.unknown-dtype-use", name=name), path=path, key=key)
 
 
 def llama_ffn(hidden: int, multiple_of: int, multiplier: float | None) -> int:

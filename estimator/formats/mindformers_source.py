@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import Text, msg
 from ..parsed import Provenance
 from .common import dig
 from .mindformers_schema import MAX_DEGREE
@@ -40,7 +41,7 @@ class MindFormersSource(Collector):
                 return base_path
         return self.path
 
-    def fail(self, keys: tuple[str, ...], message: str) -> ConfigError:
+    def fail(self, keys: tuple[str, ...], message: Text) -> ConfigError:
         return ConfigError(message, path=self.origin(keys), key=".".join(keys))
 
     def get(self, keys: tuple[str, ...]) -> Any:
@@ -50,7 +51,7 @@ class MindFormersSource(Collector):
             if cur is None:
                 return MISSING
             if not isinstance(cur, dict):
-                raise self.fail(keys[:n], f"expected a mapping of keys, got {cur!r}")
+                raise self.fail(keys[:n], msg("mindformers_source.expected-mapping-keys-2", cur=cur))
             if key not in cur:
                 return MISSING
             cur = cur[key]
@@ -69,9 +70,9 @@ class MindFormersSource(Collector):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(keys, f"expected an integer, got {value!r}")
+            raise self.fail(keys, msg("fields.expected-integer-got", value=value))
         if not lo <= value <= hi:
-            raise self.fail(keys, f"{value} is out of range; expected {lo}..{hi}")
+            raise self.fail(keys, msg("mindformers_source.out-range-expected", value=value, lo=lo, hi=hi))
         return value
 
     def int_at(self, keys: tuple[str, ...], lo: int = 1, hi: int = MAX_DEGREE) -> int | None:
@@ -86,7 +87,7 @@ class MindFormersSource(Collector):
             return value
         if isinstance(value, int) and value in (0, 1):
             return bool(value)
-        raise self.fail(keys, f"expected True or False, got {value!r}")
+        raise self.fail(keys, msg("mindformers_source.expected-true-false", value=value))
 
     def float_at(self, keys: tuple[str, ...]) -> float | None:
         value = self.get(keys)
@@ -94,7 +95,7 @@ class MindFormersSource(Collector):
             return None
         if isinstance(value, bool) or not isinstance(value, int | float) or value != value or \
                 abs(value) > 1e9:
-            raise self.fail(keys, f"expected a number, got {value!r}")
+            raise self.fail(keys, msg("fields.expected-number-got", value=value))
         return float(value)
 
     def str_at(self, keys: tuple[str, ...]) -> str | None:
@@ -102,7 +103,7 @@ class MindFormersSource(Collector):
         if value is MISSING:
             return None
         if not isinstance(value, str):
-            raise self.fail(keys, f"expected a string, got {value!r}")
+            raise self.fail(keys, msg("fields.expected-string-got", value=value))
         return value
 
     def section(self, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -110,7 +111,7 @@ class MindFormersSource(Collector):
         if value is MISSING:
             return {}
         if not isinstance(value, dict):
-            raise self.fail(keys, f"expected a mapping of keys, got {value!r}")
+            raise self.fail(keys, msg("mindformers_source.expected-mapping-keys", value=value))
         return value
 
     # -- output ---------------------------------------------------------------------------------------
@@ -121,7 +122,7 @@ class MindFormersSource(Collector):
         self.provenance[field] = Provenance("file", path=self.origin(keys), key=".".join(keys),
                                             raw=None if shown is MISSING else shown)
 
-    def put_or_default(self, field: str, value: Any, keys: tuple[str, ...], default: Any, why: str) -> None:
+    def put_or_default(self, field: str, value: Any, keys: tuple[str, ...], default: Any, why: Text) -> None:
         """``value`` read at ``keys``, or, when the file leaves it out (None), MindFormers' ``default``."""
         if value is None:
             self.assume(field, default, why)

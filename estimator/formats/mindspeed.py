@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..messages import msg
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
 from .launch_dialect import script_dialect
@@ -60,7 +61,7 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
         return read_model_json(data, text, path)
     chosen, why = script_dialect(text)
     if chosen != "mindspeed":
-        why = f"read as MindSpeed-LLM as asked; by its contents the script is a {why}"
+        why = msg("dialect.read-as-asked", framework="MindSpeed-LLM", why=why)
     return read_script(text, path, devices, "mindspeed", why)
 
 

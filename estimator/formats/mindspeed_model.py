@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..layout import balanced_counts  # layers per slot without a list: the layout's own split (D27)
+from ..messages import msg
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
 from .json_patch import json_edit, json_members
@@ -74,7 +75,8 @@ def _jint(mod: dict, key: str, where: str, path: str, minimum: int = 0) -> int |
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{where}{key} must be an integer ≥ {minimum}; got {value!r}", path=path,
+        raise ConfigError(msg("mindspeed_model.must-integer-got", where=where, key=key, minimum=minimum, value=value),
+                          path=path,
                           key=f"{where}{key}")
     return value
 
@@ -85,8 +87,8 @@ def _jlayers(value: Any, where: str, path: str) -> tuple:
         all(isinstance(r, list) and r and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in r)
             for r in value))
     if not ok:
-        raise ConfigError(f"{where}pipeline_num_layers must be a list of per-stage layer counts (or one list per "
-                          f"virtual chunk); got {value!r}", path=path, key=f"{where}pipeline_num_layers")
+        raise ConfigError(msg("mindspeed_model.pipeline_num_layers-must-list", where=where, value=value), path=path,
+                          key=f"{where}pipeline_num_layers")
     return tuple(tuple(r) if isinstance(r, list) else r for r in value)
 
 
@@ -95,8 +97,7 @@ def model_json_values(data: dict, out: Collector) -> None:
     path = out.path
     found = text_module(data)
     if found is None:
-        raise ConfigError("no language model in this model.json: expected a text_decoder object (or num_layers and "
-                          "hidden_size at the top)", path=path, key="text_decoder")
+        raise ConfigError(msg("mindspeed_model.language-model-model"), path=path, key="text_decoder")
     tpath, mod = found
     where = "".join(f"{k}." for k in tpath)
     out.put("options.framework", "mindspeed", "MindSpeed-MM model.json")
@@ -136,7 +137,8 @@ def model_json_values(data: dict, out: Collector) -> None:
     for mpath, other in _modules(data):
         known = mpath in ((), tpath) or (mpath and mpath[-1] in ("vision_encoder", "vision_projector"))
         if not known:
-            out.warn("W-UNMODELLED", f"module {'.'.join(mpath)} (model_id {other.get('model_id')!r}) is not priced")
+            out.warn("W-UNMODELLED", msg("W-UNMODELLED.module-model_id-priced", mpath='.'.join(mpath),
+                                         model_id=other.get('model_id')))
     tmp = data.get("tmp")
     if isinstance(tmp, dict):
         for key, name in _TMP:
@@ -144,7 +146,7 @@ def model_json_values(data: dict, out: Collector) -> None:
             if value is not None:
                 out.put(f"strategy.{name}", value, f"tmp.{key}")
         if "strategy.pp" in out.values:
-            out.assume("strategy.micro_batches", out.values["strategy.pp"], "upstream tmp block: m = pp")
+            out.assume("strategy.micro_batches", out.values["strategy.pp"], msg("mindspeed_model.upstream-tmp-block"))
         out.put("strategy.sharding", "zero1", "tmp block (upstream: optimizer sharding on)")
 
 
@@ -161,7 +163,8 @@ def _json_recompute(mod: dict, where: str, out: Collector) -> None:
     elif gran == "selective":
         out.put("strategy.recompute", "selective", where + "recompute_granularity")
     elif gran is not None:
-        raise ConfigError(f"{where}recompute_granularity {gran!r}: expected full or selective", path=out.path,
+        raise ConfigError(msg("mindspeed_model.recompute_granularity-expected-full", where=where, gran=gran),
+                          path=out.path,
                           key=where + "recompute_granularity")
 
 
@@ -178,7 +181,7 @@ def _vision(data: dict, out: Collector) -> None:
     path = out.path
     need = {k: _jint(enc, k, epath, path, 1) for k in ("num_layers", "hidden_size", "num_attention_heads")}
     if None in need.values():
-        out.warn("W-UNMODELLED", f"{epath[:-1]} lacks num_layers/hidden_size/num_attention_heads; not priced")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.lacks-num_layers-hidden_size", epath=epath[:-1]))
         return
     ffn = _jint(enc, "ffn_hidden_size", epath, path, 1) or _jint(enc, "intermediate_size", epath, path, 1)
     vision = {**need, "ffn_hidden_size": ffn or 4 * need["hidden_size"],

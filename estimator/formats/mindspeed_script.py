@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..device.knobs import launch_env
 from ..errors import ConfigError
+from ..messages import Message, Text, msg
 from .launch_command import FlagSet, launch_flags
 from .megatron_model_args import read_model
 from .megatron_strategy_args import READ_FLAGS, read_strategy
@@ -30,10 +31,8 @@ def resolve_script(text: str, path: str, devices: int | None) -> tuple[Script, F
     script = Script.parse(text, path)
     flags = launch_flags(script)
     if not flags.program:
-        raise ConfigError("no training command found: no command of the script (nor a string it runs) starts a "
-                          "Python program (.py) with Megatron flags; the estimator never runs the script, so the "
-                          "command must be written in it (torchrun … pretrain_gpt.py --flags …)", path=path)
-    notes: list[str] = []
+        raise ConfigError(msg("mindspeed_script.training-command-found"), path=path)
+    notes: list[Message] = []
     found = device_count(script, flags)
     if devices and (isinstance(found, str) or found[0] != devices):
         pins = {"WORLD_SIZE": str(devices)}
@@ -43,11 +42,10 @@ def resolve_script(text: str, path: str, devices: int | None) -> tuple[Script, F
         script = Script.parse(text, path, pins)
         flags = launch_flags(script)
         if not isinstance(found, str):
-            notes.append(f"--devices {devices} is used instead of the script's N = {found[1]} = {found[0]}")
+            notes.append(msg("W-DEVICES.devices-instead", devices=devices, variables=found[1], count=found[0]))
         return script, flags, devices, "--devices", notes
     if isinstance(found, str):
-        raise ConfigError(f"the device count cannot be resolved: {found}; pass --devices N (the total number of "
-                          "NPUs/GPUs) — the estimator never runs the script's commands", path=path,
+        raise ConfigError(msg("mindspeed_script.device-count-cannot", found=found), path=path,
                           key="NNODES")
     return script, flags, found[0], found[1], notes
 
@@ -102,7 +100,7 @@ def device_count(script: Script, flags: FlagSet) -> tuple[int, str] | str:
                                          "--nproc_per_node/--nnodes")
 
 
-def read_script(text: str, path: str, devices: int | None, dialect: str, why: str = "") -> Reading:
+def read_script(text: str, path: str, devices: int | None, dialect: str, why: Text = "") -> Reading:
     """The plan a launch script states, read as ``dialect`` (megatron | mindspeed); ``why`` says how that was
     chosen (reported as the assumption on options.framework)."""
     script, fl, world, how, notes = resolve_script(text, path, devices)
@@ -111,13 +109,12 @@ def read_script(text: str, path: str, devices: int | None, dialect: str, why: st
         out.warn("W-DEVICES", note)
     for note in fl.notes:
         out.warn("W-SHELL", note)
-    out.assume("options.framework", dialect, why or f"read as a {TITLES[dialect]} launch script")
+    out.assume("options.framework", dialect, why or msg("dialect.read-as", title=TITLES[dialect]))
     used = {ref.name for occs in fl.flags.values() for occ in occs for tok in [*occ.values, occ.token] for seg in tok
             for ref in seg.via}
     for record in script.all_assignments:
         if record.conditional and record.name in used:
-            out.warn("W-SHELL", f"{record.name} is assigned inside an if/case/loop/function (line {record.line}) whose "
-                                "condition the estimator cannot decide from the script; read as if it runs")
+            out.warn("W-SHELL", msg("W-SHELL", name=record.name, line=record.line))
     read_model(fl, out, dialect, fl.program)
     read_strategy(fl, out, world, how, dialect)
     _stated(fl, out, "DP", out.values["strategy.dp"], "data-parallel degree N/(tp·pp·cp)")
@@ -151,7 +148,6 @@ def _stated(fl: FlagSet, out: Collector, name: str, derived: int, what: str) -> 
     if value is None or problem_of(value) or not text_of(value).strip().isdigit():
         return
     if int(text_of(value)) != derived:
-        out.warn("W-STATED", f"{name}={text_of(value).strip()} in the script, but the {what} is {derived}; "
-                             "the flags win")
+        out.warn("W-STATED", msg("W-STATED", name=name, text_of=text_of(value).strip(), what=what, derived=derived))
 
 

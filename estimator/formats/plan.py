@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..fields import SECTIONS, coerce, lookup
+from ..messages import msg
 from ..parsed import Provenance
 from .common import load_json, load_yaml
 
@@ -19,18 +20,18 @@ def looks_like_plan(data: Any) -> bool:
 def read_plan(text: str, path: str) -> tuple[dict[str, Any], dict[str, Provenance]]:
     data = load_json(text, path) if path.endswith(".json") else load_yaml(text, path)
     if not isinstance(data, dict):
-        raise ConfigError("a plan file must be a mapping with model:, strategy:, hardware: and options: "
-                          "sections", path=path)
+        raise ConfigError(msg("plan.plan-file-must"), path=path)
     values: dict[str, Any] = {}
     provenance: dict[str, Provenance] = {}
     for section, body in data.items():
         if section not in SECTIONS:
-            raise ConfigError(f"unknown section {section!r}; a plan has {', '.join(SECTIONS)}", path=path,
+            raise ConfigError(msg("plan.unknown-section-plan", section=section, SECTIONS=', '.join(SECTIONS)),
+                              path=path,
                               key=str(section))
         if body is None:
             continue
         if not isinstance(body, dict):
-            raise ConfigError(f"section {section!r} must be a mapping of field: value", path=path, key=section)
+            raise ConfigError(msg("plan.section-must-mapping", section=section), path=path, key=section)
         for name, raw in body.items():
             info = lookup(f"{section}.{name}", path)
             values[info.qualified] = coerce(info, raw, path)

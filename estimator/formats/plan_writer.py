@@ -13,6 +13,7 @@ from ruamel.yaml.comments import CommentedMap
 
 from ..errors import ConfigError
 from ..fields import REGISTRY
+from ..messages import msg
 from ..parsed import ParsedConfig, SourceFile
 from ..records import _thaw
 from ..strategy import Strategy
@@ -55,7 +56,7 @@ def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
     try:
         data = yaml.load(source.text)
     except Exception as exc:  # ruamel raises many types; the text was readable by PyYAML already
-        raise ConfigError(f"cannot rewrite this YAML: {exc}", path=source.path) from None
+        raise ConfigError(msg("plan_writer.cannot-rewrite-yaml", exc=exc), path=source.path) from None
     section = data.get("strategy")
     if section is None:
         section = CommentedMap()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 
 _MAX_NODES = 200_000     # a config module is a few thousand nodes
 _MAX_DEPTH = 16          # recipe functions calling recipe functions
@@ -68,12 +69,12 @@ class Module:
         try:
             self.tree = ast.parse(text, filename=path)
         except SyntaxError as exc:
-            raise ConfigError(f"not valid Python: {exc.msg}", path=path, line=exc.lineno,
+            raise ConfigError(msg("py_static.valid-python", msg=exc.msg), path=path, line=exc.lineno,
                               column=exc.offset) from None
         except (RecursionError, MemoryError, ValueError):
-            raise ConfigError("not a Python module the estimator can read (nesting too deep)", path=path) from None
+            raise ConfigError(msg("py_static.python-module-estimator"), path=path) from None
         if sum(1 for _ in ast.walk(self.tree)) > _MAX_NODES:
-            raise ConfigError("the module is implausibly large for a config", path=path)
+            raise ConfigError(msg("py_static.module-implausibly-large"), path=path)
         self.functions = {n.name: n for n in self.tree.body if isinstance(n, ast.FunctionDef)}
         # calls made for their effect on a config (``helper(cfg.model)``): code the static reading does not run
         self.side_calls: list[tuple[str, int]] = []

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..limits import MAX_NESTING, MAX_SHELL_VALUE_CHARS, MAX_SHELL_VALUE_PARTS
+from ..messages import Text, msg
 from .shell_conditions import test_value
 from .shell_syntax import NAME, Arith, Array, Command, IfBlock, Lit, Opaque, Param, Word, shorten, static_text, tokenize
 
@@ -103,7 +104,7 @@ class Script:
     arrays: dict[str, list[Value]] = field(default_factory=dict)
     assignments: dict[str, Assignment] = field(default_factory=dict)  # the last assignment of each name
     all_assignments: list[Assignment] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Text] = field(default_factory=list)
     blocks: list[IfBlock] = field(default_factory=list)
     decisions: dict[int, int | None] = field(default_factory=dict)  # if-block -> branch run (-1: none; None: ?)
     array_spans: list[tuple[int, int]] = field(default_factory=list)  # the ( … ) of every array literal
@@ -115,8 +116,7 @@ class Script:
             script = cls(text, path, program.commands, dict(pinned or {}), blocks=program.blocks)
             script._evaluate()
         except RecursionError:
-            raise ConfigError("expansions (${…}, $((…)), quotes) nest deeper than the reader follows (about 300 "
-                              "levels; real scripts nest 2 or 3): simplify the script", path=path) from None
+            raise ConfigError(msg("shell.expansions-quotes-nest"), path=path) from None
         return script
 
     # which commands run
@@ -246,8 +246,7 @@ class Script:
     def _param(self, part: Param) -> Value:
         ref = Ref(part.name, part.span)
         if part.name in ("@", "*"):
-            self.warnings.append(f"the script passes its own arguments (${part.name}) on; flags given on its "
-                                 "command line are not seen")
+            self.warnings.append(msg("shell.script-passes-own", name=part.name))
             return ()
         if not NAME.fullmatch(part.name):
             if part.op in (":-", "-", ":=", "="):  # read as run without arguments: the default applies
@@ -373,9 +372,8 @@ def bounded(value: Value, pieces: int, chars: int, path: str, name: str | None =
     MAX_SHELL_VALUE_CHARS characters and MAX_SHELL_VALUE_PARTS pieces (``X=$X$X`` doubles a value every line)."""
     if pieces + len(value) > MAX_SHELL_VALUE_PARTS or \
             chars + sum(len(seg.text) for seg in value) > MAX_SHELL_VALUE_CHARS:
-        raise ConfigError(f"a variable expands to more than {MAX_SHELL_VALUE_CHARS >> 20} MiB of text or "
-                          f"{MAX_SHELL_VALUE_PARTS:,} pieces (the limit; X=$X$X doubles a value every line) — "
-                          "write the value out instead of repeating the variable", path=path, key=name, line=line)
+        raise ConfigError(msg("shell.variable-expands-more", value=MAX_SHELL_VALUE_CHARS >> 20,
+                              MAX_SHELL_VALUE_PARTS=MAX_SHELL_VALUE_PARTS), path=path, key=name, line=line)
     return value
 
 

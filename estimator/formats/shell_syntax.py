@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..limits import MAX_SHELL_NESTING
+from ..messages import Text, msg
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPENERS = {"if", "for", "while", "until", "case", "select"}
@@ -127,7 +128,7 @@ class _Lexer:
         self.test: list[tuple[str, tuple[Word, ...]]] | None = None  # the if/elif test being read
         self.connector = ""  # the separator that ended the previous command (for test lists)
 
-    def error(self, message: str, pos: int) -> ConfigError:
+    def error(self, message: Text, pos: int) -> ConfigError:
         return ConfigError(message, path=self.path, line=line_of(self.t, pos), column=column_of(self.t, pos))
 
     # word assembly
@@ -218,7 +219,7 @@ class _Lexer:
             elif c == "'":
                 end = t.find("'", self.i + 1)
                 if end < 0:
-                    raise self.error("unterminated single quote", self.i)
+                    raise self.error(msg("shell_syntax.unterminated-single-quote"), self.i)
                 self.add(Lit(t[self.i + 1:end], (self.i + 1, end), True), self.i)
                 self.i = end + 1
             elif c == '"':
@@ -230,7 +231,7 @@ class _Lexer:
                 self.i += 1
                 return
             elif array and c in ";&|()<>":
-                raise self.error(f"{c!r} inside an array literal is not supported", self.i)
+                raise self.error(msg("shell_syntax.inside-array-literal", c=c), self.i)
             elif c in ";&|":
                 self.end_word()
                 sep = t[self.i:self.i + 2] if t[self.i:self.i + 2] in (";;", "&&", "||", "|&") else c
@@ -267,7 +268,7 @@ class _Lexer:
                     self.i += 1
                 self.add(Lit(t[start:self.i], (start, self.i), False), start)
         if array:
-            raise self.error("unterminated array '('", n)
+            raise self.error(msg("shell_syntax.unterminated-array"), n)
 
     def _array(self) -> Array:
         """The array literal ``( … )`` starting at ``self.i``: its elements are words (newlines and comments
@@ -279,7 +280,7 @@ class _Lexer:
             sub._scan(array=True)
         except ConfigError as exc:
             if "unterminated array" in str(exc):
-                raise self.error("unterminated array '('", start) from None
+                raise self.error(msg("shell_syntax.unterminated-array"), start) from None
             raise
         self.i = sub.i
         return Array(tuple(sub.words), (start, self.i))
@@ -297,7 +298,7 @@ class _Lexer:
 
         while True:
             if self.i >= n:
-                raise self.error("unterminated double quote", start)
+                raise self.error(msg("shell_syntax.unterminated-double-quote"), start)
             c = t[self.i]
             if c == '"':
                 flush(self.i)
@@ -327,7 +328,7 @@ class _Lexer:
             while end < n and t[end] != "`":
                 end += 2 if t[end] == "\\" else 1
             if end >= n:
-                raise self.error("unterminated backquote", start)
+                raise self.error(msg("shell_syntax.unterminated-backquote"), start)
             self.i = end + 1
             return Opaque(f"command substitution `{shorten(t[start + 1:end])}` (never executed)",
                           (start, self.i), quoted)
@@ -335,20 +336,20 @@ class _Lexer:
         if t.startswith("$((", start):
             close = _match(t, start + 1, "(", ")")
             if close < 0 or t[close - 1] != ")":
-                raise self.error("unterminated $((", start)
+                raise self.error(msg("shell_syntax.unterminated"), start)
             self.i = close + 1
             return Arith(t[start + 3:close - 1], (start, self.i), quoted)
         if nxt == "(":
             close = _match(t, start + 1, "(", ")")
             if close < 0:
-                raise self.error("unterminated $(", start)
+                raise self.error(msg("shell_syntax.unterminated-2"), start)
             self.i = close + 1
             return Opaque(f"command substitution $({shorten(t[start + 2:close])}) (never executed)",
                           (start, self.i), quoted)
         if nxt == "{":
             close = _match(t, start + 1, "{", "}")
             if close < 0:
-                raise self.error("unterminated ${", start)
+                raise self.error(msg("shell_syntax.unterminated-3"), start)
             self.i = close + 1
             return self._brace(t[start + 2:close], start + 2, (start, self.i), quoted)
         m = NAME.match(t, start + 1)
@@ -377,8 +378,7 @@ class _Lexer:
         sub = _Lexer(self.t, self.path)
         sub.nesting = self.nesting + 1
         if sub.nesting > MAX_SHELL_NESTING:  # every level scans its whole argument again
-            raise self.error(f"${{…}} nested more than {MAX_SHELL_NESTING} levels deep (the limit; real scripts "
-                             "nest 2 or 3)", span[0])
+            raise self.error(msg("shell_syntax.nested-more-than", MAX_SHELL_NESTING=MAX_SHELL_NESTING), span[0])
         arg_at = body_at + m.end() + len(op.group())
         sub.i = arg_at
         arg_parts = sub.parts_until(arg_at + len(rest) - len(op.group()), quoted)
@@ -412,7 +412,7 @@ class _Lexer:
             self.i += 1
         m = re.match(r"['\"]?([A-Za-z0-9_]+)['\"]?", t[self.i:])
         if not m:
-            raise self.error("here-document without a delimiter", self.i)
+            raise self.error(msg("shell_syntax.here-document-without"), self.i)
         self.i += len(m.group())
         self.heredocs.append((m.group(1), strip_tabs))
 

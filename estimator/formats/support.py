@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from ..fields import REGISTRY, coerce
 from ..limits import DEFAULT_INT, MAX_MICRO_BATCHES
 from ..limits import MAX_LAYERS as MAX_LAYERS  # the readers take it from here
+from ..messages import Text, english, msg
 from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
 from ..strategy import Strategy
 from ..warnings import Assumption, EstimateWarning
@@ -58,13 +59,13 @@ class Collector:
         self.values[name] = value
         self.provenance[name] = Provenance("derived", path=self.path, key=how)
 
-    def assume(self, name: str, value: Any, source: str) -> None:
+    def assume(self, name: str, value: Any, source: Text) -> None:
         """A value the file leaves to the framework's default."""
         self.values[name] = value
-        self.provenance[name] = Provenance("default", path=self.path, key=source)
+        self.provenance[name] = Provenance("default", path=self.path, key=english(source))
         self.assumptions.append(Assumption(name, value, source))
 
-    def warn(self, code: str, text: str) -> None:
+    def warn(self, code: str, text: Text) -> None:
         self.warnings.append(EstimateWarning(code, text))
 
     def reading(self, fmt: str, role: str, text: str = "", path: str = "") -> Reading:
@@ -82,26 +83,27 @@ def to_int(value: Any, path: str, key: str, minimum: int = 1, allowed: tuple[int
     """An integer config value in [``minimum``, ``maximum``] (or one of ``allowed``), else a ConfigError
     naming the key."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ConfigError(f"expected an integer, got {value!r}", path=path, key=key)
+        raise ConfigError(msg("fields.expected-integer-got", value=value), path=path, key=key)
     try:
         number = int(value) if not isinstance(value, float) or value.is_integer() else None
     except (ValueError, OverflowError):
         number = None
     if number is None:
-        raise ConfigError(f"expected an integer, got {value!r}", path=path, key=key)
+        raise ConfigError(msg("fields.expected-integer-got", value=value), path=path, key=key)
     if number < minimum and number not in allowed:
         extra = f" (or {', '.join(map(str, allowed))})" if allowed else ""
-        raise ConfigError(f"must be an integer ≥ {minimum}{extra}; got {number}", path=path, key=key)
+        raise ConfigError(msg("support.must-integer-got", minimum=minimum, extra=extra, number=number), path=path,
+                          key=key)
     if number > maximum:
-        raise ConfigError(f"{number} is implausibly large (limit {maximum})", path=path, key=key)
+        raise ConfigError(msg("hf.implausibly-large-limit", number=number, maximum=maximum), path=path, key=key)
     return number
 
 
 def check_micro_batches(m: int, path: str, key: str) -> int:
     """Micro-batches per pipeline flush, bounded (the schedule replay is linear in them)."""
     if m > MAX_MICRO_BATCHES:
-        raise ConfigError(f"{m} micro-batches per step is implausibly many (limit {MAX_MICRO_BATCHES}); check the "
-                          "batch sizes", path=path, key=key)
+        raise ConfigError(msg("support.micro-batches-per", m=m, MAX_MICRO_BATCHES=MAX_MICRO_BATCHES), path=path,
+                          key=key)
     return m
 
 
@@ -138,7 +140,7 @@ def dtype_bytes(value: Any, path: str, key: str) -> int:
     """Bytes per element of a PyTorch-style dtype name (``bfloat16``, ``torch.float32``)."""
     found = known_dtype(str(value).strip().lower().replace("torch.", ""))
     if found is None:
-        raise ConfigError(f"unknown dtype {value!r}; expected one of float32, bfloat16, float16", path=path,
+        raise ConfigError(msg("support.unknown-dtype-expected", value=value), path=path,
                           key=key)
     return found[0]
 
@@ -146,7 +148,7 @@ def dtype_bytes(value: Any, path: str, key: str) -> int:
 # ------------------------------------------------------------------------------------------ writing
 def refusal(message: str, path: str | None = None, key: str | None = None) -> ConfigError:
     """The R-FW error: the file's format cannot state what was asked (``message`` says what and why)."""
-    return ConfigError(f"[R-FW] {message}", path=path, key=key)
+    return ConfigError(msg("support.r-fw", message=message), path=path, key=key)
 
 
 def refuse(fmt: str, what: str, path: str | None = None) -> ConfigError:
@@ -189,5 +191,5 @@ def original_strategy(source: SourceFile, parsed: ParsedConfig, reader: Reader, 
         values.update({k: v for k, v in reading.values.items() if k.startswith("strategy.")})
         values = {k: coerce(REGISTRY[k], v, source.path) if k in REGISTRY else v for k, v in values.items()}
         return build_plan(values, where=source.path).strategy
-    raise ConfigError(f"cannot re-read the file to see what changed: {problem.bare_message if problem else ''}",
+    raise ConfigError(msg("support.cannot-re-read", value=problem.bare_message if problem else ''),
                       path=source.path)

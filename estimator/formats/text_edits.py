@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import ConfigError
+from ..messages import msg
 
 
 def apply_edits(text: str, edits: Iterable[tuple[int, int, str]]) -> str:
@@ -38,5 +39,5 @@ class Editor:
             # order of several insertions at one place depend on PYTHONHASHSEED)
             return apply_edits(self.text, list(dict.fromkeys(self.edits)))
         except ValueError:
-            raise ConfigError("two edits of the script overlap; change fewer fields at once", path=self.path) \
+            raise ConfigError(msg("text_edits.two-edits-script"), path=self.path) \
                 from None

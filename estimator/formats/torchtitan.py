@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import flavors
 from ..errors import ConfigError
+from ..messages import msg
 from ..parsed import Provenance
 from ..warnings import Assumption
 from .common import dig
@@ -122,10 +123,10 @@ def detect(data: Any, path: str) -> bool:
 def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     """The strategy of a torchtitan TOML; the model comes from the flavor table (docs/model.md#frameworks)."""
     if not isinstance(data, dict):
-        raise ConfigError("a torchtitan config must be a TOML table", path=path)
+        raise ConfigError(msg("torchtitan.torchtitan-config-must"), path=path)
     for section in ("model", "training", "parallelism", "experimental", "activation_checkpoint", "optimizer"):
         if section in data and not isinstance(data[section], dict):
-            raise ConfigError(f"[{section}] must be a table", path=path, key=section)
+            raise ConfigError(msg("torchtitan.must-table", section=section), path=path, key=section)
     c = Collector(path)
     c.derive("options.framework", "torchtitan", "torchtitan TOML")
     n_layers = _read_model(c, data)
@@ -142,15 +143,14 @@ def _read_model(c: Collector, data: dict[str, Any]) -> int | None:
     model = data.get("model") or {}
     name, flavor = model.get("name"), model.get("flavor")
     if name is None or flavor is None:
-        c.warn("W-FLAVOR", "the file names no [model] name/flavor; give the model with --model config.json")
+        c.warn("W-FLAVOR", msg("W-FLAVOR"))
         return None
     found = flavors.lookup(str(name), str(flavor))
     if found is None:
         known = flavors.flavor_names(str(name))
         listing = f"known {name} flavors: {', '.join(known)}" if known else \
             f"models with a flavor table: {', '.join(flavors.families())}"
-        c.warn("W-FLAVOR", f"torchtitan flavor {name!r}/{flavor!r} is not in the shipped table ({listing}); the "
-                           "model must come from --model config.json")
+        c.warn("W-FLAVOR", msg("W-FLAVOR.torchtitan-flavor-shipped", name=name, flavor=flavor, listing=listing))
         return None
     table = flavors.source_of(str(name))
     for key, value in found.items():
@@ -212,12 +212,12 @@ def _resolve_dp(c: Collector, text: str, data: dict[str, Any], devices: int | No
     """Replace a −1 degree by the remaining devices: N/(tp·pp·cp·the other dp degree)."""
     path = c.path
     if d_rep == -1 and d_sh == -1:
-        raise ConfigError("only one of data_parallel_replicate_degree and data_parallel_shard_degree may be -1",
+        raise ConfigError(msg("torchtitan.only-one-data_parallel_replicate_degree"),
                           path=path, key=find_key(data, "dp_replicate")[1])
     if -1 not in (d_rep, d_sh):
         if devices is not None and devices != d_rep * d_sh * others:
-            raise ConfigError(f"--devices {devices} does not match the degrees the file states: dp "
-                              f"{d_rep * d_sh} × tp·pp·cp {others} = {d_rep * d_sh * others} devices", path=path,
+            raise ConfigError(msg("torchtitan.devices-does-match", devices=devices, value=d_rep * d_sh, others=others,
+                                  product=d_rep * d_sh * others), path=path,
                               key=find_key(data, "dp_shard")[1])
         for name, value in (("dp_replicate", d_rep), ("dp_shard", d_sh)):
             _, key = find_key(data, name)
@@ -230,15 +230,14 @@ def _resolve_dp(c: Collector, text: str, data: dict[str, Any], devices: int | No
     other = d_rep if d_sh == -1 else d_sh
     if devices is None:
         hint = header_devices(text)
-        raise ConfigError(f"{key} = -1 takes every remaining device and a torchtitan TOML does not state the "
-                          f"device count: pass --devices N (the world size you launch with"
-                          + (f"; the file's header mentions {hint}" if hint else "") + ")", path=path, key=key)
+        raise ConfigError(msg("torchtitan.minus-one-devices.hint", key=key, hint=hint) if hint else
+                          msg("torchtitan.minus-one-devices", key=key), path=path, key=key)
     if devices < 1 or devices % (others * other):
-        raise ConfigError(f"--devices {devices} is not a multiple of tp·pp·cp × the other dp degree = "
-                          f"{others * other}, so {key} = -1 cannot fill it", path=path, key=key)
+        raise ConfigError(msg("torchtitan.devices-multiple-tp", devices=devices, value=others * other, key=key),
+                          path=path, key=key)
     rest = devices // (others * other)
-    c.assumptions.append(Assumption("strategy.dp", rest * other, f"{key} = -1: --devices {devices}/"
-                                                                 f"(tp·pp·cp·{other}) = {rest}"))
+    c.assumptions.append(Assumption("strategy.dp", rest * other, msg("torchtitan.devices-tp-pp", key=key,
+                                                                     devices=devices, other=other, rest=rest)))
     return (d_rep, rest) if d_sh == -1 else (rest, d_sh)
 
 
@@ -247,7 +246,7 @@ def _reshard(c: Collector, raw: str, key: str, pp: int) -> None:
     if policy == "default":
         return  # torchtitan: reshard unless PP; the head unit stays gathered (resolve's defaults)
     if policy not in ("always", "never"):
-        raise ConfigError(f"fsdp_reshard_after_forward must be default, always or never; got {raw!r}",
+        raise ConfigError(msg("torchtitan.fsdp_reshard_after_forward-must-default", raw=raw),
                           path=c.path, key=key)
     c.put("strategy.reshard_after_forward", policy == "always", key, raw)
     c.put("strategy.reshard_head_unit", policy == "always", key, raw)
@@ -261,11 +260,11 @@ def _tokens_as_sequences(c: Collector, data: dict[str, Any], name: str) -> tuple
     tokens = to_int(raw, c.path, key)
     seq_raw, seq_key = find_key(data, "seq_len")
     if seq_key is None:
-        raise ConfigError(f"{key} counts tokens: give training.max_context_length (the sequence length) too",
+        raise ConfigError(msg("torchtitan.counts-tokens-give", key=key),
                           path=c.path, key=key)
     seq = to_int(seq_raw, c.path, seq_key)
     if tokens % seq:
-        raise ConfigError(f"{key} {tokens} is not a whole number of {seq}-token sequences ({seq_key})",
+        raise ConfigError(msg("torchtitan.whole-number-token", key=key, tokens=tokens, seq=seq, seq_key=seq_key),
                           path=c.path, key=key)
     return tokens // seq, f"{key} / {seq_key}"
 
@@ -278,7 +277,7 @@ def _read_batch(c: Collector, data: dict[str, Any], dp: int, pp: int, n_layers: 
         lbs, lbs_key = tokens_lbs, tokens_key
     elif lbs_key is None:
         lbs = 8
-        c.assumptions.append(Assumption("training.local_batch_size", 8, "torchtitan default"))
+        c.assumptions.append(Assumption("training.local_batch_size", 8, msg("torchtitan.torchtitan-default")))
     else:
         lbs = to_int(raw, path, lbs_key)
     raw, g_key = find_key(data, "global_batch_size")
@@ -289,14 +288,14 @@ def _read_batch(c: Collector, data: dict[str, Any], dp: int, pp: int, n_layers: 
     steps = 1
     if gbs > 0:
         if gbs % (lbs * dp):
-            raise ConfigError(f"global_batch_size {gbs} is not a multiple of local_batch_size {lbs} × dp {dp}; "
-                              "torchtitan accumulates whole local batches", path=path, key=g_key)
+            raise ConfigError(msg("torchtitan.global_batch_size-multiple-local_batch_size", gbs=gbs, lbs=lbs, dp=dp),
+                              path=path, key=g_key)
         steps = check_micro_batches(gbs // (lbs * dp), path, g_key)
     raw, seq_key = find_key(data, "seq_len")
     if seq_key:
         c.put("strategy.seq_length", to_int(raw, path, seq_key), seq_key)
     else:
-        c.assume("strategy.seq_length", 2048, "torchtitan default training.seq_len")
+        c.assume("strategy.seq_length", 2048, msg("torchtitan.torchtitan-default-training"))
     if pp == 1:
         c.put("strategy.micro_batch_size", lbs, lbs_key or "training.local_batch_size (default)", lbs)
         c.derive("strategy.micro_batches", steps, "gradient accumulation steps = global_batch_size/"
@@ -307,38 +306,37 @@ def _read_batch(c: Collector, data: dict[str, Any], dp: int, pp: int, n_layers: 
     if n_key:  # older files state the micro-batch count
         m = to_int(raw, path, n_key)
         if lbs % m:
-            raise ConfigError(f"local batch {lbs} does not split into {m} micro-batches", path=path, key=n_key)
+            raise ConfigError(msg("torchtitan.local-batch-does", lbs=lbs, m=m), path=path, key=n_key)
         b = lbs // m
         c.derive("strategy.micro_batch_size", b, f"local batch / {n_key}")
     elif schema_of(data) != "parallelism":
         # the 2024-12 schema: experimental.pipeline_parallel_microbatches defaults to the pipeline degree
         m = pp
         if lbs % m:
-            raise ConfigError(f"batch_size {lbs} does not split into the {m} micro-batches torchtitan defaults to "
-                              "(the pipeline degree); state experimental.pipeline_parallel_microbatches",
+            raise ConfigError(msg("torchtitan.batch_size-does-split", lbs=lbs, m=m),
                               path=path, key=lbs_key or "training.batch_size")
         b = lbs // m
-        c.assume("strategy.micro_batches", m, "torchtitan (2024-12) default pipeline_parallel_microbatches = "
-                                              "pipeline_parallel_degree")
+        c.assume("strategy.micro_batches", m, msg("torchtitan.torchtitan-default-pipeline_parallel_microbatches"))
         c.derive("strategy.micro_batch_size", b, f"batch size {lbs} / {m} micro-batches")
     else:
         raw, b_key = find_key(data, "pp_microbatch_size")
         b = to_int(raw, path, b_key) if b_key else 1
         if lbs % b:
-            raise ConfigError(f"local_batch_size {lbs} is not a multiple of pipeline_parallel_microbatch_size {b}",
+            raise ConfigError(msg("torchtitan.local_batch_size-multiple-pipeline_parallel_microbatch_size", lbs=lbs,
+                                  b=b),
                               path=path, key=b_key or lbs_key)
         if b_key:
             c.put("strategy.micro_batch_size", b, b_key)
         else:
-            c.assume("strategy.micro_batch_size", 1, "torchtitan default pipeline_parallel_microbatch_size")
+            c.assume("strategy.micro_batch_size", 1,
+                     msg("torchtitan.torchtitan-default-pipeline_parallel_microbatch_size"))
         m = check_micro_batches(lbs // b, path, lbs_key or "training.local_batch_size")
     if "strategy.micro_batches" not in c.values:
         c.derive("strategy.micro_batches", m, f"local batch {lbs} / micro-batch size {b}")
     c.derive("strategy.n_acc", steps, "gradient accumulation steps")
     if m < pp:
         c.values["options.allow_underfilled_pipeline"] = True
-        c.warn("W-PP-UNDERFILLED", f"{m} micro-batch(es) for {pp} pipeline stages: torchtitan runs it (with a "
-                                   "bubble warning); priced as such")
+        c.warn("W-PP-UNDERFILLED", msg("W-PP-UNDERFILLED", m=m, pp=pp))
     _read_schedule(c, data, pp, n_layers, m)
 
 
@@ -347,31 +345,31 @@ def _read_schedule(c: Collector, data: dict[str, Any], pp: int, n_layers: int | 
     raw, key = find_key(data, "schedule")
     text = str(raw).strip() if key else "1F1B"
     if not key:
-        c.assumptions.append(Assumption("strategy.schedule", "1f1b", "torchtitan default 1F1B"))
+        c.assumptions.append(Assumption("strategy.schedule", "1f1b", msg("torchtitan.torchtitan-default-f1b")))
     if dig(data, "parallelism", "pipeline_parallel_schedule_csv"):
-        c.warn("W-UNMODELLED", "a CSV pipeline schedule is not modelled; priced as the named schedule")
+        c.warn("W-UNMODELLED", msg("W-UNMODELLED.csv-pipeline-schedule"))
     entry = SCHEDULES.get(schedule_key(text))
     if entry is None:
-        raise ConfigError(f"unknown pipeline schedule {text!r}; expected one of "
-                          f"{', '.join(WRITE_SCHEDULE.values())}, LoopedBFS, InterleavedZeroBubble",
+        raise ConfigError(msg("torchtitan.unknown-pipeline-schedule", text=text,
+                              values=', '.join(WRITE_SCHEDULE.values())),
                           path=path, key=key)
     schedule, vp = entry
     raw, lps_key = find_key(data, "layers_per_stage")
     if lps_key:
         lps = to_int(raw, path, lps_key)
         if n_layers is None:
-            c.warn("W-UNMODELLED", "pipeline_parallel_layers_per_stage needs the layer count; assumed 2 chunks")
+            c.warn("W-UNMODELLED", msg("W-UNMODELLED.pipeline_parallel_layers_per_stage-needs-layer"))
         else:
             weights = stage_weights(data, path)
             stages = math.ceil((n_layers + weights) / lps)
             if stages % pp:
-                raise ConfigError(f"{n_layers} layers (+{weights} for embedding/output) at {lps} per stage make "
-                                  f"{stages} stages, not a multiple of pipeline_parallel_degree {pp}",
+                raise ConfigError(msg("torchtitan.layers-embedding-output", n_layers=n_layers, weights=weights, lps=lps,
+                                      stages=stages, pp=pp),
                                   path=path, key=lps_key)
             per_rank = stages // pp
             if vp is not None and per_rank != vp:
-                raise ConfigError(f"schedule {text} runs {vp} stage(s) per rank but "
-                                  f"pipeline_parallel_layers_per_stage {lps} gives {per_rank}", path=path,
+                raise ConfigError(msg("torchtitan.schedule-runs-stage", text=text, vp=vp, lps=lps, per_rank=per_rank),
+                                  path=path,
                                   key=lps_key)
             vp = per_rank
     if key and schedule != "1f1b":  # 1F1B is what an unset schedule means
@@ -380,8 +378,8 @@ def _read_schedule(c: Collector, data: dict[str, Any], pp: int, n_layers: int | 
         # torch.distributed.pipelining runs rounds of m / max(1, m // pp) micro-batches through the chunks
         group = m // max(1, m // pp)
         if m % max(1, m // pp):
-            raise ConfigError(f"{text} needs the micro-batches ({m}) to be a multiple of the rounds "
-                              f"max(1, {m} // pp {pp}) = {max(1, m // pp)}", path=path, key=key)
+            raise ConfigError(msg("torchtitan.needs-micro-batches", text=text, m=m, pp=pp, max=max(1, m // pp)),
+                              path=path, key=key)
         if group != pp:
             c.derive("strategy.vpp_group", group, f"PyTorch's {text}: {m} micro-batches in rounds of "
                                                   f"m / max(1, m // pp) = {group}")
@@ -419,7 +417,7 @@ def _read_recompute(c: Collector, data: dict[str, Any], n_layers: int | None) ->
         c.put("strategy.selective_rule", "torchtitan_op", opt_key or "activation_checkpoint.selective_ac_option "
               "(default)", option)
     if not key:
-        c.assume("strategy.recompute", "selective", "torchtitan default activation_checkpoint.mode")
+        c.assume("strategy.recompute", "selective", msg("torchtitan.torchtitan-default-activation_checkpoint"))
     if mode == "none":
         c.put("strategy.recompute", "none", key, raw)
     elif mode == "full":
@@ -427,12 +425,12 @@ def _read_recompute(c: Collector, data: dict[str, Any], n_layers: int | None) ->
     elif mode == "memory_budget":
         budget, budget_key = find_key(data, "ac_budget")
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))):
-            raise ConfigError(f"memory_budget must be a number between 0 and 1; got {budget!r}", path=path,
+            raise ConfigError(msg("torchtitan.memory_budget-must-number", budget=budget), path=path,
                               key=budget_key)
         full = budget is not None and budget <= 0
         c.put("strategy.recompute", "full" if full else "none", key, raw)
-        c.warn("W-UNMODELLED", f"memory_budget activation checkpointing (budget {budget}) is not modelled; "
-                               + ("priced as full recompute" if full else "priced as no recompute (upper bound)"))
+        c.warn("W-UNMODELLED", msg("W-UNMODELLED.memory-budget.full", budget=budget) if full else
+               msg("W-UNMODELLED.memory-budget", budget=budget))
     elif mode == "selective":
         if option == "op":
             c.put("strategy.recompute", "selective", key, raw)
@@ -440,12 +438,12 @@ def _read_recompute(c: Collector, data: dict[str, Any], n_layers: int | None) ->
             every = to_int(option, path, opt_key or "activation_checkpoint.selective_ac_option", minimum=1)
             c.put("strategy.recompute", "none", key, raw)
             if n_layers is None:
-                c.warn("W-UNMODELLED", f"selective_ac_option {every} needs the layer count; priced as none")
+                c.warn("W-UNMODELLED", msg("W-UNMODELLED.selective_ac_option-needs-layer", every=every))
                 return
             ranges = [{"first": i, "count": 1, "option": "full"} for i in range(n_layers) if (i + 1) % every == 0]
             c.put("strategy.recompute_ranges", ranges, opt_key, option)
     else:
-        raise ConfigError(f"activation_checkpoint.mode must be none, selective, full or memory_budget; got {raw!r}",
+        raise ConfigError(msg("torchtitan.activation_checkpoint-mode-must", raw=raw),
                           path=path, key=key)
 
 
@@ -468,11 +466,11 @@ def _read_options(c: Collector, data: dict[str, Any]) -> None:
         elif impl in OPTIMIZER_IMPLS:
             c.put("options.optimizer_impl", OPTIMIZER_IMPLS[impl], key, raw)
         else:
-            raise ConfigError(f"unknown optimizer implementation {raw!r}; expected fused, foreach or for-loop",
+            raise ConfigError(msg("torchtitan.unknown-optimizer-implementation", raw=raw),
                               path=c.path, key=key)
     raw, key = find_key(data, "opt_name")
     if key and str(raw).lower() not in ("adamw", "adam"):
-        c.warn("W-UNMODELLED", f"optimizer {raw!r} is priced as AdamW (two fp32 states)")
+        c.warn("W-UNMODELLED", msg("W-UNMODELLED.optimizer-priced-adamw-2", raw=raw))
     raw, key = find_key(data, "compile")
     if key and raw is True:
         components, c_key = find_key(data, "compile_components")
@@ -481,7 +479,7 @@ def _read_options(c: Collector, data: dict[str, Any]) -> None:
             parts = ("model",) if schema_of(data) == "2024-12" else ("model", "loss")
             c.put("strategy.compile", parts, key, raw)
         elif not isinstance(components, list) or any(str(x) not in ("model", "loss") for x in components):
-            raise ConfigError(f"compile.components must list model and/or loss; got {components!r}", path=c.path,
+            raise ConfigError(msg("torchtitan.compile-components-must", components=components), path=c.path,
                               key=c_key)
         else:
             c.put("strategy.compile", tuple(str(x) for x in components), c_key, components)

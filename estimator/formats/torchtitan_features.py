@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from .common import dig
 from .support import Collector
 
@@ -67,23 +68,22 @@ def _float8(c: Collector, data: dict[str, Any]) -> None:
     mx = any(n == "mx" or n.endswith("linear.mx") for n in names)
     grouped = [n for n in names if "grouped_mm" in n]
     if linear8 and mx:
-        raise ConfigError("model.converters turns on both float8 and MX linears; torchtitan applies one",
+        raise ConfigError(msg("torchtitan_features.model-converters-turns"),
                           path=c.path, key="model.converters")
     if not (linear8 or mx):
         if grouped:
-            c.warn("W-UNMODELLED", "FP8 grouped GEMMs for the experts without FP8 linears are not modelled; priced "
-                                   "in bf16")
+            c.warn("W-UNMODELLED", msg("W-UNMODELLED.fp8-grouped-gemms"))
         return
     where = "model.converters" if names else "float8.enable_float8_linear"
     if mx:
         raw, key = find(data, "mx_recipe")
         if raw is not None and not str(raw).startswith("mxfp8"):
-            raise ConfigError(f"MX recipe {raw!r}: only MXFP8 is modelled", path=c.path, key=key)
+            raise ConfigError(msg("torchtitan_features.mx-recipe-only", raw=raw), path=c.path, key=key)
         c.put("strategy.fp8", "mxfp8", key or where, raw or "mx")
     else:
         raw, key = find(data, "float8_recipe")
         if raw not in FLOAT8_RECIPES:
-            raise ConfigError(f"float8 recipe_name {raw!r}: expected tensorwise, rowwise or rowwise_with_gw_hp",
+            raise ConfigError(msg("torchtitan_features.float8-recipe_name-expected", raw=raw),
                               path=c.path, key=key)
         recipe = FLOAT8_RECIPES[raw]
         if key:
@@ -96,8 +96,7 @@ def _float8(c: Collector, data: dict[str, Any]) -> None:
         raw, key = find(data, "float8_filter")
         skipped = [str(x) for x in (raw or []) if str(x) not in BF16_ANYWAY]
         if skipped:
-            c.warn("W-UNMODELLED", f"{key} {', '.join(skipped)}: these linears stay in bf16 in the run but are priced "
-                                   "in FP8")
+            c.warn("W-UNMODELLED", msg("W-UNMODELLED.these-linears-stay", key=key, skipped=', '.join(skipped)))
     moe, key = find(data, "mx_moe" if mx else "float8_moe")
     experts = bool(grouped) or bool(moe)
     c.put("strategy.fp8_experts", experts, key or where, moe if moe is not None else names)
@@ -108,7 +107,8 @@ def _cp_rotate(c: Collector, raw: Any, key: str) -> None:
     ring of all-to-all exchanges."""
     method = str(raw).strip().lower()
     if method not in ("allgather", "alltoall"):
-        raise ConfigError(f"context_parallel_rotate_method must be allgather or alltoall; got {raw!r}", path=c.path,
+        raise ConfigError(msg("torchtitan_features.context_parallel_rotate_method-must-allgather", raw=raw),
+                          path=c.path,
                           key=key)
     c.put("strategy.cp_algo", "allgather" if method == "allgather" else "ring", key, raw)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import flavors
 from ..errors import ConfigError
+from ..messages import msg
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
 from ..warnings import Assumption
@@ -58,13 +59,12 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     function = choose_function(module, function, file, ("Trainer.Config", "JobConfig"))
     config = module.evaluate(function)
     if not isinstance(config, Call):
-        raise ConfigError(f"{function}() does not return a Trainer.Config the static reader can follow ({config})",
+        raise ConfigError(msg("torchtitan_py.does-return-trainer", function=function, config=config),
                           path=path)
     extra = Collector(path)
     job = _job(config, module, f"{file}:{function}", extra)
     for call, line in module.side_calls:
-        extra.warn("W-PY-UNRESOLVED", f"line {line}: {call} changes the config in code the static reading does not "
-                                      "run; what it sets is not priced")
+        extra.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.line-changes-config-2", line=line, call=call))
     reading = torchtitan.read(text, path, job, devices)
     reading.format = FORMAT
     reading.values.update(extra.values)
@@ -82,14 +82,15 @@ def choose_function(module: Module, function: str | None, file: str, returns: tu
                   and not name.startswith("_")]
     if function is not None:
         if function not in module.functions:
-            raise ConfigError(f"no function {function}() in this file; its recipes: {', '.join(candidates)}",
+            raise ConfigError(msg("torchtitan_py.function-file-recipes", function=function,
+                                  candidates=', '.join(candidates)),
                               path=file)
         return function
     if len(candidates) == 1:
         return candidates[0]
     shown = ", ".join(candidates[:12]) + (" …" if len(candidates) > 12 else "")
-    raise ConfigError(f"name the recipe to read as {Path(file).name}:FUNCTION (this file has {len(candidates)}: "
-                      f"{shown})", path=file)
+    raise ConfigError(msg("torchtitan_py.name-recipe-read", name=Path(file).name, n_candidates=len(candidates),
+                          shown=shown), path=file)
 
 
 def _job(config: Call, module: Module, entry: str, out: Collector) -> dict[str, Any]:
@@ -99,11 +100,11 @@ def _job(config: Call, module: Module, entry: str, out: Collector) -> dict[str, 
         if key in IGNORED:
             continue
         if key not in SECTIONS:
-            out.warn("W-KEY-UNKNOWN", f"Trainer.Config({key}=…) is not a setting the estimator reads; ignored")
+            out.warn("W-KEY-UNKNOWN", msg("W-KEY-UNKNOWN", key=key))
             continue
         if isinstance(value, Unresolved):
-            out.warn("W-PY-UNRESOLVED", f"{key}: {value} — the static reading cannot know it; supply it with "
-                                        f"{FIXES.get(key, '--set')}")
+            out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.static-reading-cannot", key=key, value=value,
+                                            fix=FIXES.get(key, '--set')))
             continue
         if key == "model_spec":
             _model(job, value, module, entry, out)
@@ -131,12 +132,12 @@ def _section(name: str, call: Call, out: Collector) -> dict[str, Any]:
     section = {}
     for key, value in call.kwargs.items():
         if name == "training" and key in BATCH_KEYS and isinstance(value, Unresolved):
-            raise ConfigError(f"training.{key}: {value} — the static reading cannot know it; write the number in "
-                              "the recipe (or read a TOML job config)", path=out.path, key=f"training.{key}")
+            raise ConfigError(msg("torchtitan_py.training-static-reading", key=key, value=value), path=out.path,
+                              key=f"training.{key}")
         if isinstance(value, Unresolved) or _has_unresolved(value):
-            out.warn("W-PY-UNRESOLVED", f"{name}.{key}: {value if isinstance(value, Unresolved) else 'not a literal'}"
-                                        f" — left at torchtitan's default; supply it with --set "
-                                        f"({FIXES.get(name, 'the matching strategy field')})")
+            out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.left-torchtitan-s", name=name, key=key,
+                                            value=value if isinstance(value, Unresolved) else 'not a literal',
+                                            fix=FIXES.get(name, 'the matching strategy field')))
             continue
         if isinstance(value, Call):
             continue  # nested configs (datasets, …) are not priced
@@ -158,8 +159,7 @@ def _model(job: dict[str, Any], spec: Any, module: Module, entry: str, out: Coll
     """``model_registry("FLAVOR", …)``: the flavor of the registry's model (``entry``: FILE.py:FUNCTION)."""
     file, function = split_entry(entry)
     if not isinstance(spec, Call) or spec.short != "model_registry" or not spec.args:
-        out.warn("W-FLAVOR", f"model_spec {getattr(spec, 'name', spec)} is not model_registry(\"FLAVOR\"); give the "
-                             "model with --model config.json")
+        out.warn("W-FLAVOR", msg("W-FLAVOR.model_spec-model_registry-flavor", spec=getattr(spec, 'name', spec)))
         return
     flavor = spec.args[0]
     name = model_name(module, file)
@@ -167,13 +167,10 @@ def _model(job: dict[str, Any], spec: Any, module: Module, entry: str, out: Coll
         name = next((f for f in sorted(flavors.families(), key=len, reverse=True)
                      if str(function).lower().startswith(f"{f}_") or str(function).lower() == f), None)
         if name is not None:
-            out.assumptions.append(Assumption("model.name", f"{name} {flavor}", f"the file states no model (no "
-                                              f"models/<name>/ folder, torchtitan.models import or Model class); "
-                                              f"taken from the recipe's name {function}() — give --model to "
-                                              "price another"))
+            out.assumptions.append(Assumption("model.name", f"{name} {flavor}", msg("torchtitan_py.file-states-model",
+                function=function)))
     if name is None or not isinstance(flavor, str):
-        out.warn("W-FLAVOR", "which torchtitan model this registry belongs to is not stated (no torchtitan.models."
-                             "<name> import, no <Name>Model class); give the model with --model config.json")
+        out.warn("W-FLAVOR", msg("W-FLAVOR.which-torchtitan-model"))
         return
     job["model"] = {"name": name, "flavor": flavor}
     _converters(job, spec.get("converters"), out)
@@ -181,10 +178,9 @@ def _model(job: dict[str, Any], spec: Any, module: Module, entry: str, out: Coll
         if key == "converters":
             continue
         if key == "num_mtp_layers" and value:
-            out.warn("W-UNMODELLED", f"model_registry(num_mtp_layers={value}): the flavor table has no MTP layers; "
-                                     "priced without them")
+            out.warn("W-UNMODELLED", msg("W-UNMODELLED.model_registry-num_mtp_layers-flavor", value=value))
         elif key != "attn_backend":
-            out.warn("W-UNMODELLED", f"model_registry({key}={value!r}) is not read; priced as the plain flavor")
+            out.warn("W-UNMODELLED", msg("W-UNMODELLED.model_registry-read-priced", key=key, value=value))
 
 
 def model_name(module: Module, file: str) -> str | None:
@@ -210,12 +206,12 @@ def _converters(job: dict[str, Any], value: Any, out: Collector) -> None:
     if value is None:
         return
     if not isinstance(value, list):
-        out.warn("W-PY-UNRESOLVED", f"converters: {value} — not a list the static reading can follow")
+        out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.converters-list-static", value=value))
         return
     names: list[str] = job.setdefault("model", {}).setdefault("converters", [])
     for conv in value:
         if not isinstance(conv, Call):
-            out.warn("W-PY-UNRESOLVED", f"a converter the static reading cannot follow ({conv}); not priced")
+            out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.converter-static-reading", conv=conv))
             continue
         kind = conv.short
         options = {k: v for k, v in conv.kwargs.items() if not isinstance(v, Unresolved)}
@@ -236,18 +232,17 @@ def _converters(job: dict[str, Any], value: Any, out: Collector) -> None:
         elif kind == "LoRAConverter":
             _lora(conv, out)
         else:
-            out.warn("W-UNMODELLED", f"{kind} is not priced (its linears are priced in bf16)")
+            out.warn("W-UNMODELLED", msg("W-UNMODELLED.priced-linears-priced", kind=kind))
 
 
 def _lora(conv: Call, out: Collector) -> None:
     rank, targets = conv.get("rank"), conv.get("target_modules")
     if not isinstance(rank, int) or not isinstance(targets, list):
-        out.warn("W-PY-UNRESOLVED", f"LoRAConverter rank/target_modules (line {conv.line}) are not literals; give "
-                                    "--set strategy.lora_rank=… strategy.lora_targets=[…]")
+        out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.loraconverter-rank-target_modules", line=conv.line))
         return
     unknown = [t for t in targets if t not in LORA_MODULES]
     if unknown:
-        out.warn("W-UNMODELLED", f"LoRA target modules {', '.join(map(str, unknown))} are not priced")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.lora-target-modules", map=', '.join(map(str, unknown))))
     where = f"LoRAConverter (line {conv.line})"
     out.put("strategy.peft", "lora", where, "LoRAConverter")
     out.put("strategy.lora_rank", rank, f"{where} rank", rank)
@@ -261,15 +256,14 @@ def _loss(value: Any, out: Collector) -> None:
         out.put("strategy.loss_fusion", "chunked", f"loss=ChunkedLossWrapper (line {value.line})",
                 "ChunkedLossWrapper")
     elif isinstance(value, Call) and value.short == "MTPLoss":
-        out.warn("W-UNMODELLED", "MTPLoss: multi-token prediction layers are not in the flavor table; not priced")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.mtploss-multi-token"))
 
 
 def _optimizer(job: dict[str, Any], value: Any, out: Collector) -> None:
     if not isinstance(value, Call):
         return
     if value.short == "OptimizersInBackwardContainer":
-        out.warn("W-UNMODELLED", "the optimizer step in the backward (gradients freed per parameter) is not "
-                                 "modelled; priced as a step after the backward")
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.optimizer-step-backward"))
     section = {k: v for k, v in value.kwargs.items() if k in ("name", "implementation") and isinstance(v, str)}
     if value.short not in ("default_adamw", "OptimizersContainer", "OptimizersInBackwardContainer"):
         section.setdefault("name", value.short)

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..messages import msg
 from .common import yaml_error
 from .support import refusal
 from .text_edits import apply_edits
@@ -41,7 +42,7 @@ class YamlPatch:
         except yaml.YAMLError as exc:
             raise yaml_error(exc, self.path) from None
         if not isinstance(root, yaml.MappingNode):
-            raise ConfigError("a MindFormers config must be a mapping of sections", path=self.path)
+            raise ConfigError(msg("yaml_patch.mindformers-config-must"), path=self.path)
         self.root = root
         self.newline = "\r\n" if "\r\n" in self.text else "\n"
         words = re.findall(r":[ \t]+(True|False|true|false|TRUE|FALSE)\b", self.text)
@@ -105,7 +106,8 @@ class YamlPatch:
         while colon < len(text) and text[colon] in " \t":
             colon += 1
         if colon >= len(text) or text[colon] != ":":
-            raise ConfigError(f"cannot locate the value of {key_node.value!r} (line {key_node.start_mark.line + 1})",
+            raise ConfigError(msg("yaml_patch.cannot-locate-value", value=key_node.value,
+                                  line=key_node.start_mark.line + 1),
                               path=self.path)
         start = colon + 1
         while start < len(text) and text[start] in " \t":
@@ -188,7 +190,7 @@ class YamlPatch:
             sep = "," if ("," in like and ", " not in like) else ", "
             inner = sep.join(self.render(v, like if isinstance(v, list | tuple) else "") for v in value)
             return f"[ {inner} ]" if pad else f"[{inner}]"
-        raise ConfigError(f"cannot write the value {value!r}", path=self.path)
+        raise ConfigError(msg("yaml_patch.cannot-write-value", value=value), path=self.path)
 
     def _render_tree(self, tree: dict[str, Any], indent: int) -> list[str]:
         lines = []
@@ -230,7 +232,7 @@ class YamlPatch:
         try:
             return apply_edits(self.text, ops)
         except ValueError:
-            raise ConfigError("internal error: overlapping edits", path=self.path) from None
+            raise ConfigError(msg("yaml_patch.internal-error-overlapping"), path=self.path) from None
 
 
 __all__ = ["YamlPatch"]

@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, ModelSpecError
+from ..messages import msg
 from ..yamlio import load_data
 from .expr import Formula, parse_formula
 
@@ -162,7 +163,7 @@ def _list(value: Any, where: str, key: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ConfigError(f"expected a list, got {value!r}", path=where, key=key)
+        raise ConfigError(msg("fields.expected-list-got", value=value), path=where, key=key)
     return value
 
 
@@ -171,22 +172,21 @@ def _strings(value: Any, where: str, key: str, allowed: tuple[str, ...] | None =
     for item in items:
         if not isinstance(item, str) or (allowed is not None and item not in allowed):
             hint = f" (one of {', '.join(allowed)})" if allowed else ""
-            raise ConfigError(f"{item!r} is not valid here{hint}", path=where, key=key)
+            raise ConfigError(msg("kinds.valid-here", item=item, hint=hint), path=where, key=key)
     return tuple(items)
 
 
 def _slot(raw: Any, where: str, key: str, need_bytes: bool) -> SlotSpec:
     if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
-        raise ConfigError("a slot is a mapping with at least id", path=where, key=key)
+        raise ConfigError(msg("kinds.slot-mapping-least"), path=where, key=key)
     unknown = set(raw) - {"id", "bytes", "class", "switches", "when", "kind", "slot"}
     if unknown:
-        raise ConfigError(f"unknown slot key(s) {', '.join(sorted(unknown))}; keys: id, bytes, class, switches, "
-                          "when", path=where, key=key)
+        raise ConfigError(msg("kinds.unknown-slot-key", unknown=', '.join(sorted(unknown))), path=where, key=key)
     if need_bytes and "bytes" not in raw:
-        raise ConfigError(f"slot {raw['id']!r} needs bytes (per token, a formula)", path=where, key=key)
+        raise ConfigError(msg("kinds.slot-needs-bytes", raw=raw['id']), path=where, key=key)
     cls = raw.get("class")
     if cls is not None and cls not in CLASSES:
-        raise ConfigError(f"class {cls!r} is not one of {', '.join(CLASSES)}", path=where, key=f"{key}.class")
+        raise ConfigError(msg("kinds.class-one", cls=cls, CLASSES=', '.join(CLASSES)), path=where, key=f"{key}.class")
     switches = raw.get("switches")
     return SlotSpec(
         raw["id"], parse_formula(raw["bytes"], where) if "bytes" in raw else None, cls,
@@ -196,45 +196,42 @@ def _slot(raw: Any, where: str, key: str, need_bytes: bool) -> SlotSpec:
 
 def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
-        raise ConfigError("a layer kind is a mapping with at least name and base", path=where, key=key)
+        raise ConfigError(msg("kinds.layer-kind-mapping"), path=where, key=key)
     unknown = set(raw) - KIND_KEYS
     if unknown:
-        raise ConfigError(f"unknown layer-kind key(s) {', '.join(sorted(unknown))}; keys: "
-                          f"{', '.join(sorted(KIND_KEYS))}", path=where, key=key)
+        raise ConfigError(msg("kinds.unknown-layer-kind", unknown=', '.join(sorted(unknown)),
+                              KIND_KEYS=', '.join(sorted(KIND_KEYS))), path=where, key=key)
     name, base = raw["name"], raw.get("base")
     if base not in BASES:
-        raise ConfigError(f"base {base!r} is not one of {', '.join(BASES)}", path=where, key=f"{key}.base")
+        raise ConfigError(msg("kinds.base-one", base=base, BASES=', '.join(BASES)), path=where, key=f"{key}.base")
     ffn = "moe" if base.endswith("moe") else "dense"
     if not name.endswith(ffn) or name.startswith("lin_") != base.startswith("lin_") or name in BASES \
             or name in ("noop", "vision") or not name.replace("_", "").replace(".", "").replace("-", "").isalnum():
-        raise ConfigError(f"kind name {name!r} must end with {ffn!r}, start with 'lin_' exactly when its base "
-                          f"does, use letters, digits, '_', '.', '-', and not be a shipped kind", path=where,
+        raise ConfigError(msg("kinds.kind-name-must", name=name, ffn=ffn), path=where,
                           key=f"{key}.name")
     match = raw.get("match") or {}
     if not isinstance(match, dict) or set(match) - {"layer_types", "model_types"}:
-        raise ConfigError("match takes layer_types and model_types lists", path=where, key=f"{key}.match")
+        raise ConfigError(msg("kinds.match-takes-layer_types"), path=where, key=f"{key}.match")
     symbols = raw.get("symbols") or {}
     if not isinstance(symbols, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                 for k, v in symbols.items()):
-        raise ConfigError("symbols maps a formula name to a model field name", path=where, key=f"{key}.symbols")
+        raise ConfigError(msg("kinds.symbols-maps-formula"), path=where, key=f"{key}.symbols")
     params = []
     for i, p in enumerate(_list(raw.get("params"), where, f"{key}.params")):
         if not isinstance(p, dict) or p.get("class") not in PARAM_CLASSES or "elements" not in p \
                 or set(p) - {"name", "class", "elements", "matmul"} or not isinstance(p.get("matmul", False), bool):
-            raise ConfigError(f"a parameter entry has class ({', '.join(PARAM_CLASSES)}), elements, and optionally "
-                              "name and matmul (true/false)", path=where, key=f"{key}.params[{i}]")
+            raise ConfigError(msg("kinds.parameter-entry-has", PARAM_CLASSES=', '.join(PARAM_CLASSES)), path=where,
+                              key=f"{key}.params[{i}]")
         params.append(ParamSpec(str(p.get("name", f"param{i}")), p["class"], parse_formula(p["elements"], where),
                                 p.get("matmul", False)))
     flops = raw.get("flops") or {}
     if not isinstance(flops, dict) or set(flops) - {"attended_keys", "core"}:
-        raise ConfigError("flops takes attended_keys (keys each query attends, a formula) and core (a list of "
-                          "{name, class, per_token})", path=where, key=f"{key}.flops")
+        raise ConfigError(msg("kinds.flops-takes-attended_keys"), path=where, key=f"{key}.flops")
     core = []
     for i, c in enumerate(_list(flops.get("core"), where, f"{key}.flops.core")):
         if not isinstance(c, dict) or c.get("class") not in ("tp", "rep") or "per_token" not in c \
                 or set(c) - {"name", "class", "per_token"}:
-            raise ConfigError("a core FLOPs entry has class (tp or rep), per_token (forward FLOPs per token, a "
-                              "formula) and optionally name", path=where, key=f"{key}.flops.core[{i}]")
+            raise ConfigError(msg("kinds.core-flops-entry"), path=where, key=f"{key}.flops.core[{i}]")
         core.append(FlopSpec(str(c.get("name", f"core{i}")), c["class"], parse_formula(c["per_token"], where)))
     without = _strings(raw.get("without"), where, f"{key}.without", ("mixer",))
     tp_divides = _strings(raw.get("tp_divides"), where, f"{key}.tp_divides", tuple(symbols))
@@ -253,23 +250,23 @@ def _load_file(text: str, where: str, origin: str) -> tuple[list[KindDef], list[
         data = load_data(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"malformed YAML: {getattr(exc, 'problem', exc)}", path=where,
+        raise ConfigError(msg("profiles.malformed-yaml", problem=getattr(exc, 'problem', exc)), path=where,
                           line=mark.line + 1 if mark else None) from None
     if not isinstance(data, dict) or not set(data) & {"kind", "kinds", "overrides"}:
-        raise ConfigError("a layer-kind file has kind:, kinds: or overrides:", path=where)
+        raise ConfigError(msg("kinds.layer-kind-file"), path=where)
     unknown = set(data) - FILE_KEYS
     if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(sorted(unknown))}; keys: kind, kinds, overrides", path=where)
+        raise ConfigError(msg("kinds.unknown-key-s", unknown=', '.join(sorted(unknown))), path=where)
     raws = ([data["kind"]] if "kind" in data else []) + _list(data.get("kinds"), where, "kinds")
     kinds = [_kind(raw, where, origin, f"kinds[{i}]") for i, raw in enumerate(raws)]
     overrides = []
     for i, raw in enumerate(_list(data.get("overrides"), where, "overrides")):
         key = f"overrides[{i}]"
         if not isinstance(raw, dict) or not isinstance(raw.get("kind"), str) or not isinstance(raw.get("slot"), str):
-            raise ConfigError("an override names kind (or '*') and slot", path=where, key=key)
+            raise ConfigError(msg("kinds.override-names-kind"), path=where, key=key)
         spec = _slot({**raw, "id": raw["slot"]}, where, key, need_bytes=False)
         if spec.bytes is None and spec.cls is None and spec.switches is None:
-            raise ConfigError("an override changes bytes, class or switches", path=where, key=key)
+            raise ConfigError(msg("kinds.override-changes-bytes"), path=where, key=key)
         overrides.append(SlotOverride(raw["kind"], spec, where, origin))
     return kinds, overrides
 
@@ -373,8 +370,8 @@ def model_symbols(model: Any, kinds: Iterable[str]) -> tuple[tuple[str, float], 
             if isinstance(value, bool):
                 value = float(value)  # a switch: 1 or 0 in a formula
             if not isinstance(value, (int, float)):
-                raise ModelSpecError(f"layer kind {name!r} ({kind.source}) needs model.{field_name} (symbol "
-                                     f"{symbol!r}); the model does not state it")
+                raise ModelSpecError(msg("kinds.layer-kind-needs", name=name, source=kind.source, field_name=field_name,
+                                         symbol=symbol))
             out[symbol] = float(value)
     return tuple(sorted(out.items()))
 
@@ -446,7 +443,7 @@ def _edit(out: list, spec: SlotSpec, names: dict[str, Any], kind: str, source: s
     if index is None:
         if spec.bytes is None or spec.cls is None:
             if source is not None:
-                raise ConfigError(f"slot {spec.id!r} is new to kind {kind!r}: it needs bytes and class", path=source)
+                raise ConfigError(msg("kinds.slot-new-kind", id=spec.id, kind=kind), path=source)
             return out  # an override of a slot this kind does not have
         return [*out, make(spec.id, float(spec.bytes(names)), spec.cls, frozenset(spec.switches or ()))]
     old = out[index]
@@ -526,5 +523,5 @@ def data_kind_assumptions(kinds: Iterable[str]) -> list[Any]:
     for name, override in applied_overrides(used):
         slot = override.slot
         value = slot.bytes.text if slot.bytes is not None else (slot.cls or ",".join(slot.switches or ()))
-        out.append(Assumption(f"slot {slot.id} of {name}", value, f"overridden by {override.source}"))
+        out.append(Assumption(f"slot {slot.id} of {name}", value, msg("kinds.overridden", source=override.source)))
     return out

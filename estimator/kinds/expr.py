@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..messages import msg
 
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
@@ -45,12 +46,12 @@ class Formula:
     def __call__(self, symbols: Mapping[str, Any]) -> Any:
         missing = sorted(self.names - set(symbols) - set(_CONSTANTS))
         if missing:
-            raise ConfigError(f"formula {self.text!r} uses unknown symbol(s) {', '.join(missing)}; known: "
-                              f"{', '.join(sorted(symbols))}", path=self.where or None)
+            raise ConfigError(msg("expr.formula-uses-unknown", text=self.text, missing=', '.join(missing),
+                                  symbols=', '.join(sorted(symbols))), path=self.where or None)
         try:
             return _eval(self.tree.body, symbols)
         except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
-            raise ConfigError(f"formula {self.text!r}: {exc}", path=self.where or None) from None
+            raise ConfigError(msg("expr.formula", text=self.text, exc=exc), path=self.where or None) from None
 
 
 def parse_formula(text: Any, where: str = "") -> Formula:
@@ -60,27 +61,27 @@ def parse_formula(text: Any, where: str = "") -> Formula:
     if isinstance(text, (int, float)):
         text = repr(text)
     if not isinstance(text, str) or len(text) > 2000:
-        raise ConfigError(f"a formula is a number or a short text; got {text!r}", path=where or None)
+        raise ConfigError(msg("expr.formula-number-short", text=text), path=where or None)
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ConfigError(f"formula {text!r} does not parse: {exc.msg}", path=where or None) from None
+        raise ConfigError(msg("expr.formula-does-parse", text=text, msg=exc.msg), path=where or None) from None
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             names.add(node.id)
         elif isinstance(node, ast.Call):
             if not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS) or node.keywords:
-                raise ConfigError(f"formula {text!r}: only {', '.join(sorted(_FUNCS))} may be called",
+                raise ConfigError(msg("expr.formula-only-may", text=text, FUNCS=', '.join(sorted(_FUNCS))),
                                   path=where or None)
         elif isinstance(node, ast.Constant):
             if not isinstance(node.value, (int, float)) or isinstance(node.value, complex):
-                raise ConfigError(f"formula {text!r}: only numbers are allowed as constants", path=where or None)
+                raise ConfigError(msg("expr.formula-only-numbers", text=text), path=where or None)
         elif not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp,
                                    ast.Load, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)):
-            raise ConfigError(f"formula {text!r}: {type(node).__name__} is not allowed", path=where or None)
+            raise ConfigError(msg("expr.formula-allowed", text=text, construct=type(node).__name__), path=where or None)
         if isinstance(node, ast.BinOp) and type(node.op) not in _BIN:
-            raise ConfigError(f"formula {text!r}: operator {type(node.op).__name__} is not allowed",
+            raise ConfigError(msg("expr.formula-operator-allowed", text=text, operator=type(node.op).__name__),
                               path=where or None)
     names -= set(_FUNCS)
     return Formula(text.strip(), tree, frozenset(names), where)

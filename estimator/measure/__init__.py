@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SappError
+from ..messages import msg
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -101,11 +102,11 @@ def _load_config(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", path=str(p)) from None
+        raise ConfigError(msg("inputs.cannot-read", strerror=exc.strerror), path=str(p)) from None
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"not JSON: {exc.msg}", path=str(p), line=exc.lineno) from None
+        raise ConfigError(msg("measure.json", msg=exc.msg), path=str(p), line=exc.lineno) from None
     if not isinstance(data, dict) or not data.get("model_type"):
-        raise ConfigError("a Hugging Face config.json with a model_type is expected", path=str(p),
+        raise ConfigError(msg("measure.hugging-face-config"), path=str(p),
                           key="model_type")
     return data
 
@@ -137,13 +138,13 @@ def measure(config: str | Path, seq_length: int = 4096, micro_batch: int = 1, dt
             attention: str = "flash", norm: str = "fused") -> Measurement:
     """Measure one layer of each kind of the model in ``config`` (a config.json or its folder)."""
     if norm not in NORM_MODES:
-        raise SappError(f"--norm {norm!r}: one of {', '.join(NORM_MODES)}")
+        raise SappError(msg("measure.norm-one", norm=norm, NORM_MODES=', '.join(NORM_MODES)))
     if dtype not in DTYPE_BYTES:
-        raise SappError(f"--dtype {dtype!r}: one of {', '.join(DTYPE_BYTES)}")
+        raise SappError(msg("measure.dtype-one", dtype=dtype, DTYPE_BYTES=', '.join(DTYPE_BYTES)))
     if attention not in ATTENTION_MODES:
-        raise SappError(f"--attention {attention!r}: one of {', '.join(ATTENTION_MODES)}")
+        raise SappError(msg("measure.attention-one", attention=attention, ATTENTION_MODES=', '.join(ATTENTION_MODES)))
     if seq_length < 1 or micro_batch < 1:
-        raise SappError("--seq-length and --micro-batch must be positive")
+        raise SappError(msg("measure.seq-length-micro"))
     data = _load_config(config)
     spec = _model_spec(str(config), data)
     chosen = layers_to_measure(spec)
@@ -153,7 +154,7 @@ def measure(config: str | Path, seq_length: int = 4096, micro_batch: int = 1, dt
 
         from . import tracer
     except ImportError as exc:
-        raise SappError(f"sapp measure needs PyTorch and transformers ({exc.name} is missing): {EXTRA_HINT}") \
+        raise SappError(msg("measure.sapp-measure-needs", name=exc.name, EXTRA_HINT=EXTRA_HINT)) \
             from None
     from .census import Saved, census_rows
 
@@ -163,7 +164,7 @@ def measure(config: str | Path, seq_length: int = 4096, micro_batch: int = 1, dt
                                                   fused_norms=norm == "fused")
         traces = tracer.trace_layers(mode, model, sorted(chosen.values()), micro_batch, seq_length, dtype)
     except (ValueError, NotImplementedError, RuntimeError, TypeError) as exc:
-        raise SappError(f"transformers could not build or run {data['model_type']!r} on fake tensors: {exc}") \
+        raise SappError(msg("measure.transformers-could-build", data=data['model_type'], exc=exc)) \
             from None
     tokens = micro_batch * seq_length
     kinds: list[KindMeasurement] = []

@@ -18,6 +18,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..inputs import read_text
+from ..messages import Text, msg
 from ..records import Record
 from ..yamlio import load_data
 
@@ -87,10 +88,10 @@ def _load(text: str, where: str) -> dict[str, Any]:
         data = load_data(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"malformed YAML: {getattr(exc, 'problem', exc)}", path=where,
+        raise ConfigError(msg("profiles.malformed-yaml", problem=getattr(exc, 'problem', exc)), path=where,
                           line=mark.line + 1 if mark else None) from None
     if not isinstance(data, dict) or "name" not in data:
-        raise ConfigError("a family profile is a mapping with at least 'name'", path=where)
+        raise ConfigError(msg("profiles.family-profile-mapping"), path=where)
     return data
 
 
@@ -123,7 +124,7 @@ def all_profiles() -> dict[str, FamilyProfile]:
 
     def flatten(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         if name in seen:
-            raise ConfigError(f"profile inheritance loops through {name!r}", path="estimator/profiles")
+            raise ConfigError(msg("profiles.profile-inheritance-loops", name=name), path="estimator/profiles")
         data = dict(raw[name])
         parent = data.pop("extends", None)
         merged = flatten(parent, (*seen, name)) if parent else {}
@@ -140,19 +141,20 @@ def all_profiles() -> dict[str, FamilyProfile]:
         values = {k: v for k, v in flatten(name).items() if k in fields}
         unknown = sorted(set(raw[name]) - fields - {"extends", "match"})
         if unknown:
-            raise ConfigError(f"unknown profile field(s) {', '.join(unknown)}; fields: {', '.join(sorted(fields))}",
+            raise ConfigError(msg("profiles.unknown-profile-field", unknown=', '.join(unknown),
+                                  fields=', '.join(sorted(fields))),
                               path=f"profile {name!r}")
         try:
             out[name] = FamilyProfile.from_dict(values)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"invalid profile: {exc}", path=f"profile {name!r}") from None
+            raise ConfigError(msg("profiles.invalid-profile", exc=exc), path=f"profile {name!r}") from None
     return out
 
 
 def get_profile(name: str) -> FamilyProfile:
     profiles = all_profiles()
     if name not in profiles:
-        raise ConfigError(f"unknown model family {name!r}; known families: {', '.join(sorted(profiles))}",
+        raise ConfigError(msg("profiles.unknown-model-family", name=name, profiles=', '.join(sorted(profiles))),
                           key="model.family")
     return profiles[name]
 
@@ -161,7 +163,7 @@ class FamilyChoice(NamedTuple):
     """The profile a model is priced with, how it was chosen, and whether it is the generic fallback."""
 
     name: str
-    how: str
+    how: Text
     generic: bool = False
 
 
@@ -174,20 +176,21 @@ def detect_family(family: str | None, architectures: tuple[str, ...], model_type
     profiles = all_profiles()
     if family:
         get_profile(family)
-        return FamilyChoice(family, "model.family")
+        return FamilyChoice(family, msg("profiles.model-family"))
     for arch in architectures:
         for prof in profiles.values():
             if arch in prof.architectures:
-                return FamilyChoice(prof.name, f"architectures {arch}")
+                return FamilyChoice(prof.name, msg("profiles.architectures", arch=arch))
     if model_type:
         for prof in profiles.values():
             if model_type in prof.model_types:
-                return FamilyChoice(prof.name, f"model_type {model_type}")
+                return FamilyChoice(prof.name, msg("profiles.model_type", model_type=model_type))
     if model_type or architectures:
-        stated = [*([f"model_type {model_type!r}"] if model_type else []),
-                  *([f"architectures {', '.join(architectures)}"] if architectures else [])]
-        verb = "matches" if len(stated) == 1 else "match"
-        return FamilyChoice("default", f"{' and '.join(stated)} {verb} no family profile", generic=True)
+        listed = ", ".join(architectures)
+        said = msg("profiles.no-profile.both", model_type=model_type, architectures=listed) if model_type and \
+            architectures else msg("profiles.no-profile.model-type", model_type=model_type) if model_type else \
+            msg("profiles.no-profile.architectures", architectures=listed)
+        return FamilyChoice("default", said, generic=True)
     if name:
         tokens = set(re.split(r"[\s/_\-:.]+", name.lower()))
         lowered = name.lower()
@@ -200,5 +203,5 @@ def detect_family(family: str | None, architectures: tuple[str, ...], model_type
                 if hit and (best is None or len(alias) > best[0]):
                     best = (len(alias), prof.name)
         if best:
-            return FamilyChoice(best[1], f"model name {name!r}")
-    return FamilyChoice("default", "no model_type, architectures or name matches a family profile", generic=True)
+            return FamilyChoice(best[1], msg("profiles.model-name", name=name))
+    return FamilyChoice("default", msg("profiles.model_type-architectures-name"), generic=True)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..limits import MAX_CANDIDATES
+from ..messages import msg
 from ..parsed import ParsedConfig
 from .space import Dim, SearchSpace
 
@@ -140,9 +141,7 @@ def check_count(plan: list[tuple[int, int, int, int, list[list[int]]]]) -> int:
         widest[name] = max(len(values[k]) for *_, values in plan)
     varied = ", ".join(f"{name} {count}" for name, count in sorted(widest.items(), key=lambda kv: -kv[1])
                        if count > 1)
-    raise ConfigError(f"the search space has {total:,} candidate strategies, more than the {MAX_CANDIDATES:,} "
-                      f"that are searched at once (the limit; values per dimension: {varied}): narrow it — fix "
-                      "a dimension (--dims tp=8) or list fewer values (--dims mbs=1,2,4)")
+    raise ConfigError(msg("candidates.search-space-has", total=total, MAX_CANDIDATES=MAX_CANDIDATES, varied=varied))
 
 
 def _rec_auto(st) -> list[int]:

@@ -16,6 +16,7 @@ from ..limits import (
     Bound,
     check_number,
 )
+from ..messages import msg
 
 # dimension name -> what it is (CLI names: dp tp pp cp ep etp vpp mb mbs os sp rec)
 DIMENSIONS = {
@@ -81,16 +82,15 @@ class SearchSpace:
 def parse_dim(text: str) -> tuple[str, Dim]:
     """``tp=1,2,4`` / ``pp=auto`` / ``cp=1`` / ``rec=full,selective`` / ``sp=0,1``."""
     if "=" not in text:
-        raise ConfigError(f"--dims {text!r}: expected NAME=auto or NAME=V1,V2,… (dimensions: "
-                          f"{', '.join(DIMENSIONS)})")
+        raise ConfigError(msg("space.dims-expected-name", text=text, DIMENSIONS=', '.join(DIMENSIONS)))
     name, raw = (x.strip() for x in text.split("=", 1))
     name = name.lower()
     if name not in DIMENSIONS:
         from ..nearest import suggest
 
         near = suggest(name, DIMENSIONS)
-        raise ConfigError(f"--dims: unknown dimension {name!r}" + (f"; did you mean {near!r}?" if near else
-                                                                   f"; one of {', '.join(DIMENSIONS)}"))
+        raise ConfigError(msg("space.unknown-dimension.near", name=name, near=near) if near else
+                          msg("space.unknown-dimension", name=name, known=", ".join(DIMENSIONS)))
     if raw.lower() == "auto":
         return name, Dim(auto=True)
     values: list[int] = []
@@ -100,7 +100,7 @@ def parse_dim(text: str) -> tuple[str, Dim]:
             continue
         if name == "rec":
             if part not in RECOMPUTE_CODES:
-                raise ConfigError(f"--dims rec: {part!r} is not none, selective or full")
+                raise ConfigError(msg("space.dims-rec-none", part=part))
             values.append(RECOMPUTE_CODES[part])
         elif name == "sp" and part in ("on", "off", "true", "false"):
             values.append(1 if part in ("on", "true") else 0)
@@ -108,15 +108,14 @@ def parse_dim(text: str) -> tuple[str, Dim]:
             try:
                 value = int(part)
             except ValueError:
-                raise ConfigError(f"--dims {name}: {part!r} is not an integer (use auto or a list)") from None
+                raise ConfigError(msg("space.dims-integer-use", name=name, part=part)) from None
             check_number(value, DIM_BOUNDS.get(name, Bound(1, MAX_DEVICES, "a parallel degree")),
                          key=f"--dims {name}")
             values.append(value)
     if not values:
-        raise ConfigError(f"--dims {name}: no values given")
+        raise ConfigError(msg("space.dims-values-given", name=name))
     if len(values) > MAX_DIM_VALUES:
-        raise ConfigError(f"--dims {name}: {len(values):,} values; at most {MAX_DIM_VALUES:,} are searched (the "
-                          "limit) — list fewer, or use auto")
+        raise ConfigError(msg("space.dims-values-most", name=name, n_values=len(values), MAX_DIM_VALUES=MAX_DIM_VALUES))
     return name, Dim(values=tuple(dict.fromkeys(values)))
 
 

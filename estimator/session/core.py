@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import SappError
 from ..fields import canonical_values
 from ..hardware import Hardware, load_presets
+from ..messages import ENGLISH, msg
 from ..parsed import ParsedConfig
 from ..result import Result
 from ..strategy import Strategy
@@ -67,6 +68,7 @@ class Freshness:
     state: str
     reason: str = ""                 # the error of a failed estimate or a refused edit
     shown: Estimate | None = None    # what is on screen (may be of an older plan)
+    error: BaseException | None = None  # that error itself (the app says it in its language)
 
     @property
     def stale(self) -> bool:
@@ -123,7 +125,7 @@ class PlanSession:
     @property
     def state(self) -> PlanState:
         if self.history is None:
-            raise SappError("no config is open")
+            raise SappError(msg("core.config-open"))
         return self.history.current
 
     @property
@@ -185,7 +187,7 @@ class PlanSession:
         """The request that reads the document's files again (after an export wrote them; ``paths`` when it
         wrote them elsewhere) and the edits to carry over (those an export does not write)."""
         if self.request is None:
-            raise SappError("no config is open")
+            raise SappError(msg("core.config-open"))
         request = self.request if paths is None else self.request.with_paths(paths)
         return request, self.carried_edits()
 
@@ -314,7 +316,7 @@ class PlanSession:
 
     def set_hold(self, hold: str) -> None:
         if hold not in edits.HOLDS:
-            raise SappError(f"hold must be one of {', '.join(edits.HOLDS)}, not {hold!r}")
+            raise SappError(msg("core.hold-must-one", HOLDS=', '.join(edits.HOLDS), hold=hold))
         if hold != self.hold:
             self.hold = hold
             self._emit(HOLD)
@@ -329,8 +331,8 @@ class PlanSession:
         return edits.step_candidates(self.parsed, key, self.hold)
 
     @staticmethod
-    def error_fields(exc: BaseException, touched: Sequence[str] = ()) -> dict[str, str]:
-        return edits.error_fields(exc, touched)
+    def error_fields(exc: BaseException, touched: Sequence[str] = (), language: str = ENGLISH) -> dict[str, str]:
+        return edits.error_fields(exc, touched, language)
 
     # ------------------------------------------------------------------------------- estimates
     def record_estimate(self, parsed: ParsedConfig, result: Result | None = None,
@@ -354,9 +356,9 @@ class PlanSession:
         if not self.loaded:
             return Freshness(NOTHING)
         if self.rejected is not None:
-            return Freshness(REJECTED_EDIT, str(self.rejected), shown)
+            return Freshness(REJECTED_EDIT, str(self.rejected), shown, self.rejected)
         if self.failure is not None and self.failure[0] is self.parsed:
-            return Freshness(FAILED, str(self.failure[1]), shown)
+            return Freshness(FAILED, str(self.failure[1]), shown, self.failure[1])
         if shown is None:
             return Freshness(NOTHING if self.failure is None else PENDING)
         return Freshness(CURRENT if shown.parsed is self.parsed else PENDING, "", shown)
@@ -385,9 +387,9 @@ class PlanSession:
     def compare_add(self, name: str, plan: ParsedConfig | None, result: Result | None = None) -> CompareEntry:
         """Add a strategy to the compare set (with its Result, or a plan still to price: ``compare_priced``)."""
         if len(self.compared) >= MAX_COMPARED:
-            raise SappError(f"at most {MAX_COMPARED} strategies are compared; remove one first")
+            raise SappError(msg("core.most-strategies-compared", MAX_COMPARED=MAX_COMPARED))
         if plan is None and result is None:
-            raise SappError("nothing to compare: neither a plan nor a result")
+            raise SappError(msg("core.nothing-compare-neither"))
         self._compare_keys += 1
         entry = CompareEntry(self._compare_keys, name, plan, result)
         self.compared = (*self.compared, entry)
@@ -420,7 +422,7 @@ class PlanSession:
         """The new texts of the source files with ``strategy`` (default: the current one), checked first:
         raises ExportRefused when the estimator's rules reject it for the plan the files will state."""
         if self.original is None:
-            raise SappError("no config is open")
+            raise SappError(msg("core.config-open"))
         return prepare_export(self.original, strategy or self.parsed.strategy, edited=self.export_edited())
 
     def written(self, paths: Sequence[str]) -> None:

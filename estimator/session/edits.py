@@ -10,9 +10,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ConfigError, SappError
+from ..errors import ConfigError, SappError, Violation
 from ..fields import ALIASES
 from ..hardware import Hardware, find_preset
+from ..messages import ENGLISH, Text, localize, msg
 from ..parsed import ParsedConfig, Provenance, apply_changes
 from ..strategy import Strategy
 from ..units import parse_size
@@ -62,9 +63,16 @@ _PER_STAGE_LISTS = ("offset", "partition", "full_counts", "sel_counts", "comm_co
 class EditError(SappError):
     """An edit that cannot be applied; ``errors`` maps canonical field names to messages."""
 
-    def __init__(self, errors: dict[str, str], message: str) -> None:
+    def __init__(self, errors: dict[str, str], message: str, cause: BaseException | None = None,
+                 touched: Sequence[str] = ()) -> None:
         self.errors = errors
+        self.cause = cause
+        self.touched = tuple(touched)
         super().__init__(message)
+
+    def errors_in(self, language: str) -> dict[str, str]:
+        """``errors`` said in ``language``."""
+        return error_fields(self.cause, self.touched, language) if self.cause is not None else self.errors
 
 
 def canonical_key(key: str) -> str:
@@ -88,7 +96,7 @@ def propose(current: ParsedConfig, changes: dict[str, Any], *, hold: str = HOLD_
         if hw_changes:
             parsed = apply_hardware(parsed, hw_changes, presets)
     except SappError as exc:
-        raise EditError(error_fields(exc, touched), str(getattr(exc, "bare_message", exc))) from None
+        raise EditError(error_fields(exc, touched), str(getattr(exc, "bare_message", exc)), exc, touched) from None
     return PlanState(parsed, layout_notes(current.strategy, parsed.strategy), touched=tuple(touched))
 
 
@@ -106,13 +114,13 @@ def apply_hardware(parsed: ParsedConfig, changes: dict[str, Any], presets: Seque
         except ValueError as exc:
             raise ConfigError(str(exc), key="hardware.capacity") from None
         if capacity <= 0:
-            raise ConfigError("the capacity must be positive", key="hardware.capacity")
+            raise ConfigError(msg("edits.capacity-must-positive"), key="hardware.capacity")
         hardware = hardware.replace(capacity=capacity)
         provenance["hardware.capacity"] = Provenance("edit", raw=changes["hardware.capacity"])
     return dataclasses.replace(parsed, hardware=hardware, provenance=provenance)
 
 
-def layout_notes(before: Strategy, after: Strategy) -> tuple[str, ...]:
+def layout_notes(before: Strategy, after: Strategy) -> tuple[Text, ...]:
     """What a new pipeline depth did to the per-stage lists written for the old one (one line per list)."""
     if (before.pp, before.vpp) == (after.pp, after.vpp):
         return ()
@@ -121,8 +129,8 @@ def layout_notes(before: Strategy, after: Strategy) -> tuple[str, ...]:
         old = _list_of(before, name)
         new = _list_of(after, name)
         if old is not None and old != new:
-            notes.append(f"{name} {_show(old)} (pp {before.pp} × vpp {before.vpp}) → {_show(new)} "
-                         f"(pp {after.pp} × vpp {after.vpp}), mapped proportionally")
+            notes.append(msg("edits.list-rescaled", name=name, old=_show(old), p=before.pp, vp=before.vpp,
+                             new=_show(new), p_new=after.pp, vp_new=after.vpp))
     return tuple(notes)
 
 
@@ -190,9 +198,9 @@ def step_candidates(parsed: ParsedConfig, key: str, hold: str = HOLD_WORLD) -> l
 
 
 # ----------------------------------------------------------------------------------------- errors
-def error_fields(exc: BaseException, touched: Sequence[str] = ()) -> dict[str, str]:
-    """Which fields show an error's message: the key a ConfigError names, the fields of each violated rule,
-    and the fields the edit touched."""
+def error_fields(exc: BaseException, touched: Sequence[str] = (), language: str = ENGLISH) -> dict[str, str]:
+    """Which fields show an error's message (in ``language``): the key a ConfigError names, the fields of each
+    violated rule, and the fields the edit touched."""
     out: dict[str, list[str]] = {}
 
     def add(key: str, message: str) -> None:
@@ -207,14 +215,14 @@ def error_fields(exc: BaseException, touched: Sequence[str] = ()) -> dict[str, s
             if not fields:
                 fields = tuple(_TOKEN_FIELDS[t] for t in v.code.split("-")[1:] if t in _TOKEN_FIELDS)
             for field_key in fields or touched:
-                add(field_key, f"[{v.code}] {v.message}")
+                add(field_key, v.localized(language) if isinstance(v, Violation) else f"[{v.code}] {v.message}")
     elif isinstance(exc, ConfigError):
-        message = exc.bare_message
+        message = exc.bare_in(language)
         if exc.key:
             add(exc.key, message)
         for key in touched:
             add(key, message)
     else:
         for key in touched:
-            add(key, str(exc))
+            add(key, localize(exc, language))
     return {k: "\n".join(v) for k, v in out.items()}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SappError
+from ..messages import msg
 from ..parsed import ParsedConfig
 from ..strategy import Strategy
 
@@ -30,11 +31,8 @@ class ExportRefused(SappError):
         self.cause = cause
         self.edited = edited
         self.violations = getattr(cause, "violations", ())
-        note = ""
-        if edited:
-            note = (f" (checked against the files' own {', '.join(edited)}: edits of those are not written "
-                    "by an export)")
-        super().__init__(f"not exported: {cause}{note}")
+        super().__init__(msg("exporting.refused.edited", cause=cause, edited=", ".join(edited)) if edited else
+                         msg("exporting.refused", cause=cause))
 
 
 def check_strategy(plan: ParsedConfig, strategy: Strategy) -> None:
@@ -66,12 +64,11 @@ def targets_for(files: dict[str, str], output: str | Path) -> dict[str, str]:
         path, text = next(iter(files.items()))
         return {str(out / Path(path).name) if out.is_dir() else str(out): text}
     if not out.is_dir():
-        raise SappError(f"{len(files)} files change ({', '.join(files)}); the target must be a directory")
+        raise SappError(msg("exporting.files-change-target", n_files=len(files), files=', '.join(files)))
     targets: dict[str, str] = {}
     for path, text in files.items():
         target = str(out / Path(path).name)
         if target in targets:
-            raise SappError(f"two changed files have the name {Path(path).name} ({', '.join(files)}); write them "
-                            "with --in-place or into separate directories")
+            raise SappError(msg("exporting.two-changed-files", name=Path(path).name, files=', '.join(files)))
         targets[target] = text
     return targets

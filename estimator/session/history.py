@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..messages import Text
 from ..parsed import ParsedConfig
 
 
@@ -15,7 +16,7 @@ class PlanState:
     (``touched``: an error of the plan is shown on them too)."""
 
     parsed: ParsedConfig
-    notes: tuple[str, ...] = ()
+    notes: tuple[Text, ...] = ()
     label: str = ""
     touched: tuple[str, ...] = ()
 

@@ -21,7 +21,7 @@ from estimator.session.events import (
 )
 from estimator.warnings import Assumption
 
-from ..language import translate
+from ..language import current, translate
 from .features import FeaturesForm
 from .fields import FieldForm, FieldRow
 from .hardware import HardwareForm
@@ -69,13 +69,13 @@ class FormsPanel(QTabWidget):
             self.refresh(self.assumptions)
             self.set_errors({})
         elif kind == REJECTED:
-            self.set_errors(getattr(event.error, "errors", {}))
+            self.set_errors(_errors_of(event.error))
         elif kind == ESTIMATE_FAILED and event.error is not None:
-            self.set_errors(session.error_fields(event.error, list(session.state.touched)))
+            self.set_errors(session.error_fields(event.error, list(session.state.touched), current()))
         elif kind == ESTIMATED and session.shown is not None:
             shown = session.shown
             self.set_result(shown.result)
-            self.set_errors(session.rejected.errors if session.rejected is not None else {})
+            self.set_errors(_errors_of(session.rejected))
             assumptions = {a.field: a for a in (*shown.parsed.assumptions, *shown.result.assumptions)}
             if assumptions != self.assumptions:
                 self.assumptions = assumptions
@@ -123,6 +123,12 @@ class FormsPanel(QTabWidget):
     def error_keys(self) -> list[str]:
         return [k for form in self.forms for k, row in form.rows.items() if row.error.isVisible()
                 or bool(row.error.text())]
+
+
+def _errors_of(error: BaseException | None) -> dict[str, str]:
+    """The per-field messages of a refused edit, in the interface language."""
+    errors_in = getattr(error, "errors_in", None)
+    return errors_in(current()) if errors_in is not None else getattr(error, "errors", {})
 
 
 __all__ = ["FieldRow", "FormsPanel"]

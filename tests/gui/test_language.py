@@ -4,12 +4,13 @@ every marked string (checked against a fresh pyside6-lupdate run)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from gui_helpers import open_and_wait
+from gui_helpers import open_and_wait, type_into
 
 from sapp_gui import i18n_build, language
 
@@ -86,3 +87,47 @@ def test_the_shipped_translation_is_complete_and_compiled(tmp_path) -> None:
 def test_a_chinese_font_is_installed() -> None:
     # scripts/bootstrap.sh installs fonts-wqy-microhei; without a CJK font the Chinese interface shows boxes
     assert language.has_font_for("zh_CN"), "no CJK font: run scripts/bootstrap.sh (installs fonts-wqy-microhei)"
+
+
+def test_the_estimators_own_words_follow_the_interface_language(qtbot, window, dsv3_plan, tmp_path) -> None:
+    """Warnings, assumptions, Explain headings and errors: in Chinese when the app is, English again after."""
+    result = open_and_wait(qtbot, window, [dsv3_plan])
+    window.chart.select(result.peak_stage, "activations")
+    qtbot.waitUntil(lambda: window.explain.quantity is not None, timeout=20000)
+    english = [window.notes.item(i).text() for i in range(window.notes.count())]
+    assert window.explain.tree.topLevelItem(0).text(0) == "activations"
+    assumptions = window.notes._last["assumptions"]
+    assert any(a.catalogued is not None for a in assumptions)
+
+    window.actions_.language_actions["zh_CN"].trigger()
+    qtbot.waitUntil(lambda: window.explain.quantity is not None, timeout=20000)
+    chinese = [window.notes.item(i).text() for i in range(window.notes.count())]
+    for assumption in assumptions:
+        assert assumption.localized("zh_CN") in chinese
+    assert [line for line in chinese if line not in english and re.search("[\u4e00-\u9fff]", line)]
+    assert window.explain.tree.topLevelItem(0).text(0) == "激活值"
+    assert window.explain.quantity.label == "activations"  # what the JSON and the app's lookups use
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[training]\nsteps = [\n", encoding="utf-8")
+    with qtbot.waitSignal(window.open_failed, timeout=20000) as blocker:
+        window.open_paths([str(broken)])
+    assert "TOML 格式错误" in blocker.args[0]
+
+    window.actions_.language_actions["en"].trigger()
+    qtbot.waitUntil(lambda: window.explain.quantity is not None, timeout=20000)
+    assert window.explain.tree.topLevelItem(0).text(0) == "activations"
+    assert [window.notes.item(i).text() for i in range(window.notes.count())] == english
+
+
+def test_a_fields_error_is_said_in_the_interface_language(qtbot, window, dsv3_plan) -> None:
+    open_and_wait(qtbot, window, [dsv3_plan])
+    window.actions_.language_actions["zh_CN"].trigger()
+    tp = window.forms.row("strategy.tp")
+    type_into(qtbot, tp.editor, "3")  # refused: dp would not be an integer
+    assert "不是整数" in tp.error.text()
+    type_into(qtbot, tp.editor, "4")
+    ep = window.forms.row("strategy.ep")
+    with qtbot.waitSignal(window.estimate_failed, timeout=20000):
+        type_into(qtbot, ep.editor, "3")  # priced and refused by a rule
+    assert "[R-EP-EXP] EP 3 不能整除 256 个专家" in ep.error.text()
+    assert "R-EP-EXP" in window.banner.text() and "不能整除" in window.banner.text()

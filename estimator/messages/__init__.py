@@ -1,0 +1,142 @@
+"""Text for the user, in every language the app speaks: a ``Message`` is a catalogue key and its parameters,
+rendered from the message catalogue (``estimator/messages/*.yaml``: each key with its English and Simplified
+Chinese template). The estimator stays English by default — ``str(message)`` and every ``text`` field, the CLI
+and the JSON are English — and an interface in another language renders the same message in it.
+
+Adding a message is one step: write the key with both templates into the catalogue file of its area and pass
+``msg("KEY", name=value, …)`` where the text goes — ``EstimateWarning(code, msg(…))``,
+``Assumption(field, value, msg(…))``, ``ConfigError(msg(…), path=…)``, ``Violation(code, msg(…))``, Explain's
+``Quantity(msg(…), …)``. A key is a warning or rule code (``W-REC-CLIP``), or the code and a variant
+(``W-REC-CLIP.chunk``) when one code says several things. Templates use ``str.format`` fields named like the
+parameters (``{stage}``, ``{size:,}``); a parameter may itself be a ``Message`` (rendered in the same language),
+a ``Listing`` or a list holding Messages (joined: ", " in English, "、" in Chinese) or an error or warning (said
+in the same language). ``tests/test_messages.py`` reads every ``msg`` call of the source and fails on a key
+missing from the catalogue, a parameter a template does not name (or the reverse), and on text handed to those
+constructors without a catalogue key. An entry without its ``zh_CN`` template is shown in English (the test
+counts those; none is left).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import yaml
+
+ENGLISH = "en"
+CHINESE = "zh_CN"
+LANGUAGES = (ENGLISH, CHINESE)
+LIST_SEPARATOR = {ENGLISH: ", ", CHINESE: "、"}
+CATALOGUE_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Message:
+    """A catalogue key and its parameters; ``str()`` is the English text."""
+
+    key: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def render(self, language: str = ENGLISH) -> str:
+        entry = catalogue().get(self.key)
+        if entry is None:  # tests/test_messages.py keeps this from happening; never lose the words if it does
+            return f"{self.key} {dict(self.params)}" if self.params else self.key
+        template = entry.get(language) or entry[ENGLISH]
+        try:
+            return _Formatter(language).vformat(template, (), dict(self.params))
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+            if language != ENGLISH:
+                return self.render(ENGLISH)
+            return f"{template} {dict(self.params)}"
+
+    def localized(self, language: str) -> str:
+        return self.render(language)
+
+    def __str__(self) -> str:
+        return self.render(ENGLISH)
+
+
+class Listing(tuple):
+    """Items said as one list: ", " between them in English, "、" in Chinese, each item in the language."""
+
+
+def msg(key: str, /, **params: Any) -> Message:
+    """The message ``key`` of the catalogue with its parameters."""
+    return Message(key, tuple(params.items()))
+
+
+def joined(messages: list[Message] | tuple[Message, ...]) -> Message:
+    """Several messages as one, separated by "; " (Chinese: "；")."""
+    first, *rest = messages
+    return first if not rest else msg("list.semicolons", first=first, rest=joined(rest))
+
+
+Text = str | Message
+"""Where the estimator takes text for the user: a ``Message`` (always, in the estimator's own code) or a plain
+string (text from outside, e.g. a record read back from JSON)."""
+
+
+@runtime_checkable
+class Localizable(Protocol):
+    def localized(self, language: str) -> str: ...
+
+
+def localize(value: object, language: str = ENGLISH) -> str:
+    """``value`` (a Message, a warning, an assumption, a violation, an error, or a string) in ``language``."""
+    if isinstance(value, Localizable):
+        return value.localized(language)
+    return str(value)
+
+
+def english(text: Text) -> str:
+    return text.render(ENGLISH) if isinstance(text, Message) else str(text)
+
+
+def message_of(text: Text) -> Message | None:
+    return text if isinstance(text, Message) else None
+
+
+@cache
+def catalogue() -> Mapping[str, Mapping[str, str]]:
+    """Every key of every catalogue file: ``{key: {language: template}}`` (a key in two files is an error)."""
+    out: dict[str, Mapping[str, str]] = {}
+    for path in catalogue_files():
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for key, entry in data.items():
+            if key in out:
+                raise ValueError(f"{path.name}: message {key} is already in another catalogue file")
+            out[str(key)] = {str(lang): str(text) for lang, text in entry.items()}
+    return out
+
+
+def catalogue_files() -> list[Path]:
+    return sorted(CATALOGUE_DIR.glob("*.yaml"))
+
+
+def fields(template: str) -> set[str]:
+    """The parameter names a template uses."""
+    return {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+class _Formatter(string.Formatter):
+    """``str.format`` that renders Message parameters (and lists of them) in the message's language; so does a
+    parameter that can say itself in a language (an error, a warning)."""
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if isinstance(value, Localizable):
+            value = value.localized(self.language)
+        elif isinstance(value, Listing) or (isinstance(value, list | tuple) and
+                                            any(isinstance(v, Message) for v in value)):
+            value = LIST_SEPARATOR.get(self.language, ", ").join(localize(v, self.language) for v in value)
+        return super().format_field(value, format_spec)
+
+
+__all__ = ["CHINESE", "ENGLISH", "LANGUAGES", "Listing", "Message", "Text", "catalogue", "english", "fields", "joined",
+           "localize", "message_of", "msg"]
