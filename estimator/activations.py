@@ -363,12 +363,23 @@ def sum_slots(slots: tuple[SlotDef, ...], off: frozenset[str], gathered: bool,
     return ClassSums(**acc)
 
 
-def torchtitan_op_keep(slots: tuple[SlotDef, ...]) -> frozenset[str]:
+# the outputs of a residual branch's last matmul (wo, w2, the shared experts' w2): the residual add's backward reads
+# neither operand, and nothing else reads them
+BRANCH_OUTPUTS = frozenset({"a.o_out", "m.ffn_out", "s.out"})
+
+
+def torchtitan_op_keep(slots: tuple[SlotDef, ...], compiled: bool = False) -> frozenset[str]:
     """DECISION D43: keep the layer input, the attention kernel outputs, and the outputs of the 1st, 3rd,
-    5th … matmul in forward order; recompute the rest. Row-parallel outputs (wo, w2) are REP partial sums."""
+    5th … matmul in forward order; recompute the rest. Row-parallel outputs (wo, w2) are REP partial sums.
+
+    [A-COMPILE.op] Compiled (``compiled``), the policy's MUST_SAVE only bans recomputing those outputs: AOTAutograd's
+    partitioner (torch/_functorch/partitioners.py, PREFER_RECOMPUTE nodes must be recomputed) saves a forward
+    value only when the backward graph reads it, so a kept matmul output the backward never reads — a residual
+    branch's output (``BRANCH_OUTPUTS``) — is not saved; eager SAC caches every MUST_SAVE output
+    (P-COMPILE-OP-SAC)."""
     keep = {"a.norm_in", "a.out", "a.fa_stats", "e.in", "e.out"}
     for slot in slots:
-        if slot.matmul_out and slot.matmul_out % 2 == 1:
+        if slot.matmul_out and slot.matmul_out % 2 == 1 and not (compiled and slot.id in BRANCH_OUTPUTS):
             keep.add(slot.id)
     return frozenset(keep)
 
@@ -453,7 +464,8 @@ class ActivationTable:
     def _kept(self, kind: str, option: str, slots: tuple[SlotDef, ...]) -> ClassSums:
         gathered = self.gathered(option)
         if option in ("selective", "both") and self.f.rule == "torchtitan_op" and kind not in ("embedding", "output"):
-            return sum_slots(slots, frozenset(), gathered, torchtitan_op_keep(self.slots(kind)))
+            return sum_slots(slots, frozenset(), gathered,
+                             torchtitan_op_keep(self.slots(kind), compiled=self.f.feat.compile_model))
         off = option_switches(option, self.sel) if kind not in ("embedding", "output") else frozenset()
         return sum_slots(slots, off, gathered)
 

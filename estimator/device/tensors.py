@@ -40,7 +40,7 @@ def slot_tensors(pricer: StagePricer, row: Row) -> list[SlotTensor]:
     if option == "full":
         keep: set[str] = {slots[0].id} if (item.keeps_input and slots) else set()
     elif option in ("selective", "both") and acts.f.rule == "torchtitan_op" and item.kind not in (EMBEDDING, OUTPUT):
-        keep = set(torchtitan_op_keep(slots))
+        keep = set(torchtitan_op_keep(slots, compiled=acts.f.feat.compile_model))
     else:
         off = option_switches(option, acts.sel) if item.kind not in (EMBEDDING, OUTPUT) else frozenset()
         keep = {s.id for s in slots if not (s.op_only or s.switches & off)}
