@@ -217,6 +217,8 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
             before_of[k] = running
             running = running + row.act
 
+    # a reduce-scatter output made beside the sharded gradient: cast to the gradient dtype, or accumulated into it
+    beside = maximum(acc, gt(abs(w.g - brd), 0.0))
     out: list[Instant] = []
     if has_o:
         o_gathered = 0.0 if root else bc * o_elems
@@ -279,6 +281,8 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
         res_c = res - (0.0 if reshard else block_bytes[pos])
         out.append(Instant(f"(c) {name} post-backward", grads, before, res_c + brd * e_l + pf,
                            head_grad + work_c, k))
+        out.append(Instant(f"(c) {name} reduce-scatter output", grads_after(done + w.g * e_l / os), before,
+                           res_c + brd * e_l + pf + brd * e_l / os * beside, head_grad + work_c - bc * e_l, k))
         done = done + w.g * e_l / os
         if not reshard:
             released = released + block_bytes[pos]
@@ -295,9 +299,14 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
             incoming = where(par.sp, maximum(incoming, bc * e_elems), incoming)
         out.append(Instant("e1: embedding backward", grads, 0.0, bc * unit + block0,
                            head_grad + emb_grad + incoming))
-        done_e = done + w.g * (o_elems if root else e_elems) / os
-        out.append(Instant("e2: root post-backward" if root else "e2: E-unit post-backward",
-                           grads_after(done_e), 0.0, brd * unit, bc * unit))
+        # FSDP2's post-backward (_fsdp_collectives.foreach_reduce): the copy-in holds the unit's unsharded gradients
+        # and its reduce-scatter input at once; only then are the gradients freed and the reduce-scatter output (the
+        # unit's sharded gradient, reduce dtype; cast to the parameter dtype beside it when they differ; added into
+        # the held one when accumulating) made while the input still lives — with os = 1 that can be the larger
+        name = "e2: root post-backward" if root else "e2: E-unit post-backward"
+        out.append(Instant(f"{name} copy-in", grads, 0.0, brd * unit, bc * unit))
+        out.append(Instant(f"{name} reduce-scatter output", grads_after(done + w.g * unit / os), 0.0,
+                           brd * unit + brd * unit / os * beside, 0.0))
     if not out:  # a stage with no blocks, E or O (e.g. only noop layers)
         out.append(Instant("idle", grads_after(0.0), 0.0, res_base, 0.0))
     return out

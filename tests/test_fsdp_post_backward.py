@@ -1,0 +1,84 @@
+"""FSDP2's post-backward of the last unit (e2), derived by hand from PyTorch's source (issue 10 item 3).
+
+``FSDPParamGroup.post_backward`` (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py) takes the unit's
+unsharded gradients off the parameters and calls ``foreach_reduce`` (_fsdp_collectives.py), which
+
+1. allocates the reduce-scatter input (β_rd per element of the unit) and copies the unsharded gradients into it —
+   both are live at once (the copy-in);
+2. only then clears the list holding the unsharded gradients (``unsharded_grads.clear()``), and on the
+   reduce-scatter stream allocates the output (β_rd per element / os) while the input still lives; with
+   reduce dtype = parameter dtype the output *is* the new sharded gradient (a view, ``as_strided``), otherwise
+   it is cast beside it, and with accumulation it is added into the gradient held already.
+
+So the unit's sharded gradient does not exist at the copy-in: the peak of the step is
+max(copy-in, reduce-scatter output) on top of the gradients of the units posted back before. The estimate counted
+the head's sharded gradient as already reduced at the copy-in (the root layout; the E unit's own in the torchtitan
+layout) — high by β_g·E/os.
+"""
+
+from __future__ import annotations
+
+from estimator import ModelSpec, RecomputePlan, RunOptions, ShardingSpec, Strategy, estimate, find_preset
+
+H100 = find_preset("H100-80G")
+
+# Llama-3-8B dimensions, 4 layers: a short-sequence, full-recompute plan whose peak is the last post-backward
+H, A, KV, DH, FF, V, L = 4096, 32, 8, 128, 14336, 128256, 4
+MODEL = ModelSpec(name="llama3-8b-4l", hidden_size=H, num_layers=L, num_attention_heads=A, num_kv_heads=KV,
+                  head_dim=DH, ffn_hidden_size=FF, vocab_size=V)
+BLOCK = H * A * DH + 2 * H * KV * DH + A * DH * H + 3 * H * FF + 2 * H  # q, k, v, o, w1 w2 w3, two norms
+EMB = HEAD = V * H
+ROOT = EMB + HEAD + H  # root unit: embedding, final norm, head
+P = G = RD = 4
+C = 2
+
+
+def _stage(layout: str, dp: int, reduce_bytes: int = RD):
+    strategy = Strategy(seq_length=1024, dp=dp, param_bytes=P, grad_bytes=G, reduce_bytes=reduce_bytes,
+                        compute_bytes=C, flash_attention=True, recompute=RecomputePlan(default_mode="full"),
+                        sharding=ShardingSpec(mode="fsdp", fsdp_layout=layout))
+    options = RunOptions(framework="hyperparallel", optimizer_impl="foreach", reserve=0, kv_repeat=False)
+    return estimate(MODEL, strategy, H100, options).stages[0]
+
+
+def _static(dp: int) -> int:
+    elems = L * BLOCK + ROOT
+    return P * elems // dp + 2 * 4 * elems // dp  # sharded fp32 parameters + Adam's two fp32 states
+
+
+def test_root_copy_in_holds_no_sharded_gradient_of_the_root():
+    stage = _stage("root", 8)
+    before = G * L * BLOCK // 8                     # the blocks' sharded gradients (posted back earlier)
+    copy_in = before + RD * ROOT + C * ROOT         # + reduce-scatter input + the root's unsharded gradients
+    assert stage.total == _static(8) + copy_in      # 9,624,975,360 B; the head's 262,668,288 B no longer in
+    assert stage.total == 9_624_975_360
+    assert stage.peak_instant == "e2: root post-backward copy-in"
+    assert stage.bytes_by_category["gradients"] == before
+    assert stage.bytes_by_category["communication_buffers"] == RD * ROOT
+    assert stage.bytes_by_category["working_overhead"] == C * ROOT
+
+
+def test_one_way_shard_peaks_at_the_reduce_scatter_output():
+    # os = 1: the output (β_rd·E, the sharded gradient itself) is larger than the freed β_c·E unsharded gradients
+    stage = _stage("root", 1)
+    before = G * L * BLOCK
+    assert stage.peak_instant == "e2: root post-backward reduce-scatter output"
+    assert stage.total == _static(1) + before + G * ROOT + RD * ROOT
+    assert stage.bytes_by_category["gradients"] == before + G * ROOT
+
+
+def test_torchtitan_e_unit_copy_in():
+    # torchtitan layout: the E unit [embedding] posts back last; the O unit [norm, head] earlier
+    stage = _stage("torchtitan", 8)
+    before = G * (L * BLOCK + HEAD + H) // 8
+    assert stage.peak_instant == "e2: E-unit post-backward copy-in"
+    assert stage.total == _static(8) + before + RD * EMB + C * EMB
+
+
+def test_reduce_dtype_cast_keeps_the_output_beside_the_gradient():
+    # bf16 reduce, fp32 gradients, os = 1: the bf16 output (2·E) and its fp32 cast (4·E) are live together beside
+    # the input (2·E); the copy-in holds 2·E + 2·E
+    stage = _stage("root", 1, reduce_bytes=2)
+    before = G * L * BLOCK
+    assert stage.peak_instant == "e2: root post-backward reduce-scatter output"
+    assert stage.total == _static(1) + before + G * ROOT + 2 * ROOT + 2 * ROOT
