@@ -50,7 +50,7 @@ def test_root_copy_in_holds_no_sharded_gradient_of_the_root():
     stage = _stage("root", 8)
     before = G * L * BLOCK // 8                     # the blocks' sharded gradients (posted back earlier)
     copy_in = before + RD * ROOT + C * ROOT         # + reduce-scatter input + the root's unsharded gradients
-    assert stage.total == _static(8) + copy_in      # 9,624,975,360 B; the head's 262,668,288 B no longer in
+    assert stage.total == _static(8) + copy_in      # the O part's sharded gradient (262,670,336 B) no longer in
     assert stage.total == 9_624_975_360
     assert stage.peak_instant == "e2: root post-backward copy-in"
     assert stage.bytes_by_category["gradients"] == before
