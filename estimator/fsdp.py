@@ -180,6 +180,12 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
         # torchtitan layout with tied embeddings: one unit [embedding, final norm, head], priced as O
         o_elems, e_elems = o_elems + e_elems, 0.0
     units = [row.local.total for row in blocks] + ([o_elems] if o_rows else []) + ([e_elems] if e_rows else [])
+    # the unit's last parameter (torchtitan and HF order: the head after the final norm; the E unit's embedding)
+    # keeps its unsharded gradient through the reduce-scatter when os > 1: foreach_reduce's Shard(i) loop variable
+    # still holds the list's last element after ``unsharded_grads.clear()`` (a block's last one is a norm weight)
+    held = bc * gt(os, 1)
+    o_last: Num = 0.0 if d.tie else _largest_param(o_rows)
+    e_last: Num = 0.0 if (d.tie and o_rows and not root) else _largest_param(e_rows)
 
     # gradients (D51): progressive sharded gradients of the units whose post-backward has run; with
     # accumulation every unit holds them (sync every micro-batch: sharded; deferred: unsharded β_rd·E_u)
@@ -229,6 +235,9 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
             act = sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
             out.append(Instant("O: O-unit post-backward", grads_after(0.0), act,
                                res_base + brd * o_elems + pf, bc * o_elems + T * bc * d.h / par.sp_div))
+            out.append(Instant("O: O-unit post-backward reduce-scatter output", grads_after(w.g * o_elems / os), act,
+                               res_base + brd * o_elems * (1 + beside / os) + pf,
+                               held * o_last + T * bc * d.h / par.sp_div))
     done: Num = w.g * o_elems / os if (has_o and not root) else 0.0
     released: Num = 0.0  # resident blocks already posted back (not resharding: they leave Res)
     per_cost: dict[int, tuple[Num, Num, Num, Num, Num]] = {}
@@ -306,9 +315,17 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
         name = "e2: root post-backward" if root else "e2: E-unit post-backward"
         out.append(Instant(f"{name} copy-in", grads, 0.0, brd * unit, bc * unit))
         out.append(Instant(f"{name} reduce-scatter output", grads_after(done + w.g * unit / os), 0.0,
-                           brd * unit + brd * unit / os * beside, 0.0))
+                           brd * unit + brd * unit / os * beside, held * (o_last if root else e_last)))
     if not out:  # a stage with no blocks, E or O (e.g. only noop layers)
         out.append(Instant("idle", grads_after(0.0), 0.0, res_base, 0.0))
+    return out
+
+
+def _largest_param(rows: list[Row]) -> Num:
+    """The largest local parameter of the rows (0 for none)."""
+    out: Num = 0.0
+    for row in rows:
+        out = maximum(out, row.local.largest)
     return out
 
 
