@@ -303,3 +303,16 @@ def _mutations(draw):
 @given(_mutations())
 def test_fuzzed_inputs_raise_only_sapp_errors(tmp_path, case):
     read_estimate_export(tmp_path, *case, devices=32)
+
+
+def test_a_device_count_of_zero_is_refused_by_name():
+    # found by the HyperParallel fuzz test: a Megatron-Bridge recipe reached the shared argument reader with 0
+    # devices, and 0 % (tp·pp·cp) == 0 let dp 0 through to a division by zero
+    from estimator.formats.megatron import read_recipe
+
+    data = {"ARGS": {"--num-layers": 2, "--hidden-size": 64, "--num-attention-heads": 4, "--seq-length": 128,
+                     "--max-position-embeddings": 128, "--micro-batch-size": 1, "--global-batch-size": 8,
+                     "--vocab-size": 1000}}
+    with pytest.raises(ConfigError, match=r"must be at least 1; got 0") as caught:
+        read_recipe("", "recipe.yaml", data, 0)
+    assert caught.value.key == "--devices"

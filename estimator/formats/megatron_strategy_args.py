@@ -77,6 +77,9 @@ def read_strategy(fl: FlagQueries, out: Collector, world: int, how: str, dialect
         if value is not None:
             put(f"strategy.{key}", value, flag)
     t, p, cp = deg["tp"], deg["pp"], deg["cp"]
+    if world < 1:  # a device count of 0 would divide every degree product and leave dp 0
+        raise ConfigError(msg("megatron_strategy_args.devices-at-least-one", world=world, how=how),
+                          path=out.path, key=how)
     if world % (t * p * cp):
         raise ConfigError(msg("megatron_strategy_args.devices-divisible-tp", world=world, how=how, t=t, p=p, cp=cp),
                           path=out.path, key="--tensor-model-parallel-size")
