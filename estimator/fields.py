@@ -16,7 +16,7 @@ from typing import Any
 from .errors import ConfigError
 from .hardware import Hardware
 from .limits import MAX_LAYERS, VISION_BOUNDS, Bound, bound_of, check_list, check_number, short_repr
-from .messages import msg
+from .messages import msg, reason
 from .model import LayerGroup, ModelSpec
 from .nearest import suggest
 from .options import RunOptions
@@ -250,7 +250,7 @@ def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
         try:
             return parse_size(value)
         except ValueError as exc:
-            raise ConfigError(str(exc), path=where, key=key) from None
+            raise ConfigError(reason(exc), path=where, key=key) from None
     if info.name == "recompute" and info.section == "strategy":
         return value  # handled by apply_field: a mode or per-stage counts
     kind = info.kind

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from .errors import ConfigError
 from .inputs import load_yaml, read_text
-from .messages import msg
+from .messages import msg, reason
 from .records import Record
 from .sources import Source, Vouch, read_sources, resolve_source
 from .units import parse_size
@@ -174,7 +174,7 @@ def _size(data: dict[str, Any], key: str, where: str) -> float | None:
     try:
         return parse_size(data[key])
     except ValueError as exc:
-        raise ConfigError(str(exc), path=where, key=key) from None
+        raise ConfigError(reason(exc), path=where, key=key) from None
 
 
 def _per_runtime(data: dict[str, Any], key: str, where: str) -> tuple[tuple[str, float], ...]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from .messages import msg
+
 GiB = 1 << 30
 MiB = 1 << 20
 KiB = 1 << 10
@@ -22,24 +24,23 @@ def parse_size(value: str | int | float) -> float:
     Raises ``ValueError`` with the accepted forms when the string cannot be read.
     """
     if isinstance(value, bool):
-        raise ValueError(f"size must be a number or a string like '58GB'; got {value!r}")
+        raise ValueError(msg("units.size-must-number", value=value))
     if isinstance(value, (int, float)):
         if not value >= 0 or value >= float("inf"):  # NaN fails every comparison
-            raise ValueError(f"size must be a finite number of bytes, not negative; got {value!r}")
+            raise ValueError(msg("units.size-must-finite", value=value))
         try:
             return float(value)
         except OverflowError:
-            raise ValueError(f"size of {len(str(value))} digits is too large to be a number") from None
+            raise ValueError(msg("units.size-digits-too", digits=len(str(value)))) from None
     match = _SIZE_RE.match(str(value))
     if not match:
         raise ValueError(
-            f"cannot read size {value!r}: use a number of bytes or a number with a unit "
-            "such as '58GB', '1.5GiB', '512MB' (units are binary: 1 GB = 2^30 bytes)"
+            msg("units.cannot-read-size", value=value)
         )
     number, prefix, _i, _b = match.groups()
     size = float(number) * (KiB ** _POWERS[prefix.upper()])
     if size == float("inf"):
-        raise ValueError(f"size {value!r} is too large to be a number")
+        raise ValueError(msg("units.size-too-large", value=value))
     return size
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ..messages import msg
+from ..messages import msg, reason
 from ..units import parse_size
 from ..warnings import Assumption
 from .mindformers_features import FeatureReader
@@ -389,7 +389,7 @@ class MindFormersReader(ModelReader, FeatureReader):
             try:
                 size = parse_size(memory)
             except ValueError as exc:
-                raise self.fail(keys, str(exc)) from None
+                raise self.fail(keys, reason(exc)) from None
             if not 0 < size < 1 << 50:
                 raise self.fail(keys, msg("mindformers_read.plausible-device-memory", memory=memory))
             self.put_at("options.max_device_memory", size, keys)

@@ -518,8 +518,11 @@ def data_kind_assumptions(kinds: Iterable[str]) -> list[Any]:
     for name in used:
         data = get_kind(name)
         if data is not None:
-            out.append(Assumption(f"layer kind {name}", data.base,
-                                  f"described by {data.source} ({data.origin}): {data.description}".rstrip(": ")))
+            description = data.description.rstrip(": ")
+            said = msg("kinds.described-by.description", source=data.source, origin=data.origin,
+                       description=description) if description else \
+                msg("kinds.described-by", source=data.source, origin=data.origin)
+            out.append(Assumption(f"layer kind {name}", data.base, said))
     for name, override in applied_overrides(used):
         slot = override.slot
         value = slot.bytes.text if slot.bytes is not None else (slot.cls or ",".join(slot.switches or ()))

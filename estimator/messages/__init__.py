@@ -69,10 +69,10 @@ def msg(key: str, /, **params: Any) -> Message:
     return Message(key, tuple(params.items()))
 
 
-def joined(messages: list[Message] | tuple[Message, ...]) -> Message:
-    """Several messages as one, separated by "; " (Chinese: "；")."""
+def joined(messages: list[Message] | tuple[Message, ...], separator: str = "list.semicolons") -> Message:
+    """Several messages as one, separated by "; " (Chinese: "；"), or one a line (``separator="list.lines"``)."""
     first, *rest = messages
-    return first if not rest else msg("list.semicolons", first=first, rest=joined(rest))
+    return first if not rest else Message(separator, (("first", first), ("rest", joined(rest, separator))))
 
 
 Text = str | Message
@@ -98,6 +98,12 @@ def english(text: Text) -> str:
 
 def message_of(text: Text) -> Message | None:
     return text if isinstance(text, Message) else None
+
+
+def reason(exc: BaseException) -> Text:
+    """What an exception says: the catalogue message it was raised with (``ValueError(msg(…))``), else its text."""
+    first = exc.args[0] if exc.args else None
+    return first if isinstance(first, Message) else str(exc)
 
 
 @cache
@@ -139,4 +145,4 @@ class _Formatter(string.Formatter):
 
 
 __all__ = ["CHINESE", "ENGLISH", "LANGUAGES", "Listing", "Message", "Text", "catalogue", "english", "fields", "joined",
-           "localize", "message_of", "msg"]
+           "localize", "message_of", "msg", "reason"]

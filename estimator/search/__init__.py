@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import SappError
 from ..estimate import estimate
+from ..messages import Message, joined, msg
 from ..parsed import ParsedConfig
 from ..result import Result
 from ..strategy import Strategy
@@ -295,7 +296,7 @@ def _mem_text(cands: Candidates, derived, priced, k: int, budget: float) -> str:
             f"by {(peak - budget) / GiB:.2f} GiB")
 
 
-def _no_candidates_message(parsed: ParsedConfig, space: SearchSpace) -> str:
+def _no_candidates_message(parsed: ParsedConfig, space: SearchSpace) -> Message:
     """Nothing could even be enumerated: degrees that cannot split the devices."""
     n = space.devices
     problems = []
@@ -304,17 +305,16 @@ def _no_candidates_message(parsed: ParsedConfig, space: SearchSpace) -> str:
         values = dim.values if dim is not None and not dim.auto else (() if dim is not None else (parsed_value,))
         bad = [v for v in values if n % v]
         if bad:
-            problems.append(f"{name}={','.join(map(str, bad))} does not divide the {n} devices")
-    detail = "; ".join(problems) if problems else (f"no product tp·pp·cp of the allowed values divides the {n} "
-                                                   "devices")
-    return f"no candidate can be formed: {detail} (every device is used: dp = devices/(tp·pp·cp))"
+            problems.append(msg("search.degree-does-not-divide", name=name, values=",".join(map(str, bad)), n=n))
+    detail = joined(problems) if problems else msg("search.no-product-divides", n=n)
+    return msg("search.no-candidate", detail=detail)
 
 
-def _empty_message(total: int, refused: dict[str, int], examples: dict[str, str]) -> str:
-    lines = [f"no candidate survives: all {total} were refused"]
+def _empty_message(total: int, refused: dict[str, int], examples: dict[str, str]) -> Message:
+    lines = [msg("search.none-survives", total=total)]
     for code, count in sorted(refused.items(), key=lambda kv: -kv[1]):
-        lines.append(f"  {code}: {count} (e.g. {examples[code]})")
-    return "\n".join(lines)
+        lines.append(msg("search.refused-line", code=code, count=count, example=examples[code]))
+    return joined(lines, separator="list.lines")
 
 
 __all__ = ["Bounds", "CurrentPlan", "Dim", "RankedRow", "SearchResult", "SearchSpace", "parse_dims", "search"]

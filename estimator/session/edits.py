@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import ConfigError, SappError, Violation
 from ..fields import ALIASES
 from ..hardware import Hardware, find_preset
-from ..messages import ENGLISH, Text, localize, msg
+from ..messages import ENGLISH, Text, localize, msg, reason
 from ..parsed import ParsedConfig, Provenance, apply_changes
 from ..strategy import Strategy
 from ..units import parse_size
@@ -112,7 +112,7 @@ def apply_hardware(parsed: ParsedConfig, changes: dict[str, Any], presets: Seque
         try:
             capacity = parse_size(changes["hardware.capacity"])
         except ValueError as exc:
-            raise ConfigError(str(exc), key="hardware.capacity") from None
+            raise ConfigError(reason(exc), key="hardware.capacity") from None
         if capacity <= 0:
             raise ConfigError(msg("edits.capacity-must-positive"), key="hardware.capacity")
         hardware = hardware.replace(capacity=capacity)
