@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from .explain import Quantity
-from .messages import Message
+from .messages import Message, Text, english
 from .units import round_half_up
 from .warnings import Assumption, EstimateWarning
 
@@ -28,7 +28,13 @@ class LayerRow:
     chunk: int = 0
     option: str = "none"
     inflight: int = 0         # micro-batches (slices) whose activations the row holds at the peak point
-    note: str = ""
+    note: Text = ""           # English (as the JSON); a catalogue message is kept in ``said`` for the app
+    said: Message | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.note, Message):
+            object.__setattr__(self, "said", self.note)
+            object.__setattr__(self, "note", english(self.note))
 
     @property
     def total(self) -> float:

@@ -117,7 +117,7 @@ class LayerChart(StackedBarChart):
         if row.inflight:
             extra.append(translate("LayerChart", "activations of {0} micro-batch(es) in flight").format(row.inflight))
         if row.note:
-            extra.append(row.note)
+            extra.append(said(row.said or row.note))
         if extra:
             html += "<br>" + "<br>".join(extra)
         return html

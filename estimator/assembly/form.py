@@ -20,6 +20,7 @@ import numpy as np
 
 from ..arr import Num
 from ..layout import VISION, Item, Layout
+from ..messages import Text, msg
 from ..stage import Entry, Row, cost_key, stage_entries
 
 Coefs = tuple[tuple[int, Num], ...]  # (key, coefficient) pairs
@@ -56,10 +57,10 @@ class StageForm:
         return len(self.counts)
 
 
-def row_label(row: Row | Entry) -> str:
+def row_label(row: Row | Entry) -> Text:
     item = row.item
     if item.index is not None and item.index >= 0:
-        return f"{item.kind} layer {item.index} ({item.option})"
+        return msg("explain.row-layer", kind=item.kind, index=item.index, option=item.option)
     return item.kind
 
 

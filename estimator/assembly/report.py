@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ..arr import Num, is_array
 from ..explain import CATEGORY_LABELS, Quantity, sum_node
 from ..kinds import notes as kind_notes
-from ..messages import Text, english, msg
+from ..messages import Text, msg
 from ..result import CATEGORIES, LayerRow
 from ..stage import Row, StagePricer
 from ..static import Local, fp8_weight_bytes
@@ -18,11 +18,12 @@ from . import terms
 from .form import StageForm, row_label
 from .memory import StageMemory
 
-V_LABELS = ("", "chunk 0 forward + chunk 1 backward", "chunk 1 forward + chunk 0 backward")
-BUFFER_PARTS = (("SP gather", "C-BUF.sp"), ("CP exchange", "C-BUF.cp"), ("EP dispatch/combine", "C-BUF.ep"),
-                ("weight re-gather", "C-BUF.dp"), ("PP send/recv", "C-BUF.pp"))
+V_LABELS = ("", msg("explain.v-pair.first"), msg("explain.v-pair.second"))
+BUFFER_PARTS = ((msg("explain.buffer.sp"), "C-BUF.sp"), (msg("explain.buffer.cp"), "C-BUF.cp"),
+                (msg("explain.buffer.ep"), "C-BUF.ep"), (msg("explain.buffer.dp"), "C-BUF.dp"),
+                (msg("explain.buffer.pp"), "C-BUF.pp"))
 # DeepSpeed (hf_trainer): the dp part is the ZeRO buckets and the ZeRO-3 gathered window
-ZERO_BUFFER_PARTS = (*BUFFER_PARTS[:3], ("ZeRO buckets and gathered window", "C-BUF.zero"), BUFFER_PARTS[4])
+ZERO_BUFFER_PARTS = (*BUFFER_PARTS[:3], (msg("explain.buffer.zero"), "C-BUF.zero"), BUFFER_PARTS[4])
 
 
 def _row_bytes(pricer: StagePricer, row: Row, n: Num, instants: bool) -> tuple[Num, ...]:
@@ -41,7 +42,7 @@ def _one(category: str, value: Num) -> tuple[Num, ...]:
     return tuple(value if name == category else 0 for name in CATEGORIES)
 
 
-def working_label(form: StageForm, rows: Sequence[Row], mem: StageMemory) -> str:
+def working_label(form: StageForm, rows: Sequence[Row], mem: StageMemory) -> Text:
     """Where the working set peaks: the walk position that wins, or the V schedules' overlapped pair."""
     chunk, at = mem.working_from
     if chunk < 0:
@@ -51,14 +52,14 @@ def working_label(form: StageForm, rows: Sequence[Row], mem: StageMemory) -> str
     return row_label(rows[form.walks[chunk][at].row])
 
 
-def transient_label(pricer: StagePricer, form: StageForm, rows: Sequence[Row], mem: StageMemory) -> str:
+def transient_label(pricer: StagePricer, form: StageForm, rows: Sequence[Row], mem: StageMemory) -> Text:
     if pricer.r.flags.comm_buffer_mode == "upstream_sum":
-        return "upstream per-layer sum"
+        return msg("explain.upstream-sum")
     chunk, key = mem.transient_from
     if key < 0:
         return ""
     cost = pricer.cost(*form.keys[key])
-    return "largest: " + row_label(next(row for row in rows if row.chunk == chunk and row.cost is cost))
+    return msg("explain.largest", row=row_label(next(row for row in rows if row.chunk == chunk and row.cost is cost)))
 
 
 def point_label(points, mem: StageMemory) -> Text:
@@ -94,7 +95,7 @@ def layer_rows(pricer: StagePricer, form: StageForm, rows: Sequence[Row], mem: S
                             note=transient_label(pricer, form, rows, mem)))
     for term, (value, view) in zip(terms.STAGE_TERMS, mem.stage_terms, strict=True):
         out.append(LayerRow(term.row, _one(term.category, value), note="" if is_array(view.groups) else
-                            english(term.note(view))))
+                            term.note(view)))
     return tuple(out)
 
 
@@ -122,7 +123,7 @@ def explain_tree(pricer: StagePricer, stage: int, rows: Sequence[Row], mem: Stag
                 leaves.append(_stage_leaf(name, label, value, lr, rows, pricer.r.flags.zero is not None))
             else:
                 term, (_value, view) = source
-                leaves.append(Quantity(label, value, term.id, term.inputs(view), note=lr.note))
+                leaves.append(Quantity(label, value, term.id, term.inputs(view), note=lr.said or lr.note))
         children.append(sum_node(CATEGORY_LABELS[name], leaves))
     total = sum_node(msg("explain.stage-total", stage=stage), children, "M-STAGE", note=point)
     total.inputs = dict(mem.categories)
@@ -210,11 +211,12 @@ def _peft_leaf(pricer: StagePricer, category: str, label: Text, value: float, lo
 def _stage_leaf(category: str, label: Text, value: float, lr: LayerRow, rows: Sequence[Row], zero: bool) -> Quantity:
     if category == "communication_buffers":
         if not rows:
-            return Quantity(label, value, "C-BUF", note=lr.note)
+            return Quantity(label, value, "C-BUF", note=lr.said or lr.note)
         top = max(rows, key=lambda row: row.transient)
         parts = ZERO_BUFFER_PARTS if zero else BUFFER_PARTS
         children = [Quantity(n, float(v), fid) for (n, fid), v in zip(parts, top.parts, strict=True) if v]
         exact = abs(sum(c.value for c in children) - value) <= 1e-9 * max(1.0, value)
+        note = lr.said or lr.note
         return Quantity(label, value, "C-BUF", children=children, op="sum" if children and exact else "formula",
-                        note=lr.note if exact else msg("explain.children-largest-layer", note=lr.note))
-    return Quantity(label, value, "W-BWD", note=msg("explain.largest-need", note=lr.note) if lr.note else "")
+                        note=note if exact else msg("explain.children-largest-layer", note=note))
+    return Quantity(label, value, "W-BWD", note=msg("explain.largest-need", note=lr.said or lr.note) if lr.note else "")
