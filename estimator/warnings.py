@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import ENGLISH, Message, Text, english, message_of
+from .messages import ENGLISH, Message, Text, english, message_of, msg
 from .records import IN_MEMORY, Record
 
 
@@ -51,7 +51,8 @@ class Assumption(Record):
         return self.catalogued.render(language) if self.catalogued else self.source
 
     def localized(self, language: str = ENGLISH) -> str:
-        return f"{self.field} = {self.value!r} ({self.source_in(language)})"
+        return msg("assumption.line", field=self.field, value=self.value,
+                   source=self.source_in(language)).render(language)
 
     def __str__(self) -> str:
         return self.localized(ENGLISH)

@@ -278,7 +278,8 @@ def test_text_from_outside_stays_as_written() -> None:
     assert str(ConfigError("plain words", path="p.yaml")) == "p.yaml: plain words"
     assert ConfigError("plain words").localized(CHINESE) == "plain words"
     assumption = Assumption("strategy.tp", 1, "from a JSON file")
-    assert assumption.localized(CHINESE) == "strategy.tp = 1 (from a JSON file)"
+    assert str(assumption) == "strategy.tp = 1 (from a JSON file)"
+    assert assumption.localized(CHINESE) == "strategy.tp = 1（from a JSON file）"  # only the brackets are Chinese
 
 
 def test_a_missing_translation_falls_back_to_english_never_crashes() -> None:
