@@ -203,8 +203,12 @@ def _method(out: Collector, data: dict[str, Any], path: str) -> None:
         n = to_int(data.get("freeze_trainable_layers", 2), path, "freeze_trainable_layers", minimum=-MAX_LAYERS,
                    maximum=MAX_LAYERS)
         # LLaMA-Factory: the last n layers, or with a negative count the first -n
-        which = f"the last {n}" if n > 0 else f"the first {-n}" if n < 0 else "none of the"
-        out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.finetuning_type-freeze-only", which=which))
+        if n > 0:
+            out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.freeze-last", n=n))
+        elif n < 0:
+            out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.freeze-first", n=-n))
+        else:
+            out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.freeze-none"))
     elif kind == "lora":
         if "finetuning_type" in data:
             out.put("strategy.peft", "lora", "finetuning_type")
