@@ -16,6 +16,7 @@ import numpy as np
 
 from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximum, minimum, pick, where
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
+from .messages import Message, Text, msg
 from .stage import EMBEDDING_COPY, Row, StagePricer
 from .static import gather_bytes
 
@@ -26,7 +27,7 @@ ATTN_INPUTS = frozenset({"a.norm_in", "a.norm_out"})
 
 @dataclass(frozen=True)
 class Instant:
-    name: str
+    name: Text  # a catalogue message (its English text is the result's peak_instant)
     gradients: Num
     activations: Num
     comm: Num
@@ -37,9 +38,12 @@ class Instant:
     def dynamic(self) -> Num:
         return self.gradients + self.activations + self.comm + self.working
 
-    def named(self, rows: list[Row]) -> str:
+    def named(self, rows: list[Row]) -> Text:
         """The name with the block's layer index (walks are shared by the stages holding the same rows)."""
-        return self.name.format(block=rows[self.focus].item.index) if self.focus >= 0 else self.name
+        if self.focus < 0 or not isinstance(self.name, Message):
+            return self.name
+        index = rows[self.focus].item.index
+        return Message(self.name.key, tuple((k, index if k == "block" else v) for k, v in self.name.params))
 
 
 def _is_block(row: Row) -> bool:
@@ -87,7 +91,8 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
     several = len(points) > 1
     if isinstance(c, int) and not is_array(*won):
         a_h, walk, where_, k_j = walks[c]
-        name = walk[k_j].named(rows) + (f" after {where_}" if several else "")
+        named = walk[k_j].named(rows)
+        name = msg("explain.instant-after", name=named, where=where_) if several else named
         counts = max(points, key=lambda pt: sum(pt.counts)).counts
     else:
         name, counts = "", points[0].counts
@@ -229,13 +234,13 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
     if has_o:
         o_gathered = 0.0 if root else bc * o_elems
         loss = pricer.loss_working()
-        out.append(Instant("L: loss backward", grads_after(0.0), running, res_base + o_gathered, loss))
+        out.append(Instant(msg("fsdp.loss"), grads_after(0.0), running, res_base + o_gathered, loss))
         if not root:
             pf = prefetch(block_bytes[-1], not reshard) if chunk_blocks else 0.0
             act = sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
-            out.append(Instant("O: O-unit post-backward", grads_after(0.0), act,
+            out.append(Instant(msg("fsdp.o-unit"), grads_after(0.0), act,
                                res_base + brd * o_elems + pf, bc * o_elems + T * bc * d.h / par.sp_div))
-            out.append(Instant("O: O-unit post-backward reduce-scatter output", grads_after(w.g * o_elems / os), act,
+            out.append(Instant(msg("fsdp.o-unit.output"), grads_after(w.g * o_elems / os), act,
                                res_base + brd * o_elems * (1 + beside / os) + pf,
                                held * o_last + T * bc * d.h / par.sp_div))
     done: Num = w.g * o_elems / os if (has_o and not root) else 0.0
@@ -281,16 +286,13 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
             if not reshard:
                 released = released + block_bytes[pos]
             continue
-        name = "block {block}"  # each stage names its own layer (Instant.named)
-        comm_ab = res + gather + pf + rs
-        out.append(Instant(f"(a) {name} gated-activation backward", grads, before + stored_a, comm_ab,
-                           head_grad + work_a, k))
-        out.append(Instant(f"(b) {name} end of attention backward", grads, before + stored_b, comm_ab,
-                           head_grad + work_b, k))
+        comm_ab = res + gather + pf + rs  # each stage names its own layer in the instants (Instant.named)
+        out.append(Instant(msg("fsdp.block.a", block=None), grads, before + stored_a, comm_ab, head_grad + work_a, k))
+        out.append(Instant(msg("fsdp.block.b", block=None), grads, before + stored_b, comm_ab, head_grad + work_b, k))
         res_c = res - (0.0 if reshard else block_bytes[pos])
-        out.append(Instant(f"(c) {name} post-backward", grads, before, res_c + brd * e_l + pf,
+        out.append(Instant(msg("fsdp.block.c", block=None), grads, before, res_c + brd * e_l + pf,
                            head_grad + work_c, k))
-        out.append(Instant(f"(c) {name} reduce-scatter output", grads_after(done + w.g * e_l / os), before,
+        out.append(Instant(msg("fsdp.block.c-output", block=None), grads_after(done + w.g * e_l / os), before,
                            res_c + brd * e_l + pf + brd * e_l / os * beside, head_grad + work_c - bc * e_l, k))
         done = done + w.g * e_l / os
         if not reshard:
@@ -306,18 +308,19 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
             # (docs/model.md#instants)
             emb_grad = where(par.sp, bc * pricer.vpad * d.h, emb_grad)
             incoming = where(par.sp, maximum(incoming, bc * e_elems), incoming)
-        out.append(Instant("e1: embedding backward", grads, 0.0, bc * unit + block0,
+        out.append(Instant(msg("fsdp.e1"), grads, 0.0, bc * unit + block0,
                            head_grad + emb_grad + incoming))
         # FSDP2's post-backward (_fsdp_collectives.foreach_reduce): the copy-in holds the unit's unsharded gradients
         # and its reduce-scatter input at once; only then are the gradients freed and the reduce-scatter output (the
         # unit's sharded gradient, reduce dtype; cast to the parameter dtype beside it when they differ; added into
         # the held one when accumulating) made while the input still lives — with os = 1 that can be the larger
-        name = "e2: root post-backward" if root else "e2: E-unit post-backward"
-        out.append(Instant(f"{name} copy-in", grads, 0.0, brd * unit, bc * unit))
-        out.append(Instant(f"{name} reduce-scatter output", grads_after(done + w.g * unit / os), 0.0,
+        copy_in, output = (msg("fsdp.e2.root.copy-in"), msg("fsdp.e2.root.output")) if root else \
+            (msg("fsdp.e2.unit.copy-in"), msg("fsdp.e2.unit.output"))
+        out.append(Instant(copy_in, grads, 0.0, brd * unit, bc * unit))
+        out.append(Instant(output, grads_after(done + w.g * unit / os), 0.0,
                            brd * unit + brd * unit / os * beside, held * (o_last if root else e_last)))
     if not out:  # a stage with no blocks, E or O (e.g. only noop layers)
-        out.append(Instant("idle", grads_after(0.0), 0.0, res_base, 0.0))
+        out.append(Instant(msg("fsdp.idle"), grads_after(0.0), 0.0, res_base, 0.0))
     return out
 
 
