@@ -12,8 +12,8 @@ parameters (``{stage}``, ``{size:,}``); a parameter may itself be a ``Message`` 
 a ``Listing`` or a list holding Messages (joined: ", " in English, "、" in Chinese) or an error or warning (said
 in the same language). ``tests/test_messages.py`` reads every ``msg`` call of the source and fails on a key
 missing from the catalogue, a parameter a template does not name (or the reverse), and on text handed to those
-constructors without a catalogue key. An entry without its ``zh_CN`` template is shown in English (the test
-counts those; none is left).
+constructors without a catalogue key, and on an entry without its ``zh_CN`` template (which the app would show
+in English, never as a key or a marker).
 """
 
 from __future__ import annotations
