@@ -94,3 +94,16 @@ def test_mindspeed_overlap_flags_are_read(shared_dir):
     assert (both.overlap_grad_reduce, both.overlap_param_gather) == (True, True)
     grads = parse([scripts / "msl_llama2_7b_pretrain_ptd.sh"]).strategy
     assert (grads.overlap_grad_reduce, grads.overlap_param_gather) == (True, False)
+
+
+def test_symmetric_memory_workspace_is_said_with_its_size():
+    """PyTorch's async TP keeps one symmetric-memory buffer per TP group grown to its largest request: the output
+    chunks' double buffer of matmul-reduce-scatter, 2·β_c·h·T/t (torch/distributed/_symmetric_memory)."""
+    from estimator import estimate
+
+    st = Strategy(seq_length=8192, tp=8, sequence_parallel=True, async_tp=True)
+    got = estimate(LLAMA3_8B, st, H100, RunOptions(framework="torchtitan"))
+    size = 2 * 2 * H * 8192 / 8 / 2**20
+    assert any(f"2·β_c·h·T/t = {size:,.0f} MiB per device" in w.text for w in got.warnings)
+    te = estimate(LLAMA3_8B, st, H100, MEGATRON)
+    assert any("TE userbuffers, MC2" in w.text for w in te.warnings)
