@@ -145,6 +145,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         payload["assumptions"] = [a.to_dict() for a in (*parsed.assumptions, *result.assumptions)]
         if args.explain:
             payload["explain"] = {str(s.index): s.explain.to_dict() for s in result.stages if s.explain}
+            if result.host is not None and result.host.used:
+                from .host import host_explain
+
+                payload["explain"]["host_memory"] = host_explain(result.host).to_dict()
         print(json.dumps(payload, indent=2, default=str))
     else:
         from .report import render_table
@@ -155,6 +159,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             if stage.explain is not None:
                 print()
                 print(stage.explain.render(max_depth=args.depth))
+            if result.host is not None and result.host.used:
+                from .host import host_explain
+
+                print()
+                print(host_explain(result.host).render(max_depth=args.depth))
     if args.check and not result.fits:
         return EXIT_DOES_NOT_FIT
     return 0

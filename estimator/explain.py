@@ -50,6 +50,8 @@ FORMULAS: dict[str, str] = {
     "F-INST": "max over FSDP2 instants of gradients + activations + communication_buffers + working_overhead",
     "F-UNIT": "β_c·E_u gathered per unit",
     "BUDGET": "(budget_override | framework limit | capacity) − margin",
+    "H-NODE": "devices_per_node · max over stages of H-DEVICE (against host_ram_per_node)",
+    "H-DEVICE": "Σ_j n_j·offload_chunk(j) + host-kept optimizer states + parameters + gradients",
 }
 
 # an Explain heading per memory category (its label stays the category's name, as the JSON and the app match it)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .explain import Quantity
     from .resolve import Resolved
     from .result import StageResult
 
@@ -78,6 +79,30 @@ def host_text(host: HostMemory | None) -> str | None:
             f"{host.per_node / gib:,.2f} GiB per node{ram}")
 
 
+def host_explain(host: HostMemory) -> Quantity:
+    """[H-NODE] the host-memory figure as an Explain tree: per node = per device × devices per node, the device
+    figure (the largest stage's) split by kind [H-DEVICE]."""
+    from .explain import Quantity
+    from .messages import msg
+
+    index = max(range(len(host.stages)), key=lambda i: host.stages[i].total)
+    stage = host.stages[index]
+    labels = {"activations": msg("host.kind.activations"), "optimizer_states": msg("host.kind.optimizer_states"),
+              "parameters": msg("host.kind.parameters"), "gradients": msg("host.kind.gradients")}
+    in_flight, all_step = msg("host.in-flight"), msg("host.all-step")
+    kinds = [Quantity(labels[kind], value, note=in_flight if kind == "activations" else all_step)
+             for kind, value in stage.to_dict().items() if kind != "total" and value]
+    device = Quantity(msg("host.per-device", stage=index), stage.total, "H-DEVICE", children=kinds, op="sum")
+    if host.ram_per_node is None:
+        ram = msg("host.no-ram")
+    else:
+        gib = f"{host.ram_per_node / 2**30:,.0f}"
+        ram = msg("host.ram-fits", ram=gib) if host.fits else msg("host.ram-over", ram=gib)
+    return Quantity(msg("host.per-node"), host.per_node, "H-NODE",
+                    {"devices_per_node": host.devices_per_node, "H-DEVICE": stage.total}, children=[device],
+                    note=ram)
+
+
 def host_memory(r: Resolved, stages: Sequence[StageResult]) -> HostMemory:
     """[H-NODE] the plan's host memory: per device (the largest stage, whose figure the assembler priced:
     ``StageResult.host_bytes``) and per node, against the preset's RAM."""
@@ -85,4 +110,4 @@ def host_memory(r: Resolved, stages: Sequence[StageResult]) -> HostMemory:
     return HostMemory(per_stage, r.hardware.devices_per_node, r.hardware.host_ram_per_node)
 
 
-__all__ = ["HostMemory", "HostStage", "host_memory", "host_text"]
+__all__ = ["HostMemory", "HostStage", "host_explain", "host_memory", "host_text"]

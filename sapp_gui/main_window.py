@@ -155,6 +155,7 @@ class MainWindow(QMainWindow):
         self.explain = ExplainView()
         self.explain_frame = StaleFrame(self.doc, self.explain)
         self.selection = SelectionController(self.chart, self.layer_chart, self.explain, self.runner)
+        self.summary.host.clicked.connect(self.selection.show_host)  # its Explain: how the host figure is made
         self.notes = NotesList()
         self.notes.extra_errors = (self.profile_problem,) if self.profile_problem else ()
         for view in (self.summary, self.chart, self.selection, self.forms, self.notes, self.fixes_bar):

@@ -1,11 +1,13 @@
 """What is selected in the charts and what that shows: a click on a stage segment opens the stage's
-per-layer bars and the segment's Explain trace; a click on a layer segment shows that layer's trace. Traces
-are priced on demand on the worker (once per drawn result) and kept while the bars stay the same."""
+per-layer bars and the segment's Explain trace; a click on a layer segment shows that layer's trace; a click on
+the host-memory tile shows how the host figure is made (always of the result on screen). Traces are priced on
+demand on the worker (once per drawn result) and kept while the bars stay the same."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QObject
 
+from estimator.host import host_explain
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
 from estimator.session import SessionEvent
@@ -33,6 +35,7 @@ class SelectionController(QObject):
         self.generation = -1
         self.explained: Outcome | None = None
         self.selection: tuple[int, str, int | None] | None = None  # stage, category, layer row
+        self.host_shown = False  # the Explain panel shows the host-memory figure
         chart.segment_clicked.connect(self._on_stage_segment)
         layer_chart.segment_clicked.connect(self._on_layer_segment)
         runner.explain_finished.connect(self._on_explain)
@@ -47,6 +50,7 @@ class SelectionController(QObject):
 
     def reset(self) -> None:
         self.result, self.parsed, self.explained, self.selection = None, None, None, None
+        self.host_shown = False
         self.generation = -1
         self.layer_chart.clear()
         self.explain.show_message(hint())
@@ -57,6 +61,10 @@ class SelectionController(QObject):
     def set_result(self, result: Result, parsed: ParsedConfig, generation: int) -> None:
         """New bars: keep the selection where it still exists, else show the peak stage's layers."""
         self.result, self.parsed, self.generation, self.explained = result, parsed, generation, None
+        if self.host_shown:
+            self.layer_chart.set_stage(result.stages[result.peak_stage], self._chunks())
+            self.show_host()
+            return
         if self.selection is None or self.selection[0] >= len(result.stages):
             if self.selection is not None:
                 self.selection = None
@@ -72,9 +80,22 @@ class SelectionController(QObject):
         self.selection = (stage, category, row)
         self._show()
 
+    def show_host(self) -> None:
+        """[H-NODE] the host-memory figure of the result on screen in Explain (a hint when nothing is offloaded)."""
+        if self.result is None:
+            return
+        host = self.result.host
+        self.selection, self.host_shown = None, True
+        self.chart.clear_selection()
+        if host is None or not host.used:
+            self.explain.show_message(translate("Selection", "Nothing is kept in host memory: no offload or swap."))
+            return
+        self.explain.show_quantity(host_explain(host), translate("Selection", "Host memory per node"))
+
     def _on_stage_segment(self, stage: int, category: str) -> None:
         if self.result is None:
             return
+        self.host_shown = False
         self.selection = (stage, category, None)
         self.layer_chart.clear_selection()
         self.layer_chart.set_stage(self.result.stages[stage], self._chunks())
@@ -84,6 +105,7 @@ class SelectionController(QObject):
         stage = self.layer_chart.stage
         if stage is None:
             return
+        self.host_shown = False
         self.selection = (stage.index, category, row)
         self._show()
 
@@ -112,7 +134,9 @@ class SelectionController(QObject):
         self.explain.show_quantity(node, title)
 
     def retranslate(self) -> None:
-        if self.selection is None:
+        if self.host_shown:
+            self.show_host()
+        elif self.selection is None:
             self.explain.show_message(hint())
         else:
             self._show()

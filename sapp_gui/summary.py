@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QResizeEvent
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QListWidget, QListWidgetItem, QMenu, QWidget
 
 from estimator.parsed import ParsedConfig
@@ -94,6 +94,8 @@ def parts_html(result: Result) -> str:
 
 
 class _Card(QFrame):
+    clicked = Signal()
+
     def __init__(self, name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -118,6 +120,11 @@ class _Card(QFrame):
             widget.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(widget, row, 0)
         self.extra_tip = ""
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        super().mousePressEvent(event)
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.clicked.emit()
 
     def set(self, value: str, sub: str = "", color: str | None = None, tip: str = "") -> None:
         self.value.setText(value)
@@ -287,8 +294,8 @@ class SummaryPanel(QFrame):
         parts = ", ".join(f"{translate('Summary', HOST_PARTS[k])} {v / GiB:,.2f} GiB"
                           for k, v in max(host.stages, key=lambda s: s.total).to_dict().items()
                           if k in HOST_PARTS and v > 0)
-        self.host.set(translate("Summary", "{0} GiB/node").format(f"{host.per_node / GiB:,.2f}"), sub, color,
-                      tip=translate("Summary", "Host memory per node: per device {0}").format(parts))
+        tip = translate("Summary", "Host memory per node: per device {0}. Click for its Explain.").format(parts)
+        self.host.set(translate("Summary", "{0} GiB/node").format(f"{host.per_node / GiB:,.2f}"), sub, color, tip=tip)
 
     @staticmethod
     def _context(parsed: ParsedConfig, result: Result) -> str:

@@ -347,3 +347,20 @@ def test_mindformers_swap_config_is_written_back(tmp_path):
     assert parse([listed]).strategy.offload_activations == ()
     with pytest.raises(ConfigError, match="edited by hand"):
         export(apply_changes(parsed, {"strategy.offload_activations": ("self_attention",)}))
+
+
+def test_host_memory_explain(tmp_path, capsys):
+    from estimator.cli import main
+    from estimator.host import host_explain
+
+    path = _script(tmp_path, "selective_dense.sh", "--swap-attention --swap-optimizer \\\n    ")
+    parsed = parse([path])
+    host = estimate(parsed.model, parsed.strategy, A2, parsed.options).host
+    tree = host_explain(host)
+    assert tree.formula_id == "H-NODE" and tree.value == pytest.approx(8 * tree.children[0].value)
+    device = tree.children[0]
+    assert device.value == pytest.approx(sum(c.value for c in device.children))
+    assert {c.label for c in device.children} == {"activations", "optimizer states"}
+    assert main(["estimate", str(path), "--device", "A2", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "host memory per node" in out and "[H-NODE]" in out and "[A-OFFLOAD]" in out

@@ -14,6 +14,7 @@ from ..messages import Text, msg
 from ..result import CATEGORIES, LayerRow
 from ..stage import Row, StagePricer
 from ..static import Local, fp8_weight_bytes
+from ..units import fmt_bytes
 from . import terms
 from .form import StageForm, row_label
 from .memory import StageMemory
@@ -186,7 +187,12 @@ def _row_leaf(pricer: StagePricer, category: str, label: Text, value: float, row
         feat = f.feat
         fp8 = msg("explain.activations.fp8", fp8=feat.fp8, bytes=feat.fp8_act_bytes) if \
             feat.fp8_on and feat.fp8_impl == "te" and loc.fp8 + loc.fp8_expert else ""
+        offload = msg("explain.activations.offload", bytes=fmt_bytes(float(row.cost.offload))) \
+            if row.cost.offload else ""
+        rebuilt = msg("explain.activations.rebuilt", bytes=fmt_bytes(float(row.cost.rebuilt))) \
+            if row.cost.rebuilt else ""
         return Quantity(label, value, "A-LAYER", inputs, note=msg("explain.activations", option=lr.option, fp8=fp8,
+                                                                   offload=offload, rebuilt=rebuilt,
                                                                    kinds=kind_notes(row.item.block)))
     return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note=msg("explain.weights-kept-gathered"))
 

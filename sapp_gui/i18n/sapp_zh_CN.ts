@@ -2538,6 +2538,14 @@
         <translation>点击柱形中的一段（或在图中用方向键选择），查看其数值的计算方式。</translation>
     </message>
     <message>
+        <source>Nothing is kept in host memory: no offload or swap.</source>
+        <translation>主机内存中没有数据:未启用卸载或换出。</translation>
+    </message>
+    <message>
+        <source>Host memory per node</source>
+        <translation>每节点主机内存</translation>
+    </message>
+    <message>
         <source>Computing the trace of stage {0}, {1}…</source>
         <translation>正在计算阶段 {0}「{1}」的计算过程…</translation>
     </message>
@@ -2814,8 +2822,8 @@
         <translation>{0} GiB/节点</translation>
     </message>
     <message>
-        <source>Host memory per node: per device {0}</source>
-        <translation>每节点主机内存:每卡 {0}</translation>
+        <source>Host memory per node: per device {0}. Click for its Explain.</source>
+        <translation>每节点主机内存:每卡 {0}。点击查看计算说明。</translation>
     </message>
     <message>
         <source>{0} · {1} · {2} · seq {3} · schedule {4}</source>

@@ -40,6 +40,9 @@ def test_host_memory_tile_and_offload_fields(qtbot, window, tmp_path: Path) -> N
     assert value == f"{host.per_node / GiB:,.2f} GiB/node"
     assert f"{host.per_device / GiB:,.2f} GiB per device × {host.devices_per_node}" in sub
     assert "offloaded activations" in window.summary.host.toolTip()
+    qtbot.mouseClick(window.summary.host, Qt.MouseButton.LeftButton)  # its Explain: how the figure is made
+    assert window.explain.quantity is not None and window.explain.quantity.formula_id == "H-NODE"
+    assert window.explain.quantity.value == pytest.approx(host.per_node)
     row = window.forms.row("strategy.offload_activations")
     assert row.editor.text() == "input_norm, self_attention, post_attention_norm"
     assert "--swap-attention" in row.editor.toolTip()  # where the value came from
@@ -48,6 +51,7 @@ def test_host_memory_tile_and_offload_fields(qtbot, window, tmp_path: Path) -> N
     assert window.doc.value("strategy.offload_activations") == ()
     assert after.host.stages[0].activations == 0 and after.host.stages[0].optimizer_states > 0
     assert window.summary.data()["host"][0] == f"{after.host.per_node / GiB:,.2f} GiB/node"
+    assert window.explain.quantity.value == pytest.approx(after.host.per_node)  # the trace follows the result
     assert row.mark == "edited"
     assert after.stages[0].bytes_by_category["activations"] > result.stages[0].bytes_by_category["activations"]
     edit_and_wait(qtbot, window, window.undo_stack.undo)
