@@ -265,3 +265,40 @@ def test_torchtitan_2024_schema_switches_float8_linear(tmp_path):
     assert parse([path], devices=8).strategy.fp8 == "tensorwise"
     with pytest.raises(ConfigError, match="2024-12"):
         export(apply_changes(parsed, {"strategy.fp8": "rowwise"}))
+
+
+def test_megatron_llama3_8b_h100_fp8_example_by_hand(shared_dir):
+    """NVIDIA's examples/llama/train_llama3_8b_h100_fp8.sh (``--fp8-param-gather``, distributed optimizer, t = p =
+    c = 1 on 8 H100) counted by hand, category by category. The FP8 weights cost 2 B per parameter on Hopper, not 1:
+    the rowwise FP8 data (1 B, a view into the DDP uint8 parameter buffer that is all-gathered) plus its columnwise
+    (transposed) copy, which Megatron has TE build right after each all-gather (megatron/core/fp8_utils.py
+    ``post_all_gather_processing``: "tensorwise: may need to create a transposed view to match backend GEMM") or
+    TE's Linear builds in the next forward; Hopper's FP8 GEMMs take TN layouts only, so dgrad needs it. The
+    example's README states Context Parallel 2 for this configuration (its FP8 performance row: TP 1, PP 1, CP 2);
+    at the script's CP_SIZE=1 the count is over the 80 GB device, at CP 2 it fits."""
+    parsed = parse([shared_dir / "real-configs/megatron_lm/mlm_llama3_8b_h100_fp8_train.sh"], devices=8)
+    assert (parsed.strategy.fp8, parsed.strategy.fp8_param, parsed.strategy.cp) == ("delayed", True, 1)
+    L, T, GIB = 32, 8192, 2**30
+    emb, out = V * H, V * H + H  # untied; the output row carries the final norm
+    norms = 2 * H
+    n = emb + out + L * (LINEAR + norms)
+    params = 2 * (emb + out + L * norms) + L * (1 + 1) * LINEAR + L * 4 * 20 * (1024 + 2)  # amax history 1024
+    grads = 2 * n  # --grad-reduce-in-bf16
+    optim = (4 + 2 * 4) * n / 8  # fp32 main params + exp_avg + exp_avg_sq, sharded over dp = 8
+    # per token: norm inputs 2·2h and rstd 2·4, FP8 inputs of qkv/proj/fc1 (h each) and fc2 (f), q/k/v after RoPE,
+    # attention output O and its fp32 log-sum-exp per head, the SwiGLU input 2·2f
+    layer = 2 * 2 * H + 2 * 4 + 3 * H + F + 2 * (Q + 2 * KV_W) + 2 * Q + 4 * A + 2 * 2 * F
+    assert layer == 120_968
+    acts = T * (8 + L * layer + (2 * H + 4 + 2 * H) + 4 * V)  # token ids; final norm in/out; fp32 softmax
+    working = (4 + 2) * V * T  # [W-LOSS.megatron_fused]: fp32 clone + bf16 gradient beside the saved softmax
+    hand = {"parameters": params, "gradients": grads, "optimizer_states": optim, "activations": acts,
+            "working_overhead": working, "reserve": GIB}
+    stage = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options).stages[0]
+    for key, value in hand.items():
+        assert stage.bytes_by_category[key] == pytest.approx(value, rel=1e-12), key
+    assert stage.total == pytest.approx(sum(hand.values()), rel=1e-12)
+    assert stage.total > 81.5 * GIB  # 81.58 GiB
+    assert stage.total > parsed.hardware.capacity  # 79.65 GiB: over at the script's CP_SIZE=1
+    cp2 = estimate(parsed.model, parsed.strategy.replace(cp=2, dp=4), parsed.hardware, parsed.options).stages[0]
+    assert cp2.bytes_by_category["activations"] == pytest.approx(acts / 2, rel=1e-3)
+    assert cp2.total < parsed.hardware.capacity
