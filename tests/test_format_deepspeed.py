@@ -87,9 +87,34 @@ def test_auto_values_are_the_trainers_defaults_said_out_loud():
     parsed = open_ds(DS / "zero2_auto.json")
     s = parsed.strategy
     assert (s.micro_batch_size, s.micro_batches) == (8, 1)
-    assert "the Trainer's default 8" in assumed(parsed, "strategy.micro_batch_size")
+    assert "the Trainer's default per_device_train_batch_size 8" in assumed(parsed, "strategy.micro_batch_size")
+    assert "set train_micro_batch_size_per_gpu" in assumed(parsed, "strategy.micro_batch_size")
     assert "priced as bf16" in assumed(parsed, "strategy.param_bytes")
     assert s.offload_optimizer is True and s.offload_params is False  # offload_optimizer.device cpu, stage 2
+
+
+def test_a_lone_deepspeed_file_prices_the_trainers_activation_defaults_and_says_them():
+    """"auto" micro-batch with no fine-tuning config: 8 sequences × 4096 tokens per device, no gradient
+    checkpointing, sdpa attention: each a stated assumption that names its fix, and the body layer's activations
+    hand-derived for Llama-3.1-8B (h 4096, 32 heads of 128, 8 KV heads, SwiGLU f 14336, bf16)."""
+    parsed = open_ds(DS / "zero2_auto.json", devices=8)
+    assert parsed.strategy.recompute.default_mode == "none" and parsed.strategy.flash_attention is True
+    assert "gradient_checkpointing=False" in assumed(parsed, "strategy.recompute")
+    assert "--set strategy.recompute=full" in assumed(parsed, "strategy.recompute")
+    assert "'sdpa'" in assumed(parsed, "strategy.flash_attention")
+    result = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    layer = next(row for row in result.stages[0].layers if row.kind == "dense")
+    h, f, heads = 4096, 14336, 32
+    tokens = 8 * 4096
+    per_token = (2 * (2 * h + 2 * h + 4)  # each RMSNorm: its bf16 input, its bf16 output, a fp32 rsqrt
+                 + 2 * h * 3              # q, and k, v repeated to 32 heads (sdpa is given repeat_kv's copies)
+                 + 4 * heads              # the fused kernel's fp32 log-sum-exp per head
+                 + 2 * h                  # attention output (o_proj's input)
+                 + 4 * 2 * f)             # SwiGLU: gate, up, silu(gate), silu(gate)·up (down_proj's input)
+    assert per_token == 180_360
+    assert layer.bytes[3] == pytest.approx(tokens * per_token)  # 5.50 GiB a layer, 176 GiB for 32
+    fixed = open_ds(DS / "zero2_auto.json", devices=8, **{"strategy.recompute": "full"})  # the fix it names
+    assert fixed.strategy.recompute.default_mode == "full"
 
 
 def test_a_deepspeed_config_needs_the_device_count_and_a_model(tmp_path):

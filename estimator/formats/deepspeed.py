@@ -54,6 +54,9 @@ def detect(data: Any, path: str) -> bool:
 def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     out = Collector(path)
     read_deepspeed(out, data, path, devices, TrainerArgs())
+    # a DeepSpeed file alone cannot say what the Trainer's own arguments do to activations: their defaults, said
+    out.assume("strategy.recompute", "none", msg("deepspeed.trainer-no-gradient-checkpointing"))
+    out.assume("strategy.flash_attention", True, msg("deepspeed.trainer-sdpa-attention"))
     return out.reading(FORMAT, "strategy", text, path)
 
 
@@ -104,8 +107,9 @@ def _batch(out: Collector, data: dict[str, Any], path: str, dp: int, trainer: Tr
             out.put(f"strategy.{what}", given, f"{key} \"auto\" ← {where}", given)
             return given
         state = '"auto"' if raw is not None else "absent"
-        out.assume(f"strategy.{what}", default, msg("deepspeed.trainer-s-default", key=key, state=state,
-                                                    default=default))
+        said = msg("deepspeed.trainer-default-micro-batch", key=key, state=state, default=default) \
+            if what == "micro_batch_size" else msg("deepspeed.trainer-s-default", key=key, state=state, default=default)
+        out.assume(f"strategy.{what}", default, said)
         return default
 
     mbs = value("train_micro_batch_size_per_gpu", trainer.micro_batch_size, TRAINER_MBS, "micro_batch_size")
