@@ -93,6 +93,8 @@ def load_session(args: argparse.Namespace) -> PlanSession:
             raise
         early["strategy.seq_length"] = late.pop("strategy.seq_length")
         session.open(args.paths, framework=args.framework, devices=args.devices, model=args.model, overrides=early)
+    if session.preset_problem:  # the shipped presets were used: said, as the app says it
+        print(f"warning: user presets ignored: {session.preset_problem}", file=sys.stderr)
     if late:
         try:
             session.apply(late, "--set")

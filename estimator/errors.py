@@ -20,6 +20,14 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return f"{text[: limit - 60]} … [{len(text):,} characters in all, shortened]"
 
 
+def clip_middle(text: str, limit: int = 400) -> str:
+    """``text`` (a path or key in a message) shortened in the middle, so that a path of 6,000 characters leaves
+    room for what the message says about it."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit // 2]}…{text[-(limit // 2):]}"
+
+
 class SappError(Exception):
     """Base class: the message is meant for the user and names what to fix (clipped to MAX_MESSAGE_CHARS).
     The first argument is a catalogue ``Message`` (or, for text from outside, a string)."""
@@ -63,10 +71,11 @@ class ConfigError(SappError):
         self.column = column
         self.bare_message = clip(english(message))
         self.bare = message  # the message without its place, to be said in another language (``bare_in``)
-        place = str(path) if path else ""
+        place = clip_middle(str(path)) if path else ""
         if place and line is not None:
             place += f":{line}" + (f":{column}" if column is not None else "")
         located = message
+        key = clip_middle(key) if key else key
         if place and key:
             located = msg("error.at-path-key", path=place, key=key, message=message)
         elif place or key:

@@ -34,8 +34,8 @@ def file_kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def read_text(path: str | Path) -> str:
-    """The text of a regular file of at most MAX_FILE_BYTES bytes (UTF-8; line endings read as ``\n``).
+def read_text(path: str | Path, limit: int = MAX_FILE_BYTES) -> str:
+    """The text of a regular file of at most ``limit`` bytes (UTF-8; line endings read as ``\n``).
     Devices, pipes and directories are refused without reading them (a FIFO would block, /dev/zero never ends);
     a symlink is followed to the file it names."""
     p = os.fspath(path)
@@ -46,17 +46,17 @@ def read_text(path: str | Path) -> str:
         raise ConfigError(why, path=str(path)) from None
     except OSError as exc:
         raise ConfigError(msg("inputs.cannot-read", strerror=exc.strerror), path=str(path)) from None
-    _check_regular(info, path)
+    _check_regular(info, path, limit)
     try:
         # O_NONBLOCK: a file swapped for a FIFO after the check above cannot block the open
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
         raise ConfigError(msg("inputs.cannot-read", strerror=exc.strerror), path=str(path)) from None
     try:
-        _check_regular(os.fstat(fd), path)
+        _check_regular(os.fstat(fd), path, limit)
         chunks, size = [], 0
-        while size <= MAX_FILE_BYTES:
-            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
@@ -65,8 +65,8 @@ def read_text(path: str | Path) -> str:
         raise ConfigError(msg("inputs.cannot-read", strerror=exc.strerror), path=str(path)) from None
     finally:
         os.close(fd)
-    if size > MAX_FILE_BYTES:
-        raise _too_big(path)
+    if size > limit:
+        raise _too_big(path, limit)
     try:
         text = b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -74,18 +74,18 @@ def read_text(path: str | Path) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")  # as Python's text mode reads it
 
 
-def _check_regular(info: os.stat_result, path: str | Path) -> None:
+def _check_regular(info: os.stat_result, path: str | Path, limit: int) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise ConfigError(msg("inputs.directory-config-file"), path=str(path))
     if not stat.S_ISREG(info.st_mode):
         raise ConfigError(msg("inputs.regular-file-only", file_kind=file_kind(info.st_mode)), path=str(path))
-    if info.st_size > MAX_FILE_BYTES:
-        raise _too_big(path, info.st_size)
+    if info.st_size > limit:
+        raise _too_big(path, limit, info.st_size)
 
 
-def _too_big(path: str | Path, size: int | None = None) -> ConfigError:
+def _too_big(path: str | Path, limit: int, size: int | None = None) -> ConfigError:
     got = f"{size / (1 << 20):,.1f} MiB" if size is not None else "larger than that"
-    return ConfigError(msg("inputs.config-files-read", got=got, value=MAX_FILE_BYTES >> 20), path=str(path))
+    return ConfigError(msg("inputs.config-files-read", got=got, value=f"{limit / (1 << 20):g}"), path=str(path))
 
 
 def load_yaml(text: str, path: str) -> Any:

@@ -75,6 +75,22 @@ MAX_CAPACITY = float(1 << 50)
 MAX_RATE = 1e21
 """Compute and bandwidth rates: at most 10^21 per second (a zettaFLOP; today's devices reach ~10^16)."""
 
+# ------------------------------------------------------------------------------------------ Python recipes
+MAX_PY_STEPS = 1_000_000
+"""A Python recipe (torchtitan registry, Megatron-Bridge) is read in at most 10^6 steps (an expression read, a list
+element built): recipes calling each other ten times over, 15 levels deep, would take 10^15; the largest real
+registry takes a few thousand per recipe."""
+
+# ------------------------------------------------------------------------------------------ logs (sapp calibrate)
+MAX_LOG_BYTES = 64 << 20
+"""A training log is read from its first 64 MiB (said so): the arguments block and the first iterations are
+what calibration reads; a run of 10^5 iterations logs ~30 MiB. Read line by line, never whole."""
+MAX_LOG_LINE_BYTES = 64 << 10
+"""A log line is read up to 64 KiB (the longest real lines, argument dumps, have a few hundred bytes)."""
+
+MAX_CACHE_BYTES = 32 << 20
+"""The schedule-replay cache (replay_cache.py) is read up to 32 MiB: its 20,000 entries take ~14 MiB."""
+
 # ------------------------------------------------------------------------------------------ search
 MAX_CANDIDATES = 3_000_000
 """A search enumerates at most 3·10^6 candidate strategies: about 1.2 GiB at its peak (measured: 2.4·10^6

@@ -19,6 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigError
+from .inputs import load_json, read_text
+from .limits import MAX_CACHE_BYTES
+
 MAX_ENTRIES = 20_000  # a few MB of JSON at most; beyond that the oldest entries go
 Key = tuple[Any, ...]
 Profile = tuple[tuple[tuple[tuple[int, ...], int], ...], ...]  # per stage: (counts per chunk, backward chunk)
@@ -64,9 +68,13 @@ def _valid(key: Key, value: Any) -> bool:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The stored replays; {} when there are none or the file is not what this module writes (a regular JSON
+    file of at most MAX_CACHE_BYTES: a FIFO or /dev/zero in its place must not hang or fill memory)."""
+    if not path.exists():
+        return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(read_text(path, MAX_CACHE_BYTES), str(path))
+    except ConfigError:
         return {}
     return data if isinstance(data, dict) else {}
 

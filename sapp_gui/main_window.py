@@ -365,7 +365,7 @@ class MainWindow(QMainWindow):
             fill_recent_menu(self, actions.recent_menu, entries)
 
     def open_recent(self, paths: list[str], args: dict | None = None) -> bool:
-        missing = [p for p in paths if not Path(p).is_file()]
+        missing = [p for p in paths if not _is_file(p)]
         if missing:
             self.settings.remove_recent(paths)
             self._refresh_recent()
@@ -584,3 +584,12 @@ class MainWindow(QMainWindow):
         from .menus import show_about
 
         show_about(self)
+
+
+def _is_file(path: str) -> bool:
+    """Whether a recent entry's path is still a file (a path no file system takes, from a hand-edited settings
+    file, is not)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False

@@ -9,9 +9,24 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from estimator.errors import ConfigError
+from estimator.inputs import load_json
+from estimator.limits import MAX_DEVICES
 from estimator.userconfig import APPLICATION, ORGANIZATION
 
 MAX_RECENT = 10
+
+
+def _open_args(args: object) -> dict:
+    """The open arguments of a recent entry that the app passes on (``framework``, ``model``, ``device`` text,
+    ``devices`` a device count); anything else in the file is dropped."""
+    if not isinstance(args, dict):
+        return {}
+    out = {k: v for k, v in args.items() if k in ("framework", "model", "device") and isinstance(v, str)}
+    devices = args.get("devices")
+    if isinstance(devices, int) and not isinstance(devices, bool) and 1 <= devices <= MAX_DEVICES:
+        out["devices"] = devices
+    return out
 
 
 class Settings:
@@ -27,15 +42,16 @@ class Settings:
     def recent(self) -> list[tuple[list[str], dict]]:
         """Recent plans, newest first: (paths, open arguments such as {"devices": 256})."""
         raw = self.q.value("recent/entries", "[]")
-        try:
-            entries = json.loads(raw if isinstance(raw, str) else "[]")
-        except json.JSONDecodeError:
+        try:  # the settings file is the user's: anything may be in it (bounded like every file read)
+            entries = load_json(raw if isinstance(raw, str) else "[]", "recent/entries")
+        except ConfigError:
             return []
         out = []
-        for e in entries:
-            if isinstance(e, dict) and isinstance(e.get("paths"), list) and e["paths"]:
-                out.append(([str(p) for p in e["paths"]], dict(e.get("args") or {})))
-        return out
+        for e in entries if isinstance(entries, list) else []:
+            if isinstance(e, dict) and isinstance(e.get("paths"), list) and e["paths"] and \
+                    all(isinstance(p, str) for p in e["paths"]):
+                out.append((list(e["paths"]), _open_args(e.get("args"))))
+        return out[:MAX_RECENT]
 
     def add_recent(self, paths: list[str], args: dict | None = None) -> None:
         entry = [str(Path(p).resolve()) for p in paths]

@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..inputs import load_yaml, read_text
+from ..limits import bound_of, check_number, short_repr
 from ..messages import msg
 from ..parsed import ParsedConfig
 from ..sources import Source, Vouch
@@ -68,49 +70,67 @@ def check_name(name: str) -> str:
 
 
 def read_profile(path: Path) -> Profile:
+    """A calibration profile; a file that is not one (hand-edited, truncated, hostile) is a ConfigError naming the
+    key — read within the bounds of every user file (regular files only, docs/limits.md)."""
     where = str(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(msg("profile.cannot-read-calibration", exc=exc), path=where) from None
+    data = load_yaml(read_text(path), where)
     if not isinstance(data, dict):
         raise ConfigError(msg("profile.calibration-profile-mapping"), path=where)
     for key in ("name", "created", "device", "framework", "terms"):
         if key not in data:
             raise ConfigError(msg("profile.calibration-profile-needs", key=key), path=where, key=key)
+    for key in ("name", "created", "device", "framework"):
+        if not isinstance(data[key], (str, int, float)) or isinstance(data[key], bool):
+            raise ConfigError(msg("profile.expected-text", value=short_repr(data[key])), path=where, key=key)
+    if not isinstance(data["terms"], dict):
+        raise ConfigError(msg("profile.term"), path=where, key="terms")
+    for key, kind in (("logs", list), ("not_determined", list), ("measured_on", dict)):
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            raise ConfigError(msg("profile.expected-list" if kind is list else "profile.expected-mapping",
+                                  value=short_repr(data[key])), path=where, key=key)
     terms = {}
-    for key, entry in (data.get("terms") or {}).items():
+    for key, entry in data["terms"].items():
         if key not in TERMS:
             raise ConfigError(msg("profile.unknown-calibration-term", key=key, TERMS=', '.join(TERMS)), path=where,
                               key=f"terms.{key}")
-        if not isinstance(entry, dict) or not isinstance(entry.get("value"), (int, float)):
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise ConfigError(msg("profile.term"), path=where, key=f"terms.{key}")
-        terms[key] = Term(float(entry["value"]), str(entry.get("from", "")))
+        # the bound of the field the term sets (a NaN or negative term would price every later plan as nonsense)
+        field_name = "hardware.eff_matmul" if key == "eff_matmul" else f"options.{key}"
+        check_number(float(value), bound_of(field_name, float), path=where, key=f"terms.{key}.value")
+        terms[key] = Term(float(value), str(entry.get("from", "")))
     return Profile(str(data["name"]), str(data["created"]), str(data["device"]), str(data["framework"]),
                    tuple(str(x) for x in data.get("logs") or ()), terms,
                    tuple(str(x) for x in data.get("not_determined") or ()), dict(data.get("measured_on") or {}))
 
 
-def profiles_in(folder: Path) -> list[Profile]:
-    """Readable profiles of ``folder``, newest first (a broken file is skipped: ``sapp calibrate`` wrote it
-    atomically, so it is someone's hand edit, reported when named explicitly)."""
+def profiles_in(folder: Path, problems: list[str] | None = None) -> list[Profile]:
+    """Readable profiles of ``folder``, newest first. A file that is not one (``sapp calibrate`` wrote it
+    atomically, so it is someone's hand edit — or not a file at all) is left out, and why goes to ``problems``."""
     out = []
     if folder.is_dir():
         for path in sorted(folder.glob("*.yaml")):
             try:
                 out.append(read_profile(path))
-            except ConfigError:
-                continue
+            except ConfigError as exc:
+                if problems is not None:
+                    problems.append(str(exc))
     return sorted(out, key=lambda p: p.created, reverse=True)
 
 
-def matching_profile(parsed: ParsedConfig, folder: Path, name: str | None = None) -> Profile | None:
-    """The profile for the plan's device and framework (the newest), or the one named."""
-    profiles = profiles_in(folder)
+def matching_profile(parsed: ParsedConfig, folder: Path, name: str | None = None,
+                     problems: list[str] | None = None) -> Profile | None:
+    """The profile for the plan's device and framework (the newest), or the one named; profiles that cannot be
+    read are named in ``problems``."""
+    profiles = profiles_in(folder, problems)
     if name is not None:
         named = [p for p in profiles if p.name == name]
         if not named:
             known = ", ".join(p.name for p in profiles) or "none"
+            if problems:
+                raise ConfigError(msg("profile.calibration-profile-known-broken", name=name, folder=folder,
+                                      known=known, broken="; ".join(problems)), key="--calibration")
             raise ConfigError(msg("profile.calibration-profile-known", name=name, folder=folder, known=known),
                               key="--calibration")
         return named[0]

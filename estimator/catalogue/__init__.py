@@ -135,6 +135,16 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def _local(text: str) -> Path | None:
+    """The local model directory ``text`` names (one holding a config.json), or None — also for a name no file
+    system takes (too long, ~user of nobody): then it is an id."""
+    try:
+        directory = Path(text).expanduser()
+        return directory if (directory / "config.json").is_file() else None
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
 def resolve(name: str, read_json: Callable[[Path], Any]) -> Found | None:
     """The model config ``name`` refers to: a local directory's config.json, the local hub cache, else the
     catalogue; None when none of them knows it. ``read_json`` loads a local config.json (the readers' bounded
@@ -142,8 +152,8 @@ def resolve(name: str, read_json: Callable[[Path], Any]) -> Found | None:
     text = name.strip()
     if not text:
         return None
-    directory = Path(text).expanduser()
-    if (directory / "config.json").is_file():
+    directory = _local(text)
+    if directory is not None:
         data = read_json(directory / "config.json")
         if isinstance(data, dict):
             return Found(data, f"the local model directory {text}", path=str(directory / "config.json"))

@@ -28,7 +28,11 @@ def is_model_name(path: str) -> bool:
     """Whether ``path`` names a model rather than a config file: a directory holding a config.json, or a Hub id
     that is no file (any other directory is refused as one by the loader)."""
     p = Path(path)
-    return (p / "config.json").is_file() or (not p.exists() and catalogue.HUB_ID.fullmatch(path.strip()) is not None)
+    try:
+        return (p / "config.json").is_file() or (not p.exists() and catalogue.HUB_ID.fullmatch(path.strip())
+                                                 is not None)
+    except (OSError, ValueError):  # a name no file system takes (too long, a NUL byte): the reader says why
+        return False
 
 
 def model_reading(name: str) -> Reading:

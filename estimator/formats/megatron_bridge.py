@@ -25,6 +25,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import ConfigError
+from ..limits import short_repr
 from ..messages import msg
 from ..nearest import suggest
 from ..warnings import Assumption
@@ -170,7 +171,7 @@ def _layout_string(rows: list[Any], out: Collector) -> str | None:
     for row in rows:
         if not isinstance(row, list) or any(t not in LAYOUT_TOKENS for t in row):
             out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.pipeline_model_parallel_layout-lists-embedding",
-                                            rows=rows))
+                                            rows=short_repr(rows)))
             return None
         stages.append("".join(LAYOUT_TOKENS[t] for t in row))
     return "|".join(stages)

@@ -14,9 +14,10 @@ evaluated by ``shell`` and the launch command's flags are read by ``launch_comma
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
+from ..inputs import read_text
 from ..messages import msg
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import Strategy
@@ -35,8 +36,8 @@ def launch_script_text(data: Any, path: str) -> str | None:
     if data is not None or not str(path).endswith(".sh"):
         return None
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_text(path)  # regular files only, bounded (docs/limits.md)
+    except ConfigError:
         return None
     return text if any(marker in text for marker in MARKERS) else None
 

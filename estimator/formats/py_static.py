@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..limits import MAX_PY_STEPS
 from ..messages import msg
 
 _MAX_NODES = 200_000     # a config module is a few thousand nodes
 _MAX_DEPTH = 16          # recipe functions calling recipe functions
 _MAX_NUMBER = 10 ** 15   # no config value comes near this
-_MAX_LIST = 100_000      # [x] * n, a + b: a layout lists a few hundred layers
+_MAX_LIST = 100_000      # values in a list, nested lists counted: a layout lists a few hundred layers
 _BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
            ast.FloorDiv: lambda a, b: a // b, ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b}
 
@@ -76,6 +77,10 @@ class Module:
         if sum(1 for _ in ast.walk(self.tree)) > _MAX_NODES:
             raise ConfigError(msg("py_static.module-implausibly-large"), path=path)
         self.functions = {n.name: n for n in self.tree.body if isinstance(n, ast.FunctionDef)}
+        # what reading has cost so far (each expression read and each list element built is a step): recipes
+        # calling each other fan out, so a small module could otherwise take forever (docs/limits.md)
+        self.steps = 0
+        self._sizes: dict[int, tuple[list[Any], int]] = {}  # id -> (list, values in it, nested lists counted)
         # calls made for their effect on a config (``helper(cfg.model)``): code the static reading does not run
         self.side_calls: list[tuple[str, int]] = []
         self.imports: list[str] = []
@@ -163,18 +168,45 @@ class Module:
     def _owner(self, node: ast.expr, env: dict[str, Any], depth: int) -> Any:
         return self.value(node.value, env, depth) if isinstance(node, ast.Attribute) else None
 
+    def _spend(self, steps: int, line: int) -> None:
+        self.steps += steps
+        if self.steps > MAX_PY_STEPS:
+            raise ConfigError(msg("py_static.too-many-steps", limit=MAX_PY_STEPS), path=self.path,
+                              line=line or None)
+
+    def _size(self, value: Any) -> int:
+        """Values in ``value``, nested lists counted (lists built here are remembered with their size)."""
+        known = self._sizes.get(id(value)) if isinstance(value, list) else None
+        return known[1] if known is not None else 1
+
+    def _list(self, items: list[Any], size: int, line: int) -> list[Any] | Unresolved:
+        """A list this reading built, unless it holds implausibly many values."""
+        if size > _MAX_LIST:
+            return Unresolved("an implausibly long list", line)
+        self._spend(len(items), line)
+        self._sizes[id(items)] = (items, size)
+        return items
+
     def value(self, node: ast.expr | None, env: dict[str, Any], depth: int) -> Any:
         if node is None:
             return None
         line = getattr(node, "lineno", 0)
+        self._spend(1, line)
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.List, ast.Tuple)):
-            return [self.value(e, env, depth) for e in node.elts]
+            items = [self.value(e, env, depth) for e in node.elts]
+            return self._list(items, 1 + sum(self._size(e) for e in items), line)
         if isinstance(node, ast.Dict):
-            return {self.value(k, env, depth): self.value(v, env, depth) for k, v in zip(node.keys, node.values,
-                                                                                         strict=False)
-                    if k is not None}
+            out: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values, strict=False):
+                if k is None:  # **other
+                    continue
+                key = _hashable(self.value(k, env, depth))
+                if key is _NO_KEY:
+                    return Unresolved(f"a dict key {ast.unparse(k)[:60]} that is not a literal", line)
+                out[key] = self.value(v, env, depth)
+            return out
         if isinstance(node, ast.Name):
             if node.id in env:
                 return env[node.id]
@@ -185,10 +217,14 @@ class Module:
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             a, b = self.value(node.left, env, depth), self.value(node.right, env, depth)
             if isinstance(a, list) and isinstance(b, list) and isinstance(node.op, ast.Add):
-                return a + b if len(a) + len(b) <= _MAX_LIST else Unresolved("an implausibly long list", line)
+                size = self._size(a) + self._size(b) - 1
+                return self._list(a + b, size, line) if size <= _MAX_LIST else Unresolved("an implausibly long list",
+                                                                                           line)
             if isinstance(a, list) and isinstance(b, int) and not isinstance(b, bool) and \
                     isinstance(node.op, ast.Mult):  # [x] * n
-                return a * b if 0 <= len(a) * b <= _MAX_LIST else Unresolved("an implausibly long list", line)
+                size = 1 + (self._size(a) - 1) * max(b, 0)
+                return self._list(a * b, size, line) if size <= _MAX_LIST else Unresolved("an implausibly long list",
+                                                                                          line)
             if _number(a) and _number(b):
                 try:
                     result = _BINOPS[type(node.op)](a, b)
@@ -232,6 +268,24 @@ def _touches_config(call: ast.Call, env: dict[str, Any]) -> bool:
         if isinstance(root, ast.Name) and isinstance(env.get(root.id), Call):
             return True
     return False
+
+
+_NO_KEY = object()
+
+
+def _hashable(value: Any) -> Any:
+    """A dict key as Python would have it (a tuple read as a list becomes a tuple again); _NO_KEY when it cannot
+    be one (a call, a dict, an unresolved value)."""
+    if isinstance(value, list):
+        items = [_hashable(v) for v in value]
+        return _NO_KEY if any(i is _NO_KEY for i in items) else tuple(items)
+    if isinstance(value, (Unresolved, Call, dict)):
+        return _NO_KEY
+    try:
+        hash(value)
+    except TypeError:
+        return _NO_KEY
+    return value
 
 
 def _number(value: Any) -> bool:

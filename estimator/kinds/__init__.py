@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, ModelSpecError
+from ..inputs import read_text
 from ..messages import msg
 from ..yamlio import load_data
 from .expr import Formula, parse_formula
@@ -156,7 +157,7 @@ def _texts() -> Iterable[tuple[str, str, str]]:
             yield entry.read_text(encoding="utf-8"), f"estimator/kinds/{entry.name}", "shipped"
     for folder, origin in _DIRS:
         for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-            yield path.read_text(encoding="utf-8"), str(path), origin
+            yield read_text(path), str(path), origin  # regular files only, bounded (docs/limits.md)
 
 
 def _list(value: Any, where: str, key: str) -> list[Any]:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..limits import DEFAULT_FLOAT
 from ..messages import msg
 
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -34,6 +35,7 @@ def _max(*args: Any) -> Any:
 # numpy forms, so a formula also prices the search's arrays of degrees and lengths
 _FUNCS = {"min": _min, "max": _max, "ceil": np.ceil, "floor": np.floor, "abs": np.abs}
 _CONSTANTS = {"true": True, "false": False}
+_MAX_VALUE = DEFAULT_FLOAT.high  # 10^30: no count of bytes or parameters comes near it
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,8 @@ class Formula:
             raise ConfigError(msg("expr.formula-uses-unknown", text=self.text, missing=', '.join(missing),
                                   symbols=', '.join(sorted(symbols))), path=self.where or None)
         try:
-            return _eval(self.tree.body, symbols)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked by _bounded instead
+                return _eval(self.tree.body, symbols)
         except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
             raise ConfigError(msg("expr.formula", text=self.text, exc=exc), path=self.where or None) from None
 
@@ -87,6 +90,22 @@ def parse_formula(text: Any, where: str = "") -> Formula:
     return Formula(text.strip(), tree, frozenset(names), where)
 
 
+def _bounded(value: Any) -> Any:
+    """``value`` when it is a real number (or array of them) of magnitude at most _MAX_VALUE: every step of a
+    formula is checked, so that ((9**64)**64)**64… stops at its first step instead of computing a number of
+    millions of digits (docs/limits.md)."""
+    if isinstance(value, complex) or (isinstance(value, np.ndarray) and value.dtype.kind == "c"):
+        raise ValueError("the value is not a real number")
+    if isinstance(value, int):  # bool too: never large
+        if abs(value) > _MAX_VALUE:
+            raise ValueError(f"a value beyond {_MAX_VALUE:.0e} (the limit)")
+        return value
+    magnitude = np.abs(value)
+    if not np.all(np.isfinite(magnitude)) or np.any(magnitude > _MAX_VALUE):
+        raise ValueError(f"a value that is not finite or beyond {_MAX_VALUE:.0e} (the limit)")
+    return value
+
+
 def _eval(node: ast.AST, symbols: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
@@ -94,14 +113,14 @@ def _eval(node: ast.AST, symbols: Mapping[str, Any]) -> Any:
         return _CONSTANTS[node.id] if node.id in _CONSTANTS and node.id not in symbols else symbols[node.id]
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, symbols), _eval(node.right, symbols)
-        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+        if isinstance(node.op, ast.Pow) and np.any(np.abs(right) > 64):
             raise ValueError("exponent above 64")
-        return _BIN[type(node.op)](left, right)
+        return _bounded(_BIN[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp):
         value = _eval(node.operand, symbols)
         if isinstance(node.op, ast.Not):
             return not value
-        return -value if isinstance(node.op, ast.USub) else +value
+        return _bounded(-value if isinstance(node.op, ast.USub) else +value)
     if isinstance(node, ast.Compare):
         left = _eval(node.left, symbols)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
@@ -116,5 +135,5 @@ def _eval(node: ast.AST, symbols: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.IfExp):
         return _eval(node.body, symbols) if _eval(node.test, symbols) else _eval(node.orelse, symbols)
     if isinstance(node, ast.Call):
-        return _FUNCS[node.func.id](*(_eval(a, symbols) for a in node.args))  # type: ignore[attr-defined]
+        return _bounded(_FUNCS[node.func.id](*(_eval(a, symbols) for a in node.args)))  # type: ignore[attr-defined]
     raise ValueError(f"{type(node).__name__} is not allowed")

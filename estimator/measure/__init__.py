@@ -30,12 +30,12 @@ Known traps, and what this module does about them:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SappError
+from ..inputs import load_json, read_text
 from ..messages import msg
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -99,12 +99,7 @@ def _load_config(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(msg("inputs.cannot-read", strerror=exc.strerror), path=str(p)) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(msg("measure.json", msg=exc.msg), path=str(p), line=exc.lineno) from None
+    data = load_json(read_text(p), str(p))  # regular files only, bounded (docs/limits.md)
     if not isinstance(data, dict) or not data.get("model_type"):
         raise ConfigError(msg("measure.hugging-face-config"), path=str(p),
                           key="model_type")

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import msg
 from ..parsed import ParsedConfig
+from ..warnings import EstimateWarning
 
 
 @dataclass(frozen=True)
@@ -84,11 +86,16 @@ def _calibrated(opened: Opened, dirs: tuple[Path, ...]) -> Opened:
     name = opened.request.calibration
     if name == "none" or not dirs:
         return opened
-    profile = None
+    profile, problems = None, []
     for folder in dict.fromkeys(d.parent / "calibrations" for d in dirs):
-        profile = matching_profile(opened.parsed, folder, name)
+        profile = matching_profile(opened.parsed, folder, name, problems)
         if profile is not None:
             break
-    if profile is None:
-        return opened
-    return replace(opened, parsed=apply_profile(opened.parsed, profile))
+    parsed = opened.parsed
+    if problems:  # a profile that could not be read is said, not silently left out
+        skipped = tuple(EstimateWarning("W-CALIBRATION-UNREADABLE", msg("W-CALIBRATION-UNREADABLE", problem=problem))
+                        for problem in problems)
+        parsed = replace(parsed, warnings=(*parsed.warnings, *skipped))
+    if profile is not None:
+        parsed = apply_profile(parsed, profile)
+    return opened if parsed is opened.parsed else replace(opened, parsed=parsed)
