@@ -100,7 +100,8 @@ def drops(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, text in (("bomb.yaml", DENSE_PLAN.replace("name: test-dense-8b", f"name: {bomb}")),
                        ("vocab.yaml", DENSE_PLAN.replace("vocab_size: 128256", "vocab_size: 1099511627776")),
                        ("seq.yaml", DENSE_PLAN.replace("seq_length: 4096", "seq_length: 2147483648")),
-                       ("digits.yaml", DENSE_PLAN + "\n# the next key is unknown\n" + "x: " + "9" * 5001 + "\n")):
+                       ("digits.yaml", DENSE_PLAN + "\n# the next key is unknown\n" + "x: " + "9" * 5001 + "\n"),
+                       ("date.yaml", DENSE_PLAN + "\nrun_date: 2024-02-30\n")):
         (root / name).write_text(text, encoding="utf-8")
         out[name] = root / name
     for i in range(31):
@@ -113,29 +114,51 @@ def drops(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-def test_bad_drops_end_in_seconds_with_the_rule(drops: dict[str, Path], tmp_path: Path) -> None:
-    """The app's --screenshot path (the same opening as a drop) under a 3 GiB memory limit and 20 s per case."""
-    table = {
-        "bomb.yaml": r"bomb\.yaml:\d+:\d+: this value expands to more than 1,000,000 values",
-        "vocab.yaml": r"vocab\.yaml, key 'model\.vocab_size': .*at most 16,777,216",
-        "seq.yaml": r"seq\.yaml, key 'strategy\.seq_length': .*at most 134,217,728",
-        "digits.yaml": r"digits\.yaml:\d+:\d+: an integer written with 5,001 characters",
-        "diamond.yaml": r"d\d+\.yaml, key 'base_config': .*more than 64 files",
-        "fifo.yaml": r"fifo\.yaml: is a named pipe \(FIFO\)",
-        "/dev/zero": r"/dev/zero: is a character device",
-    }
-    cases = [gui(name, str(drops.get(name, name)), "--screenshot", str(tmp_path / f"{k}.png"), "--size", "800x600")
-             for k, name in enumerate(table)]
-    outcomes = run_cases(cases, memory=GUI_MEMORY)
-    problems = []
-    for k, (name, pattern) in enumerate(table.items()):
-        got = outcomes[name]
-        import re
+# what each bad file ends with, in the app as in the CLI: the rule's message
+BAD_DROPS = {
+    "bomb.yaml": r"bomb\.yaml:\d+:\d+: this value expands to more than 1,000,000 values",
+    "vocab.yaml": r"vocab\.yaml, key 'model\.vocab_size': .*at most 16,777,216",
+    "seq.yaml": r"seq\.yaml, key 'strategy\.seq_length': .*at most 134,217,728",
+    "digits.yaml": r"digits\.yaml:\d+:\d+: an integer written with 5,001 characters",
+    "date.yaml": r"date\.yaml:\d+:\d+: malformed YAML: '2024-02-30' is not a date",
+    "diamond.yaml": r"d\d+\.yaml, key 'base_config': .*more than 64 files",
+    "fifo.yaml": r"fifo\.yaml: is a named pipe \(FIFO\)",
+    "/dev/zero": r"/dev/zero: is a character device",
+}
 
-        if not got.clean or got.rc != 1 or not re.search(pattern, got.stderr):
+
+def _problems(outcomes: dict, expected_rc: int = 1) -> list[str]:
+    import re
+
+    problems = []
+    for name, pattern in BAD_DROPS.items():
+        got = outcomes[name]
+        if not got.clean or got.rc != expected_rc or not re.search(pattern, got.stderr):
             problems.append(got.describe())
-        elif not (tmp_path / f"{k}.png").is_file():
-            problems.append(f"{name}: no screenshot of the message")
+    return problems
+
+
+def test_bad_files_by_screenshot_end_in_seconds_with_the_rule(drops: dict[str, Path], tmp_path: Path) -> None:
+    """The app's --screenshot path under a 3 GiB memory limit and 20 s per case: the message, and a picture of it."""
+    cases = [gui(name, str(drops.get(name, name)), "--screenshot", str(tmp_path / f"{k}.png"), "--size", "800x600")
+             for k, name in enumerate(BAD_DROPS)]
+    problems = _problems(run_cases(cases, memory=GUI_MEMORY))
+    problems += [f"{name}: no screenshot of the message" for k, name in enumerate(BAD_DROPS)
+                 if not (tmp_path / f"{k}.png").is_file()]
+    assert not problems, "\n".join(problems)
+
+
+def test_bad_files_dropped_on_the_window_end_in_seconds_with_the_rule(drops: dict[str, Path]) -> None:
+    """A drop on the window (drag-enter + drop events, tests/hostile/hostile_drop.py) under the same limits: the
+    open fails with the rule's message, and the window answers throughout (never blocked for 2 s)."""
+    good = drops["vocab.yaml"].with_name("good.yaml")
+    good.write_text(DENSE_PLAN, encoding="utf-8")
+    cases = [{"name": name, "kind": "call", "call": "hostile_drop:drop_files", "args": [str(drops.get(name, name))]}
+             for name in BAD_DROPS]
+    cases.append({"name": "good", "kind": "call", "call": "hostile_drop:drop_files", "args": [str(good)]})
+    outcomes = run_cases(cases, memory=GUI_MEMORY)
+    problems = _problems(outcomes)
+    assert outcomes["good"].clean and outcomes["good"].rc == 0, outcomes["good"].describe()  # the drop is real
     assert not problems, "\n".join(problems)
 
 

@@ -1,5 +1,6 @@
-"""Hostile input, bounded: run cases in a child process under a memory limit (``RLIMIT_AS``) and a time limit
-per case, and collect what each one ended with (exit status, message, escaped exception, hang, death).
+"""Hostile input, bounded: run cases in a child process under a memory limit (``RLIMIT_AS``), a limit on the
+size of any file it writes (``RLIMIT_FSIZE``) and a time limit per case, and collect what each one ended with
+(exit status, message, escaped exception, hang, death).
 
 One child runs many cases (start-up is paid once); when a case hangs past its limit or the child dies, the
 child is killed and a fresh one continues with the next case.
@@ -25,6 +26,7 @@ CODE = Path(os.environ.get("SAPP_HOSTILE_ROOT", ROOT))
 WORKER = Path(__file__).with_name("hostile_worker.py")
 CLI_MEMORY = 1 << 30        # 1 GiB of address space: the CLI needs ~150 MiB
 GUI_MEMORY = 3 << 30        # Qt maps ~500 MiB
+FILE_BYTES = 256 << 20      # no file a case writes grows past this (a write that copies an endless device stops)
 CASE_SECONDS = 20.0         # a case that takes longer hangs (a generous bound on a loaded 2-core machine)
 
 
@@ -57,6 +59,7 @@ class Outcome:
 
 def _limit(memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
     os.setsid()
 
 

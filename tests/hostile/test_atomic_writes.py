@@ -69,6 +69,30 @@ def test_mode_owner_and_crlf_line_endings_are_kept(tmp_path: Path) -> None:
     assert stat.S_IMODE(backup.st_mode) == 0o751
 
 
+def test_files_and_their_folders_are_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before a rename counts, the data is on disk: every temporary file (new contents, backup copy, journal) is
+    fsynced, and after the renames each folder is, so a power cut cannot leave an empty file in place."""
+    other = tmp_path / "other"
+    other.mkdir()
+    files = [tmp_path / "a.yaml", other / "b.json"]
+    for path in files:
+        path.write_text("old\n")
+    synced: list[tuple[bool, str]] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        info = os.fstat(fd)
+        synced.append((stat.S_ISDIR(info.st_mode), os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", recording_fsync)
+    write_atomic({str(p): "new\n" for p in files})
+    folders = {path for is_dir, path in synced if is_dir}
+    assert {str(tmp_path), str(other)} <= folders
+    regular = [path for is_dir, path in synced if not is_dir]
+    assert len(regular) >= 4, regular  # two new files, two backup copies (journals beside them)
+
+
 def test_a_new_file_gets_the_usual_permissions(tmp_path: Path) -> None:
     umask = os.umask(0o022)
     try:
@@ -217,6 +241,8 @@ def test_exports_killed_at_random_moments_are_all_or_none(tmp_path: Path) -> Non
         texts = {p.read_text() for p in names}
         assert len(texts) == 1, f"round {round_}: files of different generations"
         assert leftovers(tmp_path) == [], round_
+        for backup in tmp_path.glob("*.bak"):  # never empty or cut: a whole earlier generation
+            assert re.fullmatch(r"(generation \d+\n){2000}", backup.read_text()), f"round {round_}: {backup.name}"
 
 
 def test_the_command_line_refuses_unsafe_targets_and_updates_a_symlinked_config(tmp_path: Path) -> None:
@@ -228,9 +254,15 @@ def test_the_command_line_refuses_unsafe_targets_and_updates_a_symlinked_config(
     real = tmp_path / "real.yaml"
     real.write_text(PLAN)
     (tmp_path / "link.yaml").symlink_to(real)
+    (tmp_path / "full.md").symlink_to("/dev/full")
+    report_fifo = tmp_path / "report.md"
+    os.mkfifo(report_fifo)
     table = [
         (cli("export -o a FIFO", "export", plan, "--set", "strategy.tp=1", "-o", fifo),
          [r"out\.yaml is a named pipe \(FIFO\), not a regular file"]),
+        (cli("report -o a symlink to /dev/full", "report", plan, "-o", tmp_path / "full.md"),
+         [r"full\.md is a character device"]),
+        (cli("report -o a FIFO", "report", plan, "-o", report_fifo), [r"report\.md is a named pipe \(FIFO\)"]),
         (cli("export -o a symlink to /dev/null", "export", plan, "--set", "strategy.tp=1", "-o",
              tmp_path / "device.yaml"), [r"device\.yaml is a character device"]),
         (cli("export --in-place through a symlink", "export", tmp_path / "link.yaml", "--set", "strategy.tp=1",
@@ -242,6 +274,8 @@ def test_the_command_line_refuses_unsafe_targets_and_updates_a_symlinked_config(
         assert got.clean and got.rc == (1 if patterns else 0), got.describe()
         assert all(re.search(p, got.stderr) for p in patterns), got.describe()
     assert stat.S_ISFIFO(fifo.lstat().st_mode) and not (tmp_path / "out.yaml.bak").exists()
+    assert (tmp_path / "full.md").is_symlink() and not (tmp_path / "full.md.bak").exists()
+    assert stat.S_ISFIFO(report_fifo.lstat().st_mode) and not (tmp_path / "report.md.bak").exists()
     assert (tmp_path / "link.yaml").is_symlink() and "tp: 1" in real.read_text()
     assert (tmp_path / "link.yaml.bak").read_text() == PLAN
     assert leftovers(tmp_path) == []

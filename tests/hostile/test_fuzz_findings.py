@@ -46,3 +46,20 @@ def test_tagged_values_the_yaml_loader_cannot_build_are_errors_at_their_line(tmp
     with pytest.raises(SappError) as info:
         parse([path])
     assert f"config.yaml:{text.count(chr(10)) + 2}:" in str(info.value) and "put it in quotes" in str(info.value)
+
+
+def test_the_fuzzing_budget_is_a_profile() -> None:
+    """Every fuzz test takes its example count from tests/fuzzing.py (CI: the test's own count; deep: 230 times),
+    so scripts/fuzz.sh can raise it: no test hard-codes max_examples."""
+    import re
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fuzzing import PROFILE, PROFILES, fuzz_settings
+
+    assert fuzz_settings(7).max_examples == 7 * PROFILES[PROFILE]
+    tests = [p for p in (ROOT / "tests").rglob("*.py") if p.name != "fuzzing.py"]
+    hard_coded = [str(p.relative_to(ROOT)) for p in tests if re.search(r"max_examples\s*=(?!=)", p.read_text())]
+    assert not hard_coded, hard_coded
+    users = [p for p in tests if "fuzz_settings(" in p.read_text() and p.name.startswith("test_format_")]
+    assert len(users) >= 8, [p.name for p in users]
