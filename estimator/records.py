@@ -49,7 +49,7 @@ class Record:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         names = set(cls.field_names())
-        unknown = sorted(set(data) - names)
+        unknown = sorted(map(str, set(data) - names))
         if unknown:
             raise KeyError(f"unknown field(s) for {cls.__name__}: {', '.join(unknown)}")
         kwargs: dict[str, Any] = {}

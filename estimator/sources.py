@@ -74,7 +74,7 @@ def read_sources(data: Any, where: str) -> tuple[Source, ...]:
         if kind not in KINDS:
             raise ConfigError(msg("sources.unknown-source-kind", kind=kind, KINDS=', '.join(KINDS)), path=where,
                               key=key)
-        unknown = sorted(set(item) - {"id", "kind", "title", "url", "note"})
+        unknown = sorted(map(str, set(item) - {"id", "kind", "title", "url", "note"}))
         if unknown:
             raise ConfigError(msg("sources.unknown-source-key", unknown=', '.join(unknown)), path=where, key=key)
         out.append(Source(id=str(item["id"]), kind=kind, title=str(item.get("title", "")),

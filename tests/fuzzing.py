@@ -1,5 +1,6 @@
 """The fuzzing budget as a profile, chosen with ``SAPP_FUZZ``: ``ci`` (the default: each fuzz test's own example
-count, 830 in all) or ``deep`` (230 times as many, ~190,000; ``scripts/fuzz.sh`` runs it under a memory cap)."""
+count), ``short`` (20 times as many: a deep run that fits in ~10 minutes of CPU) or ``deep`` (230 times as many,
+~190,000 for the format readers; ``scripts/fuzz.sh`` runs the deep or short profile under a memory cap)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from hypothesis import settings
 
-PROFILES = {"ci": 1, "deep": 230}
+PROFILES = {"ci": 1, "short": 20, "deep": 230}
 PROFILE = os.environ.get("SAPP_FUZZ", "ci")
 if PROFILE not in PROFILES:
     raise RuntimeError(f"SAPP_FUZZ={PROFILE!r}: use one of {', '.join(PROFILES)}")

@@ -164,8 +164,8 @@ def _number(value: object, where: str, key: str, *, optional: bool = False) -> f
     """A finite non-negative number from a memory_stats JSON, else a LogError naming the entry and key."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
-            or value > MAX_CAPACITY:
+    # a comparison, not math.isfinite: an integer of 400 digits does not convert to a float (NaN compares False)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_CAPACITY:
         raise LogError(msg("logs.not-byte-count", where=where, key=key, value=short_repr(value)))
     return float(value)
 

@@ -182,7 +182,8 @@ def _slot(raw: Any, where: str, key: str, need_bytes: bool) -> SlotSpec:
         raise ConfigError(msg("kinds.slot-mapping-least"), path=where, key=key)
     unknown = set(raw) - {"id", "bytes", "class", "switches", "when", "kind", "slot"}
     if unknown:
-        raise ConfigError(msg("kinds.unknown-slot-key", unknown=', '.join(sorted(unknown))), path=where, key=key)
+        raise ConfigError(msg("kinds.unknown-slot-key", unknown=', '.join(sorted(map(str, unknown)))), path=where,
+                          key=key)
     if need_bytes and "bytes" not in raw:
         raise ConfigError(msg("kinds.slot-needs-bytes", raw=raw['id']), path=where, key=key)
     cls = raw.get("class")
@@ -200,7 +201,7 @@ def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
         raise ConfigError(msg("kinds.layer-kind-mapping"), path=where, key=key)
     unknown = set(raw) - KIND_KEYS
     if unknown:
-        raise ConfigError(msg("kinds.unknown-layer-kind", unknown=', '.join(sorted(unknown)),
+        raise ConfigError(msg("kinds.unknown-layer-kind", unknown=', '.join(sorted(map(str, unknown))),
                               KIND_KEYS=', '.join(sorted(KIND_KEYS))), path=where, key=key)
     name, base = raw["name"], raw.get("base")
     if base not in BASES:
@@ -257,7 +258,7 @@ def _load_file(text: str, where: str, origin: str) -> tuple[list[KindDef], list[
         raise ConfigError(msg("kinds.layer-kind-file"), path=where)
     unknown = set(data) - FILE_KEYS
     if unknown:
-        raise ConfigError(msg("kinds.unknown-key-s", unknown=', '.join(sorted(unknown))), path=where)
+        raise ConfigError(msg("kinds.unknown-key-s", unknown=', '.join(sorted(map(str, unknown)))), path=where)
     raws = ([data["kind"]] if "kind" in data else []) + _list(data.get("kinds"), where, "kinds")
     kinds = [_kind(raw, where, origin, f"kinds[{i}]") for i, raw in enumerate(raws)]
     overrides = []

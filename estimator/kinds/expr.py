@@ -80,6 +80,11 @@ def parse_formula(text: Any, where: str = "") -> Formula:
         elif isinstance(node, ast.Constant):
             if not isinstance(node.value, (int, float)) or isinstance(node.value, complex):
                 raise ConfigError(msg("expr.formula-only-numbers", text=text), path=where or None)
+            try:
+                _bounded(node.value)
+            except ValueError:  # 1e999 reads as infinity
+                raise ConfigError(msg("expr.formula-number-bound", text=text, value=node.value, limit=_MAX_VALUE),
+                                  path=where or None) from None
         elif not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp,
                                    ast.Load, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)):
             raise ConfigError(msg("expr.formula-allowed", text=text, construct=type(node).__name__), path=where or None)

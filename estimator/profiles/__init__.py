@@ -139,7 +139,7 @@ def all_profiles() -> dict[str, FamilyProfile]:
     out = {}
     for name in raw:
         values = {k: v for k, v in flatten(name).items() if k in fields}
-        unknown = sorted(set(raw[name]) - fields - {"extends", "match"})
+        unknown = sorted(map(str, set(raw[name]) - fields - {"extends", "match"}))
         if unknown:
             raise ConfigError(msg("profiles.unknown-profile-field", unknown=', '.join(unknown),
                                   fields=', '.join(sorted(fields))),

@@ -63,3 +63,28 @@ def test_the_fuzzing_budget_is_a_profile() -> None:
     assert not hard_coded, hard_coded
     users = [p for p in tests if "fuzz_settings(" in p.read_text() and p.name.startswith("test_format_")]
     assert len(users) >= 8, [p.name for p in users]
+
+
+def test_what_the_verification_fuzzing_found(tmp_path: Path) -> None:
+    """tests/hostile/test_fuzz_more.py under the deep profile found these (each was an escaped exception)."""
+    from estimator.calibrate.logs import LogError, read_log
+    from estimator.kinds import _load_file
+    from estimator.kinds.expr import parse_formula
+    from estimator.profiles import add_profile_dir, remove_profile_dir
+
+    stats = tmp_path / "stats.json"  # a 400-digit integer: math.isfinite raised OverflowError
+    stats.write_text('{"allocated_bytes.all.peak": ' + "9" * 400 + "}")
+    with pytest.raises(LogError, match=r"stats\.json\[0\], key 'allocated_bytes\.all\.peak': .* is not a byte count"):
+        read_log(stats)
+    with pytest.raises(SappError, match=r"user\.yaml: unknown key\(s\) None"):  # a null key: sorted() of None
+        _load_file("overrides: []\n? \n", "user.yaml", "user")
+    with pytest.raises(SappError, match="the number inf is not a finite number"):  # 641e308 reads as inf
+        parse_formula("641e308", "user.yaml")
+    folder = tmp_path / "profiles"  # a user profile with a number as a key: sorted() of mixed types
+    folder.mkdir()
+    (folder / "p.yaml").write_text("name: mine\n5: 1\n")
+    try:
+        with pytest.raises(SappError, match=r"unknown profile field\(s\) 5"):
+            add_profile_dir(folder)
+    finally:
+        remove_profile_dir(folder)
