@@ -13,6 +13,8 @@ from gui_helpers import DENSE_PLAN, open_and_wait
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
 from hostile_harness import GUI_MEMORY, gui, run_cases
 
+from estimator.limits import MAX_MESSAGE_CHARS
+
 HOSTILE_NAME = "<b>BOLD</b><i>it</i> &amp; <img src=x>"
 
 
@@ -108,6 +110,9 @@ def drops(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         (root / f"d{i}.yaml").write_text(f"base_config: [d{i + 1}.yaml, d{i + 1}.yaml]\n" if i < 30 else "{}\n")
     mindformers = (Path(__file__).resolve().parents[2] / "resources" / "examples" / "mindformers_llama3_70b.yaml")
     (root / "diamond.yaml").write_text("base_config: [d24.yaml]\n" + mindformers.read_text(), encoding="utf-8")
+    script = mindformers.with_name("mindspeed_qwen3_32b_pretrain.sh").read_text()
+    (root / "doubling.sh").write_text("X=ab\n" + "X=$X$X\n" * 40 + script, encoding="utf-8")
+    out["doubling.sh"] = root / "doubling.sh"
     out["diamond.yaml"] = root / "diamond.yaml"
     os.mkfifo(root / "fifo.yaml")
     out["fifo.yaml"] = root / "fifo.yaml"
@@ -123,6 +128,7 @@ BAD_DROPS = {
     "date.yaml": r"date\.yaml:\d+:\d+: malformed YAML: '2024-02-30' is not a date",
     "diamond.yaml": r"d\d+\.yaml, key 'base_config': .*more than 64 files",
     "fifo.yaml": r"fifo\.yaml: is a named pipe \(FIFO\)",
+    "doubling.sh": r"doubling\.sh:\d+, key 'X': a variable expands to more than 1 MiB",
     "/dev/zero": r"/dev/zero: is a character device",
 }
 
@@ -135,6 +141,8 @@ def _problems(outcomes: dict, expected_rc: int = 1) -> list[str]:
         got = outcomes[name]
         if not got.clean or got.rc != expected_rc or not re.search(pattern, got.stderr):
             problems.append(got.describe())
+        elif got.stderr_chars > MAX_MESSAGE_CHARS + 2000:  # the message shown stays readable (was 140 MB)
+            problems.append(f"{name}: a message of {got.stderr_chars:,} characters")
     return problems
 
 
