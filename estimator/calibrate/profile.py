@@ -86,8 +86,9 @@ def read_profile(path: Path) -> Profile:
         raise ConfigError(msg("profile.term"), path=where, key="terms")
     for key, kind in (("logs", list), ("not_determined", list), ("measured_on", dict)):
         if data.get(key) is not None and not isinstance(data[key], kind):
-            raise ConfigError(msg("profile.expected-list" if kind is list else "profile.expected-mapping",
-                                  value=short_repr(data[key])), path=where, key=key)
+            expected = msg("profile.expected-list", value=short_repr(data[key])) if kind is list else \
+                msg("profile.expected-mapping", value=short_repr(data[key]))
+            raise ConfigError(expected, path=where, key=key)
     terms = {}
     for key, entry in data["terms"].items():
         if key not in TERMS:
