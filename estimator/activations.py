@@ -59,10 +59,26 @@ def _s(switch: str | tuple[str, ...] | None) -> frozenset[str]:
 
 
 # ------------------------------------------------------------------------------------------ slot table
+def eager_rms(d: Dims, w: Widths, f: Flags) -> bool:
+    """[A-NORM.eager] transformers' eager RMSNorm at a half-precision compute width: ``hidden_states.to(float32)``
+    is what pow and the normalising multiply save (4·h, the input itself is not saved), and ``weight * x.to(
+    input_dtype)`` saves the normalised copy for the weight's gradient (β_c·h) beside the output the linears keep."""
+    return f.eager_norm and d.c_norm == 1 and w.c < 4
+
+
+def norm_slots(half: str, d: Dims, w: Widths, f: Flags) -> list[SlotDef]:
+    """A pre-norm's saved input and output (``half``: a | m), plus [A-NORM.eager]'s pre-weight copy."""
+    h, bc = d.h, w.c
+    if not eager_rms(d, w, f):
+        return [SlotDef(f"{half}.norm_in", w.r * h, "sp"), SlotDef(f"{half}.norm_out", bc * h, "gsp", _s("norm_out"))]
+    return [SlotDef(f"{half}.norm_in", 4 * h, "sp"), SlotDef(f"{half}.norm_hat", bc * h, "gsp", _s("norm_out")),
+            SlotDef(f"{half}.norm_out", bc * h, "gsp", _s("norm_out"))]
+
+
 def attention_slots(d: Dims, w: Widths, f: Flags, s: float, linear: bool) -> list[SlotDef]:
     """Attention half of a body layer (docs/model.md#slot-table). ``s`` is the key length (the full sequence)."""
     h, bc = d.h, w.c
-    out = [SlotDef("a.norm_in", w.r * h, "sp"), SlotDef("a.norm_out", bc * h, "gsp", _s("norm_out"))]
+    out = norm_slots("a", d, w, f)
     if linear:
         state = bc * (4 * d.lin_k + 4 * d.lin_v + 2 * d.n_lv) + 4 * d.n_lv * d.lin_d_k * d.lin_d_v / 64
         out.append(SlotDef("lin.state", state, "tp", _s("qk_v")))
@@ -121,7 +137,7 @@ def attention_slots(d: Dims, w: Widths, f: Flags, s: float, linear: bool) -> lis
 def ffn_slots(d: Dims, w: Widths, f: Flags, moe: bool, mm_base: int) -> list[SlotDef]:
     """FFN half (docs/model.md#slot-table): dense FFN, or router + shared experts + routed experts."""
     h, bc = d.h, w.c
-    out = [SlotDef("m.norm_in", w.r * h, "sp"), SlotDef("m.norm_out", bc * h, "gsp", _s("norm_out"))]
+    out = norm_slots("m", d, w, f)
     if not moe:
         # torchtitan order: w1 (gate), w3 (up), w2 (down); act_in holds both branch outputs
         # the mlp switch: Megatron's --recompute-modules mlp checkpoints the MLP on its (kept) norm output
@@ -178,8 +194,11 @@ def head_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
     """Output: final-norm input, head input (REP with DTensor SP: the column-parallel head gathers it),
     and the loss' saved softmax (per vocabulary entry, class V)."""
     fusion = f.feat.loss_fusion
-    out = [SlotDef("o.norm_in", w.r * d.h, "sp"),
+    eager = eager_rms(d, w, f)
+    out = [SlotDef("o.norm_in", (4 if eager else w.r) * d.h, "sp"),
            SlotDef("o.head_in", w.c * d.h, "rep" if f.dtensor_sp else "sp")]
+    if eager:
+        out.append(SlotDef("o.norm_hat", w.c * d.h, "sp"))
     if fusion in ("none", "megatron_fused"):  # Megatron's fused loss saves the unfused one's fp32 softmax
         out.append(SlotDef("o.loss", w.l, "v"))
     elif fusion == "fused":  # [A-LOSS.fused] the logits at β_c and a fp32 log-sum-exp per token; no fp32 copy
@@ -210,9 +229,9 @@ def mtp_extra_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
 def offload_group(slot_id: str) -> str:
     """The module group (strategy.OFFLOAD_GROUPS) that saves a slot: MindSpeed's --swap-modules names
     (input_norm, self_attention, post_attention_norm) and the FFN (mlp), or '' for slots outside a layer."""
-    if slot_id in ("a.norm_in", "nstat.attn"):
+    if slot_id in ("a.norm_in", "a.norm_hat", "nstat.attn"):
         return "input_norm"
-    if slot_id in ("m.norm_in", "nstat.ffn"):
+    if slot_id in ("m.norm_in", "m.norm_hat", "nstat.ffn"):
         return "post_attention_norm"
     if slot_id.startswith(("a.", "mla.", "lin.", "nstat.qk")) or slot_id.startswith(("lora.q", "lora.k", "lora.v",
                                                                                   "lora.o")):
@@ -232,7 +251,8 @@ ZERO_MEMORY_SLOTS = frozenset({"e.in", "e.fc2_in", "e.act_out"})
 # saved tensors a compiled layer recomputes: torch.compile's min-cut partitioner keeps the inputs of each fused
 # pointwise region and recomputes its outputs in the backward — the RMSNorm outputs (from the saved norm input and
 # its fp32 statistics) and the SwiGLU product and activation (from the saved gate and up projections)
-COMPILE_RECOMPUTED = frozenset({"a.norm_out", "m.norm_out", "m.fc2_in", "m.act_out", "s.fc2_in", "s.act_out",
+COMPILE_RECOMPUTED = frozenset({"a.norm_out", "m.norm_out", "a.norm_hat", "m.norm_hat", "m.fc2_in", "m.act_out",
+                                "s.fc2_in", "s.act_out",
                                 "e.fc2_in", "e.act_out"})
 
 
@@ -296,6 +316,8 @@ def lora_slots(d: Dims, w: Widths, f: Flags, kind: str, slots: list[SlotDef]) ->
     reads_x = not feat.lora_dropout and w.a <= w.c  # lora_A reads the base input itself
     out: list[SlotDef] = []
     for slot in slots:
+        if slot.id.endswith(".norm_hat"):  # PEFT freezes the norm weights: nothing reads the pre-weight copy
+            continue
         readers = LINEAR_INPUTS.get(slot.id)
         keep_for_fa = slot.id == "a.out" and f.flash_attention  # flash attention's backward reads O
         moe_ffn_input = slot.id == "m.norm_out" and kind.endswith("moe")  # routed experts: kept (conservative)

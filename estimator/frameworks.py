@@ -35,6 +35,9 @@ class FrameworkDefaults:
     loss_working: str  # which D45 loss working set applies: megatron | pytorch | mindformers
     o_tp: float
     fsdp_native: bool  # PyTorch FSDP2 (priced by instants, docs/model.md#fsdp2)
+    # transformers' eager RMSNorm (LlamaRMSNorm & co.): autograd keeps the fp32 upcast of its input and the
+    # normalised copy before the weight, not a fused kernel's input + rstd (docs/fidelity.md §7b, measured)
+    eager_norm: bool = False
 
     def grad_persistence(self, sharding_mode: str) -> str:
         if self.name == "mindformers":
@@ -143,7 +146,7 @@ _TABLE = {
         optimizer_impl="fused", fused_gated_act=False, fused_gated_act_experts=False,
         kv_repeat_with_fa=True, kv_repeat_without_fa=True, selective_rule="megatron",
         saves_gathered_input=True, megatron_vocab_padding=False, loss_working="pytorch", o_tp=0.0,
-        fsdp_native=False),
+        fsdp_native=False, eager_norm=True),
 }
 
 assert set(_TABLE) == set(FRAMEWORKS)

@@ -106,13 +106,15 @@ def test_a_lone_deepspeed_file_prices_the_trainers_activation_defaults_and_says_
     layer = next(row for row in result.stages[0].layers if row.kind == "dense")
     h, f, heads = 4096, 14336, 32
     tokens = 8 * 4096
-    per_token = (2 * (2 * h + 2 * h + 4)  # each RMSNorm: its bf16 input, its bf16 output, a fp32 rsqrt
+    # transformers' eager LlamaRMSNorm keeps its input's fp32 upcast (4·h; not the bf16 input), the normalised
+    # bf16 copy its weight's gradient reads (2·h), the output the projections read (2·h) and a fp32 rsqrt (4)
+    per_token = (2 * (4 * h + 2 * h + 2 * h + 4)
                  + 2 * h * 3              # q, and k, v repeated to 32 heads (sdpa is given repeat_kv's copies)
                  + 4 * heads              # the fused kernel's fp32 log-sum-exp per head
                  + 2 * h                  # attention output (o_proj's input)
                  + 4 * 2 * f)             # SwiGLU: gate, up, silu(gate), silu(gate)·up (down_proj's input)
-    assert per_token == 180_360
-    assert layer.bytes[3] == pytest.approx(tokens * per_token)  # 5.50 GiB a layer, 176 GiB for 32
+    assert per_token == 213_128  # 52.0·h
+    assert layer.bytes[3] == pytest.approx(tokens * per_token)  # 6.50 GiB a layer, 208 GiB for 32
     fixed = open_ds(DS / "zero2_auto.json", devices=8, **{"strategy.recompute": "full"})  # the fix it names
     assert fixed.strategy.recompute.default_mode == "full"
 
