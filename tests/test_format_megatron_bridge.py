@@ -71,7 +71,59 @@ def test_a_layout_built_from_lists_and_what_code_changes_is_named():
     assert [st.layer_counts for st in est.stages] == [(15,), (17,)]
     unresolved = warning_texts(parsed, "W-PY-UNRESOLVED")
     assert any("line 32: apply_layout(cfg.model, LAYOUT)" in w for w in unresolved)
-    assert any("context_parallel_size: line 34: assigned inside an if block" in w for w in unresolved)
+    assert any("llama_recipes.py, line 34: model.context_parallel_size — assigned inside an if block" in w and
+               "--set strategy.cp=" in w for w in unresolved)
+
+
+def _recipe_with(tmp_path, body: str):
+    """The fixture recipes plus ``override()``: the 8B pretrain recipe, then ``body`` (one statement a line)."""
+    recipe = tmp_path / "recipes.py"
+    lines = "".join(f"    {line}\n" for line in body.splitlines())
+    recipe.write_text(RECIPES.read_text() + "\n\ndef override() -> ConfigContainer:\n"
+                      "    cfg = llama3_8b_pretrain_config()\n" + lines + "    return cfg\n")
+    first = len(RECIPES.read_text().splitlines()) + 5  # the line of body's first statement
+    return parse([f"{recipe}:override"], devices=16), first
+
+
+def test_a_model_field_assigned_after_the_hub_call_wins_over_the_hub(tmp_path):
+    parsed, line = _recipe_with(tmp_path, "cfg.model.num_layers = 40\ncfg.model.ffn_hidden_size = 16384")
+    m = parsed.model
+    assert (m.num_layers, m.ffn_hidden_size) == (40, 16384)
+    assert (m.hidden_size, m.vocab_size, m.num_kv_heads) == (4096, 128256, 8)  # the rest stays the Hub's
+    prov = parsed.provenance["model.num_layers"]
+    assert prov.path.endswith("recipes.py:override") and prov.key == f"model.num_layers (line {line})"
+    assert parsed.provenance["model.ffn_hidden_size"].key == f"model.ffn_hidden_size (line {line + 1})"
+    assert parsed.provenance["model.hidden_size"].path == LLAMA  # not re-stated: still the Hub's
+    est = estimate(m, parsed.strategy, parsed.hardware, parsed.options)
+    assert sum(st.layer_counts[0] for st in est.stages) == 40
+    # an assignment before the Hub call is replaced by the Hub's provider, as Python would
+    before = tmp_path / "before.py"
+    before.write_text(RECIPES.read_text().replace(
+        '    cfg = _pretrain_common()\n    cfg.model = AutoBridge',
+        '    cfg = _pretrain_common()\n    cfg.model.num_layers = 40\n    cfg.model = AutoBridge', 1))
+    assert parse([f"{before}:llama3_8b_pretrain_config"], devices=16).model.num_layers == 32
+
+
+@pytest.mark.parametrize(("statement", "said"), [
+    ("cfg.model.seq_length = {'train': 16384}", "model.seq_length = {'train': 16384} is a mapping"),
+    ("cfg.model.num_layers = layers_for('8b')", "model.num_layers = layers_for() is code"),
+    ("cfg.model.num_layers = LAYERS", "model.num_layers — LAYERS is defined outside the recipe"),
+    ("cfg.model.num_layers = torch.int32", "model.num_layers = torch.int32 is a name from an imported module"),
+])
+def test_a_value_the_static_reading_cannot_resolve_is_warned_with_file_line_key_and_fix(tmp_path, statement, said):
+    parsed, line = _recipe_with(tmp_path, statement)
+    texts = warning_texts(parsed, "W-PY-UNRESOLVED")
+    field = "strategy.seq_length" if "seq_length" in statement else "model.num_layers"
+    assert any(w.startswith(f"{tmp_path / 'recipes.py'}, line {line}: {said}") and f"--set {field}=" in w
+               for w in texts), texts
+    assert (parsed.model.num_layers, parsed.strategy.seq_length) != (None, None)  # priced at the Hub's / base's
+    zh = [w.localized("zh_CN") for w in parsed.warnings if w.code == "W-PY-UNRESOLVED"]
+    assert any(f"第 {line} 行" in w and f"--set {field}=" in w for w in zh)
+
+
+def test_an_unreadable_value_for_a_key_the_estimator_does_not_read_is_not_warned(tmp_path):
+    parsed, _ = _recipe_with(tmp_path, "cfg.model.init_method = make_init(0.02)")
+    assert not any("init_method" in w for w in warning_texts(parsed, "W-PY-UNRESOLVED"))
 
 
 def test_recipe_parameters_and_the_lora_base():

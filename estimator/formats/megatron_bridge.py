@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..limits import short_repr
-from ..messages import msg
+from ..messages import Message, msg
 from ..nearest import suggest
 from ..warnings import Assumption
 from ..yamlio import load_data
@@ -65,6 +65,17 @@ LORA_MODULES = {"linear_qkv": ("qkv",), "linear_proj": ("o",), "linear_fc1": ("f
                 "linear_q": ("q",), "linear_kv_down_proj": ("kv_a",), "linear_kv_up_proj": ("kv_b",),
                 "linear_q_down_proj": ("q_a",), "linear_q_up_proj": ("q_b",)}
 LORA_DEFAULT_TARGETS = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
+# the estimator's field a key sets, named in the fix when a recipe's value for it cannot be read (--set FIELD=…)
+SET_FIELDS = {"num_layers": "model.num_layers", "hidden_size": "model.hidden_size",
+              "ffn_hidden_size": "model.ffn_hidden_size", "num_attention_heads": "model.num_attention_heads",
+              "num_query_groups": "model.num_kv_heads", "kv_channels": "model.head_dim",
+              "vocab_size": "model.vocab_size", "num_moe_experts": "model.num_experts",
+              "moe_router_topk": "model.experts_per_token", "seq_length": "strategy.seq_length",
+              "sequence_length": "strategy.seq_length", "tensor_model_parallel_size": "strategy.tp",
+              "pipeline_model_parallel_size": "strategy.pp", "context_parallel_size": "strategy.cp",
+              "expert_model_parallel_size": "strategy.ep", "sequence_parallel": "strategy.sequence_parallel",
+              "micro_batch_size": "strategy.micro_batch_size", "dim": "strategy.lora_rank",
+              "dropout": "strategy.lora_dropout"}
 
 
 # ------------------------------------------------------------------------------------------ detection
@@ -178,10 +189,15 @@ def _layout_string(rows: list[Any], out: Collector) -> str | None:
 
 
 def _read(out: Collector, sections: dict[str, Any], peft: Any, dataset: Any, path: str,
-          devices: int | None) -> None:
+          devices: int | None, from_hub: bool = False, lines: dict[str, int] | None = None) -> None:
+    """``from_hub``: the model comes from the Hub and the model keys override it; ``lines``: section.key -> the
+    recipe line that sets it (provenance names it)."""
     if devices is None:
         raise ConfigError(msg("megatron_bridge.megatron-bridge-config-3"), path=path)
     args, where = megatron_args(sections, out)
+    for arg, key in where.items():
+        if key in (lines or {}):
+            where[arg] = f"{key} (line {lines[key]})"  # a locator, like the launch-script readers' "NAME (line N)"
     if "seq_length" not in args and isinstance(dataset, dict):
         for key in ("seq_length", "sequence_length"):
             if isinstance(dataset.get(key), int):
@@ -191,7 +207,9 @@ def _read(out: Collector, sections: dict[str, Any], peft: Any, dataset: Any, pat
         args["bf16"], where["bf16"] = True, "no mixed_precision: Megatron-Bridge recipes' bf16_mixed"
         out.assumptions.append(Assumption("strategy.param_bytes", 2.0, where["bf16"]))
     fl = BridgeArgs(args, path, where)
-    if fl.has("--num-layers") and fl.has("--hidden-size"):
+    if from_hub:
+        _model_overrides(fl, out)
+    elif fl.has("--num-layers") and fl.has("--hidden-size"):
         read_model(fl, out, "megatron", "pretrain_gpt.py")
     read_strategy(fl, out, devices, "--devices", "megatron")
     read_peft(out, peft)
@@ -278,9 +296,9 @@ def read_python(text: str, path: str, devices: int | None) -> Reading:
         stated = _call_section(name, cfg.kwargs[name], out)  # None: the recipe turns it off (cfg.peft = None)
         sections[name] = {**inherited, **stated} if isinstance(inherited, dict) and isinstance(stated, dict) \
             else stated
-    _python_model(out, cfg.kwargs.get("model"))
+    from_hub = _python_model(out, cfg.kwargs.get("model"))
     _read(out, {k: v for k, v in sections.items() if k in ARG_SECTIONS and v is not None}, sections.get("peft"),
-          sections.get("dataset"), path, devices)
+          sections.get("dataset"), path, devices, from_hub, _lines(cfg))
     if base:  # say where the inherited values come from
         for key, prov in list(out.provenance.items()):
             section, _, name = str(prov.key or "").partition(".")
@@ -290,6 +308,12 @@ def read_python(text: str, path: str, devices: int | None) -> Reading:
                                                  key=f"{prov.key} ({cfg.short}() in {base_source})", raw=prov.raw)
     role = "both" if any(k.startswith("model.") for k in out.values) else "strategy"
     return out.reading(FORMAT_PY, role, text, path)
+
+
+def _lines(cfg: Call) -> dict[str, int]:
+    """section.key -> the recipe line that assigns it."""
+    return {f"{name}.{key}": section.where(key) for name, section in cfg.kwargs.items() if isinstance(section, Call)
+            for key in section.kwargs}
 
 
 def _stated(cfg: Call, section: str) -> set[str]:
@@ -319,22 +343,67 @@ def _call_section(name: str, value: Any, out: Collector) -> Any:
         return {}
     section = {}
     for key, item in value.kwargs.items():
-        if isinstance(item, Unresolved):
-            default = "Megatron-Bridge's LoRA default" if name == "peft" else "the base recipe's or Megatron's default"
-            out.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.priced-give-set", name=name, key=key, item=item,
-                                            default=default))
-        elif not isinstance(item, Call):
+        if not _unreadable(item):
             section[key] = item
+        elif isinstance(item, Unresolved) or _is_read(name, key):
+            out.warn("W-PY-UNRESOLVED", _unread_value(split_entry(out.path)[0], value.where(key), f"{name}.{key}",
+                                                      item))
     return section
 
 
-def _python_model(out: Collector, model: Any) -> None:
+def _unreadable(value: Any) -> bool:
+    """Whether the static reading has no value for a key: code it does not run, a mapping where a value belongs, an
+    imported name that is not a dtype."""
+    return isinstance(value, (Unresolved, Call, dict)) or (isinstance(value, Symbol) and value.name not in DTYPES)
+
+
+def _is_read(section: str, key: str) -> bool:
+    """Whether the estimator reads ``section.key`` (so a value it cannot read is a value it prices at a default)."""
+    if section == "peft":
+        return key in ("dim", "target_modules", "dropout")
+    if section == "dataset":
+        return key in ("seq_length", "sequence_length")
+    arg = INVERTED.get(key) or RENAMES.get(key, key)
+    return f"--{arg.replace('_', '-')}" in READ_FLAGS or key in ("num_query_groups", "gated_linear_unit")
+
+
+def _unread_value(file: str, line: int, key: str, value: Any) -> Message:
+    """The warning for ``key`` set to a value the static reading cannot resolve: file, line, key and the fix."""
+    default = msg("megatron_bridge.default-lora") if key.startswith("peft.") else msg("megatron_bridge.default-base")
+    field = SET_FIELDS.get(key.partition(".")[2])
+    fix = msg("megatron_bridge.fix-set-field", field=field) if field else msg("megatron_bridge.fix-set")
+    if isinstance(value, Unresolved):
+        return msg("W-PY-UNRESOLVED.value-unresolved", file=file, line=value.line or line, key=key, why=value.why,
+                   default=default, fix=fix)
+    if isinstance(value, Call):
+        return msg("W-PY-UNRESOLVED.value-call", file=file, line=line, key=key, call=f"{value.name}()",
+                   default=default, fix=fix)
+    if isinstance(value, Symbol):
+        return msg("W-PY-UNRESOLVED.value-symbol", file=file, line=line, key=key, name=value.name, default=default,
+                   fix=fix)
+    return msg("W-PY-UNRESOLVED.value-mapping", file=file, line=line, key=key, value=short_repr(value),
+               default=default, fix=fix)
+
+
+def _python_model(out: Collector, model: Any) -> bool:
+    """The model AutoBridge.from_hf_pretrained names, into ``out``; whether it is known."""
     name = model.name if isinstance(model, Call) else ""
     found = re.search(r"from_hf_pretrained\(\s*['\"]([^'\"]+)['\"]", name)
     if found is None:
         out.warn("W-MODEL", msg("W-MODEL.recipe-s-model", value=name or model))
-        return
-    hub.collect_model(out, found.group(1), "AutoBridge.from_hf_pretrained")
+        return False
+    return hub.collect_model(out, found.group(1), "AutoBridge.from_hf_pretrained")
+
+
+def _model_overrides(fl: BridgeArgs, out: Collector) -> None:
+    """The model fields a recipe assigns after ``AutoBridge.from_hf_pretrained(…)``: each wins over the Hub's value
+    (the provider is built from the Hub config, then the recipe's assignments change it). Only what the recipe
+    states is taken: Megatron's defaults for a launch script's missing flags do not apply, the Hub config says it."""
+    stated = Collector(out.path)
+    read_model(fl, stated, "megatron", "pretrain_gpt.py")
+    for key, prov in stated.provenance.items():
+        if prov.source == "file":
+            out.values[key], out.provenance[key] = stated.values[key], prov
 
 
 # ------------------------------------------------------------------------------------------ writing

@@ -51,6 +51,11 @@ class Call:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     line: int = 0
+    lines: dict[str, int] = field(default_factory=dict)  # attribute -> the line assigning it after the call
+
+    def where(self, key: str) -> int:
+        """The line that sets ``key``: its assignment, else the call itself."""
+        return self.lines.get(key, self.line)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.kwargs.get(key, default)
@@ -157,6 +162,7 @@ class Module:
             owner = self.value(target.value, env, depth)
             if isinstance(owner, Call):
                 owner.kwargs[target.attr] = value
+                owner.lines[target.attr] = target.lineno
             elif isinstance(target.value, (ast.Name, ast.Attribute)):
                 # config.parallelism.x = … on a section the constructor left out: create it
                 parent = self._owner(target.value, env, depth)
@@ -164,6 +170,7 @@ class Module:
                     section = Call(f"{target.value.attr}", line=target.lineno)
                     parent.kwargs[target.value.attr] = section
                     section.kwargs[target.attr] = value
+                    section.lines[target.attr] = target.lineno
 
     def _owner(self, node: ast.expr, env: dict[str, Any], depth: int) -> Any:
         return self.value(node.value, env, depth) if isinstance(node, ast.Attribute) else None
