@@ -104,6 +104,18 @@ def test_a_model_field_assigned_after_the_hub_call_wins_over_the_hub(tmp_path):
     assert parse([f"{before}:llama3_8b_pretrain_config"], devices=16).model.num_layers == 32
 
 
+def test_the_override_wins_when_the_bridge_is_a_variable(tmp_path):
+    recipe = tmp_path / "two_step.py"
+    recipe.write_text(RECIPES.read_text() + "\n\ndef two_step() -> ConfigContainer:\n"
+                      "    cfg = _pretrain_common()\n"
+                      f"    bridge = AutoBridge.from_hf_pretrained({LLAMA!r}, trust_remote_code=True)\n"
+                      "    cfg.model = bridge.to_megatron_provider(load_weights=False)\n"
+                      "    cfg.model.num_layers = 40\n    return cfg\n")
+    parsed = parse([f"{recipe}:two_step"], devices=16)
+    assert (parsed.model.num_layers, parsed.model.hidden_size) == (40, 4096)
+    assert not warning_texts(parsed, "W-MODEL")
+
+
 @pytest.mark.parametrize(("statement", "said"), [
     ("cfg.model.seq_length = {'train': 16384}", "model.seq_length = {'train': 16384} is a mapping"),
     ("cfg.model.num_layers = layers_for('8b')", "model.num_layers = layers_for() is code"),

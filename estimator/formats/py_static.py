@@ -172,6 +172,18 @@ class Module:
                     section.kwargs[target.attr] = value
                     section.lines[target.attr] = target.lineno
 
+    @staticmethod
+    def _call_name(func: ast.expr, env: dict[str, Any]) -> str:
+        """The called name as written; a method of a variable holding a call is named through that call
+        (``bridge.to_megatron_provider`` after ``bridge = AutoBridge.from_hf_pretrained("ORG/NAME", …)`` is
+        ``AutoBridge.from_hf_pretrained('ORG/NAME').to_megatron_provider``), so readers see what it is built from."""
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            receiver = env.get(func.value.id)
+            if isinstance(receiver, Call) and not receiver.lines and \
+                    all(isinstance(a, (str, int)) for a in receiver.args):
+                return f"{receiver.name}({', '.join(map(repr, receiver.args))}).{func.attr}"
+        return ast.unparse(func)
+
     def _owner(self, node: ast.expr, env: dict[str, Any], depth: int) -> Any:
         return self.value(node.value, env, depth) if isinstance(node, ast.Attribute) else None
 
@@ -252,7 +264,7 @@ class Module:
                 return owner.kwargs.get(node.attr, Unresolved(f"{ast.unparse(node)} is not set here", line))
             return Unresolved(f"{ast.unparse(node)}", line)
         if isinstance(node, ast.Call):
-            name = ast.unparse(node.func)
+            name = self._call_name(node.func, env)
             call = Call(name, [self.value(a, env, depth) for a in node.args], {}, line)
             for kw in node.keywords:
                 if kw.arg is not None:
