@@ -152,7 +152,8 @@ def take_screenshot(app: object, paths: list[str], out: Path, size: tuple[int, i
 
     with tempfile.TemporaryDirectory(prefix="sapp-gui-") as tmp:
         # a fresh layout, no recent-files noise
-        window = MainWindow(Settings.at(Path(tmp) / "settings.ini"), interface_language=interface_language)
+        window = MainWindow(Settings.at(Path(tmp) / "settings.ini"), interface_language=interface_language,
+                            session_file=Path(tmp) / "session.json")  # never the user's last session
         window.resize(*size)
         window.show()
         outcome: dict[str, object] = {}

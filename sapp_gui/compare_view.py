@@ -34,7 +34,7 @@ from estimator.errors import SappError
 from estimator.estimate import estimate
 from estimator.parsed import ParsedConfig
 from estimator.result import CATEGORIES, Result
-from estimator.session import MAX_COMPARED, CompareEntry, PlanSession, SessionEvent
+from estimator.session import MAX_COMPARED, CompareEntry, OpenRequest, PlanSession, SessionEvent
 from estimator.session.events import COMPARED, OPENED
 from estimator.units import GiB
 
@@ -99,6 +99,7 @@ class CompareView(QWidget):
         self._build()
         self.retranslate()
         self.refresh()
+        self._estimate_missing()  # entries added before the tab was built (a restored compare set)
 
     @property
     def entries(self) -> list[CompareEntry]:
@@ -186,15 +187,17 @@ class CompareView(QWidget):
         self.refresh()
 
     # ------------------------------------------------------------------------------------ entries
-    def add(self, name: str, plan: ParsedConfig | None, result: Result | None = None) -> bool:
-        """Add a strategy (with its Result, or a plan to estimate); False when the view is full."""
+    def add(self, name: str, plan: ParsedConfig | None, result: Result | None = None, *,
+            source: OpenRequest | None = None, base: ParsedConfig | None = None) -> bool:
+        """Add a strategy (with its Result, or a plan to estimate; ``source`` and ``base``: the files it comes
+        from when not the open document's); False when the view is full."""
         if len(self.session.compared) >= MAX_COMPARED:
             self.message.setText(translate("Compare", "At most {0} strategies are compared; remove one first.")
                                  .format(MAX_COMPARED))
             return False
         if plan is None and result is None:
             return False
-        self.session.compare_add(name, plan, result)
+        self.session.compare_add(name, plan, result, source=source, base=base)
         return True
 
     def add_files(self, paths: list[str], **open_args: Any) -> bool:
@@ -216,7 +219,7 @@ class CompareView(QWidget):
             self.status.emit(self.message.text())
             return
         self.message.setText("")
-        self.add(" + ".join(names), outcome.opened.parsed)
+        self.add(" + ".join(names), outcome.opened.parsed, source=outcome.request, base=outcome.opened.parsed)
 
     def ask_files(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, translate("Compare", "Add config(s) to compare"), "",

@@ -49,6 +49,7 @@ from .explain_view import ExplainView
 from .export_dialog import ExportDialog, ExportFlow, ask_unsaved
 from .fixes_bar import FixesBar
 from .forms import FormsPanel
+from .keeper import SessionKeeper
 from .language import said, translate
 from .layer_chart import LayerChart
 from .menus import build_menus, check_language, fill_recent_menu, retranslate_menus
@@ -56,6 +57,7 @@ from .opening import OpenFlow, bounded
 from .panel import StaleFrame, attach
 from .presets import register_user_profiles, user_presets_dir
 from .resources import icon_path
+from .search_space import SearchSpaceEditor
 from .selection import SelectionController
 from .settings import Settings
 from .start_page import StartPage
@@ -74,7 +76,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: Settings | None = None, *, presets_dir: Path | None = None,
                  examples_dir: Path | None = None, estimate_fn: EstimateFn | None = None,
-                 interface_language: str | None = None) -> None:
+                 interface_language: str | None = None, session_file: Path | None = None) -> None:
         super().__init__()
         self.setObjectName("mainWindow")
         self.settings = settings or Settings()
@@ -91,6 +93,10 @@ class MainWindow(QMainWindow):
         self.opener.recent_changed.connect(self._refresh_recent)
         # first subscriber: a new plan is sent to the worker before the views redraw (inside the debounce)
         self.doc.subscribe(self._request_estimate)
+        # what survives a restart (search space, pinned baseline, compare set): the outgoing document's state
+        # is written before the views reset for a new one
+        self.keeper = SessionKeeper(self.doc, self._search_space, self, path=session_file)
+        self.doc.subscribe(self.keeper.flush)
         self.undo_stack = QUndoStack(self)
         self.undo_adapter = UndoAdapter(self.doc, self.undo_stack)
         self.exports = ExportFlow(self.doc, self, say=self._show_banner, reopen=self.opener.reopen,
@@ -102,6 +108,9 @@ class MainWindow(QMainWindow):
         self.actions_ = build_menus(self)
         check_language(self.actions_, self.settings.language())
         attach(self.doc, self)  # last: the views have drawn when the window's signals go out
+        attach(self.doc, self.keeper)  # after the search panel's reset: the kept space is shown over it
+        self.keeper.restored.connect(lambda text: self.statusBar().showMessage(text, 12000))
+        self.workspace_tabs.panel_created.connect(self._panel_created)
         self._refresh_recent()
         self._update_actions()
         self._restore_layout()
@@ -157,7 +166,7 @@ class MainWindow(QMainWindow):
         self.selection = SelectionController(self.chart, self.layer_chart, self.explain, self.runner)
         self.summary.host.clicked.connect(self.selection.show_host)  # its Explain: how the host figure is made
         self.notes = NotesList()
-        self.notes.extra_errors = (self.profile_problem,) if self.profile_problem else ()
+        self.notes.extra_errors = tuple(p for p in (self.profile_problem, self.keeper.problem) if p)
         for view in (self.summary, self.chart, self.selection, self.forms, self.notes, self.fixes_bar):
             attach(self.doc, view)
         self.forms_dock = self._dock("formsDock", self.forms, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -451,6 +460,15 @@ class MainWindow(QMainWindow):
         self.doc.unpin()
 
     # ---------------------------------------------------------------------------------- tabs
+    def _search_space(self) -> SearchSpaceEditor | None:
+        panel = self.workspace_tabs.built("search")
+        return panel.space if panel is not None else None  # type: ignore[attr-defined]
+
+    def _panel_created(self, name: str, panel: QWidget) -> None:
+        if name == "search":
+            panel.space.changed.connect(self.keeper.schedule)  # type: ignore[attr-defined]
+            self.keeper.restore_search()
+
     def show_tab(self, name: str) -> QWidget:
         return self.workspace_tabs.show_tab(name)
 
@@ -563,6 +581,7 @@ class MainWindow(QMainWindow):
         self.exports.shutdown()
         self.workspace_tabs.shutdown()
         self.fixes_bar.shutdown()
+        self.keeper.shutdown()
 
     # ----------------------------------------------------------------------------- keyboard
     def focus_forms(self) -> None:

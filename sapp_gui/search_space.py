@@ -16,6 +16,7 @@ from estimator.parsed import ParsedConfig
 from estimator.search import Dim, SearchSpace, parse_dims
 from estimator.search.space import DIMENSIONS
 from estimator.session import PlanSession
+from estimator.session.keeping import KeptSearch
 
 from .language import translate
 from .style import QT_TRANSLATE_NOOP
@@ -225,6 +226,32 @@ class SearchSpaceEditor(QWidget):
                 editor.values.setText(mode[1])
             else:
                 editor.set_mode(mode)
+
+    def kept(self) -> KeptSearch:
+        """The editor's state, to be kept across a restart (``estimator.session.keeping``)."""
+        return KeptSearch(self.devices.value(), self.global_batch.value(), self.device_id(), self.top_k.value(),
+                          {name: (e.current_mode, e.values.text().strip() if e.current_mode == LIST else "")
+                           for name, e in self.dims.items()})
+
+    def restore(self, kept: KeptSearch) -> list[str]:
+        """Show a kept state; returns what could not be shown (a device preset that is gone)."""
+        problems = []
+        self.devices.setValue(kept.devices)
+        self.global_batch.setValue(kept.global_batch)
+        self.top_k.setValue(kept.top_k)
+        if kept.device in self._preset_ids:
+            self.device.setCurrentIndex(self._preset_ids.index(kept.device))
+        elif kept.device:
+            problems.append(translate("SearchSpace", "device preset {0} is not installed").format(kept.device))
+        for name, (mode, text) in kept.dims.items():
+            editor = self.dims.get(name)
+            if editor is None:
+                continue
+            editor.set_mode(mode)
+            if mode == LIST:
+                editor.values.setText(text)
+                editor.changed.emit()
+        return problems
 
     def device_id(self) -> str:
         return self._preset_ids[self.device.currentIndex()] if self._preset_ids else ""

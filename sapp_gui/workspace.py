@@ -88,6 +88,10 @@ class WorkspaceTabs(QTabWidget):
         self.panel_created.emit(name, panel)
         return panel
 
+    def built(self, name: str) -> QWidget | None:
+        """The panel of an analysis tab if it was built (None otherwise; nothing is built)."""
+        return self._panels.get(name)
+
     def _built(self) -> list[QWidget]:
         return list(self._panels.values())
 
@@ -175,7 +179,7 @@ class WorkspaceTabs(QTabWidget):
         if pinned is None:
             self.status.emit(translate("Workspace", "Pin a baseline first (Edit ▸ Pin baseline)"), 5000)
             return False
-        return self.compare.add(translate("Workspace", "Pinned baseline"), None, pinned.result)
+        return self.compare.add(translate("Workspace", "Pinned baseline"), pinned.parsed, pinned.result)
 
     def _compare_from_search(self, name: str, plan: ParsedConfig, result: Result | None) -> None:
         if self.compare.add(name, plan, result):

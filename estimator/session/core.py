@@ -11,7 +11,7 @@ caller may run elsewhere and hand back (``adopt``, ``record_estimate``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from .events import (
 )
 from .exporting import ExportPlan, prepare_export
 from .history import History, PlanState
+from .keeping import KeptDocument, KeptPlan, KeptSearch, keep_plan
 from .opening import Opened, OpenRequest, read_plan
 
 MAX_COMPARED = 6
@@ -83,6 +84,8 @@ class CompareEntry:
     plan: ParsedConfig | None
     result: Result | None = None
     error: str = ""
+    source: OpenRequest | None = None   # the files the plan derives from (kept across a restart) …
+    base: ParsedConfig | None = None    # … and the plan they state
 
     @property
     def pending(self) -> bool:
@@ -378,20 +381,51 @@ class PlanSession:
             self._emit(PINNED)
         return estimate
 
+    def pin_kept(self, parsed: ParsedConfig, result: Result) -> bool:
+        """Pin a baseline kept from an earlier run of the app (``keeping``), priced again; only while the
+        document it was kept for is open and nothing else was pinned meanwhile (False otherwise)."""
+        if not self.loaded or self.pinned is not None or self.original is None or \
+                parsed.sources != self.original.sources:
+            return False
+        self.pinned = Estimate(parsed, result)
+        self._emit(PINNED, "kept")
+        return True
+
+    def kept_document(self, search: KeptSearch | None = None) -> KeptDocument:
+        """The open document's part of what survives a restart: its search space and pinned baseline."""
+        if self.request is None or self.original is None:
+            raise SappError("no config is open")
+        pinned = None
+        if self.pinned is not None:
+            pinned = keep_plan(self.request, self.original, self.pinned.parsed, "the pinned baseline")
+        return KeptDocument(self.request.paths, {k: v for k, v in self.request.args.items() if v is not None},
+                            search, pinned)
+
+    def kept_compare(self) -> list[KeptPlan]:
+        """The compare set as kept plans (an entry whose files are unknown — a bare Result — cannot be)."""
+        return [keep_plan(e.source, e.base, e.plan, e.name) for e in self.compared
+                if e.plan is not None and e.source is not None and e.base is not None]
+
     def unpin(self) -> None:
         if self.pinned is not None:
             self.pinned = None
             self._emit(PINNED)
 
     # ---------------------------------------------------------------------------------- compare
-    def compare_add(self, name: str, plan: ParsedConfig | None, result: Result | None = None) -> CompareEntry:
-        """Add a strategy to the compare set (with its Result, or a plan still to price: ``compare_priced``)."""
+    def compare_add(self, name: str, plan: ParsedConfig | None, result: Result | None = None, *,
+                    source: OpenRequest | None = None, base: ParsedConfig | None = None) -> CompareEntry:
+        """Add a strategy to the compare set (with its Result, or a plan still to price: ``compare_priced``).
+        ``source`` and ``base`` name the files the plan derives from and the plan they state; a plan of the
+        open document's files needs neither."""
         if len(self.compared) >= MAX_COMPARED:
             raise SappError(msg("core.most-strategies-compared", MAX_COMPARED=MAX_COMPARED))
         if plan is None and result is None:
             raise SappError(msg("core.nothing-compare-neither"))
+        if source is None and plan is not None and self.original is not None and \
+                plan.sources == self.original.sources:
+            source, base = self.request, self.original
         self._compare_keys += 1
-        entry = CompareEntry(self._compare_keys, name, plan, result)
+        entry = CompareEntry(self._compare_keys, name, plan, result, source=source, base=base)
         self.compared = (*self.compared, entry)
         self._emit(COMPARED, "added", detail=entry)
         return entry
@@ -400,7 +434,7 @@ class PlanSession:
         """The price of a compare entry arrived (ignored when the entry was removed meanwhile)."""
         if not any(e.key == key for e in self.compared):
             return
-        self.compared = tuple(CompareEntry(e.key, e.name, e.plan, result, error) if e.key == key else e
+        self.compared = tuple(replace(e, result=result, error=error) if e.key == key else e
                               for e in self.compared)
         self._emit(COMPARED, "priced")
 
