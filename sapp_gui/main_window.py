@@ -47,6 +47,7 @@ from .commands import UndoAdapter
 from .compact import FORMS_MIN_WIDTH, NARROW_SCREEN, SIDE_MIN_WIDTH, SidePanels
 from .explain_view import ExplainView
 from .export_dialog import ExportDialog, ExportFlow, ask_unsaved
+from .file_watch import FileWatchBar
 from .fixes_bar import FixesBar
 from .forms import FormsPanel
 from .keeper import SessionKeeper
@@ -130,6 +131,8 @@ class MainWindow(QMainWindow):
         self.banner.setWordWrap(True)
         self.banner.setVisible(False)
         self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.file_watch = FileWatchBar(self.doc)  # a config changed on disk: offered for reload
+        self.file_watch.reload_requested.connect(self.reload_from_disk)
         self.summary = SummaryPanel()
         self.summary_frame = StaleFrame(self.doc, self.summary)
         self.fixes_bar = FixesBar(self.doc)  # "does not fit": the nearest plans that fit, one click each
@@ -150,6 +153,7 @@ class MainWindow(QMainWindow):
         box = QVBoxLayout(self.workspace)
         box.setContentsMargins(6, 6, 6, 6)
         box.addWidget(self.banner)
+        box.addWidget(self.file_watch)
         box.addWidget(self.summary_frame)
         box.addWidget(self.fixes_bar)
         box.addWidget(self.workspace_tabs, 1)
@@ -167,7 +171,8 @@ class MainWindow(QMainWindow):
         self.summary.host.clicked.connect(self.selection.show_host)  # its Explain: how the host figure is made
         self.notes = NotesList()
         self.notes.extra_errors = tuple(p for p in (self.profile_problem, self.keeper.problem) if p)
-        for view in (self.summary, self.chart, self.selection, self.forms, self.notes, self.fixes_bar):
+        for view in (self.summary, self.chart, self.selection, self.forms, self.notes, self.fixes_bar,
+                     self.file_watch):
             attach(self.doc, view)
         self.forms_dock = self._dock("formsDock", self.forms, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.explain_dock = self._dock("explainDock", self.explain_frame, Qt.DockWidgetArea.RightDockWidgetArea)
@@ -207,6 +212,7 @@ class MainWindow(QMainWindow):
         self.forms.retranslate(self.forms.assumptions)
         self.summary.retranslate()
         self.fixes_bar.retranslate()
+        self.file_watch.retranslate()
         self.chart.retranslate()
         self.layer_chart.retranslate()
         self.explain.retranslate()
@@ -359,6 +365,13 @@ class MainWindow(QMainWindow):
                 self._show_start_page()
             self.start_page.show_message(message, retry)
         self.open_failed.emit(message)
+
+    def reload_from_disk(self) -> None:
+        """Read the document's files again (on a worker; the session carries over what an export would)."""
+        if self.doc.loaded:
+            self.opener.reopen(None)
+            self.statusBar().showMessage(translate("MainWindow", "Reloading {0} from disk…").format(self.doc.title),
+                                         5000)
 
     def close_document(self) -> None:
         if self.doc.loaded and not self.confirm_discard():
@@ -513,24 +526,7 @@ class MainWindow(QMainWindow):
     def export_report(self, path: str | Path | None = None) -> list[str]:
         """Write the report of the plan in the forms (asks where when ``path`` is None); only when the estimate
         on screen is of that plan."""
-        estimate = self.doc.current_estimate if self.doc.loaded else None
-        if estimate is None:
-            self.statusBar().showMessage(translate("Workspace", "Nothing estimated for the plan in the forms to "
-                                                                "report yet"), 5000)
-            return []
-        if path is None:
-            chosen = report_export.ask_path(self, report_export.suggested_name(estimate.parsed,
-                                                                               self.settings.last_dir()))
-            if chosen is None:
-                return []
-            path = chosen
-        try:
-            written = report_export.write(estimate.parsed, estimate.result, path)
-        except SappError as exc:
-            self._show_banner(translate("Workspace", "Report not written: {0}").format(exc))
-            return []
-        self.statusBar().showMessage(translate("Workspace", "Wrote {0}").format(", ".join(written)), 8000)
-        return written
+        return report_export.export_from(self, path)
 
     def ask_unsaved(self) -> str:
         """"export", "discard" or "cancel" (tests replace this)."""

@@ -5,6 +5,7 @@ plan on screen — summary, step time, per-stage table, chart, warnings and assu
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
@@ -47,3 +48,25 @@ def suggested_name(parsed: ParsedConfig, folder: str = "") -> str:
     stem = Path(parsed.sources[0].path).stem if parsed.sources else parsed.model.name
     name = f"{stem}.report.html"
     return str(Path(folder) / name) if folder else name
+
+
+def export_from(window: Any, path: str | Path | None = None) -> list[str]:
+    """File ▸ Export report of the window's plan in the forms (asks where when ``path`` is None); only when the
+    estimate on screen is of that plan (the status bar says so otherwise)."""
+    estimate = window.doc.current_estimate if window.doc.loaded else None
+    if estimate is None:
+        window.statusBar().showMessage(translate("Workspace", "Nothing estimated for the plan in the forms to "
+                                                            "report yet"), 5000)
+        return []
+    if path is None:
+        chosen = ask_path(window, suggested_name(estimate.parsed, window.settings.last_dir()))
+        if chosen is None:
+            return []
+        path = chosen
+    try:
+        written = write(estimate.parsed, estimate.result, path)
+    except SappError as exc:
+        window._show_banner(translate("Workspace", "Report not written: {0}").format(exc))
+        return []
+    window.statusBar().showMessage(translate("Workspace", "Wrote {0}").format(", ".join(written)), 8000)
+    return written

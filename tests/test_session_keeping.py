@@ -162,3 +162,25 @@ def test_rebuild_on_an_example_with_per_stage_lists() -> None:
                                                               session.parsed).to_json())))
     rebuilt, notes = rebuild_plan(kept, session.original)
     assert rebuilt.strategy == session.parsed.strategy and notes == ()
+
+
+def test_changed_on_disk_names_the_files_that_differ(tmp_path: Path, plan: Path) -> None:
+    """What the app's file watcher asks before offering a reload: a rewrite with the same text is no change; an
+    export through the session is read back, so it is none either; another program's edit is."""
+    session = PlanSession()
+    session.open([plan])
+    assert session.source_paths() == (str(plan),) and session.changed_on_disk() == ()
+    plan.write_text(plan.read_text(encoding="utf-8"), encoding="utf-8")
+    assert session.changed_on_disk() == ()
+    session.apply({"strategy.tp": 8})
+    from estimator.export import write_atomic
+
+    write_atomic(dict(session.prepare_export().files))
+    assert session.changed_on_disk() == (str(plan),)  # written, not yet read back
+    session.reread()
+    assert session.changed_on_disk() == () and session.parsed.strategy.tp == 8
+    plan.write_text(plan.read_text(encoding="utf-8").replace("seq_length: 4096", "seq_length: 8192"),
+                    encoding="utf-8")
+    assert session.changed_on_disk() == (str(plan),)
+    plan.unlink()
+    assert session.changed_on_disk() == (str(plan),)

@@ -201,6 +201,27 @@ class PlanSession:
         self.adopt(Opened(opened.request, opened.parsed, opened.preset_problem, carried))
         return self.parsed
 
+    def source_paths(self) -> tuple[str, ...]:
+        """The files the document was read from (a launch script's model.json too)."""
+        if self.original is None:
+            return ()
+        return tuple(dict.fromkeys(source.path for source in self.original.sources))
+
+    def changed_on_disk(self) -> tuple[str, ...]:
+        """The document's files whose text on disk is no longer the text it was read from (a file removed or
+        unreadable counts as changed): what a reload would read differently."""
+        from ..inputs import read_text
+
+        changed = []
+        for source in self.original.sources if self.original is not None else ():
+            try:
+                if read_text(source.path) == source.text:
+                    continue
+            except (SappError, OSError):
+                pass
+            changed.append(source.path)
+        return tuple(dict.fromkeys(changed))
+
     # ---------------------------------------------------------------------------------- values
     @staticmethod
     def _values_of(parsed: ParsedConfig) -> dict[str, Any]:

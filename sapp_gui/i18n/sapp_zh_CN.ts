@@ -825,6 +825,29 @@
     </message>
 </context>
 <context>
+    <name>FileWatch</name>
+    <message>
+        <source>&amp;Reload</source>
+        <translation>重新加载(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Ignore</source>
+        <translation>忽略</translation>
+    </message>
+    <message>
+        <source>{0} changed on disk.</source>
+        <translation>{0} 已在磁盘上被修改。</translation>
+    </message>
+    <message>
+        <source>Reload reads it again: the undo history starts again, the strategy edits in the forms are dropped, other edits are carried over.</source>
+        <translation>重新加载将再次读取该文件：撤销历史重新开始，表单中的策略修改将被丢弃，其他修改会保留。</translation>
+    </message>
+    <message>
+        <source>Reload reads it again (the undo history starts again).</source>
+        <translation>重新加载将再次读取该文件（撤销历史重新开始）。</translation>
+    </message>
+</context>
+<context>
     <name>Fixes</name>
     <message>
         <source>{0} — peak {1} GiB, step {2} s</source>
@@ -1117,6 +1140,33 @@
     </message>
 </context>
 <context>
+    <name>Keeper</name>
+    <message>
+        <source>Search space of the last session: {0}</source>
+        <translation>上次会话的搜索空间：{0}</translation>
+    </message>
+    <message>
+        <source>The pinned baseline of the last session is not restored: {0}</source>
+        <translation>未恢复上次会话的固定基线：{0}</translation>
+    </message>
+    <message>
+        <source>Pinned baseline of the last session restored (priced again)</source>
+        <translation>已恢复上次会话的固定基线（已重新估算）</translation>
+    </message>
+    <message>
+        <source>The compare set of the last session is not restored: {0}</source>
+        <translation>未恢复上次会话的对比集：{0}</translation>
+    </message>
+    <message>
+        <source>{0} compared strategies of the last session restored</source>
+        <translation>已恢复上次会话的 {0} 个对比策略</translation>
+    </message>
+    <message>
+        <source>not restored: {0}</source>
+        <translation>未恢复：{0}</translation>
+    </message>
+</context>
+<context>
     <name>LayerChart</name>
     <message>
         <source>Embedding</source>
@@ -1268,6 +1318,10 @@
     <message>
         <source>Not applied: {0}</source>
         <translation>未应用：{0}</translation>
+    </message>
+    <message>
+        <source>Reloading {0} from disk…</source>
+        <translation>正在从磁盘重新加载 {0}…</translation>
     </message>
     <message>
         <source>Reset to file</source>
@@ -2398,6 +2452,10 @@
     <message>
         <source>how many of the fastest strategies that fit are listed (the Pareto front is always added)</source>
         <translation>列出多少个满足预算的最快策略（帕累托前沿总会加入）</translation>
+    </message>
+    <message>
+        <source>device preset {0} is not installed</source>
+        <translation>未安装设备预设 {0}</translation>
     </message>
     <message>
         <source>{0}: {1}</source>

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from gui_helpers import edit_and_wait, open_and_wait
+from PySide6.QtCore import Qt
 
 
 def _kept_file() -> Path:
@@ -70,3 +71,32 @@ def test_a_broken_session_file_is_named_not_fatal(qtbot, make_window, dense_plan
     window.pin_baseline()
     window.shutdown_workers()
     assert json.loads(_kept_file().read_text(encoding="utf-8"))["documents"][0]["pinned"] is not None
+
+
+def test_a_config_changed_on_disk_is_offered_for_reload(qtbot, window, dense_plan) -> None:
+    """Another program's edit of the open file brings a bar naming it; Reload reads it through the session
+    (the new value in the forms and the tiles); the same text saved again offers nothing."""
+    open_and_wait(qtbot, window, [dense_plan])
+    bar = window.file_watch
+    dense_plan.write_text(dense_plan.read_text(encoding="utf-8"), encoding="utf-8")  # saved, not changed
+    qtbot.wait(800)
+    assert not bar.isVisible()
+    edit_and_wait(qtbot, window, lambda: window.edit({"strategy.tp": 8}))
+    dense_plan.write_text(dense_plan.read_text(encoding="utf-8").replace("seq_length: 4096", "seq_length: 8192"),
+                          encoding="utf-8")
+    qtbot.waitUntil(bar.isVisible, timeout=10000)
+    assert "dense.plan.yaml changed on disk" in bar.label.text()
+    assert "strategy edits in the forms are dropped" in bar.label.text()  # said before the click
+    assert window.doc.parsed.strategy.seq_length == 4096  # nothing changes until the user chooses
+    with qtbot.waitSignal(window.estimate_drawn, timeout=20000):
+        qtbot.mouseClick(bar.reload_button, Qt.MouseButton.LeftButton)
+    assert window.doc.parsed.strategy.seq_length == 8192 and window.doc.parsed.strategy.tp == 4
+    assert window.doc.freshness().state == "current"
+    assert not bar.isVisible() and not window.doc.can_undo
+
+    dense_plan.write_text(dense_plan.read_text(encoding="utf-8").replace("seq_length: 8192", "seq_length: 2048"),
+                          encoding="utf-8")
+    qtbot.waitUntil(bar.isVisible, timeout=10000)
+    assert "undo history starts again" in bar.label.text()
+    qtbot.mouseClick(bar.ignore_button, Qt.MouseButton.LeftButton)
+    assert not bar.isVisible() and window.doc.parsed.strategy.seq_length == 8192  # kept as read
