@@ -6,6 +6,8 @@ is drawn faded beside the current bars with the per-stage delta above each pair.
 
 from __future__ import annotations
 
+from html import escape
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
@@ -19,6 +21,7 @@ from estimator.units import GiB
 
 from .bars import StackedBarChart, category_brush, outline_pen
 from .language import category_label, translate
+from .panel import plan_text
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET
 
 PAIR_OFFSET = 0.21
@@ -40,7 +43,8 @@ def category_legend_items() -> list[str]:
             for c in reversed(CATEGORIES)]
 
 
-def legend_html(pinned: bool = False, lines: bool = True, optimizer_step: bool = False) -> str:
+def legend_html(pinned: bool | str = False, lines: bool = True, optimizer_step: bool = False) -> str:
+    """The categories, the lines and markers drawn; ``pinned`` is the pinned baseline's description (or True)."""
     items = category_legend_items()
     if lines:
         capacity, budget = nb(translate("Charts", "capacity")), nb(translate("Charts", "budget"))
@@ -53,6 +57,8 @@ def legend_html(pinned: bool = False, lines: bool = True, optimizer_step: bool =
         items.append(f"<span style='color:{OVER_BUDGET}'><b>┅</b></span>&nbsp;{step}")
     if pinned:
         left = nb(translate("Charts", "pinned (left)"))
+        if isinstance(pinned, str):  # what the baseline is: a plan in words, never markup
+            left += ": " + escape(pinned)
         items.append(f"<span style='color:#9a9a9a; font-size:13pt'>▥</span>&nbsp;{left}")
     return "&nbsp;&nbsp; ".join(items)
 
@@ -92,6 +98,7 @@ class StageChart(StackedBarChart):
         item.getViewBox().sigResized.connect(self._declutter_timer.start)
         self.result: Result | None = None
         self.pinned: Result | None = None
+        self.pinned_text = ""   # the pinned baseline's plan in words (legend)
 
     # -------------------------------------------------------------------------------------- data
     def on_session(self, event: SessionEvent) -> None:
@@ -100,6 +107,7 @@ class StageChart(StackedBarChart):
         if event.kind in (OPENED, CLOSED):
             self.clear()
         elif event.kind in (ESTIMATED, PINNED) and session.shown is not None:
+            self.pinned_text = plan_text(session.pinned.parsed) if session.pinned else ""
             self.set_result(session.shown.result, session.pinned.result if session.pinned else None)
 
     def clear(self) -> None:
@@ -150,7 +158,7 @@ class StageChart(StackedBarChart):
         labels = [str(i) for i in range(n)]
         self.set_ticks(labels, px_per_label=22)
         self.opt_shown = bool(opt_shown.any())
-        self.legend.setText(legend_html(paired, optimizer_step=self.opt_shown))
+        self.legend.setText(self._legend())
         tops = [totals.max(initial=0.0), result.capacity, result.budget, opt.max(initial=0.0)]
         if pinned is not None:
             tops.append(max(s.total for s in pinned.stages))
@@ -164,6 +172,17 @@ class StageChart(StackedBarChart):
             per_slot = max(self.plot.width(), 300) / (slots + 1)
             right = min(float(slots), 150 / per_slot)
         item.setXRange(-0.6 - pad, slots - 0.4 + pad + right, padding=0)
+
+    def _legend(self) -> str:
+        pinned: bool | str = False
+        if self.pinned is not None:
+            pinned = self.pinned_text or True
+            if self.result is not None and len(self.pinned.stages) != len(self.result.stages):
+                pinned = f"{self.pinned_text} — " + translate(
+                    "Charts", "{0} stages beside {1}: a stage of one holds other layers than the same stage of the "
+                              "other, so no per-stage differences are drawn").format(len(self.pinned.stages),
+                                                                                   len(self.result.stages))
+        return legend_html(pinned, optimizer_step=self.opt_shown)
 
     def _draw_pinned(self, pinned: Result | None, n: int) -> None:
         for label in self.delta_labels:
@@ -184,7 +203,7 @@ class StageChart(StackedBarChart):
         narrow = self.plot.width() / max(n, m, 1) < 75  # two short lines instead of one long one
         font = QFont(self.font())
         font.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.8))
-        for i in range(min(n, m)):
+        for i in range(min(n, m) if n == m else 0):  # other depths: stage i holds other layers (legend says)
             delta = current[i] - bottom[i]
             color = OVER_BUDGET if delta > 0.005 else ("#00795A" if delta < -0.005 else "#555555")
             text = f"{delta:+.2f}<br>GiB" if narrow else f"{delta:+.2f} GiB"
@@ -241,7 +260,7 @@ class StageChart(StackedBarChart):
     def retranslate(self) -> None:
         self.set_labels(translate("Charts", "Memory per pipeline stage"), translate("Charts", "Pipeline stage"))
         self.legend.setAccessibleName(translate("Charts", "Chart legend"))
-        self.legend.setText(legend_html(self.pinned is not None, optimizer_step=self.opt_shown))
+        self.legend.setText(self._legend())
         if self.result is not None:
             self.set_result(self.result, self.pinned)
 
@@ -267,7 +286,7 @@ class StageChart(StackedBarChart):
         html = self.breakdown_html(index, category, title)
         html += "<br>" + translate("Charts", "optimizer-step peak {0} GiB").format(
             f"{stage.optimizer_step_peak / GiB:,.2f}")
-        if self.pinned is not None and index < len(self.pinned.stages):
+        if self.pinned is not None and len(self.pinned.stages) == len(self.result.stages):
             delta = stage.total - self.pinned.stages[index].total
             html += "<br>" + translate("Charts", "vs pinned: {0} GiB").format(f"{delta / GiB:+,.2f}")
         return html

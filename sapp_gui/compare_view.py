@@ -41,7 +41,7 @@ from estimator.units import GiB
 from .clipboard import install_table_copy
 from .grouped_chart import ChartEntry, GroupedStageChart
 from .language import category_label, error_text, said, translate
-from .panel import strategy_text
+from .panel import plan_text
 from .style import FITS, OVER_BUDGET
 from .tasks import TaskOutcome, TaskRunner
 from .worker import OpenOutcome, OpenRunner
@@ -265,8 +265,8 @@ class CompareView(QWidget):
         entries = self.entries
         for k, entry in enumerate(entries):
             text = f"{TAGS[k]} — {entry.name}"
-            if entry.plan is not None:
-                text += f" — {strategy_text(entry.plan.strategy)}"
+            if entry.plan is not None:  # what the entry is: degrees, sequence length, global batch, devices
+                text += f" — {plan_text(entry.plan)}"
             if entry.error:
                 text += "  — " + translate("Compare", "cannot be estimated: {0}").format(entry.error)
             elif entry.result is None:
@@ -283,7 +283,9 @@ class CompareView(QWidget):
                                                       "files."))
         elif not self.pending:
             self.message.setText("")
-        self.chart.set_entries([ChartEntry(TAGS[k], e.name, e.result) for k, e in ready])  # type: ignore[arg-type]
+        self.chart.set_entries([ChartEntry(TAGS[k], e.name, e.result,  # type: ignore[arg-type]
+                                           detail=plan_text(e.plan) if e.plan is not None else "")
+                                for k, e in ready])
         self._fill_table(ready)
         if ready and not self.pending:
             self.compared.emit()

@@ -28,12 +28,24 @@ GROUP_WIDTH = 0.84
 FADED_ALPHA = 80
 
 
+def aligned_groups(stage_counts: list[int]) -> list[list[tuple[int, int]]]:
+    """(strategy, stage) pairs per group: with equal depths group i holds stage i of each; otherwise group g is
+    stage g of the shallowest pipeline and every other stage joins the group its middle falls in."""
+    slots = min(stage_counts) if len(set(stage_counts)) > 1 else max(stage_counts, default=0)
+    groups: list[list[tuple[int, int]]] = [[] for _ in range(slots)]
+    for k, n in enumerate(stage_counts):
+        for i in range(n):
+            groups[min(slots - 1, (2 * i + 1) * slots // (2 * n))].append((k, i))
+    return groups
+
+
 @dataclass(frozen=True)
 class ChartEntry:
     tag: str          # short mark above the bars ("A")
     name: str         # long name (legend, hover)
     result: Result
     faded: bool = False
+    detail: str = ""  # the plan in words (hover)
 
 
 class GroupedStageChart(StackedBarChart):
@@ -54,18 +66,28 @@ class GroupedStageChart(StackedBarChart):
     # -------------------------------------------------------------------------------------- data
     @staticmethod
     def layout(stage_counts: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        """Bar positions for strategies with ``stage_counts`` stages: (x, entry, stage, width)."""
-        slots = max(stage_counts, default=0)
-        widest = max((sum(1 for n in stage_counts if n > i) for i in range(slots)), default=1)
-        width = GROUP_WIDTH / max(widest, 1)
+        """Bar positions for strategies with ``stage_counts`` stages: (x, entry, stage, width).
+
+        With equal depths stage i of every strategy stands side by side around x = i. With different depths the
+        bars are aligned by the layers they hold: group g is stage g of the shallowest pipeline, and stage i
+        of a pipeline of n stages joins the group its middle falls in (pp 8 beside pp 4: stages 2g and 2g + 1
+        under stage g), in strategy then stage order."""
+        if not stage_counts:
+            return np.zeros(0), np.zeros(0, dtype=int), np.zeros(0, dtype=int), GROUP_WIDTH
+        groups = aligned_groups(stage_counts)
+        width = GROUP_WIDTH / max((len(members) for members in groups), default=1)
         xs, entries, stages = [], [], []
-        for i in range(slots):
-            members = [k for k, n in enumerate(stage_counts) if n > i]
-            for j, k in enumerate(members):
-                xs.append(i + (j - (len(members) - 1) / 2) * width)
+        for g, members in enumerate(groups):
+            for j, (k, i) in enumerate(members):
+                xs.append(g + (j - (len(members) - 1) / 2) * width)
                 entries.append(k)
                 stages.append(i)
         return np.array(xs, dtype=float), np.array(entries, dtype=int), np.array(stages, dtype=int), width
+
+    @property
+    def aligned_by_depth(self) -> bool:
+        """The strategies have different pipeline depths (bars grouped by the layers they hold)."""
+        return len({len(e.result.stages) for e in self.entries}) > 1
 
     def set_entries(self, entries: list[ChartEntry]) -> None:
         self.entries = list(entries)
@@ -81,8 +103,9 @@ class GroupedStageChart(StackedBarChart):
         over = (np.maximum(totals, opt) > budgets) if len(x) else np.zeros(0, dtype=bool)
         self.over_item.setOpts(x=x[over], height=totals[over] / GiB, y0=np.zeros(int(over.sum())), width=self.width)
         self._draw_lines()
-        slots = int(stage.max()) + 1 if len(stage) else 0
+        slots = len(aligned_groups([len(e.result.stages) for e in entries])) if entries else 0
         self.set_ticks([str(i) for i in range(slots)], px_per_label=22)
+        self._axis_title()
         tops = [totals.max(initial=0.0)] + [max(e.result.capacity, e.result.budget) for e in entries]
         self.set_y_top(max(tops) / GiB * 1.12 if entries else 1.0)
         pad = max(0.0, (3 - slots) / 2)
@@ -112,16 +135,17 @@ class GroupedStageChart(StackedBarChart):
             return  # one solid strategy (balance "after"): the legend says which is which
         (x_lo, x_hi), _ = self.plot.getPlotItem().getViewBox().viewRange()
         bar_px = self.width * max(self.plot.width() - 60, 100) / max(x_hi - x_lo, 1.0)
-        if bar_px < 11:
+        if bar_px < (18 if self.aligned_by_depth else 11):
             return  # too narrow for a letter each: the legend gives the order within a stage
         font = QFont(self.font())
         font.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.85))
         font.setBold(True)
-        for xi, top, k in zip(x, totals, entry, strict=True):
+        by_depth = self.aligned_by_depth  # each bar says which stage it is: the groups mix depths
+        for xi, top, k, i in zip(x, totals, entry, self.bar_stage, strict=True):
             e = self.entries[k]
             if e.faded:
                 continue
-            label = pg.TextItem(e.tag, color="#222222", anchor=(0.5, 1.0))
+            label = pg.TextItem(f"{e.tag}{i}" if by_depth else e.tag, color="#222222", anchor=(0.5, 1.0))
             label.setFont(font)
             label.setPos(float(xi), float(top / GiB))
             item.addItem(label)
@@ -148,7 +172,12 @@ class GroupedStageChart(StackedBarChart):
             names.append(f"<span style='color:#8a8a8a'>▥ {pale}</span> = {escape(e.name)}")
         for e in solid:  # names are file names: text, never markup
             names.append(f"<b>{e.tag}</b> = {escape(e.name)}" if len(solid) > 1 else f"▮ {full} = {escape(e.name)}")
-        if len(solid) > 1 and not self.tags_drawn:
+        if self.aligned_by_depth:
+            depths = ", ".join(f"{e.tag}: pp {len(e.result.stages)}" for e in self.entries)
+            names.append(translate("Charts", "different pipeline depths ({0}): each group holds the same layers, "
+                                             "the stages of deeper pipelines side by side ({1}0, {1}1, …)")
+                         .format(depths, max(self.entries, key=lambda e: len(e.result.stages)).tag))
+        elif len(solid) > 1 and not self.tags_drawn:
             order = " ".join(e.tag for e in solid)
             names.append(translate("Charts", "(in each stage from left to right: {0})").format(order))
         return html + ("<br>" + "&nbsp;&nbsp; ".join(names) if names else "")
@@ -166,8 +195,19 @@ class GroupedStageChart(StackedBarChart):
     def clear(self) -> None:
         self.set_entries([])
 
+    def _axis_title(self) -> str:
+        """The x axis: stages, or with different depths the stages of the shallowest pipeline."""
+        if self.aligned_by_depth:
+            shallow = min(self.entries, key=lambda e: len(e.result.stages))
+            text = translate("Charts", "Pipeline stage of {0} (pp {1}); deeper pipelines' stages under the one "
+                                       "holding their layers").format(shallow.tag, len(shallow.result.stages))
+        else:
+            text = translate("Charts", "Pipeline stage")
+        self.set_labels(self._title_source, text)
+        return text
+
     def retranslate(self, title: str) -> None:
-        self.set_labels(title, translate("Charts", "Pipeline stage"))
+        self._title_source = title
         self.set_entries(self.entries)
 
     # ----------------------------------------------------------------------------------- queries
@@ -182,6 +222,8 @@ class GroupedStageChart(StackedBarChart):
         e = self.entries[int(self.bar_entry[index])]
         stage = int(self.bar_stage[index])
         head = translate("Charts", "{0} · stage {1}").format(f"{e.tag} ({e.name})", stage)
+        if e.detail:
+            head += "<br>" + escape(e.detail)
         return self.breakdown_html(index, category, head)
 
     def csv_rows(self) -> list[list[object]]:

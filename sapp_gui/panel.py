@@ -15,6 +15,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from estimator.parsed import ParsedConfig
 from estimator.session import CURRENT, FAILED, PENDING, REJECTED_EDIT, Freshness, PlanSession, SessionEvent
 from estimator.session.events import ESTIMATED, OPENED
 from estimator.strategy import Strategy
@@ -52,6 +53,15 @@ def strategy_text(st: Strategy) -> str:
     rec = st.recompute.default_mode if st.recompute.full_counts is None else "per-stage"
     parts.append(f"rec {rec}")
     return " · ".join(parts)
+
+
+def plan_text(parsed: ParsedConfig) -> str:
+    """A plan in one line: its degrees (``strategy_text``), sequence length, global batch and devices — what a
+    compare entry or the pinned baseline must say to be told apart."""
+    st = parsed.strategy
+    device = parsed.hardware.id or parsed.hardware.name
+    return translate("Panel", "{0} · seq {1} · global batch {2} · {3} × {4}").format(
+        strategy_text(st), f"{st.seq_length:,}", f"{st.global_batch_size:,}", f"{st.world_size:,}", device)
 
 
 def stale_reason(fresh: Freshness) -> str:

@@ -206,6 +206,10 @@
         <translation>峰值 {0} GiB</translation>
     </message>
     <message>
+        <source>{0} stages beside {1}: a stage of one holds other layers than the same stage of the other, so no per-stage differences are drawn</source>
+        <translation>{0} 个阶段与 {1} 个阶段并列：两者同一编号的阶段承载的层不同，因此不绘制逐阶段差值</translation>
+    </message>
+    <message>
         <source>capacity = budget {0} GiB</source>
         <translation>容量 = 预算 {0} GiB</translation>
     </message>
@@ -282,8 +286,16 @@
         <translation>实色</translation>
     </message>
     <message>
+        <source>different pipeline depths ({0}): each group holds the same layers, the stages of deeper pipelines side by side ({1}0, {1}1, …)</source>
+        <translation>流水线深度不同（{0}）：每组承载相同的层，较深流水线的各阶段并排显示（{1}0、{1}1、…）</translation>
+    </message>
+    <message>
         <source>(in each stage from left to right: {0})</source>
         <translation>（每个阶段内从左到右依次为：{0}）</translation>
+    </message>
+    <message>
+        <source>Pipeline stage of {0} (pp {1}); deeper pipelines&apos; stages under the one holding their layers</source>
+        <translation>{0} 的流水线阶段（pp {1}）；较深流水线的阶段归入承载相同层的阶段下</translation>
     </message>
     <message>
         <source>{0} · stage {1}</source>
@@ -1858,6 +1870,13 @@
     <message>
         <source>No warnings; every value comes from the files.</source>
         <translation>没有警告；所有取值均来自文件。</translation>
+    </message>
+</context>
+<context>
+    <name>Panel</name>
+    <message>
+        <source>{0} · seq {1} · global batch {2} · {3} × {4}</source>
+        <translation>{0} · 序列长度 {1} · 全局批大小 {2} · {3} × {4}</translation>
     </message>
 </context>
 <context>

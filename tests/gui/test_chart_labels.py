@@ -104,3 +104,24 @@ def test_the_optimizer_step_marker_is_in_the_legend_and_under_the_peak_label(qtb
     tick_y = view.mapViewToScene(chart.peak_label.pos()).y()
     assert chart.peak_label.pos().y() >= stages[peak].optimizer_step_peak / 2**30 - 1e-9
     assert chart.peak_label.sceneBoundingRect().bottom() <= tick_y + 1
+
+
+def test_the_pinned_baseline_describes_itself_and_other_depths_draw_no_stage_deltas(qtbot, window,
+                                                                                    dense_plan) -> None:
+    """Issue 12: the pinned baseline says what it is (degrees, sequence length, global batch, devices); beside a
+    plan of another pipeline depth, stage i holds other layers, so no per-stage delta is drawn and the legend
+    says why."""
+    from gui_helpers import edit_and_wait
+
+    open_and_wait(qtbot, window, [dense_plan])
+    window.pin_baseline()
+    chart = window.chart
+    edit_and_wait(qtbot, window, lambda: window.edit({"strategy.tp": 8}))
+    legend = chart.legend.text()
+    assert "pinned (left): dp 4 · tp 4 · pp 4 · mbs 1 · rec selective · seq 4,096 · global batch 64 · 64 × A2" \
+        in legend.replace("&nbsp;", " ")
+    assert len(chart.data()["deltas"]) == 4  # same depth: a delta per stage
+    edit_and_wait(qtbot, window, lambda: window.edit({"strategy.pp": 8}))
+    assert chart.data()["deltas"] == []
+    assert "4 stages beside 8" in chart.legend.text() and "no per-stage differences" in chart.legend.text()
+    assert chart.data()["pinned_stages"] == 4

@@ -16,24 +16,27 @@ from estimator.units import GiB
 
 
 def check_bars(chart_data: dict, results: list) -> None:
-    """Every drawn bar is (strategy k, stage i) with the estimate's per-category GiB, grouped around x = i."""
+    """Every drawn bar is (strategy k, stage i) with the estimate's per-category GiB, grouped around its group:
+    stage i with equal depths; with different depths the shallowest plan's stage holding its layers' middle."""
     entries, stages, xs = chart_data["entry"], chart_data["stage"], chart_data["x"]
     expected_bars = sum(len(r.stages) for r in results)
     assert len(xs) == expected_bars
+    depths = [len(r.stages) for r in results]
+    shallow = min(depths) if len(set(depths)) > 1 else None
+    groups = []
     for bar, (k, i, x) in enumerate(zip(entries, stages, xs, strict=True)):
         stage = results[k].stages[i]
         for cat in CATEGORIES:
             assert chart_data["by_category_gib"][cat][bar] == pytest.approx(stage.bytes_by_category[cat] / GiB)
-        members = [kk for kk, r in enumerate(results) if len(r.stages) > i]
-        if len(members) == 1:
-            assert x == pytest.approx(i)  # drawn alone, centred on its stage
-        assert abs(x - i) < 0.5
-    for i in set(stages.tolist()):  # within a stage: in order left to right, side by side around x = i
-        order = [k for k, s in zip(entries, stages, strict=True) if s == i]
+        group = i if shallow is None else (2 * i + 1) * shallow // (2 * depths[k])
+        assert abs(x - group) < 0.5
+        groups.append(group)
+    for g in set(groups):  # within a group: in order left to right, side by side around x = g
+        order = [(k, i) for k, i, gg in zip(entries, stages, groups, strict=True) if gg == g]
         assert order == sorted(order)
-        positions = [x for x, s in zip(xs, stages, strict=True) if s == i]
+        positions = [x for x, gg in zip(xs, groups, strict=True) if gg == g]
         assert positions == sorted(positions)
-        assert np.mean(positions) == pytest.approx(i)
+        assert np.mean(positions) == pytest.approx(g)
         assert np.all(np.diff(positions) >= chart_data["width"] * 0.99)  # no overlap
 
 
@@ -77,7 +80,10 @@ def test_compare_current_pinned_and_a_search_row(qtbot, window, dsv3_plan) -> No
     assert search.ranked
 
 
-def test_compare_with_another_file_draws_lone_stages_alone(qtbot, window, dsv3_plan, dense_plan) -> None:
+def test_compare_with_another_file_aligns_other_depths_and_labels_them(qtbot, window, dsv3_plan,
+                                                                      dense_plan) -> None:
+    """Issue 12: bars of plans with different pp are aligned by the layers they hold and labelled with their
+    stage; every entry says what it is (degrees, sequence length, global batch, devices)."""
     dsv3 = open_and_wait(qtbot, window, [dsv3_plan])
     compare = window.workspace_tabs.compare
     window.compare_current()
@@ -85,13 +91,36 @@ def test_compare_with_another_file_draws_lone_stages_alone(qtbot, window, dsv3_p
         assert compare.add_files([str(dense_plan)])
     plan = parse([str(dense_plan)])
     dense = estimate(plan.model, plan.strategy, plan.hardware, plan.options)
+    n_a, n_b = len(dsv3.stages), len(dense.stages)
+    assert n_a > n_b  # 16 stages beside 4
     data = compare.data()
-    check_bars(data["chart"], [dsv3, dense])
     chart = data["chart"]
-    lone = [x for x, s in zip(chart["x"], chart["stage"], strict=True) if s >= len(dense.stages)]
-    assert lone == [float(i) for i in range(len(dense.stages), len(dsv3.stages))]
-    assert data["table"][("stages", "B − A")] == len(dense.stages) - len(dsv3.stages)
-    assert window.workspace_tabs.compare.chart.legend.text().count("=") >= 2
+    assert len(chart["x"]) == n_a + n_b
+    for bar, (k, i, x) in enumerate(zip(chart["entry"], chart["stage"], chart["x"], strict=True)):
+        stage = (dsv3, dense)[k].stages[i]
+        assert chart["totals_gib"][bar] == pytest.approx(stage.total / GiB)
+        n = (n_a, n_b)[k]
+        group = (2 * i + 1) * n_b // (2 * n)  # the shallow plan's stage holding the middle of this one's layers
+        assert abs(x - group) < 0.5
+    for g in range(n_b):  # group g: B's stage g beside the A stages holding the same layers, no overlap
+        members = sorted((x, k, i) for x, k, i in zip(chart["x"], chart["entry"], chart["stage"], strict=True)
+                         if abs(x - g) < 0.5)
+        assert [(k, i) for _x, k, i in members] == [(0, j) for j in range(g * n_a // n_b, (g + 1) * n_a // n_b)] \
+            + [(1, g)]
+        assert np.all(np.diff([x for x, *_ in members]) >= chart["width"] * 0.99)
+    view = compare.chart
+    view.resize(1600, 700)
+    view._redraw_tags()
+    assert sorted(chart_tags := view.data()["tags"]) == sorted([f"A{i}" for i in range(n_a)] +
+                                                               [f"B{i}" for i in range(n_b)]), chart_tags
+    legend = view.legend.text()
+    assert f"A: pp {n_a}" in legend and f"B: pp {n_b}" in legend
+    assert f"(pp {n_b})" in view.plot.getPlotItem().getAxis("bottom").labelText
+    assert data["table"][("stages", "B − A")] == n_b - n_a
+    rows = [compare.list.item(k).text() for k in range(2)]
+    st = plan.strategy
+    assert f"seq {st.seq_length:,} · global batch {st.global_batch_size:,} · {st.world_size:,} × A2" in rows[1]
+    assert f"pp {len(dsv3.stages)}" in rows[0] and "global batch" in rows[0]
     # remove and clear
     compare.list.setCurrentRow(1)
     compare.remove_selected()
