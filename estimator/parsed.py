@@ -21,7 +21,7 @@ from .messages import msg
 from .model import LayerGroup, ModelSpec, VisionSpec
 from .options import FRAMEWORKS, RunOptions
 from .strategy import RecomputePlan, ShardingSpec, Strategy
-from .warnings import Assumption, EstimateWarning
+from .warnings import Assumption, EstimateWarning, plain
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Provenance:
 
     def describe(self) -> str:
         if self.source == "file":
-            return f"{self.path}: {self.key}" + (f" = {self.raw!r}" if self.raw is not None else "")
+            return f"{self.path}: {self.key}" + (f" = {plain(self.raw)}" if self.raw is not None else "")
         if self.source == "preset":
             return f"device preset {self.raw}"
         if self.source == "derived":

@@ -51,8 +51,21 @@ class Assumption(Record):
         return self.catalogued.render(language) if self.catalogued else self.source
 
     def localized(self, language: str = ENGLISH) -> str:
-        return msg("assumption.line", field=self.field, value=self.value,
+        return msg("assumption.line", field=self.field, value=plain(self.value),
                    source=self.source_in(language)).render(language)
 
     def __str__(self) -> str:
         return self.localized(ENGLISH)
+
+
+def plain(value: Any) -> str:
+    """A value as a config would write it, never a Python repr: none, true/false, [1, 2], text unquoted."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(plain(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {plain(v)}" for k, v in value.items()) + "}"
+    return str(value)

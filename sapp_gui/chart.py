@@ -92,6 +92,7 @@ class StageChart(StackedBarChart):
         self.delta_labels: list[pg.TextItem] = []
         self.opt_shown = False
         self._peak_top = 0.0
+        self._base_top = 1.0  # the scale the bars and lines need (GiB); declutter may raise it for the peak label
         self._declutter_timer = QTimer(self)
         self._declutter_timer.setSingleShot(True)
         self._declutter_timer.timeout.connect(self.declutter)
@@ -163,7 +164,8 @@ class StageChart(StackedBarChart):
         if pinned is not None:
             tops.append(max(s.total for s in pinned.stages))
         item = self.plot.getPlotItem()
-        self.set_y_top(max(tops) / GiB * 1.1)
+        self._base_top = max(tops) / GiB * 1.1
+        self.set_y_top(self._base_top)
         self._declutter_timer.start()
         slots = max(n, len(pinned.stages) if pinned else 0)
         pad = max(0.0, (4 - slots) / 2)  # one or two stages: keep the bars bar-shaped
@@ -229,10 +231,16 @@ class StageChart(StackedBarChart):
             self.peak_label.setPos(self.peak_label.pos().x(), self._peak_top + lift)
             peak_rect = self.peak_label.sceneBoundingRect()
         inside = view.sceneBoundingRect()
-        if peak_rect.top() < inside.top():  # a short chart: raise the scale so that the peak label shows whole
-            pixel = view.viewPixelSize()[1]
-            self.set_y_top(view.viewRange()[1][1] + (inside.top() - peak_rect.top() + 4) * pixel)
-            peak_rect = self.peak_label.sceneBoundingRect()
+        # a short chart: raise the scale so that the peak label shows whole. Solved from the label's height and
+        # the view's, not stepped from the current range, so that running again (every resize) changes
+        # nothing, and a view too short for the label (while the window is laid out) never inflates the scale
+        need, height = peak_rect.height() + 4, inside.height()
+        label_y = float(self.peak_label.pos().y())
+        top = self._base_top
+        if 0 < need < 0.6 * height and label_y > 0:
+            top = max(top, label_y / (1 - need / height))
+        self.set_y_top(top)
+        peak_rect = self.peak_label.sceneBoundingRect()
         taken = [peak_rect, *(label.sceneBoundingRect() for label in self.delta_labels)]
         for line, above in ((self.capacity_line, True), (self.budget_line, False)):
             label = line.label

@@ -14,7 +14,7 @@ from estimator.fields import SIZE_FIELDS
 from estimator.messages import ENGLISH
 from estimator.session import PlanSession, canonical_key
 from estimator.units import fmt_gib
-from estimator.warnings import Assumption
+from estimator.warnings import Assumption, plain
 
 from .style import QT_TRANSLATE_NOOP
 
@@ -74,8 +74,6 @@ def preset_problem(session: PlanSession) -> str:
 def _show(value: Any, key: str = "") -> str:
     if key in SIZE_FIELDS and isinstance(value, (int, float)) and not isinstance(value, bool):
         return fmt_gib(value)
-    if isinstance(value, tuple):
-        return "[" + ", ".join(_show(v) for v in value) + "]"
     if value is None:
         return tr(QT_TRANSLATE_NOOP("Document", "unset"))
-    return repr(value) if isinstance(value, str) else str(value)
+    return plain(value)  # as a config writes it: never a Python repr

@@ -125,3 +125,41 @@ def test_the_pinned_baseline_describes_itself_and_other_depths_draw_no_stage_del
     assert chart.data()["deltas"] == []
     assert "4 stages beside 8" in chart.legend.text() and "no per-stage differences" in chart.legend.text()
     assert chart.data()["pinned_stages"] == 4
+
+
+def test_a_short_stage_chart_keeps_its_scale_and_lines(qtbot) -> None:
+    """A stage chart squeezed short (a 1024×640 window, a dragged splitter, the layout of a window not shown
+    yet): the scale rises only as far as the peak label needs — it went to 3,000 GiB for 41 GiB bars, hiding
+    the bars and the capacity and budget lines, and never came back — and running the label placement again
+    (every resize) leaves it where it is."""
+    from gui_helpers import EXAMPLES
+    from PySide6.QtWidgets import QApplication
+
+    from estimator import estimate
+    from estimator.formats import parse
+    from sapp_gui.chart import StageChart
+
+    plan = parse([str(EXAMPLES / "mindformers_llama3_70b.yaml")])
+    result = estimate(plan.model, plan.strategy, plan.hardware, plan.options)
+    chart = StageChart()
+    qtbot.addWidget(chart)
+    chart.resize(700, 400)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.set_result(result)
+    view = chart.plot.getPlotItem().getViewBox()
+    gib = 2**30
+    for height in (120, 95, 90, 85):  # squeezed: little or no room for the peak label above the bars
+        chart.resize(700, height)
+        for _ in range(3):
+            QApplication.processEvents()
+            chart.declutter()
+    chart.resize(700, 400)
+    qtbot.wait(200)  # the label placement runs after the layout settles
+    top = view.viewRange()[1][1]
+    assert max(result.capacity, result.budget) / gib < top <= 2.5 * max(result.capacity, result.peak_bytes) / gib
+    for _ in range(3):
+        chart.declutter()
+    assert view.viewRange()[1][1] == top
+    assert chart.capacity_line.isVisible() and chart.budget_line.isVisible()
+    assert view.sceneBoundingRect().contains(chart.peak_label.sceneBoundingRect())
