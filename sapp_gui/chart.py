@@ -21,7 +21,7 @@ from estimator.units import GiB
 
 from .bars import StackedBarChart, category_brush, outline_pen
 from .language import category_label, translate
-from .panel import plan_text
+from .panel import plan_difference, plan_text
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET
 
 PAIR_OFFSET = 0.21
@@ -99,7 +99,8 @@ class StageChart(StackedBarChart):
         item.getViewBox().sigResized.connect(self._declutter_timer.start)
         self.result: Result | None = None
         self.pinned: Result | None = None
-        self.pinned_text = ""   # the pinned baseline's plan in words (legend)
+        self.pinned_text = ""   # the pinned baseline's plan in words (the legend's tooltip)
+        self.pinned_diff = ""   # what differs from the plan on screen (the legend)
 
     # -------------------------------------------------------------------------------------- data
     def on_session(self, event: SessionEvent) -> None:
@@ -108,7 +109,9 @@ class StageChart(StackedBarChart):
         if event.kind in (OPENED, CLOSED):
             self.clear()
         elif event.kind in (ESTIMATED, PINNED) and session.shown is not None:
-            self.pinned_text = plan_text(session.pinned.parsed) if session.pinned else ""
+            pinned = session.pinned.parsed if session.pinned else None
+            self.pinned_text = plan_text(pinned) if pinned is not None else ""
+            self.pinned_diff = plan_difference(pinned, session.shown.parsed) if pinned is not None else ""
             self.set_result(session.shown.result, session.pinned.result if session.pinned else None)
 
     def clear(self) -> None:
@@ -176,14 +179,18 @@ class StageChart(StackedBarChart):
         item.setXRange(-0.6 - pad, slots - 0.4 + pad + right, padding=0)
 
     def _legend(self) -> str:
+        """The legend; the pinned baseline is named by what differs from the plan on screen (its whole plan is
+        the legend's tooltip)."""
         pinned: bool | str = False
+        self.legend.setToolTip("")
         if self.pinned is not None:
-            pinned = self.pinned_text or True
+            pinned = self.pinned_diff or (translate("Charts", "same degrees, sequence and batch")
+                                          if self.pinned_text else True)
             if self.result is not None and len(self.pinned.stages) != len(self.result.stages):
-                pinned = f"{self.pinned_text} — " + translate(
-                    "Charts", "{0} stages beside {1}: a stage of one holds other layers than the same stage of the "
-                              "other, so no per-stage differences are drawn").format(len(self.pinned.stages),
-                                                                                   len(self.result.stages))
+                pinned = f"{pinned if isinstance(pinned, str) else ''} — " + translate(
+                    "Charts", "another pipeline depth: no per-stage differences")
+            if self.pinned_text:
+                self.legend.setToolTip(translate("Charts", "Pinned baseline: {0}").format(self.pinned_text))
         return legend_html(pinned, optimizer_step=self.opt_shown)
 
     def _draw_pinned(self, pinned: Result | None, n: int) -> None:

@@ -64,6 +64,23 @@ def plan_text(parsed: ParsedConfig) -> str:
         strategy_text(st), f"{st.seq_length:,}", f"{st.global_batch_size:,}", f"{st.world_size:,}", device)
 
 
+def plan_difference(plan: ParsedConfig, other: ParsedConfig) -> str:
+    """``plan`` in a few words: only what differs from ``other`` (its degrees, micro-batching, sequence length,
+    global batch, devices), e.g. "pp 16 · dp 16"; "" when none of those differ."""
+    a, b = plan.strategy, other.strategy
+    rec = lambda st: st.recompute.default_mode if st.recompute.full_counts is None else "per-stage"  # noqa: E731
+    fields = [("dp", a.dp, b.dp), ("tp", a.tp, b.tp), ("pp", a.pp, b.pp), ("vpp", a.vpp, b.vpp),
+              ("cp", a.cp, b.cp), ("ep", a.ep, b.ep), ("mbs", a.micro_batch_size, b.micro_batch_size),
+              ("m", a.micro_batches, b.micro_batches), ("rec", rec(a), rec(b)),
+              (translate("Panel", "seq"), a.seq_length, b.seq_length),
+              (translate("Panel", "global batch"), a.global_batch_size, b.global_batch_size),
+              (translate("Panel", "devices"), a.world_size, b.world_size),
+              ("", plan.hardware.id or plan.hardware.name, other.hardware.id or other.hardware.name)]
+    parts = [f"{name} {value:,}" if isinstance(value, int) else f"{name} {value}".strip()
+             for name, value, then in fields if value != then]
+    return " · ".join(parts)
+
+
 def stale_reason(fresh: Freshness) -> str:
     """Why the numbers on screen are not those of the plan in the forms ("" when they are)."""
     if not fresh.stale or fresh.shown is None:

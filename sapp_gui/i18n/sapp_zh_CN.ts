@@ -206,8 +206,16 @@
         <translation>峰值 {0} GiB</translation>
     </message>
     <message>
-        <source>{0} stages beside {1}: a stage of one holds other layers than the same stage of the other, so no per-stage differences are drawn</source>
-        <translation>{0} 个阶段与 {1} 个阶段并列：两者同一编号的阶段承载的层不同，因此不绘制逐阶段差值</translation>
+        <source>same degrees, sequence and batch</source>
+        <translation>并行度、序列长度与批大小均相同</translation>
+    </message>
+    <message>
+        <source>another pipeline depth: no per-stage differences</source>
+        <translation>流水线深度不同：不显示逐阶段差值</translation>
+    </message>
+    <message>
+        <source>Pinned baseline: {0}</source>
+        <translation>固定基线：{0}</translation>
     </message>
     <message>
         <source>capacity = budget {0} GiB</source>
@@ -1877,6 +1885,18 @@
     <message>
         <source>{0} · seq {1} · global batch {2} · {3} × {4}</source>
         <translation>{0} · 序列长度 {1} · 全局批大小 {2} · {3} × {4}</translation>
+    </message>
+    <message>
+        <source>seq</source>
+        <translation>序列长度</translation>
+    </message>
+    <message>
+        <source>global batch</source>
+        <translation>全局批大小</translation>
+    </message>
+    <message>
+        <source>devices</source>
+        <translation>设备数</translation>
     </message>
 </context>
 <context>

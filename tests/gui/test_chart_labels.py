@@ -117,13 +117,15 @@ def test_the_pinned_baseline_describes_itself_and_other_depths_draw_no_stage_del
     window.pin_baseline()
     chart = window.chart
     edit_and_wait(qtbot, window, lambda: window.edit({"strategy.tp": 8}))
-    legend = chart.legend.text()
-    assert "pinned (left): dp 4 · tp 4 · pp 4 · mbs 1 · rec selective · seq 4,096 · global batch 64 · 64 × A2" \
-        in legend.replace("&nbsp;", " ")
+    legend = chart.legend.text().replace("&nbsp;", " ")
+    assert "pinned (left): dp 4 · tp 4 · m 16" in legend  # what differs from the plan on screen (tp 8, dp 2)
+    assert chart.legend.toolTip() == ("Pinned baseline: dp 4 · tp 4 · pp 4 · mbs 1 · rec selective · seq 4,096 · "
+                                      "global batch 64 · 64 × A2")  # and the whole plan
     assert len(chart.data()["deltas"]) == 4  # same depth: a delta per stage
     edit_and_wait(qtbot, window, lambda: window.edit({"strategy.pp": 8}))
     assert chart.data()["deltas"] == []
-    assert "4 stages beside 8" in chart.legend.text() and "no per-stage differences" in chart.legend.text()
+    legend = chart.legend.text().replace("&nbsp;", " ")
+    assert "pinned (left): dp 4 · tp 4 · pp 4 · m 16 — another pipeline depth: no per-stage differences" in legend
     assert chart.data()["pinned_stages"] == 4
 
 
