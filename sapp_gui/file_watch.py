@@ -108,12 +108,13 @@ class FileWatchBar(QWidget):
         names = ", ".join(Path(p).name for p in self.changed)
         text = translate("FileWatch", "{0} changed on disk.").format(names)
         if self.session.loaded and self.session.is_modified():
-            text += " " + translate("FileWatch", "Reload reads it again: the undo history starts again, the "
-                                                 "strategy edits in the forms are dropped, other edits are "
-                                                 "carried over.")
+            text += " " + translate("FileWatch", "Reload drops the strategy edits in the forms and the undo "
+                                                 "history.")
         else:
             text += " " + translate("FileWatch", "Reload reads it again (the undo history starts again).")
         self.label.setText(text)
+        self.reload_button.setToolTip(translate("FileWatch", "Read the files again; edits an export does not write "
+                                                             "(model, device, options) are carried over"))
         self.setVisible(True)
 
     def reload(self) -> None:

@@ -859,8 +859,12 @@
         <translation>{0} 已在磁盘上被修改。</translation>
     </message>
     <message>
-        <source>Reload reads it again: the undo history starts again, the strategy edits in the forms are dropped, other edits are carried over.</source>
-        <translation>重新加载将再次读取该文件：撤销历史重新开始，表单中的策略修改将被丢弃，其他修改会保留。</translation>
+        <source>Reload drops the strategy edits in the forms and the undo history.</source>
+        <translation>重新加载将丢弃表单中的策略修改和撤销历史。</translation>
+    </message>
+    <message>
+        <source>Read the files again; edits an export does not write (model, device, options) are carried over</source>
+        <translation>重新读取文件；导出不会写入的修改（模型、设备、选项）会保留</translation>
     </message>
     <message>
         <source>Reload reads it again (the undo history starts again).</source>

@@ -86,7 +86,7 @@ def test_a_config_changed_on_disk_is_offered_for_reload(qtbot, window, dense_pla
                           encoding="utf-8")
     qtbot.waitUntil(bar.isVisible, timeout=10000)
     assert "dense.plan.yaml changed on disk" in bar.label.text()
-    assert "strategy edits in the forms are dropped" in bar.label.text()  # said before the click
+    assert "Reload drops the strategy edits in the forms" in bar.label.text()  # said before the click
     assert window.doc.parsed.strategy.seq_length == 4096  # nothing changes until the user chooses
     with qtbot.waitSignal(window.estimate_drawn, timeout=20000):
         qtbot.mouseClick(bar.reload_button, Qt.MouseButton.LeftButton)
