@@ -3,6 +3,7 @@ ranking, Pareto front, cancellation, and the empty-space message."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 
@@ -102,10 +103,17 @@ def test_search_ranks_by_step_time_and_reports_counts():
 
 
 def test_empty_space_names_the_filters():
+    """Every candidate refused: the plan on screen is still a row (it prices), and the refusals are named with
+    an example each; a plan that cannot be priced either makes the search a refusal naming the filters."""
     parsed = plan("megatron", LLAMA8B, {"seq_length": 4096, "dp": 96})
     space = SearchSpace(devices=96, global_batch=384, dims=parse_dims(["tp=3"]))
+    result = search(parsed, space)
+    assert result.ranked == [] and result.fitting == 0 and result.survivors == 0
+    assert result.current is not None and result.current.row.strategy is parsed.strategy
+    assert result.refusals == {"R-TP-HEADS": 1} and "t=3" in result.examples["R-TP-HEADS"]
+    broken = dataclasses.replace(parsed, strategy=dataclasses.replace(parsed.strategy, tp=5))  # 32 heads / 5
     with pytest.raises(SappError) as err:
-        search(parsed, space)
+        search(broken, space)
     assert "no candidate survives" in str(err.value) and "R-TP-HEADS: 1" in str(err.value)
     assert "t=3" in str(err.value)  # an example candidate per reason
 

@@ -130,3 +130,18 @@ def test_accumulation_steps_are_kept_so_the_global_batch_is_too() -> None:
     result = search(parsed, space_of(parsed, ["tp=auto", "pp=auto", "rec=auto"]))
     assert {row.strategy.global_batch_size for row in result.ranked} == {parsed.strategy.global_batch_size}
     assert result.current is not None and result.current.ranked_index is not None
+
+
+def test_a_plan_with_sequence_parallel_at_tp_1_is_a_candidate_of_its_own_space() -> None:
+    """A Megatron/MindSpeed plan at TP 1 that states --sequence-parallel (Megatron turns it off there): with sp
+    not searched, the TP 1 candidates run with SP off instead of all being refused as duplicates (R-SP-T1),
+    which left the plan out of a tp=auto search of its own space."""
+    parsed = parse([DSV3_PLAN], overrides={"strategy.tp": 1, "strategy.sequence_parallel": True})
+    assert parsed.strategy.tp == 1 and parsed.strategy.sequence_parallel
+    result = search(parsed, space_of(parsed, ["tp=auto"]))
+    assert "R-SP-T1" not in result.refusals
+    # priced (DeepSeek-V3 at TP 1 does not fit: over the budget, with SP off), not refused unpriced
+    assert any(" t=1 " in text and "sp=0" in text for text, _excess in result.over_budget), result.over_budget
+    assert all(not r.strategy.sequence_parallel for r in result.ranked if r.strategy.tp == 1)
+    listed = search(parsed, space_of(parsed, ["tp=auto", "sp=0,1"]))
+    assert listed.refusals.get("R-SP-T1")  # listed: sp=1 at t=1 is the duplicate of sp=0 and refused

@@ -162,8 +162,15 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     alive = np.nonzero(reason < 0)[0]
     phases["filter"] = time.perf_counter() - t0
     rep.report(0, len(alive), "filter", force=True)
-    if not len(alive):
-        raise SappError(_empty_message(total, refused, examples))
+    if not len(alive):  # the plan on screen is still a row (issue 12): it is what the user compares against
+        budget = _budget(parsed)
+        current = _current(parsed, budget, [], np.zeros(0))
+        if current is None:
+            raise SappError(_empty_message(total, refused, examples))
+        return SearchResult(candidates=total, refusals=refused, examples=examples, survivors=0, fitting=0,
+                            over_budget=[], ranked=[], pareto=[], budget=budget,
+                            seconds=time.perf_counter() - start, cancelled=False, phases=phases, priced=0,
+                            current=current)
 
     t0 = time.perf_counter()
     surv = cands.take(alive)

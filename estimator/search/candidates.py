@@ -97,7 +97,10 @@ def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates
                 ep_values = _values(space.dim("ep"), st.ep, ep_auto)
                 etp_values = _etp_set(fw_name, space.dim("etp"), st.etp, t, model.is_moe)
                 os_values = _os_set(fw_name, mode, space.dim("os"), st, d, cp)
-                plan.append((t, p, cp, d, [b_values, ep_values, etp_values, vp_values, os_values, sp_values,
+                # the plan's sequence parallel at TP 1 is off, as Megatron turns it off there (searched or
+                # listed, sp=1 at t=1 is a duplicate of sp=0 and refused: R-SP-T1)
+                t_sp = [0] if t == 1 and space.dim("sp") is None else sp_values
+                plan.append((t, p, cp, d, [b_values, ep_values, etp_values, vp_values, os_values, t_sp,
                                            rec_values]))
     check_count(plan)  # before anything is allocated
     blocks: list[np.ndarray] = []
