@@ -1,5 +1,6 @@
 """Nothing silent in the app (issue 12): a misspelt key is in the warning list with its fix, unrelated files are
-not one mixed plan, a vision plan takes a new pipeline degree."""
+not one mixed plan, a vision plan takes a new pipeline degree, an unknown model type is a visible assumption,
+Megatron's first/last-stage layer counts are priced."""
 
 from __future__ import annotations
 
@@ -38,3 +39,31 @@ def test_pp_change_on_a_vision_plan(qtbot, window) -> None:
     assert window.doc.parsed.strategy.pp == 4 and len(result.stages) == 4
     assert len(window.doc.parsed.strategy.vision_partition) == 4
     assert window.chart.data()["stages"] == 4
+
+
+def test_an_unknown_model_type_is_a_visible_assumption(qtbot, window, tmp_path: Path) -> None:
+    """Issue 12 item 4 in the app: a model_type no profile knows is priced as the generic decoder, and the
+    warning list says so (it used to be matched to a wrong family by a token of its name, silently)."""
+    import json
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    data = json.loads((fixtures / "hf" / "gpt_oss_tiny.json").read_text(encoding="utf-8"))
+    data.update({"model_type": "gpt_mystery", "architectures": ["GptMysteryForCausalLM"]})
+    model = tmp_path / "config.json"
+    model.write_text(json.dumps(data), encoding="utf-8")
+    open_and_wait(qtbot, window, [fixtures / "torchtitan" / "hsdp_zbv.toml"], model=str(model), devices=16)
+    lines = window.notes.lines()
+    assert any("[W-MODEL-FAMILY]" in line and "generic MoE decoder" in line and "gpt_mystery" in line
+               for line in lines), lines
+    assert any(line.startswith("model.family = default") and "gpt_mystery" in line for line in lines), lines
+
+
+def test_megatron_first_and_last_stage_layers_are_priced(qtbot, window) -> None:
+    """Issue 12 item 9 in the app: --decoder-first/last-pipeline-num-layers 2 / 2 over 16 layers and 4 stages
+    is priced as 2/6/6/2 (it was 4/4/4/4 without a word): the bars are of those stages."""
+    script = Path(__file__).resolve().parents[1] / "fixtures" / "megatron" / "train_moe_mla_arrays.sh"
+    result = open_and_wait(qtbot, window, [script])
+    assert [s.layer_counts for s in result.stages] == [(2,), (6,), (6,), (2,)]
+    assert window.doc.parsed.strategy.partition == (2, 6, 6, 2)
+    totals = window.chart.data()["totals_gib"]
+    assert list(totals) == [s.total / 2**30 for s in result.stages] and totals[1] > totals[0]
