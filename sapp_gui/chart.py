@@ -10,7 +10,7 @@ from html import escape
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QWidget
 
@@ -19,7 +19,7 @@ from estimator.session import SessionEvent
 from estimator.session.events import CLOSED, ESTIMATED, OPENED, PINNED
 from estimator.units import GiB
 
-from .bars import StackedBarChart, category_brush, outline_pen
+from .bars import StackedBarChart, category_brush, nice_ceil, outline_pen
 from .language import category_label, translate
 from .panel import plan_difference, plan_text
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET
@@ -229,25 +229,22 @@ class StageChart(StackedBarChart):
         if self.result is None:
             return
         view = self.plot.getPlotItem().getViewBox()
-        self.peak_label.setPos(self.peak_label.pos().x(), self._peak_top)
-        peak_rect = self.peak_label.sceneBoundingRect()
-        below = [label.sceneBoundingRect() for label in self.delta_labels]
-        below = [r for r in below if r.left() < peak_rect.right() and r.right() > peak_rect.left()]
-        if below and peak_rect.bottom() > min(r.top() for r in below):  # lift the peak label over the deltas
-            lift = (peak_rect.bottom() - min(r.top() for r in below) + 2) * view.viewPixelSize()[1]
-            self.peak_label.setPos(self.peak_label.pos().x(), self._peak_top + lift)
-            peak_rect = self.peak_label.sceneBoundingRect()
         inside = view.sceneBoundingRect()
-        # a short chart: raise the scale so that the peak label shows whole. Solved from the label's height and
-        # the view's, not stepped from the current range, so that running again (every resize) changes
-        # nothing, and a view too short for the label (while the window is laid out) never inflates the scale
-        need, height = peak_rect.height() + 4, inside.height()
-        label_y = float(self.peak_label.pos().y())
+        # the scale is solved from the bars' own top each time (never stepped from the current range), so that
+        # running again on every resize changes nothing, and a view too short for the label (while the window
+        # is laid out) never inflates it; the lift over the deltas depends on the scale, hence the few rounds
         top = self._base_top
-        if 0 < need < 0.6 * height and label_y > 0:
-            top = max(top, label_y / (1 - need / height))
-        self.set_y_top(top)
-        peak_rect = self.peak_label.sceneBoundingRect()
+        for _ in range(4):
+            self.set_y_top(top)
+            peak_rect = self._place_peak_label(view)
+            need, height = peak_rect.height() + 4, inside.height()
+            label_y = float(self.peak_label.pos().y())
+            wanted = self._base_top
+            if 0 < need < 0.6 * height and label_y > 0:  # a short chart: room for the peak label, shown whole
+                wanted = max(wanted, label_y / (1 - need / height))
+            if nice_ceil(wanted) == nice_ceil(top):
+                break
+            top = wanted
         taken = [peak_rect, *(label.sceneBoundingRect() for label in self.delta_labels)]
         for line, above in ((self.capacity_line, True), (self.budget_line, False)):
             label = line.label
@@ -268,6 +265,18 @@ class StageChart(StackedBarChart):
                 label.setVisible(False)
             if label.isVisible():
                 taken.append(label.sceneBoundingRect())
+
+    def _place_peak_label(self, view: pg.ViewBox) -> QRectF:
+        """The peak label on its bar, lifted above a pinned delta it would cover; returns where it is."""
+        self.peak_label.setPos(self.peak_label.pos().x(), self._peak_top)
+        peak_rect = self.peak_label.sceneBoundingRect()
+        below = [label.sceneBoundingRect() for label in self.delta_labels]
+        below = [r for r in below if r.left() < peak_rect.right() and r.right() > peak_rect.left()]
+        if below and peak_rect.bottom() > min(r.top() for r in below):
+            lift = (peak_rect.bottom() - min(r.top() for r in below) + 2) * view.viewPixelSize()[1]
+            self.peak_label.setPos(self.peak_label.pos().x(), self._peak_top + lift)
+            peak_rect = self.peak_label.sceneBoundingRect()
+        return peak_rect
 
     def _draw_lines(self, result: Result) -> None:
         self.show_limits(result.capacity, result.budget)
