@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from estimator.errors import SappError
 from estimator.estimate import estimate
 from estimator.hardware import load_presets
+from estimator.messages import Message
 from estimator.parsed import ParsedConfig
 from estimator.session import PlanSession, SessionEvent
 from estimator.session.events import CLOSED, COMPARED, OPENED, PINNED
@@ -30,14 +31,14 @@ from estimator.session.keeping import (
     save_kept,
 )
 
-from .language import translate
+from .language import error_text, said, translate
 from .tasks import TaskOutcome, TaskRunner
 
 SAVE_DELAY_MS = 400
 
 
-def _price_kept(kept: KeptPlan, base: ParsedConfig, preset_dirs: tuple[Path, ...]) -> tuple[ParsedConfig, Any,
-                                                                                             tuple[str, ...]]:
+def _price_kept(kept: KeptPlan, base: ParsedConfig,
+                preset_dirs: tuple[Path, ...]) -> tuple[ParsedConfig, Any, tuple[Message, ...]]:
     """The kept baseline on top of the document's plan, priced (a worker's job)."""
     try:
         presets = load_presets(preset_dirs)
@@ -47,13 +48,14 @@ def _price_kept(kept: KeptPlan, base: ParsedConfig, preset_dirs: tuple[Path, ...
     return parsed, estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options), notes
 
 
-def _read_all(plans: tuple[KeptPlan, ...], preset_dirs: tuple[Path, ...]) -> list[tuple[KeptPlan, Rebuilt | str]]:
-    out: list[tuple[KeptPlan, Rebuilt | str]] = []
+def _read_all(plans: tuple[KeptPlan, ...],
+              preset_dirs: tuple[Path, ...]) -> list[tuple[KeptPlan, Rebuilt | SappError]]:
+    out: list[tuple[KeptPlan, Rebuilt | SappError]] = []
     for kept in plans:
         try:
             out.append((kept, read_kept(kept, preset_dirs)))
-        except SappError as exc:
-            out.append((kept, str(exc)))
+        except SappError as exc:  # said in the interface language once back on the GUI thread
+            out.append((kept, exc))
     return out
 
 
@@ -70,7 +72,7 @@ class SessionKeeper(QObject):
         self.path = path
         self._space_of = search_space   # () -> the SearchSpaceEditor, or None when the Search tab is not built
         self.kept, self.problem = load_kept(path)
-        self.notes: list[str] = [self.problem] if self.problem else []
+        self.notes: list[str] = [said(self.problem)] if self.problem else []
         self._doc: tuple[str, ...] | None = None   # the document whose state is written
         self._compare_pending = bool(self.kept.compare)
         self._restoring = False
@@ -111,7 +113,7 @@ class SessionKeeper(QObject):
         try:
             save_kept(kept, self.path)
         except SappError as exc:
-            self.restored.emit(str(exc))
+            self.restored.emit(said(exc))
             return
         self.kept = kept
 
@@ -152,35 +154,35 @@ class SessionKeeper(QObject):
     def _pinned_priced(self, outcome: TaskOutcome) -> None:
         if outcome.error is not None:
             self._say(translate("Keeper", "The pinned baseline of the last session is not restored: {0}")
-                      .format(outcome.error))
+                      .format(error_text(outcome.error)))
             return
         parsed, result, notes = outcome.value
         if self.session.pin_kept(parsed, result):
             text = translate("Keeper", "Pinned baseline of the last session restored (priced again)")
-            self._say(" — ".join([text, *notes]))
+            self._say(" — ".join([text, *(said(note) for note in notes)]))
 
     def _compare_read(self, outcome: TaskOutcome) -> None:
         self._compare_pending = False
         if outcome.error is not None:
             self._say(translate("Keeper", "The compare set of the last session is not restored: {0}")
-                      .format(outcome.error))
+                      .format(error_text(outcome.error)))
             return
         problems, notes = [], []
         known = {e.name for e in self.session.compared}
         for kept, got in outcome.value:
-            if isinstance(got, str):
-                problems.append(got)
+            if isinstance(got, SappError):
+                problems.append(said(got))
             elif kept.name not in known:
                 try:
                     self.session.compare_add(kept.name, got.parsed, source=got.request, base=got.base)
                 except SappError as exc:  # the set is full
-                    problems.append(f"{kept.name}: {exc}")
+                    problems.append(f"{kept.name}: {said(exc)}")
                 notes.extend(got.notes)
         added = len(outcome.value) - len(problems)
         text = translate("Keeper", "{0} compared strategies of the last session restored").format(added)
         if problems:
             text += "; " + translate("Keeper", "not restored: {0}").format("; ".join(problems))
-        self._say(" — ".join([text, *notes]))
+        self._say(" — ".join([text, *(said(note) for note in notes)]))
 
     def _say(self, text: str) -> None:
         self.notes.append(text)

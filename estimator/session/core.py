@@ -415,7 +415,7 @@ class PlanSession:
     def kept_document(self, search: KeptSearch | None = None) -> KeptDocument:
         """The open document's part of what survives a restart: its search space and pinned baseline."""
         if self.request is None or self.original is None:
-            raise SappError("no config is open")
+            raise SappError(msg("core.config-open"))
         pinned = None
         if self.pinned is not None:
             pinned = keep_plan(self.request, self.original, self.pinned.parsed, "the pinned baseline")

@@ -25,6 +25,7 @@ from ..errors import SappError
 from ..fields import canonical_values
 from ..hardware import Hardware
 from ..limits import MAX_DEVICES, MAX_DIM_VALUES, MAX_GLOBAL_BATCH
+from ..messages import Message, msg
 from ..parsed import ParsedConfig
 from . import edits
 from .opening import OpenRequest, read_plan
@@ -72,17 +73,17 @@ class KeptPlan:
     @classmethod
     def from_json(cls, data: Any) -> KeptPlan:
         if not isinstance(data, dict):
-            raise SappError("a kept plan must be a mapping")
+            raise SappError(msg("keeping.plan-mapping"))
         paths = data.get("paths")
         if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
-            raise SappError("a kept plan names its files (paths: a list of paths)")
+            raise SappError(msg("keeping.plan-paths"))
         args = _open_args(data.get("args"))
         strategy, values = data.get("strategy"), data.get("values", {})
         if not isinstance(strategy, dict) or not isinstance(values, dict):
-            raise SappError("a kept plan has strategy: and values: mappings")
+            raise SappError(msg("keeping.plan-sections"))
         capacity = data.get("capacity")
         if not isinstance(capacity, (int, float)) or isinstance(capacity, bool) or not capacity > 0:
-            raise SappError("a kept plan's capacity must be a positive number of bytes")
+            raise SappError(msg("keeping.plan-capacity"))
         return cls(tuple(paths), args, dict(strategy), dict(values), str(data.get("device") or ""), float(capacity),
                    str(data.get("name") or ""), str(data.get("digest") or ""))
 
@@ -95,12 +96,12 @@ def _open_args(raw: Any) -> dict[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, dict) or set(raw) - set(_OPEN_ARGS):
-        raise SappError(f"open arguments are {', '.join(_OPEN_ARGS)}")
+        raise SappError(msg("keeping.open-args", names=", ".join(_OPEN_ARGS)))
     out = {k: v for k, v in raw.items() if v is not None}
     if "devices" in out and not (isinstance(out["devices"], int) and 0 < out["devices"] <= MAX_DEVICES):
-        raise SappError("devices must be a device count")
+        raise SappError(msg("keeping.open-devices"))
     if any(not isinstance(v, str) for k, v in out.items() if k != "devices"):
-        raise SappError("framework, model and device are names")
+        raise SappError(msg("keeping.open-names"))
     return out
 
 
@@ -123,8 +124,8 @@ def _json_value(value: Any) -> Any:
     return _thaw(value)
 
 
-def rebuild_plan(kept: KeptPlan, base: ParsedConfig, presets: Sequence[Hardware] = ()) -> tuple[ParsedConfig,
-                                                                                                    tuple[str, ...]]:
+def rebuild_plan(kept: KeptPlan, base: ParsedConfig,
+                 presets: Sequence[Hardware] = ()) -> tuple[ParsedConfig, tuple[Message, ...]]:
     """The kept plan on top of ``base`` (its files read now) and notes for the user; raises SappError when the
     files no longer allow it (the fields that differ are named)."""
     from ..formats.plan_writer import strategy_fields
@@ -143,17 +144,17 @@ def rebuild_plan(kept: KeptPlan, base: ParsedConfig, presets: Sequence[Hardware]
     try:
         state = edits.propose(base, changes, presets=presets) if changes else None
     except SappError as exc:
-        raise SappError(f"{kept.name or 'the kept plan'} cannot be rebuilt from {_names(kept)}: {exc}") from None
+        raise SappError(msg("keeping.not-rebuilt", plan=_plan_name(kept), files=_names(kept), reason=exc)) \
+            from None
     parsed = state.parsed if state is not None else base
     got = strategy_fields(parsed.strategy)
     differ = sorted(k for k, v in kept.strategy.items() if got.get(k) != v)
     if differ:
-        raise SappError(f"{kept.name or 'the kept plan'} cannot be rebuilt from {_names(kept)}: "
-                        f"{', '.join(differ)} would differ from the kept plan")
+        raise SappError(msg("keeping.not-rebuilt", plan=_plan_name(kept), files=_names(kept),
+                            reason=msg("keeping.fields-differ", fields=", ".join(differ))))
     notes = ()
     if kept.digest and kept.digest != files_digest(base):
-        notes = (f"{_names(kept)} changed since {kept.name or 'the plan'} was kept: priced again from the files as "
-                 "they are now",)
+        notes = (msg("keeping.files-changed", files=_names(kept), plan=_plan_name(kept)),)
     return parsed, notes
 
 
@@ -164,7 +165,7 @@ class Rebuilt:
     request: OpenRequest
     base: ParsedConfig
     parsed: ParsedConfig
-    notes: tuple[str, ...] = ()
+    notes: tuple[Message, ...] = ()
 
 
 def read_kept(kept: KeptPlan, preset_dirs: Sequence[str | Path] = ()) -> Rebuilt:
@@ -179,6 +180,10 @@ def read_kept(kept: KeptPlan, preset_dirs: Sequence[str | Path] = ()) -> Rebuilt
         presets = load_presets(())
     parsed, notes = rebuild_plan(kept, base, presets)
     return Rebuilt(request, base, parsed, notes)
+
+
+def _plan_name(kept: KeptPlan) -> Any:
+    return kept.name or msg("keeping.the-plan")
 
 
 def _names(kept: KeptPlan) -> str:
@@ -207,22 +212,21 @@ class KeptSearch:
         from ..search.space import DIMENSIONS
 
         if not isinstance(data, dict):
-            raise SappError("a kept search space must be a mapping")
+            raise SappError(msg("keeping.search-mapping"))
         devices, batch, top = data.get("devices"), data.get("global_batch"), data.get("top_k")
         for name, value, top_bound in (("devices", devices, MAX_DEVICES), ("global_batch", batch, MAX_GLOBAL_BATCH),
                                        ("top_k", top, 1000)):
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= top_bound:
-                raise SappError(f"search {name} must be a whole number from 1 to {top_bound}")
+                raise SappError(msg("keeping.search-number", name=name, top=top_bound))
         dims: dict[str, tuple[str, str]] = {}
         raw = data.get("dims") or {}
         if not isinstance(raw, dict):
-            raise SappError("search dims must be a mapping")
+            raise SappError(msg("keeping.search-dims"))
         for name, entry in raw.items():
             if name not in DIMENSIONS or not isinstance(entry, list) or len(entry) != 2 or \
                     entry[0] not in SEARCH_MODES or not isinstance(entry[1], str) or \
                     len(entry[1]) > 16 * MAX_DIM_VALUES:
-                raise SappError(f"search dimension {name!r} must be [mode, values] with a mode of "
-                                f"{', '.join(SEARCH_MODES)}")
+                raise SappError(msg("keeping.search-dim", name=name, modes=", ".join(SEARCH_MODES)))
             if entry[0] == "list":
                 parse_dims([f"{name}={entry[1].replace(' ', '')}"])  # raises ConfigError naming the dimension
             dims[name] = (entry[0], entry[1])
@@ -276,41 +280,41 @@ def document_key(paths: Sequence[str]) -> tuple[str, ...]:
     return _key(paths)
 
 
-def load_kept(path: Path | None = None) -> tuple[Kept, str]:
+def load_kept(path: Path | None = None) -> tuple[Kept, Message | None]:
     """The kept state and why (part of) it was ignored ("" when all of it was read). A missing file is an
-    empty state; an unreadable one is named and ignored; a broken entry is dropped and named."""
+    empty state; an unreadable one is named and ignored; a broken entry is dropped and named (None: all read)."""
     path = path or kept_path()
     if not path.exists():
-        return Kept(), ""
+        return Kept(), None
     try:
         if not path.is_file() or path.stat().st_size > MAX_KEPT_BYTES:
-            return Kept(), f"{path}: not a regular file under {MAX_KEPT_BYTES >> 20} MiB; the last session is ignored"
+            return Kept(), msg("keeping.not-regular", path=str(path), mib=MAX_KEPT_BYTES >> 20)
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        return Kept(), f"{path}: cannot be read ({exc}); the last session is ignored"
+        return Kept(), msg("keeping.unreadable", path=str(path), reason=str(exc))
     if not isinstance(data, dict) or data.get("version") != VERSION:
-        return Kept(), f"{path}: not a version-{VERSION} session file; the last session is ignored"
-    problems: list[str] = []
+        return Kept(), msg("keeping.wrong-version", path=str(path), version=VERSION)
+    problems: list[Message] = []
     documents = []
     for k, raw in enumerate(data.get("documents") or []):
         try:
             if not isinstance(raw, dict):
-                raise SappError("a kept document must be a mapping")
+                raise SappError(msg("keeping.document-mapping"))
             paths = raw.get("paths")
             if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
-                raise SappError("a kept document names its files")
+                raise SappError(msg("keeping.document-paths"))
             search = KeptSearch.from_json(raw["search"]) if raw.get("search") is not None else None
             pinned = KeptPlan.from_json(raw["pinned"]) if raw.get("pinned") is not None else None
             documents.append(KeptDocument(tuple(paths), _open_args(raw.get("args")), search, pinned))
         except SappError as exc:
-            problems.append(f"document {k + 1}: {exc}")
+            problems.append(msg("keeping.bad-document", n=k + 1, error=exc))
     compare = []
     for k, raw in enumerate(data.get("compare") or []):
         try:
             compare.append(KeptPlan.from_json(raw))
         except SappError as exc:
-            problems.append(f"compared strategy {k + 1}: {exc}")
-    problem = f"{path}: ignored {'; '.join(problems)}" if problems else ""
+            problems.append(msg("keeping.bad-compared", n=k + 1, error=exc))
+    problem = msg("keeping.ignored", path=str(path), problems=problems) if problems else None
     return Kept(tuple(documents[:MAX_DOCUMENTS]), tuple(compare)), problem
 
 
@@ -323,4 +327,4 @@ def save_kept(kept: Kept, path: Path | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic({str(path): json.dumps(kept.to_json(), indent=1, ensure_ascii=False) + "\n"}, backup=False)
     except OSError as exc:
-        raise SappError(f"{path}: the session cannot be kept ({exc})") from None
+        raise SappError(msg("keeping.not-written", path=str(path), reason=str(exc))) from None

@@ -67,7 +67,7 @@ def test_a_broken_session_file_is_named_not_fatal(qtbot, make_window, dense_plan
     window = make_window()
     open_and_wait(qtbot, window, [dense_plan])
     errors = window.notes._last["errors"]
-    assert any("session.json" in e and "ignored" in e for e in errors)
+    assert any("session.json" in str(e) and "ignored" in str(e) for e in errors)
     window.pin_baseline()
     window.shutdown_workers()
     assert json.loads(_kept_file().read_text(encoding="utf-8"))["documents"][0]["pinned"] is not None
