@@ -418,7 +418,7 @@ class PlanSession:
             raise SappError(msg("core.config-open"))
         pinned = None
         if self.pinned is not None:
-            pinned = keep_plan(self.request, self.original, self.pinned.parsed, "the pinned baseline")
+            pinned = keep_plan(self.request, self.original, self.pinned.parsed)
         return KeptDocument(self.request.paths, {k: v for k, v in self.request.args.items() if v is not None},
                             search, pinned)
 
