@@ -116,7 +116,7 @@ def test_override_shown_in_explain_and_text(user_kinds, tmp_path, capsys):
     assert main(["estimate", str(_plan(tmp_path)), "--explain", "--depth", "9"]) == 0
     out = capsys.readouterr().out
     assert "slot a.scores overridden by" in out and "my_attention.yaml" in out
-    assert "slot a.scores of dense = '4*a*s' (overridden by" in out
+    assert "slot a.scores of dense = 4*a*s (overridden by" in out  # said as written, not as a Python repr
 
 
 # ------------------------------------------------------------------------------------------- user kind
