@@ -236,6 +236,7 @@ class StageChart(StackedBarChart):
         top = self._base_top
         for _ in range(4):
             self.set_y_top(top)
+            view.updateMatrix()  # pyqtgraph defers it to the next paint: the labels' rects must be of this scale
             peak_rect = self._place_peak_label(view)
             need, height = peak_rect.height() + 4, inside.height()
             label_y = float(self.peak_label.pos().y())
