@@ -7,6 +7,8 @@ search and the balancer run on arrays, here with one element) → time the step 
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -50,8 +52,23 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     pricer = StagePricer(r, layout)
     want_explain = options.explain if explain is None else explain
     stages = tuple(price_stage(pricer, i, profile_points(profile[i]), want_explain) for i in range(par.p))
-    step = step_time(pricer) if with_time else None
-    return assemble(r, layout, stages, step, host_memory(r, stages))
+    if not with_time:
+        return assemble(r, layout, stages, host=host_memory(r, stages))
+    step = step_time(pricer)
+    return assemble(r, layout, stages, step, host_memory(r, stages),
+                    step_band(pricer) if r.hardware.has_band else None)
+
+
+def step_band(pricer: StagePricer) -> tuple[float, float]:
+    """[T-BAND] The step time with the device at the high and at the low end of its efficiency bands (matmul, HBM,
+    links): the fastest and the slowest step the preset's measured efficiencies allow."""
+    out = []
+    for end in ("high", "low"):
+        at = copy.copy(pricer)  # the rows and their costs do not depend on the efficiencies; only the times do
+        at.r = replace(pricer.r, hardware=pricer.r.hardware.at_band(end))
+        at.memo = {}
+        out.append(float(step_time(at).step_time_s))
+    return out[0], out[1]
 
 
 def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
@@ -72,12 +89,21 @@ def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
 
 # ------------------------------------------------------------------------------------------ verdict
 def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step: StepTime | None = None,
-             host: HostMemory | None = None) -> Result:
-    peak_stage = max(range(len(stages)), key=lambda i: (stages[i].total, -i))
-    peak = stages[peak_stage].total
-    opt_peak = max(s.optimizer_step_peak for s in stages)
-    limit = "optimizer_step" if opt_peak > peak else "peak"
-    decisive = max(peak, opt_peak)
+             host: HostMemory | None = None, band: tuple[float, float] | None = None) -> Result:
+    """[D-VERDICT] The peak is each stage's largest instant, the optimizer step included, as the device holds it
+    (tensors + allocator slack + context + libraries). It fits when the device peak is within the budget; with a
+    framework memory pool (MindSpore max_device_memory) the allocator peak must fit the pool and the device peak
+    the capacity less the margin."""
+    peak_stage = max(range(len(stages)), key=lambda i: (stages[i].device_peak, -i))
+    winner = stages[peak_stage]
+    peak = winner.device_peak
+    limit = "optimizer_step" if winner.optimizer_step_peak > winner.total else "peak"
+    opts = r.options
+    pool = r.budget if opts.max_device_memory is not None and opts.budget_override is None else None
+    device_budget = r.budget if pool is None else r.capacity - opts.margin
+    headroom = device_budget - peak
+    if pool is not None:
+        headroom = min(pool - max(s.allocator_peak for s in stages), headroom)
     counts = parameter_counts(r.model, r.dims)
     warnings = list(r.warnings) + list(layout.warnings)
     if host is not None and host.fits is False:
@@ -87,11 +113,11 @@ def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step:
                                                           value=fmt_bytes(host.ram_per_node or 0))))
     return Result(
         stages=stages, peak_stage=peak_stage, peak_bytes=peak, budget=r.budget, capacity=r.capacity,
-        fits=decisive <= r.budget, headroom=r.budget - decisive, limit=limit,
+        fits=headroom >= 0, headroom=headroom, limit=limit,
         world_size=int(r.par.world), global_batch_size=int(r.strategy.global_batch_size),
         parameters_total=counts.total, parameters_mtp=counts.mtp, parameters_active=counts.active,
         warnings=tuple(dict.fromkeys(warnings)), assumptions=r.assumptions, echo_source=partial(_echo, r, counts),
-        step=step, host=host)
+        step=step, host=host, framework_limit=pool, step_band=band, device_limit=device_budget)
 
 
 def _echo(r: Resolved, counts: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .device.ratio import with_slack_ratio
 from .errors import SappError, StrategyError
 from .estimate import estimate, layout_inputs, rule_context
 from .layout import build_layout
@@ -101,6 +102,7 @@ def fit_max(parsed: ParsedConfig, field: str) -> FitResult:
     """The largest ``field`` that fits, other fields fixed (the global batch follows micro_batch_size and
     micro_batches). Values the rules refuse (fewer micro-batches than pipeline stages, a sequence that 2·cp or
     tp does not divide, …) are skipped, not counted as not fitting."""
+    parsed = with_slack_ratio(parsed)  # each tried value prices the allocator slack by the plan's own ratio
     if field not in FIELDS:
         raise SappError(msg("fit.max-one", field=field, FIELDS=', '.join(FIELDS)))
     st = parsed.strategy
@@ -146,6 +148,7 @@ def fit_max(parsed: ParsedConfig, field: str) -> FitResult:
 def fit_min_devices(parsed: ParsedConfig) -> FitResult:
     """The smallest data-parallel degree (device count) at which the plan fits: tp, pp, cp and the global batch
     stay, dp shrinks (micro_batches grows)."""
+    parsed = with_slack_ratio(parsed)
     st = parsed.strategy
     batch = st.global_batch_size
     options = [d for d in range(1, st.dp + 1) if batch % (d * st.micro_batch_size * st.n_acc) == 0]

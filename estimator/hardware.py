@@ -9,7 +9,7 @@ loaded from any directory with ``load_presets(extra_dirs)``. Every figure names 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -96,6 +96,18 @@ class Hardware(Record):
                 return low, high
         nominal = {"matmul": self.eff_matmul, "hbm": self.eff_hbm, "comm": 1.0}[name]
         return nominal, nominal
+
+    def at_band(self, end: str) -> Hardware:
+        """The device at one end ("low" or "high") of its efficiency bands: matmul and HBM efficiencies set to that
+        end, each link level's efficiency scaled by the comm factor (at most 1)."""
+        index = {"low": 0, "high": 1}[end]
+        comm = self.band("comm")[index]
+        levels = tuple(replace(lv, efficiency=min(1.0, lv.efficiency * comm)) for lv in self.levels)
+        return replace(self, eff_matmul=self.band("matmul")[index], eff_hbm=self.band("hbm")[index], levels=levels)
+
+    @property
+    def has_band(self) -> bool:
+        return any(low != high for _, low, high in self.efficiency_band)
 
     def context_bytes(self, runtime: str) -> float | None:
         return dict(self.runtime_context).get(runtime)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .records import Record
-from .units import GiB
 
 FRAMEWORKS = ("mindformers", "mindspeed", "megatron", "torchtitan", "hyperparallel", "hf_trainer")
 GRAD_PERSISTENCE = ("persistent", "upstream_rule", "progressive")
@@ -21,7 +20,7 @@ COMM_BUFFER_MODES = ("transient_max", "upstream_sum")
 class RunOptions(Record):
     framework: str = "megatron"
     grad_persistence: str | None = None
-    reserve: float = float(GiB)  # reserve_fixed (D6)
+    reserve: float = 0.0  # reserve_fixed (D6): a fixed allowance on top of the device-level parts (issue 10)
     frag_fraction: float = 0.0
     comm_lib_per_group: float = 0.0
     margin: float = 0.0
@@ -69,3 +68,6 @@ class RunOptions(Record):
     comm_library_factor: float | None = None       # × the communication libraries' documented buffers
     calibration: str | None = None
     calibration_device: str | None = None
+    # the search and the balancer: allocator slack per byte of activations, working sets and transient buffers
+    # (the current plan's replay), instead of replaying each candidate
+    allocator_slack_ratio: float | None = None

@@ -13,6 +13,11 @@ CATEGORY_COLORS: dict[str, str] = {
     "communication_buffers": "#CC79A7",  # reddish purple
     "working_overhead": "#F0E442",       # yellow
     "reserve": "#999999",                # grey
+    # device-level parts (issue 10): muted, so the tensors the framework holds stay the eye's first read
+    "library_workspaces": "#A6761D",     # brown
+    "allocator_slack": "#D4D4D4",        # light grey
+    "runtime_context": "#5F5F5F",        # dark grey
+    "comm_library": "#8E6BBF",           # muted violet
 }
 CATEGORY_LABELS: dict[str, str] = {
     "parameters": "Parameters",
@@ -22,8 +27,17 @@ CATEGORY_LABELS: dict[str, str] = {
     "communication_buffers": "Comm. buffers",
     "working_overhead": "Working",
     "reserve": "Reserve",
+    "library_workspaces": "Workspaces",
+    "allocator_slack": "Allocator slack",
+    "runtime_context": "Runtime context",
+    "comm_library": "Comm. libraries",
 }
+# column heads of the plain-text and report tables
+CATEGORY_SHORT: dict[str, str] = {
+    "parameters": "params", "gradients": "grads", "optimizer_states": "optim", "activations": "activ",
+    "communication_buffers": "comm", "working_overhead": "working", "reserve": "reserve",
+    "library_workspaces": "wksp", "allocator_slack": "slack", "runtime_context": "ctx", "comm_library": "libs"}
 OVER_BUDGET = "#D55E00"  # vermillion
 CAPACITY = "#333333"
 
-assert tuple(CATEGORY_COLORS) == CATEGORIES
+assert tuple(CATEGORY_COLORS) == CATEGORIES == tuple(CATEGORY_SHORT)

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 from .hardware import runtime_of
 from .hardware_figures import device_figures, provisional_summary
+from .honest import with_band
 from .host import host_text
+from .palette import CATEGORY_SHORT
 from .parsed import ParsedConfig
 from .result import CATEGORIES, Result
 from .units import GiB, fmt_gib
 
-_SHORT = {"parameters": "params", "gradients": "grads", "optimizer_states": "optim", "activations": "activ",
-          "communication_buffers": "comm", "working_overhead": "working", "reserve": "reserve"}
-
 
 def _billions(n: int) -> str:
     return f"{n / 1e9:,.2f} B"
+
+
+def step_line(result: Result) -> str:
+    """Step time, tokens/s/device and MFU with the band the device's efficiency ranges give, at the precision the
+    band allows."""
+    assert result.step_time_s is not None and result.tokens_per_s_per_device is not None and result.mfu is not None
+    text = (f"step time {with_band(result.step_time_s, result.step_band, ' s')} · tokens/s/device "
+            f"{with_band(result.tokens_per_s_per_device, result.tokens_band)} · MFU "
+            f"{with_band(result.mfu, result.mfu_band, ' %', 100)}")
+    return text + (" (low–high from the device's efficiency bands)" if result.step_band else "")
 
 
 def render_table(parsed: ParsedConfig, result: Result) -> str:
@@ -51,7 +60,9 @@ def render_table(parsed: ParsedConfig, result: Result) -> str:
     if provisional:
         lines.append(f"device figures {provisional} (replace them with `sapp calibrate` or a user preset)")
     lines.append("")
-    header = ["stage", "layers"] + [_SHORT[c] for c in CATEGORIES] + ["total GiB", "opt-step"]
+    tensor_cats = CATEGORIES[:6]
+    header = ["stage", "layers"] + [CATEGORY_SHORT[c] for c in tensor_cats] + ["tensor", "slack", "ctx+libs", "device",
+                                                                       "band"]
     rows = []
     for s in result.stages:
         marker = "*" if s.index == result.peak_stage else " "
@@ -63,20 +74,32 @@ def render_table(parsed: ParsedConfig, result: Result) -> str:
             layers += "+O"
         if "mtp" in kinds:
             layers += "+MTP"
-        cells = [f"{marker}{s.index}", layers] + [f"{s.bytes_by_category[c] / GiB:.2f}" for c in CATEGORIES]
-        cells += [f"{s.total / GiB:.2f}", f"{s.optimizer_step_peak / GiB:.2f}"]
+        step = "^" if s.optimizer_step_peak > s.total else ""  # the optimizer step is this stage's peak
+        cells = [f"{marker}{s.index}", layers] + [f"{s.bytes_by_category[c] / GiB:.2f}" for c in tensor_cats]
+        cells += [f"{s.tensor_peak / GiB:.2f}{step}", f"{s.allocator_slack / GiB:.2f}",
+                  f"{s.outside_allocator / GiB:.2f}", f"{s.device_peak / GiB:.2f}",
+                  f"{s.device_peak_low / GiB:.1f}–{s.device_peak_high / GiB:.1f}"]
         rows.append(cells)
     widths = [max(len(header[k]), *(len(r[k]) for r in rows)) for k in range(len(header))]
     lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     for r in rows:
         lines.append("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
     lines.append("")
-    peak = result.peak_bytes
     verdict = "fits" if result.fits else "DOES NOT FIT"
     limit = " (the optimizer step decides)" if result.limit == "optimizer_step" else ""
     head = f"headroom {fmt_gib(result.headroom)}" if result.fits else f"over budget by {fmt_gib(-result.headroom)}"
-    lines.append(f"peak {fmt_gib(peak)} on stage {result.peak_stage} (*): {verdict}, {head}{limit}; "
-                 f"in GiB (2^30 bytes)")
+    lines.append(f"device peak {fmt_gib(result.peak_bytes)} on stage {result.peak_stage} (*): {verdict}, {head}"
+                 f"{limit}; tensor peak {fmt_gib(result.tensor_peak_bytes)}, allocator peak "
+                 f"{fmt_gib(result.allocator_peak_bytes)}; in GiB (2^30 bytes); ^ = the optimizer step is the "
+                 "stage's peak")
+    if result.step_time_s is not None:
+        lines.append(step_line(result))
+    device = result.stages[result.peak_stage].device
+    if device.get("allocator_source"):
+        lines.append(f"allocator: {device['allocator_source']}")
+    if result.framework_limit is not None:
+        lines.append(f"framework memory pool {fmt_gib(result.framework_limit)}: the allocator peak must fit it, the "
+                     f"device peak the capacity")
     host = host_text(result.host)
     if host:
         lines.append(f"host memory (offload and swap): {host}")

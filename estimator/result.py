@@ -1,5 +1,9 @@
-"""Result records (docs/model.md#inputs-and-outputs): per stage → per layer → the seven categories, and the plan-level
-verdict."""
+"""Result records (docs/model.md#inputs-and-outputs): per stage → per layer → the categories, and the plan-level
+verdict. The first seven categories are the tensors the framework holds and the fixed reserve; the device-level
+ones (issue 10, ``estimator/device``) follow: library workspaces (allocated), the caching allocator's slack, the
+runtime context and the communication libraries' buffers. Three peaks per stage: the tensor peak (what
+``max_memory_allocated`` shows), the allocator peak (``max_memory_reserved``) and the device peak (what the
+device shows); each the maximum over the stage's instants, the optimizer step included."""
 
 from __future__ import annotations
 
@@ -14,7 +18,11 @@ from .units import round_half_up
 from .warnings import Assumption, EstimateWarning
 
 CATEGORIES = ("parameters", "gradients", "optimizer_states", "activations", "communication_buffers",
-              "working_overhead", "reserve")
+              "working_overhead", "reserve", "library_workspaces", "allocator_slack", "runtime_context",
+              "comm_library")
+TENSOR_CATEGORIES = (*CATEGORIES[:6], "library_workspaces")
+OUTSIDE_ALLOCATOR = ("reserve", "runtime_context", "comm_library")  # held by the device, not the allocator
+SCHEMA = "sapp.estimate/1.1"
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,49 @@ class StageResult:
     kinds: frozenset[str] = frozenset()  # row kinds present (embedding, output, mtp, ...)
     explain: Quantity | None = None
     host_bytes: dict[str, float] = field(default_factory=dict)  # [H-DEVICE] host memory of one device, by kind
+    # the allocator slack's band and how the device-level parts were priced (allocator kind, notes)
+    device: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    # ---------------------------------------------------------------------------------- the three peaks
+    @property
+    def device_peak(self) -> float:
+        """[D-DEVICE] the largest instant, the optimizer step included."""
+        return max(self.total, self.optimizer_step_peak)
+
+    @property
+    def outside_allocator(self) -> float:
+        return sum(self.bytes_by_category.get(k, 0.0) for k in OUTSIDE_ALLOCATOR)
+
+    @property
+    def allocator_peak(self) -> float:
+        return self.device_peak - self.outside_allocator
+
+    @property
+    def allocator_slack(self) -> float:
+        return self.bytes_by_category.get("allocator_slack", 0.0)
+
+    @property
+    def tensor_peak(self) -> float:
+        return self.allocator_peak - self.allocator_slack
+
+    def _band(self, end: str) -> float:
+        return self.device.get(f"allocator_slack_{end}", self.allocator_slack) - self.allocator_slack
+
+    @property
+    def allocator_peak_low(self) -> float:
+        return self.allocator_peak + self._band("low")
+
+    @property
+    def allocator_peak_high(self) -> float:
+        return self.allocator_peak + self._band("high")
+
+    @property
+    def device_peak_low(self) -> float:
+        return self.device_peak + self._band("low")
+
+    @property
+    def device_peak_high(self) -> float:
+        return self.device_peak + self._band("high")
 
     @cached_property
     def layers(self) -> tuple[LayerRow, ...]:
@@ -76,10 +127,17 @@ class StageResult:
             "peak_vector": list(self.peak_vector), "optimizer_step_peak": round_half_up(self.optimizer_step_peak),
             "layer_counts": list(self.layer_counts),
             "bytes_by_category": {k: round_half_up(v) for k, v in self.bytes_by_category.items()},
+            **{name: round_half_up(getattr(self, name)) for name in PEAK_FIELDS},
+            "device": {k: (round_half_up(v) if isinstance(v, float) else v) for k, v in self.device.items()},
         }
         if with_layers:
             out["layers"] = [row.to_dict() for row in self.layers]
         return out
+
+
+PEAK_NAMES = ("tensor_peak", "allocator_peak", "device_peak")
+PEAK_FIELDS = ("tensor_peak", "allocator_peak", "allocator_peak_low", "allocator_peak_high", "device_peak",
+               "device_peak_low", "device_peak_high")
 
 
 @dataclass(frozen=True)
@@ -102,6 +160,41 @@ class Result:
     echo_source: Callable[[], dict[str, Any]] = field(default=dict, repr=False, compare=False)
     step: Any = None  # steptime.StepTime, or None when priced without time
     host: Any = None  # host.HostMemory: what offload and swap keep in host RAM (None: nothing)
+    # the framework's memory pool (MindSpore max_device_memory) minus the margin: the allocator peak must fit it,
+    # the device peak the capacity; None when the plan states no framework limit
+    framework_limit: float | None = None
+    step_band: tuple[float, float] | None = None  # step time at the efficiency band's high and low ends
+    device_limit: float | None = None  # what the device peak must stay within (the budget, or capacity − margin)
+
+    def over(self, stage: StageResult) -> bool:
+        """[D-VERDICT] for one stage: its device peak over the device's limit, or its allocator peak over the
+        framework's pool."""
+        limit = self.budget if self.device_limit is None else self.device_limit
+        return stage.device_peak > limit or (self.framework_limit is not None and
+                                             stage.allocator_peak > self.framework_limit)
+
+    def _over_stages(self, name: str) -> float:
+        return max(getattr(s, name) for s in self.stages)
+
+    @property
+    def tensor_peak_bytes(self) -> float:
+        return self._over_stages("tensor_peak")
+
+    @property
+    def allocator_peak_bytes(self) -> float:
+        return self._over_stages("allocator_peak")
+
+    @property
+    def device_peak_bytes(self) -> float:
+        return self._over_stages("device_peak")
+
+    @property
+    def device_peak_low_bytes(self) -> float:
+        return self._over_stages("device_peak_low")
+
+    @property
+    def device_peak_high_bytes(self) -> float:
+        return self._over_stages("device_peak_high")
 
     @property
     def step_time_s(self) -> float | None:
@@ -119,6 +212,21 @@ class Result:
     def mfu(self) -> float | None:
         return float(self.step.mfu) if self.step is not None else None
 
+    @property
+    def tokens_band(self) -> tuple[float, float] | None:
+        """Tokens/s/device at the slow and fast ends of the step band (throughput ∝ 1/step time)."""
+        if self.step_band is None or self.step is None:
+            return None
+        tokens = float(self.step.tokens_per_s_per_device) * float(self.step.step_time_s)
+        return tokens / self.step_band[1], tokens / self.step_band[0]
+
+    @property
+    def mfu_band(self) -> tuple[float, float] | None:
+        if self.step_band is None or self.step is None:
+            return None
+        work = float(self.step.mfu) * float(self.step.step_time_s)
+        return work / self.step_band[1], work / self.step_band[0]
+
     @cached_property
     def echo(self) -> dict[str, Any]:
         """model / strategy / hardware / options as resolved (built on demand)."""
@@ -130,16 +238,23 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``sapp.estimate/1`` JSON object (integers in bytes)."""
-        out: dict[str, Any] = {"schema": "sapp.estimate/1"}
+        out: dict[str, Any] = {"schema": SCHEMA}
         out.update(self.echo)
         out.update({
             "budget": round_half_up(self.budget), "capacity": round_half_up(self.capacity),
+            "framework_limit": None if self.framework_limit is None else round_half_up(self.framework_limit),
             "peak_bytes": round_half_up(self.peak_bytes), "peak_stage": self.peak_stage, "fits": self.fits,
             "headroom": round_half_up(self.headroom), "limit": self.limit,
             "optimizer_step_peak": round_half_up(self.optimizer_step_peak),
+            **{f"{name}_bytes": round_half_up(self._over_stages(name)) for name in PEAK_FIELDS},
             "stages": [s.to_dict() for s in self.stages],
             **({"step_time_s": self.step_time_s, "parts": self.parts,
-                "tokens_per_s_per_device": self.tokens_per_s_per_device, "mfu": self.mfu}
+                "tokens_per_s_per_device": self.tokens_per_s_per_device, "mfu": self.mfu,
+                **({"step_time_s_low": self.step_band[0], "step_time_s_high": self.step_band[1],
+                    "tokens_per_s_per_device_low": self.tokens_band[0],
+                    "tokens_per_s_per_device_high": self.tokens_band[1],
+                    "mfu_low": self.mfu_band[0], "mfu_high": self.mfu_band[1]}
+                   if self.step_band and self.tokens_band and self.mfu_band else {})}
                if self.step is not None else {}),
             **({"host_memory": self.host.to_dict()} if self.host is not None and self.host.used else {}),
             "warnings": [w.to_dict() for w in self.warnings],

@@ -1,4 +1,4 @@
-"""A stacked bar chart of the seven memory categories (pyqtgraph), shared by the stage chart and the
+"""A stacked bar chart of the memory categories (pyqtgraph), shared by the stage chart and the
 per-layer chart: stacking, hit testing (which bar and which category is under a point), hover tooltips,
 selection (mouse and keyboard), and export of the chart as PNG, SVG or CSV.
 

@@ -1,7 +1,10 @@
 """The stage chart: one stacked bar per pipeline stage against the device capacity and the budget.
 
-Bars over budget get a vermillion outline, the peak stage is labelled with its GiB, and a pinned baseline
-is drawn faded beside the current bars with the per-stage delta above each pair.
+The tensors the framework holds are stacked first, the device-level parts (library workspaces, allocator slack,
+runtime context, communication libraries) on top; the allocator's low–high band is a whisker at the device peak,
+and a dashed outline reaches the optimizer step where it is the stage's peak. Bars over budget get a vermillion
+outline, the peak stage is labelled with its device peak, and a pinned baseline is drawn faded beside the current
+bars with the per-stage delta above each pair.
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QWidget
 
-from estimator.result import CATEGORIES, Result
+from estimator.result import CATEGORIES, PEAK_FIELDS, Result
 from estimator.session import SessionEvent
 from estimator.session.events import CLOSED, ESTIMATED, OPENED, PINNED
 from estimator.units import GiB
 
-from .bars import StackedBarChart, category_brush, nice_ceil, outline_pen
+from .bars import StackedBarChart, category_brush, device_scale, nice_ceil, outline_pen
 from .language import category_label, translate
 from .panel import plan_difference, plan_text
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET
@@ -38,14 +41,19 @@ def nb(text: str) -> str:
     return text if text.isascii() else WORD_JOINER.join(text)
 
 
-def category_legend_items() -> list[str]:
+def category_legend_items(shown: tuple[str, ...] = CATEGORIES) -> list[str]:
     return [f"<span style='color:{CATEGORY_COLORS[c]}; font-size:13pt'>■</span>&nbsp;{nb(category_label(c))}"
-            for c in reversed(CATEGORIES)]
+            for c in reversed(CATEGORIES) if c in shown]
 
 
-def legend_html(pinned: bool | str = False, lines: bool = True, optimizer_step: bool = False) -> str:
-    """The categories, the lines and markers drawn; ``pinned`` is the pinned baseline's description (or True)."""
-    items = category_legend_items()
+def legend_html(pinned: bool | str = False, lines: bool = True, shown: tuple[str, ...] = CATEGORIES,
+                band: bool = False, optimizer_step: bool = False) -> str:
+    """The categories shown, the lines and markers drawn; ``pinned`` is the pinned baseline's description (or
+    True)."""
+    items = category_legend_items(shown)
+    if band:  # the whisker at the device peak: the allocator's low-high band
+        name = translate("Charts", "allocator band")
+        items.append(f"<b>⌶</b>&nbsp;{nb(name)}")
     if lines:
         capacity, budget = nb(translate("Charts", "capacity")), nb(translate("Charts", "budget"))
         over = nb(translate("Charts", "over budget"))
@@ -79,6 +87,11 @@ class StageChart(StackedBarChart):
                                         pen=outline_pen(OVER_BUDGET, 2.0, dashed=True))
         self.opt_item.setZValue(18)
         item.addItem(self.opt_item)
+        # the device peak's low–high band (the caching allocator's behaviour varies with the order of frees)
+        self.band_item = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), top=np.zeros(0), bottom=np.zeros(0),
+                                         beam=0.25, pen=pg.mkPen("#222222", width=1.4 * device_scale()))
+        self.band_item.setZValue(19)
+        item.addItem(self.band_item)
         self.pinned_bars: dict[str, pg.BarGraphItem] = {}
         for cat in CATEGORIES:
             bar = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=PAIR_WIDTH,
@@ -90,7 +103,6 @@ class StageChart(StackedBarChart):
         self.peak_label.setZValue(25)
         item.addItem(self.peak_label)
         self.delta_labels: list[pg.TextItem] = []
-        self.opt_shown = False
         self._peak_top = 0.0
         self._base_top = 1.0  # the scale the bars and lines need (GiB); declutter may raise it for the peak label
         self._declutter_timer = QTimer(self)
@@ -101,6 +113,7 @@ class StageChart(StackedBarChart):
         self.pinned: Result | None = None
         self.pinned_text = ""   # the pinned baseline's plan in words (the legend's tooltip)
         self.pinned_diff = ""   # what differs from the plan on screen (the legend)
+        self.shown: tuple[str, ...] = CATEGORIES
 
     # -------------------------------------------------------------------------------------- data
     def on_session(self, event: SessionEvent) -> None:
@@ -121,6 +134,7 @@ class StageChart(StackedBarChart):
         empty = {"x": np.zeros(0), "height": np.zeros(0), "y0": np.zeros(0)}
         self.over_item.setOpts(**empty)
         self.opt_item.setOpts(**empty)
+        self.band_item.setData(x=np.zeros(0), y=np.zeros(0), top=np.zeros(0), bottom=np.zeros(0))
         self._draw_pinned(None, 0)
         self.peak_label.setHtml("")
         self.capacity_line.setVisible(False)
@@ -137,21 +151,26 @@ class StageChart(StackedBarChart):
         width = PAIR_WIDTH if paired else 0.7
         self.set_stack(x, stack, width)
         totals = stack.sum(axis=1)
-        opt = np.array([s.optimizer_step_peak for s in result.stages], dtype=float)
-        over = np.maximum(totals, opt) > result.budget
-        self.over_item.setOpts(x=x[over], height=totals[over] / GiB, y0=np.zeros(int(over.sum())), width=width)
-        opt_shown = opt > totals
-        self.opt_item.setOpts(x=x[opt_shown], height=np.zeros(int(opt_shown.sum())), y0=opt[opt_shown] / GiB,
+        device = np.array([s.device_peak for s in result.stages], dtype=float)
+        low = np.array([s.device_peak_low for s in result.stages], dtype=float)
+        high = np.array([s.device_peak_high for s in result.stages], dtype=float)
+        over = np.array([result.over(s) for s in result.stages], dtype=bool)
+        self.over_item.setOpts(x=x[over], height=device[over] / GiB, y0=np.zeros(int(over.sum())), width=width)
+        opt_shown = device > totals * (1 + 1e-9)  # the optimizer step is the stage's peak
+        self.opt_item.setOpts(x=x[opt_shown], height=np.zeros(int(opt_shown.sum())), y0=device[opt_shown] / GiB,
                               width=width)
+        banded = high - low > 1e-3 * GiB
+        self.band_item.setData(x=x[banded], y=device[banded] / GiB, top=(high - device)[banded] / GiB,
+                               bottom=(device - low)[banded] / GiB, beam=width * 0.35)
         self._draw_pinned(pinned, n)
         self._draw_lines(result)
         peak = result.peak_stage
         verdict_color = OVER_BUDGET if over[peak] else "#111111"
-        peak_text = translate("Charts", "peak {0} GiB").format(f"{totals[peak] / GiB:,.2f}")
+        peak_text = translate("Charts", "peak {0} GiB").format(f"{device[peak] / GiB:,.2f}")
         self.peak_label.setHtml(f"<div style='color:{verdict_color}; font-weight:bold'>{peak_text}</div>")
         # anchored on the bar's inner edge so that the label never runs off the plot at either end; above the
         # optimizer-step tick when that is higher, so the tick does not strike through it
-        top = float(max(totals[peak], opt[peak]) / GiB)
+        top = float(high[peak] / GiB)
         if peak < n / 2:
             self.peak_label.setAnchor((0.0, 1.0))
             self.peak_label.setPos(float(x[peak] - width / 2), top)
@@ -162,10 +181,11 @@ class StageChart(StackedBarChart):
         labels = [str(i) for i in range(n)]
         self.set_ticks(labels, px_per_label=22)
         self.opt_shown = bool(opt_shown.any())
+        self.shown = tuple(c for k, c in enumerate(CATEGORIES) if stack[:, k].any())
         self.legend.setText(self._legend())
-        tops = [totals.max(initial=0.0), result.capacity, result.budget, opt.max(initial=0.0)]
+        tops = [high.max(initial=0.0), result.capacity, result.budget]
         if pinned is not None:
-            tops.append(max(s.total for s in pinned.stages))
+            tops.append(max(s.device_peak for s in pinned.stages))
         item = self.plot.getPlotItem()
         self._base_top = max(tops) / GiB * 1.1
         self.set_y_top(self._base_top)
@@ -191,7 +211,9 @@ class StageChart(StackedBarChart):
                     "Charts", "another pipeline depth: no per-stage differences")
             if self.pinned_text:
                 self.legend.setToolTip(translate("Charts", "Pinned baseline: {0}").format(self.pinned_text))
-        return legend_html(pinned, optimizer_step=self.opt_shown)
+        stages = self.result.stages if self.result is not None else ()
+        return legend_html(pinned, shown=self.shown, optimizer_step=self.opt_shown,
+                           band=any(s.device_peak_high - s.device_peak_low > 1e-3 * GiB for s in stages))
 
     def _draw_pinned(self, pinned: Result | None, n: int) -> None:
         for label in self.delta_labels:
@@ -208,17 +230,19 @@ class StageChart(StackedBarChart):
         for k, cat in enumerate(CATEGORIES):
             self.pinned_bars[cat].setOpts(x=x, height=stack[:, k], y0=bottom.copy(), width=PAIR_WIDTH)
             bottom += stack[:, k]
-        current = self.totals() / GiB
+        assert self.result is not None
+        current = np.array([s.device_peak for s in self.result.stages], dtype=float) / GiB
+        before = np.array([s.device_peak for s in pinned.stages], dtype=float) / GiB
         narrow = self.plot.width() / max(n, m, 1) < 75  # two short lines instead of one long one
         font = QFont(self.font())
         font.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.8))
         for i in range(min(n, m) if n == m else 0):  # other depths: stage i holds other layers (legend says)
-            delta = current[i] - bottom[i]
+            delta = current[i] - before[i]
             color = OVER_BUDGET if delta > 0.005 else ("#00795A" if delta < -0.005 else "#555555")
             text = f"{delta:+.2f}<br>GiB" if narrow else f"{delta:+.2f} GiB"
             label = pg.TextItem(html=f"<div style='color:{color}; text-align:center'>{text}</div>", anchor=(0.5, 1))
             label.setFont(font)
-            label.setPos(float(i), float(max(current[i], bottom[i])))
+            label.setPos(float(i), float(max(current[i], before[i], bottom[i])))
             self.plot.getPlotItem().addItem(label)
             self.delta_labels.append(label)
 
@@ -298,33 +322,40 @@ class StageChart(StackedBarChart):
                 "pinned_stages": len(self.pinned_bars[CATEGORIES[0]].opts["x"]),
                 "deltas": [item.textItem.toPlainText().replace("\n", " ").replace("\u2028", " ")
                            for item in self.delta_labels],
-                "peak_label": self.peak_label.textItem.toPlainText()}
+                "peak_label": self.peak_label.textItem.toPlainText(),
+                "band_x": np.asarray(self.band_item.opts["x"] if self.band_item.opts["x"] is not None else []).copy(),
+                "optimizer_step_x": np.asarray(self.opt_item.opts["x"]).copy()}
 
     def hover_html(self, index: int, category: str) -> str:
         assert self.result is not None
         stage = self.result.stages[index]
         budget = self.result.budget
-        total = f"{stage.total / GiB:,.2f}"
+        total = f"{stage.device_peak / GiB:,.2f}"
         title = (translate("Charts", "Stage {0}: {1} GiB ({2}% of the {3} GiB budget)").format(
-            index, total, f"{100 * stage.total / budget:.1f}", f"{budget / GiB:,.2f}") if budget else
+            index, total, f"{100 * stage.device_peak / budget:.1f}", f"{budget / GiB:,.2f}") if budget else
             translate("Charts", "Stage {0}: {1} GiB").format(index, total))
         html = self.breakdown_html(index, category, title)
         html += "<br>" + translate("Charts", "optimizer-step peak {0} GiB").format(
             f"{stage.optimizer_step_peak / GiB:,.2f}")
+        html += "<br>" + translate(
+            "Charts", "tensor peak {0} GiB (max allocated) · allocator peak {1} GiB (max reserved) · device peak {2} "
+                      "GiB ({3}–{4})").format(*(f"{v / GiB:,.2f}" for v in (
+                          stage.tensor_peak, stage.allocator_peak, stage.device_peak, stage.device_peak_low,
+                          stage.device_peak_high)))
         if self.pinned is not None and len(self.pinned.stages) == len(self.result.stages):
-            delta = stage.total - self.pinned.stages[index].total
+            delta = stage.device_peak - self.pinned.stages[index].device_peak
             html += "<br>" + translate("Charts", "vs pinned: {0} GiB").format(f"{delta / GiB:+,.2f}")
         return html
 
     def csv_rows(self) -> list[list[object]]:
         rows = [["stage", *(f"{c} (GiB)" for c in CATEGORIES), "total (GiB)", "optimizer-step peak (GiB)",
-                 "budget (GiB)", "capacity (GiB)", "fits"]]
+                 *(f"{name} (GiB)" for name in PEAK_FIELDS), "budget (GiB)", "capacity (GiB)", "fits"]]
         if self.result is None:
             return rows
         r = self.result
         for s in r.stages:
-            decisive = max(s.total, s.optimizer_step_peak)
             rows.append([s.index, *(round(s.bytes_by_category[c] / GiB, 4) for c in CATEGORIES),
-                         round(s.total / GiB, 4), round(s.optimizer_step_peak / GiB, 4), round(r.budget / GiB, 4),
-                         round(r.capacity / GiB, 4), decisive <= r.budget])
+                         round(s.total / GiB, 4), round(s.optimizer_step_peak / GiB, 4),
+                         *(round(getattr(s, name) / GiB, 4) for name in PEAK_FIELDS), round(r.budget / GiB, 4),
+                         round(r.capacity / GiB, 4), not r.over(s)])
         return rows

@@ -45,7 +45,7 @@ def find_trace(total: Quantity, category: str, stage: StageResult, row: int | No
 
 
 def category_node(total: Quantity, category: str) -> Quantity | None:
-    """The child of a stage trace (``stage i total``) for one of the seven categories."""
+    """The child of a stage trace (``stage i total``) for one of the categories."""
     return next((c for c in total.children if c.label == category), None)
 
 

@@ -135,5 +135,5 @@ def has_font_for(code: str) -> bool:
 
 
 def category_label(category: str) -> str:
-    """The translated name of one of the seven memory categories (English names: ``estimator.palette``)."""
+    """The translated name of one of the memory categories (English names: ``estimator.palette``)."""
     return translate("Category", CATEGORY_LABELS[category])

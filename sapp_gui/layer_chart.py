@@ -17,7 +17,8 @@ from .style import QT_TRANSLATE_NOOP
 OPTION_MARKS = {"full": "F", "selective": "S", "comm": "C", "both": "S+C"}
 KIND_SHORT = {"embedding": "emb", "output": "out", "mtp": "mtp", "embedding_copy": "emb copy", "vision": "vit",
               "noop": "noop", "working": "work", "buffers": "buf", "reserve": "res", "gradients": "grads",
-              "activations": "act"}
+              "activations": "act", "workspaces": "wksp", "allocator_slack": "slack", "runtime_context": "ctx",
+              "comm_library": "libs"}
 KIND_NAMES = {"embedding": QT_TRANSLATE_NOOP("LayerChart", "Embedding"),
               "output": QT_TRANSLATE_NOOP("LayerChart", "Output head"),
               "embedding_copy": QT_TRANSLATE_NOOP("LayerChart", "Embedding copy (MTP)"),
@@ -27,7 +28,11 @@ KIND_NAMES = {"embedding": QT_TRANSLATE_NOOP("LayerChart", "Embedding"),
               "vision": QT_TRANSLATE_NOOP("LayerChart", "Vision tower"),
               "noop": QT_TRANSLATE_NOOP("LayerChart", "No-op layer"),
               "gradients": QT_TRANSLATE_NOOP("LayerChart", "Gradients (FSDP2, stage level)"),
-              "activations": QT_TRANSLATE_NOOP("LayerChart", "Activations (FSDP2, stage level)")}
+              "activations": QT_TRANSLATE_NOOP("LayerChart", "Activations (FSDP2, stage level)"),
+              "workspaces": QT_TRANSLATE_NOOP("LayerChart", "Library workspaces (allocated)"),
+              "allocator_slack": QT_TRANSLATE_NOOP("LayerChart", "Caching allocator slack (reserved − allocated)"),
+              "runtime_context": QT_TRANSLATE_NOOP("LayerChart", "Runtime context (outside the allocator)"),
+              "comm_library": QT_TRANSLATE_NOOP("LayerChart", "Communication library buffers")}
 LAYER_KINDS = {"dense": QT_TRANSLATE_NOOP("LayerChart", "Dense layer {0}"),
                "moe": QT_TRANSLATE_NOOP("LayerChart", "MoE layer {0}"),
                "mtp": QT_TRANSLATE_NOOP("LayerChart", "MTP layer {0}")}
@@ -35,6 +40,10 @@ RECOMPUTE_NAMES = {"full": QT_TRANSLATE_NOOP("LayerChart", "full recompute"),
                    "selective": QT_TRANSLATE_NOOP("LayerChart", "selective recompute"),
                    "comm": QT_TRANSLATE_NOOP("LayerChart", "comm recompute"),
                    "both": QT_TRANSLATE_NOOP("LayerChart", "selective + comm recompute")}
+
+
+STAGE_LEVEL = ("working", "buffers", "reserve", "gradients", "activations", "workspaces", "allocator_slack",
+               "runtime_context", "comm_library")
 
 
 def row_label(row: LayerRow, chunks: int = 1) -> str:
@@ -46,7 +55,7 @@ def row_label(row: LayerRow, chunks: int = 1) -> str:
     mark = OPTION_MARKS.get(row.option)
     if mark:
         text += f"·{mark}"
-    if chunks > 1 and row.kind not in ("working", "buffers", "reserve", "gradients", "activations"):
+    if chunks > 1 and row.kind not in STAGE_LEVEL:
         text += f" c{row.chunk}"
     return text
 

@@ -42,6 +42,7 @@ from estimator.session.events import (
 from estimator.units import GiB
 
 from . import language, report_export
+from .calibrate_dialog import CalibrateDialog, dropped_logs, open_calibration
 from .chart import StageChart
 from .commands import UndoAdapter
 from .compact import FORMS_MIN_WIDTH, NARROW_SCREEN, SIDE_MIN_WIDTH, SidePanels
@@ -413,7 +414,15 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         event.acceptProposedAction()
-        self.open_paths(paths)
+        logs = dropped_logs(paths)  # logs of a run calibrate the open plan; other files open
+        if logs and len(logs) == len(paths):
+            self.calibrate_from_log(logs)
+        else:
+            self.open_paths(paths)
+
+    def calibrate_from_log(self, logs: list[str] | None = None) -> CalibrateDialog | None:
+        """Hardware ▸ Calibrate from log… (or logs dropped on the window)."""
+        return open_calibration(self, logs or None)
 
     # ------------------------------------------------------------------------------------- edits
     def edit(self, changes: dict[str, Any], text: str = "edit") -> bool:

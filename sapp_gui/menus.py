@@ -57,8 +57,8 @@ def _action(window: MainWindow, name: str, slot: Callable[..., object],
 
 def build_menus(window: MainWindow) -> Actions:
     bar = window.menuBar()
-    menus = {name: QMenu(bar) for name in ("file", "recent", "examples", "chart", "edit", "analysis", "view",
-                                            "language", "help")}
+    menus = {name: QMenu(bar) for name in ("file", "recent", "examples", "chart", "edit", "analysis", "hardware",
+                                            "view", "language", "help")}
     for name, menu in menus.items():
         menu.setObjectName(f"{name}Menu")
     named: dict[str, QAction] = {}
@@ -111,6 +111,10 @@ def build_menus(window: MainWindow) -> Actions:
     analysis.addAction(act("run_search", window.run_search, "F5"))
     analysis.addAction(act("run_balance", window.run_balance))
     analysis.addAction(act("compare_current", window.compare_current, "Ctrl+Shift+C"))
+
+    hardware = menus["hardware"]
+    bar.addMenu(hardware)
+    hardware.addAction(act("calibrate", lambda _=False: window.calibrate_from_log()))
 
     view_menu = menus["view"]
     bar.addMenu(view_menu)
@@ -204,6 +208,9 @@ def _texts() -> dict[str, tuple[str, str]]:
         "run_balance": (translate("Menus", "Run &balancer"),
                         translate("Menus", "Choose layers and recompute per stage for the current strategy")),
         "compare_current": (translate("Menus", "&Add current strategy to compare"), ""),
+        "calibrate": (translate("Menus", "&Calibrate from log…"),
+                      translate("Menus", "Fit the device-level memory and the matmul efficiency from the logs of a "
+                                         "run of this plan (or drop the logs on the window)")),
         "focus_forms": (translate("Menus", "Focus &forms"), ""),
         "focus_chart": (translate("Menus", "Focus stage &chart"), ""),
         "focus_layers": (translate("Menus", "Focus &layer chart"), ""),
@@ -220,6 +227,7 @@ def retranslate_menus(window: MainWindow, actions: Actions) -> None:
     titles = {"file": translate("Menus", "&File"), "recent": translate("Menus", "Open &Recent"),
               "examples": translate("Menus", "Open E&xample"), "chart": translate("Menus", "Export &chart"),
               "edit": translate("Menus", "&Edit"), "analysis": translate("Menus", "&Analysis"),
+              "hardware": translate("Menus", "&Hardware"),
               "view": translate("Menus", "&View"),
               "language": translate("Menus", "&Language"), "help": translate("Menus", "&Help")}
     for name, menu in actions.menus.items():

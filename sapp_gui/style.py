@@ -1,4 +1,4 @@
-"""Fixed colours and names of the seven memory categories, and the few other colours the app uses.
+"""Fixed colours and names of the memory categories, and the few other colours the app uses.
 
 The category palette (Okabe–Ito, distinguishable with the common colour-vision deficiencies) and the English
 category names live once, in ``estimator.palette`` (the reports use them too); a category keeps its colour
@@ -20,7 +20,9 @@ def QT_TRANSLATE_NOOP(context: str, text: str) -> str:
 _CATEGORY_NAMES = (QT_TRANSLATE_NOOP("Category", "Parameters"), QT_TRANSLATE_NOOP("Category", "Gradients"),
                    QT_TRANSLATE_NOOP("Category", "Optimizer states"), QT_TRANSLATE_NOOP("Category", "Activations"),
                    QT_TRANSLATE_NOOP("Category", "Comm. buffers"), QT_TRANSLATE_NOOP("Category", "Working"),
-                   QT_TRANSLATE_NOOP("Category", "Reserve"))
+                   QT_TRANSLATE_NOOP("Category", "Reserve"), QT_TRANSLATE_NOOP("Category", "Workspaces"),
+                   QT_TRANSLATE_NOOP("Category", "Allocator slack"), QT_TRANSLATE_NOOP("Category", "Runtime context"),
+                   QT_TRANSLATE_NOOP("Category", "Comm. libraries"))
 
 FITS = "#00795A"           # a darker bluish green for text on white
 SELECTION = "#000000"

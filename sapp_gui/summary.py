@@ -18,6 +18,7 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QListWidget, QListWidgetItem, QMenu, QWidget
 
+from estimator.honest import digits_for, sig
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
 from estimator.session import FAILED, PlanSession, SessionEvent
@@ -236,14 +237,25 @@ class SummaryPanel(QFrame):
             translate("Summary", "peak decides")
         self.verdict.set(translate("Summary", "Fits") if result.fits else translate("Summary", "Does not fit"), limit,
                          FITS if result.fits else OVER_BUDGET)
+        # the peak the verdict reads (the device's, the optimizer step included): peak + headroom = the limit
         peak_text = f"{result.peak_bytes / GiB:,.2f} GiB"
-        sub = translate("Summary", "stage {0}").format(result.peak_stage)
+        sub = translate("Summary", "stage {0}, tensors {1} GiB").format(
+            result.peak_stage, f"{result.tensor_peak_bytes / GiB:,.1f}")
         if pinned is not None:
             delta = f"{(result.peak_bytes - pinned.peak_bytes) / GiB:+,.2f}"
             sub += translate("Summary", ", {0} GiB vs pinned").format(delta)
-        self.peak.set(peak_text, sub)
-        self.headroom.set(f"{result.headroom / GiB:,.2f} GiB",
-                          translate("Summary", "budget {0} GiB").format(f"{result.budget / GiB:,.2f}"),
+        low, high = result.device_peak_low_bytes, result.device_peak_high_bytes
+        self.peak.set(peak_text, sub, tip=translate(
+            "Summary", "Device peak {0} GiB (band {1}–{2} GiB): what the device shows, the optimizer step "
+                       "included. Tensor peak {3} GiB (max allocated), allocator peak {4} GiB (max reserved).").format(
+            *(f"{v / GiB:,.2f}" for v in (result.peak_bytes, low, high, result.tensor_peak_bytes,
+                                          result.allocator_peak_bytes))))
+        if result.framework_limit is not None:
+            limit_sub = translate("Summary", "pool {0} GiB, device {1} GiB").format(
+                f"{result.framework_limit / GiB:,.2f}", f"{(result.device_limit or result.capacity) / GiB:,.2f}")
+        else:
+            limit_sub = translate("Summary", "budget {0} GiB").format(f"{result.budget / GiB:,.2f}")
+        self.headroom.set(f"{result.headroom / GiB:,.2f} GiB", limit_sub,
                           FITS if result.headroom >= 0 else OVER_BUDGET)
         self._set_time(result, pinned)
         self.devices.set(f"{result.world_size:,}", f"dp {st.dp} × tp {st.tp} × pp {st.pp} × cp {st.cp}")
@@ -272,11 +284,25 @@ class SummaryPanel(QFrame):
         sub = translate("Summary", "most: {0}").format(part_name(largest[0])) if largest[1] > 0 else ""
         if pinned is not None and pinned.step_time_s is not None:
             sub = translate("Summary", "{0} vs pinned").format(f"{result.step_time_s - pinned.step_time_s:+,.3f} s")
-        self.step_time.set(fmt_seconds(result.step_time_s), sub, tip=parts_html(result))
-        cluster = (result.tokens_per_s_per_device or 0.0) * result.world_size
-        self.throughput.set(f"{result.tokens_per_s_per_device:,.0f}",
-                            translate("Summary", "{0} tokens/s in all").format(fmt_count(cluster)))
-        self.mfu.set(f"{(result.mfu or 0.0) * 100:.1f}%", translate("Summary", "model FLOPs utilisation"))
+        # shown at the precision the efficiency band allows, the band itself under the value
+        band, tokens_band, mfu_band = result.step_band, result.tokens_band, result.mfu_band
+        step = result.step_time_s
+        digits = digits_for(step, *(band or (None, None)))
+        if band is not None and pinned is None:
+            sub = translate("Summary", "{0}–{1} s").format(sig(band[0], digits), sig(band[1], digits))
+        self.step_time.set(sig(step, digits) + " s", sub, tip=parts_html(result))
+        tokens = result.tokens_per_s_per_device or 0.0
+        cluster = tokens * result.world_size
+        tok_sub = translate("Summary", "{0} tokens/s in all").format(fmt_count(cluster))
+        if tokens_band is not None:
+            tok_sub = f"{sig(tokens_band[0], digits)}–{sig(tokens_band[1], digits)}"
+        self.throughput.set(sig(tokens, digits), tok_sub,
+                            tip=translate("Summary", "{0} tokens/s in all").format(fmt_count(cluster)))
+        mfu = (result.mfu or 0.0) * 100
+        mfu_sub = translate("Summary", "model FLOPs utilisation")
+        if mfu_band is not None:
+            mfu_sub = f"{sig(mfu_band[0] * 100, digits)}–{sig(mfu_band[1] * 100, digits)}%"
+        self.mfu.set(sig(mfu, digits) + "%", mfu_sub, tip=translate("Summary", "model FLOPs utilisation"))
 
     def _set_host(self, result: Result) -> None:
         """[H-NODE] host memory per node (offload and swap) against the node's RAM from the device preset."""

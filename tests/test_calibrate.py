@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from estimator.calibrate import LogError, calibrate, read_log, read_logs, save
+from estimator.calibrate import LogError, calibrate, looks_like_log, read_log, read_logs, save
 from estimator.cli import main
-from estimator.device.memory import plan_device_memory
+from estimator.estimate import estimate
 from estimator.formats import parse
 from estimator.units import GiB, MiB
 
@@ -51,9 +51,8 @@ def synthesise(plan: Path, folder: Path, tp: int = 2) -> list[str]:
     """Megatron-style logs of ranks 0 and 8 (stages 0 and 1) and their plogs, from the plan priced with the
     known terms: slack × SLACK, context CONTEXT, HCCL buffers × COMM, matmul efficiency EFF."""
     parsed = parse([str(plan)])
-    _res, parts = plan_device_memory(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
-    timed, _ = plan_device_memory(parsed.model, parsed.strategy, parsed.hardware.replace(eff_matmul=EFF),
-                                  parsed.options)
+    parts = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options).stages
+    timed = estimate(parsed.model, parsed.strategy, parsed.hardware.replace(eff_matmul=EFF), parsed.options)
     step_ms = timed.step_time_s * 1000
     paths = []
     for stage, rank in ((0, 0), (1, 8)):
@@ -72,7 +71,8 @@ def synthesise(plan: Path, folder: Path, tp: int = 2) -> list[str]:
         log.write_text("".join(lines))
         app = int(part.tensor_peak + SLACK * part.allocator_slack)
         plog = folder / f"plog_rank_{rank}.log"
-        modules = {"RUNTIME": int(3 * GiB), "DRV": int(0.25 * GiB), "HCCL": int(COMM * part.comm_library),
+        modules = {"RUNTIME": int(3 * GiB), "DRV": int(0.25 * GiB),
+                   "HCCL": int(COMM * part.bytes_by_category["comm_library"]),
                    "APP": app}
         plog.write_text("".join(
             f"[INFO] DRV(1,python3):2026-01-01-00:00:00.000.000 [ascend][drv][devmm][_svm_mem_stats_show 148]"
@@ -161,3 +161,15 @@ def test_parsers_read_the_lines_frameworks_print(tmp_path: Path) -> None:
     stats.write_text(json.dumps(entries))
     got = read_log(stats)
     assert [(s.rank, s.max_allocated, s.max_reserved) for s in got.memory] == [(0, 10, 12), (1, 11, 15)]
+
+
+def test_logs_are_told_from_configs(plan: Path, tmp_path: Path) -> None:
+    """The app routes a dropped file by this: a log with a line the parsers use, a memory_stats dump, not a config."""
+    logs = synthesise(plan, tmp_path)
+    assert all(looks_like_log(p) for p in logs)
+    stats = tmp_path / "stats.json"
+    stats.write_text(json.dumps({"allocated_bytes.all.peak": 1, "reserved_bytes.all.peak": 2}))
+    hf = tmp_path / "config.json"
+    hf.write_text(json.dumps({"hidden_size": 4096, "num_hidden_layers": 8}))
+    assert looks_like_log(stats) and not looks_like_log(hf) and not looks_like_log(plan)
+    assert not looks_like_log(tmp_path / "missing.log")

@@ -15,17 +15,16 @@ import pytest
 from estimator.device.allocator import AllocatorConfig, CachingAllocator, allocation_size, replay, round_size
 from estimator.device.communicators import library_bytes, library_rule, rank_groups
 from estimator.device.knobs import env_options, parse_alloc_conf
-from estimator.device.memory import device_memory
 from estimator.device.trace import stage_trace
 from estimator.errors import ConfigError
-from estimator.estimate import estimate, layout_inputs, stage_rows
+from estimator.estimate import estimate, layout_inputs
 from estimator.formats import parse
 from estimator.hardware import find_preset
 from estimator.layout import build_layout
 from estimator.model import ModelSpec
 from estimator.options import RunOptions
 from estimator.resolve import resolve
-from estimator.stage import StagePricer
+from estimator.stage import StagePricer, stage_rows
 from estimator.strategy import Strategy
 from estimator.units import MiB
 
@@ -164,10 +163,7 @@ def _device(plan: Path, alloc_conf: str):
     options = parsed.options.replace(alloc_conf=alloc_conf)
     res = estimate(parsed.model, parsed.strategy, parsed.hardware, options)
     r = resolve(parsed.model, parsed.strategy, parsed.hardware, options)
-    pricer = StagePricer(r, build_layout(layout_inputs(r)))
-    stage = res.stages[0]
-    tensors = max(stage.total, stage.optimizer_step_peak) - options.reserve  # the estimate without its reserve
-    return device_memory(pricer, 0, stage_rows(pricer, 0), tensors), pricer
+    return res.stages[0], StagePricer(r, build_layout(layout_inputs(r)))
 
 
 def test_tensor_peak_matches_max_memory_allocated(shared_dir: Path) -> None:
@@ -197,6 +193,7 @@ def test_trace_reproduces_the_estimate_at_its_peak(shared_dir: Path) -> None:
     estimate's instants), so the slack it measures is the slack of the estimated peak."""
     for _rec, plan in _plans(shared_dir):
         dm, pricer = _device(plan, "")
-        events = stage_trace(pricer, 0, stage_rows(pricer, 0), dm.workspaces).compact()
+        workspaces = dm.bytes_by_category["library_workspaces"]
+        events = stage_trace(pricer, 0, stage_rows(pricer, 0), workspaces).compact()
         steady = replay(events)[-1]
         assert steady.max_allocated == pytest.approx(dm.tensor_peak, rel=0.01), plan.name  # block rounding

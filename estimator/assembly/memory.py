@@ -300,10 +300,10 @@ def _finish(pricer: StagePricer, stage: int, cat: dict[str, Num], chunks: Sequen
     at_step: Num = 0.0
     added = []
     for term in terms.STAGE_TERMS:
-        view = StageView(r, stage, dict(cat), groups)
+        view = StageView(r, stage, dict(cat), groups, pricer)
         value = term.value(view)
         cat[term.category] = cat[term.category] + value
-        at_step = at_step + term.at_optimizer_step(view)
+        at_step = at_step + (value if term.at_optimizer_step is None else term.at_optimizer_step(view))
         added.append((value, view))
     total: Num = 0.0
     for name in CATEGORIES:

@@ -102,6 +102,7 @@ class StageView:
     stage: int
     categories: dict[str, Num]
     groups: Num
+    pricer: StagePricer | None = None  # the device terms replay the stage's tensors (one plan)
 
     @property
     def dynamic(self) -> Num:
@@ -117,7 +118,7 @@ class StageTerm:
     category: str
     row: str                                        # the synthetic per-layer row it shows as
     value: Callable[[StageView], Num]
-    at_optimizer_step: Callable[[StageView], Num]
+    at_optimizer_step: Callable[[StageView], Num] | None  # None: the same bytes as at the peak point
     inputs: Callable[[StageView], dict[str, Num]]  # named inputs for Explain
     note: Callable[[StageView], str] = lambda view: ""
 
@@ -157,9 +158,26 @@ def _reserve_inputs(view: StageView) -> dict[str, Num]:
             "comm_lib_per_group": opts.comm_lib_per_group, "groups": view.groups}
 
 
+def _device_terms() -> tuple[StageTerm, ...]:
+    """Device-level memory (issue 10, ``estimator/device``): workspaces first (the slack of a calibration
+    profile's fraction reads the tensor categories), then the allocator slack, the context, the libraries."""
+    from ..device import stage_terms as d
+
+    # the device holds each of them at the optimizer step too (the allocator never gives a segment back)
+    return (
+        StageTerm("D-WORKSPACE", "library_workspaces", "workspaces", d.workspaces, None,
+                  d.inputs_workspaces, lambda view: "library workspaces (cuBLAS …), allocated"),
+        StageTerm("D-SLACK", "allocator_slack", "allocator_slack", d.slack, None, d.inputs_slack, d.note_slack),
+        StageTerm("D-CONTEXT", "runtime_context", "runtime_context", d.context, None, d.inputs_context,
+                  lambda view: "outside the allocator"),
+        StageTerm("D-COMM", "comm_library", "comm_library", d.comm_library, None, d.inputs_comm, d.note_comm),
+    )
+
+
 STAGE_TERMS: tuple[StageTerm, ...] = (
     StageTerm("RESERVE", "reserve", "reserve", _reserve, _reserve_at_step, _reserve_inputs,
               lambda view: msg("explain.process-groups", groups=view.groups)),
+    *_device_terms(),
 )
 
 __all__ = ["HOST_KINDS", "HOST_TERMS", "ROW_TERMS", "STAGE_TERMS", "RowTerm", "StageTerm", "StageView",

@@ -3,8 +3,8 @@ determine (``fit``), keep them as a calibration profile applied to later plans o
 (``profile``)."""
 
 from .fit import Calibration, StageFit, calibrate, save
-from .logs import LogError, LogReading, read_log, read_logs
+from .logs import LogError, LogReading, looks_like_log, read_log, read_logs
 from .profile import Profile, apply_profile, matching_profile, read_profile
 
 __all__ = ["Calibration", "LogError", "LogReading", "Profile", "StageFit", "apply_profile", "calibrate",
-           "matching_profile", "read_log", "read_logs", "read_profile", "save"]
+           "looks_like_log", "matching_profile", "read_log", "read_logs", "read_profile", "save"]

@@ -23,10 +23,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..device.memory import DeviceMemory, plan_device_memory
+from ..estimate import estimate
 from ..export import write_atomic
 from ..messages import msg
 from ..parsed import ParsedConfig
+from ..result import Result, StageResult
 from .logs import LogError, LogReading
 from .profile import Profile, Term, apply_profile, check_name
 
@@ -39,8 +40,8 @@ class StageFit:
     tensor: float | None        # measured max allocated
     allocator: float | None     # measured max reserved
     device: float | None        # measured device use (plog), when known
-    before: DeviceMemory
-    after: DeviceMemory
+    before: StageResult
+    after: StageResult
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ class Calibration:
     step_before: float | None
     step_after: float | None
     notes: tuple[str, ...]
+
+
+def _estimate(parsed: ParsedConfig, eff: float | None = None) -> Result:
+    hw = parsed.hardware if eff is None else parsed.hardware.replace(eff_matmul=eff)
+    return estimate(parsed.model, parsed.strategy, hw, parsed.options)
 
 
 def _uncalibrated(parsed: ParsedConfig) -> ParsedConfig:
@@ -145,9 +151,7 @@ def _step_time(parsed: ParsedConfig, readings: list[LogReading]) -> tuple[float 
 def _fit_efficiency(parsed: ParsedConfig, measured: float) -> tuple[float | None, str]:
     """The eff_matmul whose estimated step time is ``measured`` (bisection; step time falls as it rises)."""
     def step(eff: float) -> float:
-        hw = parsed.hardware.replace(eff_matmul=eff)
-        result, _parts = plan_device_memory(parsed.model, parsed.strategy, hw, parsed.options, with_time=True)
-        return float(result.step_time_s or 0.0)
+        return float(_estimate(parsed, eff).step_time_s or 0.0)
 
     lo, hi = EFF_RANGE
     fastest, slowest = step(hi), step(lo)
@@ -171,7 +175,8 @@ def calibrate(parsed: ParsedConfig, readings: list[LogReading], name: str | None
     """Fit the terms the logs determine; refuse logs of another plan. Nothing is written (see ``save``)."""
     base = _uncalibrated(parsed)
     check_match(base, readings)
-    result, before = plan_device_memory(base.model, base.strategy, base.hardware, base.options)
+    result = _estimate(base)
+    before = result.stages
     measured = _per_stage(base, readings)
     terms: dict[str, Term] = {}
     missing: list[str] = []
@@ -180,7 +185,7 @@ def calibrate(parsed: ParsedConfig, readings: list[LogReading], name: str | None
 
     # allocator slack
     model_slack = measured_slack = tensors = 0.0
-    static = all(p.allocator == "static" for p in before)
+    static = all(s.device.get("allocator") == "static" for s in before)
     assumed_tensor = False
     for stage, got in measured.items():
         if "allocator" not in got:
@@ -213,7 +218,7 @@ def calibrate(parsed: ParsedConfig, readings: list[LogReading], name: str | None
     if plog:
         terms["runtime_context"] = Term(statistics.mean(g["context"] for g in plog),
                                         f"{where}: plog Mem stats, every device module but APP and HCCL")
-        modelled = sum(before[s].comm_library for s, g in measured.items() if "hccl" in g)
+        modelled = sum(before[s].bytes_by_category["comm_library"] for s, g in measured.items() if "hccl" in g)
         if modelled > 0:
             terms["comm_library_factor"] = Term(sum(g["hccl"] for g in plog) / modelled,
                                                 f"{where}: plog HCCL peak over the documented buffers")
@@ -238,8 +243,8 @@ def calibrate(parsed: ParsedConfig, readings: list[LogReading], name: str | None
                       tuple(str(Path(r.path).resolve()) for r in readings), terms, tuple(missing),
                       {k: v for k, v in _plan_values(base).items()} | {"model": base.model.name})
     calibrated = apply_profile(base, profile)
-    result_after, after = plan_device_memory(calibrated.model, calibrated.strategy, calibrated.hardware,
-                                             calibrated.options)
+    result_after = _estimate(calibrated)
+    after = result_after.stages
     stages = tuple(StageFit(i, measured.get(i, {}).get("tensor"), measured.get(i, {}).get("allocator"),
                             _device_use(measured.get(i, {})), before[i], after[i]) for i in range(len(before)))
     return Calibration(profile, stages, step_measured, result.step_time_s, result_after.step_time_s,

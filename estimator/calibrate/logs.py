@@ -259,10 +259,28 @@ def _read_line(line: str, where: str, out: LogReading, used_peak: tuple[float, s
     return used_peak, in_args
 
 
+SNIFF_BYTES = 1 * MiB
+_SNIFF = (MEGATRON_MEMORY, MEGATRON_ITERATION, TORCHTITAN_STEP, PLOG_MEM, MS_USED_PEAK, MS_ACTUAL_PEAK, MS_STEP)
+
+
+def looks_like_log(path: str | Path) -> bool:
+    """Whether a file holds a line ``read_log`` uses, judged from its first MiB (the app routes a dropped file
+    to calibration or to opening by this); an unreadable file is not a log."""
+    try:
+        with Path(path).open("rb") as fh:
+            head = fh.read(SNIFF_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    if "allocated_bytes.all.peak" in head:
+        return True
+    head = _ANSI.sub("", head)
+    return any(pattern.search(head) for pattern in _SNIFF)
+
+
 def read_logs(paths: list[str]) -> list[LogReading]:
     if not paths:
         raise LogError(msg("logs.give-least-one"))
     return [read_log(p) for p in paths]
 
 
-__all__ = ["LOOKED_FOR", "LogError", "LogReading", "MemorySample", "read_log", "read_logs"]
+__all__ = ["LOOKED_FOR", "LogError", "LogReading", "MemorySample", "looks_like_log", "read_log", "read_logs"]

@@ -154,7 +154,13 @@ def apply_profile(parsed: ParsedConfig, profile: Profile) -> ParsedConfig:
                         note=terms["eff_matmul"].source)
         value = terms["eff_matmul"].value
         vouches = (*(v for v in hw.provenance if v.field != "eff_matmul"), Vouch("eff_matmul", source.id, value))
-        hw = hw.replace(eff_matmul=value, sources=(*hw.sources, source), provenance=vouches)
+        # the band keeps its relative width around the calibrated value: the log fixes this plan's efficiency,
+        # another plan's (other shapes, other overlap) stays as uncertain as before
+        low, high = hw.band("matmul")
+        scale = value / hw.eff_matmul
+        bands = (*((k, lo, hi) for k, lo, hi in hw.efficiency_band if k != "matmul"),
+                 ("matmul", low * scale, min(1.0, high * scale)))
+        hw = hw.replace(eff_matmul=value, efficiency_band=bands, sources=(*hw.sources, source), provenance=vouches)
     note = Assumption("options.calibration", profile.name,
                       msg("profile.calibrated-terms", provenance=profile.provenance,
                           terms=", ".join(f"{k} {_show(k, t.value)}" for k, t in terms.items())))

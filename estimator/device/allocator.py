@@ -91,6 +91,9 @@ class CachingAllocator:
 
     def __init__(self, config: AllocatorConfig | None = None) -> None:
         self.config = config or AllocatorConfig()
+        self._expandable = self.config.expandable_segments
+        self._limit = self.config.max_split_size
+        self._divisions = self.config.roundup_power2_divisions
         self.pools: dict[tuple[int, bool], _Pool] = {}
         self.allocated = self.reserved = 0
         self.max_allocated = self.max_reserved = 0
@@ -100,19 +103,25 @@ class CachingAllocator:
 
     # ------------------------------------------------------------------------------------------ public
     def malloc(self, handle: int, size: int, stream: int = 0) -> None:
-        size = round_size(int(size), self.config.roundup_power2_divisions)
+        size = int(size)
+        if self._divisions > 1 or size < MIN_BLOCK:
+            size = round_size(size, self._divisions)
+        else:
+            size = -(-size // MIN_BLOCK) * MIN_BLOCK
         small = size <= SMALL_SIZE
         pool = self.pools.get((stream, small))
         if pool is None:
             pool = self.pools[(stream, small)] = _Pool(small)
         block = self._take_free(pool, size)
         if block is None:
-            block = self._expand(pool, size) if self.config.expandable_segments else self._new_segment(pool, size)
-        block = self._split(pool, block, size)
+            block = self._expand(pool, size) if self._expandable else self._new_segment(pool, size)
+        if block.size - size >= MIN_BLOCK:  # a remainder that could be split off
+            block = self._split(pool, block, size)
         block.allocated = True
         self._live[handle] = block
         self.allocated += block.size
-        self.max_allocated = max(self.max_allocated, self.allocated)
+        if self.allocated > self.max_allocated:
+            self.max_allocated = self.allocated
 
     def free(self, handle: int) -> None:
         block = self._live.pop(handle)
@@ -146,18 +155,20 @@ class CachingAllocator:
         block.key = key
 
     def _remove_free(self, pool: _Pool, block: _Block) -> None:
-        key = block.key
-        i = bisect.bisect_left(pool.free, key[:3])
-        del pool.free[i]
+        # (size, address, serial) is unique, so the comparison never reaches the block itself
+        del pool.free[bisect.bisect_left(pool.free, block.key)]
         block.key = None
 
     def _take_free(self, pool: _Pool, size: int) -> _Block | None:
-        i = bisect.bisect_left(pool.free, (size,))
-        limit = self.config.max_split_size
-        while i < len(pool.free):
-            block = pool.free[i][3]
-            if self.config.expandable_segments and block.next is pool.tail and pool.tail is not None and \
-                    i + 1 < len(pool.free):
+        free = pool.free
+        i = bisect.bisect_left(free, (size,))
+        n = len(free)
+        limit = self._limit
+        tail = pool.tail
+        while i < n:
+            key = free[i]
+            block = key[3]
+            if tail is not None and block.next is tail and i + 1 < n:
                 i += 1  # the tail block can grow into new pages: a block that fits as it is comes first
                 continue
             if limit is not None:
@@ -165,7 +176,8 @@ class CachingAllocator:
                     return None
                 if size >= limit and block.size >= size + LARGE_BUFFER:
                     return None
-            self._remove_free(pool, block)
+            del free[i]
+            block.key = None
             return block
         return None
 
@@ -174,7 +186,8 @@ class CachingAllocator:
         self._segments += 1
         self.reserved += grant
         pool.reserved += grant
-        self.max_reserved = max(self.max_reserved, self.reserved)
+        if self.reserved > self.max_reserved:
+            self.max_reserved = self.reserved
         return _Block(self._segments << 48, grant, self._segments, pool)
 
     def _expand(self, pool: _Pool, size: int) -> _Block:
@@ -204,10 +217,10 @@ class CachingAllocator:
 
     def _split(self, pool: _Pool, block: _Block, size: int) -> _Block:
         remaining = block.size - size
-        if pool.small or self.config.expandable_segments:
+        if pool.small or self._expandable:
             split = remaining >= MIN_BLOCK
         else:
-            limit = self.config.max_split_size
+            limit = self._limit
             split = remaining > SMALL_SIZE and (limit is None or size < limit)
         if not split:
             return block
@@ -229,16 +242,17 @@ class StepPeaks:
     max_reserved: int
 
 
-def replay(events: list[tuple], config: AllocatorConfig | None = None) -> list[StepPeaks]:
+def replay(events: list[tuple] | tuple, config: AllocatorConfig | None = None,
+           scale: float = 1.0) -> list[StepPeaks]:
     """Replay a trace (``device.trace``); the peaks of each step (peaks reset at each ``step`` event, as
-    ``torch.cuda.reset_peak_memory_stats`` before each step)."""
+    ``torch.cuda.reset_peak_memory_stats`` before each step). ``scale`` multiplies the transient tensors."""
     alloc = CachingAllocator(config)
     out: list[StepPeaks] = []
     started = False
     for ev in events:
         kind = ev[0]
         if kind == "a":
-            alloc.malloc(ev[1], ev[2], ev[3])
+            alloc.malloc(ev[1], int(ev[2] * scale) if scale != 1.0 and len(ev) > 4 and ev[4] else ev[2], ev[3])
         elif kind == "f":
             alloc.free(ev[1])
         elif kind == "step":

@@ -11,7 +11,7 @@ on the compute stream (``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.p
 compute stream. ``STEPS`` steps are traced because optimizer states appear lazily in the first one and the
 allocator's cache reaches its steady state after it (the measured second and third steps are equal, so the
 second is the steady state). A long pipeline schedule is traced with only as many micro-batches as its warm-up
-plus two steady 1F1B rounds: the in-flight maximum and the steady pattern are the same, the trace is shorter.
+plus one steady 1F1B round: the in-flight maximum and the steady pattern are the same, the trace is shorter.
 """
 
 from __future__ import annotations
@@ -36,10 +36,12 @@ class Trace:
     _next: int = 0
     context: str = ""
 
-    def alloc(self, size: float, stream: int = COMPUTE, what: str = "") -> int:
+    def alloc(self, size: float, stream: int = COMPUTE, what: str = "", transient: bool = False) -> int:
+        """A new tensor; ``transient``: one that comes and goes within the step (activations, their gradients,
+        logits), the tensors the allocator model's sensitivity band scales."""
         self._next += 1
         if size >= 1:
-            self.events.append(("a", self._next, int(size), stream))
+            self.events.append(("a", self._next, int(size), stream, transient))
             if self.labels is not None:
                 self.labels[self._next] = f"{self.context} {what}".strip()
         return self._next
@@ -76,9 +78,8 @@ class Trace:
 class _Stage:
     """Builds the trace of one stage."""
 
-    def __init__(self, pricer: StagePricer, rows: list[Row], workspace: float, scale: float = 1.0) -> None:
+    def __init__(self, pricer: StagePricer, rows: list[Row], workspace: float) -> None:
         self.p, self.rows, self.workspace = pricer, rows, workspace
-        self.scale = scale  # on the tensors that come and go (activations, their gradients, logits)
         r = pricer.r
         self.w, self.f, self.par = r.widths, r.flags, r.par
         self.t = Trace()
@@ -176,7 +177,7 @@ class _Stage:
                 if i == 0 and carry is not None and row.item.kind != EMBEDDING:
                     handle, carry = carry, None  # the layer input is the previous layer's output
                 else:
-                    handle = self.t.alloc(self.scale * slot.bytes, what=slot.id)
+                    handle = self.t.alloc(slot.bytes, what=slot.id, transient=True)
                 if slot.kept:
                     kept[slot.id] = handle
                 else:
@@ -187,7 +188,7 @@ class _Stage:
             if carry is not None:
                 kept["input"] = carry
             carry = None if row.item.kind == OUTPUT else \
-                self.t.alloc(self.scale * self.w.r * self._tokens_h(), what="output")
+                self.t.alloc(self.w.r * self._tokens_h(), what="output", transient=True)
             self.saved[(mb, chunk, k)] = list(kept.items())  # type: ignore[arg-type]
             if self.fsdp2 and self.f.reshard_after_forward and not self._root(row):
                 self.reshard(row)
@@ -200,16 +201,17 @@ class _Stage:
     def _loss_forward(self, saved_bytes: float) -> dict[str, int]:
         """Logits in β_c, the loss' wider copy (w_f − β_c per logit), its saved softmax (the o.loss slot); the
         copy goes after the softmax, the logits once the loss is computed."""
-        logits = self.t.alloc(self._logits(self.w.c), what="logits")
-        wide = self.t.alloc(self._logits(self.f.w_f - self.w.c), what="loss copy") if self.f.w_f > self.w.c \
-            else None
-        soft = self.t.alloc(self.scale * saved_bytes, what="o.loss")
+        logits = self.t.alloc(self._logits(self.w.c), what="logits", transient=True)
+        wide = None
+        if self.f.w_f > self.w.c:
+            wide = self.t.alloc(self._logits(self.f.w_f - self.w.c), what="loss copy", transient=True)
+        soft = self.t.alloc(saved_bytes, what="o.loss", transient=True)
         self.t.free(wide)
         self.t.free(logits)
         return {"o.loss": soft}
 
     def _logits(self, width: float) -> float:
-        return self.scale * float(self.p.T) * width * float(self.p.vpad) / float(self.p.t_v)
+        return float(self.p.T) * width * float(self.p.vpad) / float(self.p.t_v)
 
     def _root(self, row: Row) -> bool:
         return self.f.fsdp_layout == "root" and row.item.kind in (EMBEDDING, OUTPUT, EMBEDDING_COPY)
@@ -218,7 +220,7 @@ class _Stage:
         rows = [(k, row) for k, row in enumerate(self.rows) if row.chunk == chunk]
         has_output = any(r.item.kind == OUTPUT for _, r in rows)
         # the gradient of the stage's output arrives from the next stage
-        grad = None if has_output else self.t.alloc(self.scale * self.w.c * self._tokens_h(), what="grad in")
+        grad = None if has_output else self.t.alloc(self.w.c * self._tokens_h(), what="grad in", transient=True)
         for _name, h in self.saved.pop((mb, chunk, -1), []):
             self.t.free(h)
         for k, row in reversed(rows):
@@ -229,13 +231,13 @@ class _Stage:
             recomputed: list[int] = []
             if row.item.option != "none" and row.item.kind not in (EMBEDDING, OUTPUT):
                 # the slots the option dropped, recomputed from the kept input
-                recomputed = [self.t.alloc(self.scale * s.bytes, what="re " + s.id) for s in slots if not s.kept]
+                recomputed = [self.t.alloc(s.bytes, what="re " + s.id, transient=True) for s in slots if not s.kept]
             if row.item.kind == OUTPUT:
                 grad = self._loss_backward(saved.pop("o.loss", None))
             weights = list(self.weights[id(row)])
             for slot in reversed(slots):
                 new = None if row.item.kind == EMBEDDING else \
-                    self.t.alloc(self.scale * slot.bytes, what="grad " + slot.id)
+                    self.t.alloc(slot.bytes, what="grad " + slot.id, transient=True)
                 if slot.matmul and weights:
                     self._weight_grad(row, weights.pop())
                 self.t.free(grad)
@@ -270,13 +272,13 @@ class _Stage:
 
     def _loss_backward(self, soft: int | None) -> int:
         """The softmax's gradient and the loss input's (β_l each, D45's 2·β_l), then the cast to β_c."""
-        g_soft = self.t.alloc(self._logits(self.w.l), what="g softmax")
-        g_wide = self.t.alloc(self._logits(self.w.l), what="g loss in")
+        g_soft = self.t.alloc(self._logits(self.w.l), what="g softmax", transient=True)
+        g_wide = self.t.alloc(self._logits(self.w.l), what="g loss in", transient=True)
         self.t.free(g_soft)
         self.t.free(soft)
         if self.w.l == self.w.c:
             return g_wide
-        g_logits = self.t.alloc(self._logits(self.w.c), what="g logits")
+        g_logits = self.t.alloc(self._logits(self.w.c), what="g logits", transient=True)
         self.t.free(g_wide)
         return g_logits
 
@@ -339,11 +341,11 @@ def _inflight(ops: tuple) -> int:
 
 def _short_order(schedule: str, p: int, vp: int, m: int, stage: int, vpp_group: int | None, n_s: int,
                  overlap: bool) -> tuple:
-    """The stage's operation order with micro-batches cut to the warm-up plus two steady rounds when that
+    """The stage's operation order with micro-batches cut to the warm-up plus one steady round when that
     keeps the same in-flight maximum (and the schedule accepts the count)."""
     full = stage_order(schedule, p, vp, m, stage, vpp_group=vpp_group, n_s=n_s, overlap_moe_ep_comm=overlap)
     peak = _inflight(full)
-    for short in range(-(-peak // (vp * n_s)) + 2, m):
+    for short in range(-(-peak // (vp * n_s)) + 1, m):
         try:
             ops = stage_order(schedule, p, vp, short, stage, vpp_group=vpp_group, n_s=n_s,
                               overlap_moe_ep_comm=overlap)
@@ -355,11 +357,10 @@ def _short_order(schedule: str, p: int, vp: int, m: int, stage: int, vpp_group: 
 
 
 def stage_trace(pricer: StagePricer, stage: int, rows: list[Row], workspace: float = 0.0,
-                labels: bool = False, scale: float = 1.0) -> Trace:
+                labels: bool = False) -> Trace:
     """The allocation trace of ``STEPS`` training steps of ``stage`` (eager PyTorch semantics); with
-    ``labels`` every tensor says what it is. ``scale`` multiplies the tensors that come and go (the allocator
-    model's sensitivity band)."""
-    builder = _Stage(pricer, rows, workspace, scale)
+    ``labels`` every tensor says what it is."""
+    builder = _Stage(pricer, rows, workspace)
     if labels:
         builder.t.labels = {}
     return builder.run(stage)

@@ -11,7 +11,9 @@ from urllib.parse import quote
 
 from ..hardware import runtime_of
 from ..hardware_figures import device_figures
+from ..honest import with_band
 from ..host import host_text
+from ..palette import CATEGORY_SHORT
 from ..parsed import ParsedConfig
 from ..result import CATEGORIES, Result
 from ..units import GiB
@@ -20,8 +22,6 @@ from .svg import stage_chart
 PART_LABELS = {"fwd": "forward", "bwd": "backward", "recompute": "recompute", "tp": "TP comm", "cp": "CP comm",
                "ep": "EP comm", "dp": "DP comm", "pp": "PP comm", "host": "host transfers", "bubble": "pipeline bubble",
                "optimizer": "optimizer step"}
-SHORT = {"parameters": "params", "gradients": "grads", "optimizer_states": "optim", "activations": "activ",
-         "communication_buffers": "comm", "working_overhead": "working", "reserve": "reserve"}
 
 
 URL_SAFE = ":/?#=&%.-_~+,;@"  # characters a figure's source link keeps as they are (parentheses are escaped)
@@ -32,7 +32,10 @@ def _summary(parsed: ParsedConfig, result: Result) -> list[tuple[str, str]]:
     verdict = "fits" if result.fits else "does NOT fit"
     head = f"{result.headroom / GiB:.2f} GiB headroom" if result.fits else f"{-result.headroom / GiB:.2f} GiB over"
     rows = [
-        ("Peak", f"{result.peak_bytes / GiB:.2f} GiB on stage {result.peak_stage}"),
+        ("Peak", f"{result.peak_bytes / GiB:.2f} GiB on stage {result.peak_stage} as the device holds it "
+                 f"(band {result.device_peak_low_bytes / GiB:.2f}–{result.device_peak_high_bytes / GiB:.2f} GiB); "
+                 f"tensor peak {result.tensor_peak_bytes / GiB:.2f} GiB (max allocated), allocator peak "
+                 f"{result.allocator_peak_bytes / GiB:.2f} GiB (max reserved)"),
         ("Verdict", f"{verdict} ({head}; budget {result.budget / GiB:.2f} GiB of {result.capacity / GiB:.2f} GiB)"),
         ("Decided by", "the optimizer step" if result.limit == "optimizer_step" else "the forward/backward peak"),
         ("Devices", f"{result.world_size} = dp {st.dp} × tp {st.tp} × pp {st.pp} × cp {st.cp}"),
@@ -47,8 +50,11 @@ def _summary(parsed: ParsedConfig, result: Result) -> list[tuple[str, str]]:
     if host:
         rows.append(("Host memory", host))
     if result.step_time_s is not None:
-        rows.append(("Step time", f"{result.step_time_s:.3f} s, {result.tokens_per_s_per_device:,.0f} tokens/s/device, "
-                                  f"MFU {result.mfu * 100:.1f} %"))
+        assert result.tokens_per_s_per_device is not None and result.mfu is not None
+        rows.append(("Step time", f"{with_band(result.step_time_s, result.step_band, ' s')}, "
+                                  f"{with_band(result.tokens_per_s_per_device, result.tokens_band)} tokens/s/device, "
+                                  f"MFU {with_band(result.mfu, result.mfu_band, ' %', 100)}"
+                                  + (" (low–high from the device's efficiency bands)" if result.step_band else "")))
     return rows
 
 
@@ -57,12 +63,15 @@ def _stage_rows(result: Result) -> list[list[str]]:
     for s in result.stages:
         cells = [("*" if s.index == result.peak_stage else "") + str(s.index), "+".join(map(str, s.layer_counts))]
         cells += [f"{s.bytes_by_category[c] / GiB:.2f}" for c in CATEGORIES]
-        cells += [f"{s.total / GiB:.2f}", f"{s.optimizer_step_peak / GiB:.2f}"]
+        cells += [f"{s.total / GiB:.2f}", f"{s.optimizer_step_peak / GiB:.2f}", f"{s.tensor_peak / GiB:.2f}",
+                  f"{s.allocator_peak / GiB:.2f}", f"{s.device_peak / GiB:.2f}",
+                  f"{s.device_peak_low / GiB:.2f}–{s.device_peak_high / GiB:.2f}"]
         out.append(cells)
     return out
 
 
-STAGE_HEADER = ["stage", "layers", *[SHORT[c] for c in CATEGORIES], "total", "opt-step"]
+STAGE_HEADER = ["stage", "layers", *[CATEGORY_SHORT[c] for c in CATEGORIES], "total", "opt-step", "tensor peak",
+                "allocator peak", "device peak", "band"]
 FIGURE_HEADER = ["figure", "value", "source"]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..device.ratio import with_slack_ratio
 from ..errors import SappError
 from ..estimate import estimate
 from ..messages import Message, joined, msg
@@ -140,8 +141,10 @@ def default_time_fn() -> Callable:
 
 def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None = None,
            cancel: Cancel | None = None, time_fn: Callable | None = None) -> SearchResult:
-    """Run the search in the caller's thread (the GUI calls it from a worker)."""
+    """Run the search in the caller's thread (the GUI calls it from a worker). Candidates carry the current
+    plan's allocator slack per dynamic byte (``device.ratio``), not a replay each."""
     start = time.perf_counter()
+    parsed = with_slack_ratio(parsed)
     rep = _Reporter(progress, cancel)
     time_fn = time_fn or default_time_fn()
     phases: dict[str, float] = {}
@@ -191,7 +194,7 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     rep.report(len(alive), len(alive), "rank", force=True)
     budget = _budget(parsed)
     decisive = np.fmax(priced.peak, priced.optimizer_step_peak)
-    fits = done & (decisive <= budget)
+    fits = done & fits_budget(decisive, priced.allocator_peak, budget, parsed)
     over = np.nonzero(done & ~fits)[0]
     if len(over):
         refused["R-MEM"] = len(over)
@@ -213,6 +216,16 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
                         fitting=len(fit_idx), over_budget=over_budget, ranked=ranked, pareto=pareto,
                         budget=budget, seconds=time.perf_counter() - start, cancelled=cancelled, phases=phases,
                         priced=int(done.sum()), current=current)
+
+
+def fits_budget(device: np.ndarray, allocator: np.ndarray | None, budget: float,
+                parsed: ParsedConfig) -> np.ndarray:
+    """[D-VERDICT] for arrays: the device peak within the budget; with a framework memory pool (MindSpore
+    max_device_memory) the allocator peak within the pool and the device peak within the capacity."""
+    opts = parsed.options
+    if opts.max_device_memory is None or opts.budget_override is not None or allocator is None:
+        return device <= budget
+    return (allocator <= budget) & (device <= parsed.hardware.capacity - opts.margin)
 
 
 def _current(parsed: ParsedConfig, budget: float, ranked: list[RankedRow],

@@ -129,6 +129,153 @@
     </message>
 </context>
 <context>
+    <name>Calibrate</name>
+    <message>
+        <source>allocator slack × (measured / modelled)</source>
+        <translation>分配器余量 ×（实测 / 模型）</translation>
+    </message>
+    <message>
+        <source>allocator slack, fraction of the tensor peak</source>
+        <translation>分配器余量，占张量峰值的比例</translation>
+    </message>
+    <message>
+        <source>HCCL buffers × (measured / documented)</source>
+        <translation>HCCL 缓冲 ×（实测 / 文档规则）</translation>
+    </message>
+    <message>
+        <source>runtime context</source>
+        <translation>运行时上下文</translation>
+    </message>
+    <message>
+        <source>matmul efficiency</source>
+        <translation>矩阵乘效率</translation>
+    </message>
+    <message>
+        <source>Calibrate from log</source>
+        <translation>从日志校准</translation>
+    </message>
+    <message>
+        <source>Fit the device-level memory (allocator slack, runtime context, HCCL buffers) and the matmul efficiency from the logs of a run of the plan in the forms ({0}). A log of another plan is refused.</source>
+        <translation>根据表单中计划（{0}）一次运行的日志，拟合设备级显存（分配器余量、运行时上下文、HCCL 缓冲）和矩阵乘效率。其他计划的日志会被拒绝。</translation>
+    </message>
+    <message>
+        <source>Logs:</source>
+        <translation>日志：</translation>
+    </message>
+    <message>
+        <source>Profile name:</source>
+        <translation>配置档名称：</translation>
+    </message>
+    <message>
+        <source>Add logs…</source>
+        <translation>添加日志…</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Fitted terms</source>
+        <translation>拟合的项</translation>
+    </message>
+    <message>
+        <source>Every stage, before → after (GiB; error against the log)</source>
+        <translation>各阶段，校准前 → 校准后（GiB；相对日志的误差）</translation>
+    </message>
+    <message>
+        <source>term</source>
+        <translation>项</translation>
+    </message>
+    <message>
+        <source>value</source>
+        <translation>值</translation>
+    </message>
+    <message>
+        <source>from</source>
+        <translation>来源</translation>
+    </message>
+    <message>
+        <source>stage</source>
+        <translation>阶段</translation>
+    </message>
+    <message>
+        <source>log: max allocated</source>
+        <translation>日志：最大已分配</translation>
+    </message>
+    <message>
+        <source>log: max reserved</source>
+        <translation>日志：最大已保留</translation>
+    </message>
+    <message>
+        <source>log: device</source>
+        <translation>日志：设备</translation>
+    </message>
+    <message>
+        <source>allocator peak before → after</source>
+        <translation>分配器峰值 前 → 后</translation>
+    </message>
+    <message>
+        <source>device peak before → after</source>
+        <translation>设备峰值 前 → 后</translation>
+    </message>
+    <message>
+        <source>Save and apply</source>
+        <translation>保存并应用</translation>
+    </message>
+    <message>
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <source>Logs of a run of this plan</source>
+        <translation>此计划一次运行的日志</translation>
+    </message>
+    <message>
+        <source>Logs (*.log *.txt *.out *.json);;All files (*)</source>
+        <translation>日志 (*.log *.txt *.out *.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Add the logs of a run of this plan (Megatron/MindSpeed, torchtitan, CANN plog, MindSpore, memory_stats JSON).</source>
+        <translation>请添加此计划一次运行的日志（Megatron/MindSpeed、torchtitan、CANN plog、MindSpore、memory_stats JSON）。</translation>
+    </message>
+    <message>
+        <source>Reading {0} log(s)…</source>
+        <translation>正在读取 {0} 个日志…</translation>
+    </message>
+    <message>
+        <source>internal error: {0}</source>
+        <translation>内部错误：{0}</translation>
+    </message>
+    <message>
+        <source>Not calibrated: {0}</source>
+        <translation>未校准：{0}</translation>
+    </message>
+    <message>
+        <source>{0} term(s) fitted from {1} log(s) of {2} on {3}.</source>
+        <translation>已从 {2} 在 {3} 上的 {1} 个日志拟合 {0} 项。</translation>
+    </message>
+    <message>
+        <source>The logs determine none of the terms; nothing to save.</source>
+        <translation>这些日志无法确定任何一项；没有可保存的内容。</translation>
+    </message>
+    <message>
+        <source>Not determined: {0}</source>
+        <translation>无法确定：{0}</translation>
+    </message>
+    <message>
+        <source>Step time: log {0} s; estimate {1} s ({2}) → {3} s ({4})</source>
+        <translation>单步时间：日志 {0} s；估算 {1} s（{2}）→ {3} s（{4}）</translation>
+    </message>
+    <message>
+        <source>Not saved: {0}</source>
+        <translation>未保存：{0}</translation>
+    </message>
+    <message>
+        <source>Open the config of the run first, then calibrate from its logs.</source>
+        <translation>请先打开该次运行的配置，再用其日志校准。</translation>
+    </message>
+</context>
+<context>
     <name>Category</name>
     <message>
         <source>Parameters</source>
@@ -158,6 +305,22 @@
         <source>Reserve</source>
         <translation>预留</translation>
     </message>
+    <message>
+        <source>Workspaces</source>
+        <translation>库工作区</translation>
+    </message>
+    <message>
+        <source>Allocator slack</source>
+        <translation>分配器余量</translation>
+    </message>
+    <message>
+        <source>Runtime context</source>
+        <translation>运行时上下文</translation>
+    </message>
+    <message>
+        <source>Comm. libraries</source>
+        <translation>通信库缓冲</translation>
+    </message>
 </context>
 <context>
     <name>Charts</name>
@@ -168,6 +331,14 @@
     <message>
         <source>Total</source>
         <translation>合计</translation>
+    </message>
+    <message>
+        <source>allocator band</source>
+        <translation>分配器区间</translation>
+    </message>
+    <message>
+        <source>optimizer step</source>
+        <translation>优化器步</translation>
     </message>
     <message>
         <source>capacity</source>
@@ -240,6 +411,10 @@
     <message>
         <source>optimizer-step peak {0} GiB</source>
         <translation>优化器步峰值 {0} GiB</translation>
+    </message>
+    <message>
+        <source>tensor peak {0} GiB (max allocated) · allocator peak {1} GiB (max reserved) · device peak {2} GiB ({3}–{4})</source>
+        <translation>张量峰值 {0} GiB（最大已分配）· 分配器峰值 {1} GiB（最大已保留）· 设备峰值 {2} GiB（{3}–{4}）</translation>
     </message>
     <message>
         <source>vs pinned: {0} GiB</source>
@@ -1233,6 +1408,22 @@
         <translation>激活值（FSDP2，阶段级）</translation>
     </message>
     <message>
+        <source>Library workspaces (allocated)</source>
+        <translation>库工作区（已分配）</translation>
+    </message>
+    <message>
+        <source>Caching allocator slack (reserved − allocated)</source>
+        <translation>缓存分配器余量（已保留 − 已分配）</translation>
+    </message>
+    <message>
+        <source>Runtime context (outside the allocator)</source>
+        <translation>运行时上下文（分配器之外）</translation>
+    </message>
+    <message>
+        <source>Communication library buffers</source>
+        <translation>通信库缓冲</translation>
+    </message>
+    <message>
         <source>Dense layer {0}</source>
         <translation>稠密层 {0}</translation>
     </message>
@@ -1674,6 +1865,14 @@
         <translation>将当前策略加入对比(&amp;A)</translation>
     </message>
     <message>
+        <source>&amp;Calibrate from log…</source>
+        <translation>从日志校准(&amp;C)…</translation>
+    </message>
+    <message>
+        <source>Fit the device-level memory and the matmul efficiency from the logs of a run of this plan (or drop the logs on the window)</source>
+        <translation>根据此计划一次运行的日志拟合设备级显存和矩阵乘效率（也可以把日志拖到窗口上）</translation>
+    </message>
+    <message>
         <source>Focus &amp;forms</source>
         <translation>聚焦表单(&amp;F)</translation>
     </message>
@@ -1732,6 +1931,10 @@
     <message>
         <source>&amp;Analysis</source>
         <translation>分析(&amp;A)</translation>
+    </message>
+    <message>
+        <source>&amp;Hardware</source>
+        <translation>硬件(&amp;H)</translation>
     </message>
     <message>
         <source>&amp;View</source>
@@ -2855,12 +3058,20 @@
         <translation>超出预算</translation>
     </message>
     <message>
-        <source>stage {0}</source>
-        <translation>阶段 {0}</translation>
+        <source>stage {0}, tensors {1} GiB</source>
+        <translation>阶段 {0}，张量 {1} GiB</translation>
     </message>
     <message>
         <source>, {0} GiB vs pinned</source>
         <translation>，相对基线 {0} GiB</translation>
+    </message>
+    <message>
+        <source>Device peak {0} GiB (band {1}–{2} GiB): what the device shows, the optimizer step included. Tensor peak {3} GiB (max allocated), allocator peak {4} GiB (max reserved).</source>
+        <translation>设备峰值 {0} GiB（区间 {1}–{2} GiB）：设备实际显示的值，含优化器步。张量峰值 {3} GiB（最大已分配），分配器峰值 {4} GiB（最大已保留）。</translation>
+    </message>
+    <message>
+        <source>pool {0} GiB, device {1} GiB</source>
+        <translation>内存池 {0} GiB，设备 {1} GiB</translation>
     </message>
     <message>
         <source>budget {0} GiB</source>
@@ -2893,6 +3104,10 @@
     <message>
         <source>{0} vs pinned</source>
         <translation>相对基线 {0}</translation>
+    </message>
+    <message>
+        <source>{0}–{1} s</source>
+        <translation>{0}–{1} s</translation>
     </message>
     <message>
         <source>{0} tokens/s in all</source>

@@ -14,9 +14,20 @@ from sapp_gui.tasks import TaskRunner
 def test_summary_shows_step_time_throughput_and_mfu(qtbot, window, dsv3_plan) -> None:
     result = open_and_wait(qtbot, window, [dsv3_plan])
     tiles = window.summary.data()
-    assert tiles["step_time"][0] == f"{result.step_time_s:,.3f} s"
-    assert tiles["throughput"][0] == f"{result.tokens_per_s_per_device:,.0f}"
-    assert tiles["mfu"][0] == f"{result.mfu * 100:.1f}%"
+    # the preset's efficiency band spans more than 10 % of the step: two significant digits, the band beneath
+    fast, slow = result.step_band
+    assert fast < result.step_time_s < slow and (slow - fast) / result.step_time_s > 0.10
+
+    def two_digits(x: float) -> str:
+        return f"{float(f'{x:.2g}'):,g}"
+
+    assert tiles["step_time"] == (f"{two_digits(result.step_time_s)} s", f"{two_digits(fast)}–{two_digits(slow)} s")
+    assert tiles["throughput"][0] == two_digits(result.tokens_per_s_per_device)
+    assert tiles["mfu"][0] == f"{two_digits(result.mfu * 100)}%"
+    # throughput and MFU scale as 1/step time
+    low, high = result.tokens_band
+    assert low == pytest.approx(result.tokens_per_s_per_device * result.step_time_s / slow)
+    assert high == pytest.approx(result.tokens_per_s_per_device * result.step_time_s / fast)
     tip = window.summary.step_time.toolTip()
     largest = max(result.parts, key=result.parts.get)
     assert f"{result.parts[largest]:,.3f} s" in tip

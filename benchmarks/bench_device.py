@@ -1,0 +1,105 @@
+"""What the device-level memory model (issue 10) costs: the exhaustive searches of ``bench_search.py`` and one
+estimate per plan, each timed with the device-level terms (allocator slack, runtime context, communication
+libraries, workspaces) and without them (the terms removed from the assembler in this process only). A search
+with them is timed twice: on a plan never estimated (every replay cache cleared: the base plan's stage is
+replayed) and after the plan's estimate, as the app runs it. The issue's limit: the allocator model must not make
+the search more than 20 % slower. Prints only.
+
+    .venv/bin/python benchmarks/bench_device.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+
+import estimator.search as search_module
+from estimator.assembly import terms
+from estimator.device import memory, ratio
+from estimator.estimate import estimate
+from estimator.formats import parse
+from estimator.parsed import ParsedConfig
+from estimator.search import SearchSpace, parse_dims, search
+
+HERE = Path(__file__).resolve().parent
+SEARCHES = [
+    ("DeepSeek-V3 671B, MindFormers, 1024 devices, G 4096", "deepseek_v3_671b_mindformers.plan.yaml", 1024, 4096),
+    ("Llama-3-70B, torchtitan, 512 devices, G 1024", "llama3_70b_torchtitan_pp8_vpp5.plan.yaml", 512, 1024),
+]
+LIMIT = 1.20
+
+
+@contextmanager
+def without_device_terms() -> Iterator[None]:
+    """The assembler with its reserve only, and no slack ratio computed before a search: the model as it was
+    before issue 10."""
+    kept_terms, kept_ratio = terms.STAGE_TERMS, search_module.with_slack_ratio
+    terms.STAGE_TERMS = tuple(t for t in kept_terms if not t.id.startswith("D-"))
+    search_module.with_slack_ratio = lambda parsed: parsed
+    try:
+        yield
+    finally:
+        terms.STAGE_TERMS, search_module.with_slack_ratio = kept_terms, kept_ratio
+
+
+def clear_caches() -> None:
+    memory.replayed_slack.cache_clear()
+    ratio._ratio.cache_clear()
+
+
+def cold_search(parsed: ParsedConfig, space: SearchSpace) -> None:
+    clear_caches()
+    search(parsed, space)
+
+
+def cold_estimate(run: Callable[[], object]) -> None:
+    clear_caches()
+    run()
+
+
+def best_of(run: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3, help="runs per timing; the fastest is kept")
+    args = ap.parse_args()
+    for title, name, devices, batch in SEARCHES:
+        parsed = parse([str(HERE / "inputs" / name)])
+        space = SearchSpace(devices=devices, global_batch=batch, dims=parse_dims(["all=auto"]))
+        search(parsed, space)  # warm the schedule and layout caches once
+        run_search = partial(search, parsed, space)
+        cold = best_of(partial(cold_search, parsed, space), args.repeat)
+        run_estimate = partial(estimate, parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+        run_estimate()  # what the app has done before a search: the plan's replay is kept
+        warm = best_of(run_search, args.repeat)
+        with without_device_terms():
+            run_search()
+            bare = best_of(run_search, args.repeat)
+        print(f"search · {title}")
+        print(f"  without device terms {bare:.2f} s")
+        for label, value in (("first search of a plan never estimated (one replay)", cold),
+                             ("after the plan's estimate (the app's order)", warm)):
+            ratio = value / bare
+            print(f"  with them, {label}: {value:.2f} s, ratio {ratio:.3f} "
+                  f"[limit ≤ {LIMIT:.2f}: {'met' if ratio <= LIMIT else 'missed'}]")
+        one = best_of(partial(cold_estimate, run_estimate), args.repeat)
+        with without_device_terms():
+            one_bare = best_of(run_estimate, args.repeat)
+        print(f"  one estimate: without {one_bare * 1e3:.0f} ms, with every stage replayed {one * 1e3:.0f} ms "
+              f"(ratio {one / one_bare:.2f}), again after an edit that keeps the tensors "
+              f"{best_of(run_estimate, args.repeat) * 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""The device-level memory terms as stage terms of the assembler (``assembly.terms.STAGE_TERMS``): library
+workspaces [D-WORKSPACE], the caching allocator's slack [D-SLACK], the runtime context [D-CONTEXT] and the
+communication libraries' buffers [D-COMM]. One plan (numbers) replays the caching allocator on the stage's
+trace; the search and the balancer (arrays over candidates) scale their dynamic bytes by
+``options.allocator_slack_ratio``, the slack the current plan's replay gives per byte of activations, working sets
+and transient buffers (set by ``base_slack_ratio`` before they price)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..arr import Num, is_array
+from ..hardware import runtime_of
+from ..result import TENSOR_CATEGORIES
+from .communicators import communicator_count, library_bytes, library_rule, rank_groups
+from .memory import DEFAULT_CONTEXT, allocator_kind, allocator_slack, calibrated_options
+
+if TYPE_CHECKING:
+    from ..assembly.terms import StageView
+    from ..resolve import Resolved
+
+
+def _runtime(view: StageView) -> str:
+    return runtime_of(view.r.flags.framework)
+
+
+def workspace_bytes(r: Resolved) -> float:
+    return r.hardware.workspace_bytes(runtime_of(r.flags.framework)) or 0.0
+
+
+def workspaces(view: StageView) -> Num:
+    """[D-WORKSPACE] library workspaces handed out by the caching allocator (cuBLAS …): part of the tensor peak."""
+    return workspace_bytes(view.r)
+
+
+def context(view: StageView) -> Num:
+    """[D-CONTEXT] runtime context and library handles outside the allocator."""
+    opts = calibrated_options(view.r)
+    value = opts.runtime_context if opts.runtime_context is not None else \
+        view.r.hardware.context_bytes(_runtime(view))
+    return DEFAULT_CONTEXT if value is None else value
+
+
+def comm_library(view: StageView) -> Num:
+    """[D-COMM] Σ communicators × the library's documented bytes (× a calibration's factor)."""
+    opts = calibrated_options(view.r)
+    rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
+                        opts.nccl_buffsize)
+    return library_bytes(rank_groups(view.r, view.stage), rule) * (opts.comm_library_factor or 1.0)
+
+
+def _tensors(view: StageView) -> Num:
+    out: Num = 0.0
+    for name in TENSOR_CATEGORIES:
+        out = out + view.categories.get(name, 0.0)
+    return out
+
+
+def _dynamic(view: StageView) -> Num:
+    return view.dynamic + view.categories["communication_buffers"]
+
+
+def slack(view: StageView) -> Num:
+    """[D-SLACK] the caching allocator's slack: replayed for one plan, the current plan's ratio in the search."""
+    r = view.r
+    opts = calibrated_options(r)
+    kind, config, source = allocator_kind(r)
+    ratio = r.options.allocator_slack_ratio
+    vector = is_array(r.par.d, r.par.t, r.par.cp, r.par.b, r.par.m, view.dynamic)
+    band: tuple[float, float, float] | None = None
+    if kind == "static":
+        value: Num = 0.0
+    elif ratio is not None or vector or view.pricer is None:
+        value = (ratio or 0.0) * _dynamic(view)
+        source += f"; {ratio or 0.0:.3f} × activations, working sets and buffers (the current plan's replay)"
+    else:
+        from ..stage import stage_rows
+
+        band = allocator_slack(view.pricer, view.stage, stage_rows(view.pricer, view.stage), config,
+                               workspace_bytes(r))
+        value = band[0]
+    factor = opts.allocator_slack_factor
+    fraction = opts.allocator_slack_fraction
+    scale = (lambda x: x * factor) if factor is not None else (lambda x: x)
+    extra = fraction * _tensors(view) if fraction is not None else 0.0
+    value = scale(value) + extra
+    if view.pricer is not None and not vector:
+        low, high = (band[1], band[2]) if band else (value, value)
+        view.pricer.memo[("device", view.stage)] = {
+            "allocator": kind, "allocator_slack_low": float(scale(low) + extra),
+            "allocator_slack_high": float(scale(high) + extra), "allocator_source": source,
+            **({"calibration": r.options.calibration} if r.options.calibration else {})}
+    return value
+
+
+def inputs_workspaces(view: StageView) -> dict[str, Any]:
+    return {"runtime": _runtime(view)}
+
+
+def inputs_context(view: StageView) -> dict[str, Any]:
+    return {"runtime": _runtime(view), "device": view.r.hardware.id}
+
+
+def inputs_comm(view: StageView) -> dict[str, Any]:
+    opts = calibrated_options(view.r)
+    rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
+                        opts.nccl_buffsize)
+    collective, p2p = communicator_count(rank_groups(view.r, view.stage))
+    return {"library": rule.library, "communicators": collective, "p2p_communicators": p2p,
+            "per_communicator": rule.per_collective, "per_p2p": rule.per_p2p,
+            "factor": opts.comm_library_factor or 1.0}
+
+
+def inputs_slack(view: StageView) -> dict[str, Any]:
+    kind, _config, _source = allocator_kind(view.r)
+    return {"allocator": kind, "ratio": view.r.options.allocator_slack_ratio,
+            "calibration_factor": calibrated_options(view.r).allocator_slack_factor}
+
+
+def note_comm(view: StageView) -> str:
+    opts = calibrated_options(view.r)
+    rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
+                        opts.nccl_buffsize)
+    collective, p2p = communicator_count(rank_groups(view.r, view.stage))
+    if is_array(collective, p2p):
+        return ""
+    return f"{int(collective)} communicators + {int(p2p)} point-to-point ({rule.rule})"
+
+
+def note_slack(view: StageView) -> str:
+    return allocator_kind(view.r)[2]
+
+
+__all__ = ["comm_library", "context", "slack", "workspace_bytes", "workspaces"]
