@@ -12,7 +12,8 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from .assembly import price_stage, profile_points
+from .assembly import profile_points
+from .device.stages import price_stages
 from .errors import StrategyError
 from .features import fp8_problem, peft_problem
 from .hardware import Hardware, runtime_of
@@ -51,7 +52,7 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
                                variant=options.vpp_variant)
     pricer = StagePricer(r, layout)
     want_explain = options.explain if explain is None else explain
-    stages = tuple(price_stage(pricer, i, profile_points(profile[i]), want_explain) for i in range(par.p))
+    stages = price_stages(pricer, [profile_points(profile[i]) for i in range(par.p)], want_explain)
     if not with_time:
         return assemble(r, layout, stages, host=host_memory(r, stages))
     step = step_time(pricer)

@@ -15,6 +15,8 @@ The terms are the assembler's stage terms (``stage_terms``); this module holds t
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 from ..options import RunOptions
@@ -55,12 +57,27 @@ def replayed_slack(events: tuple, config: AllocatorConfig, scale: float = 1.0) -
     return float(steady.max_reserved - steady.max_allocated)
 
 
+_EVENTS: OrderedDict[tuple, tuple] = OrderedDict()  # recent plans' stage traces (undo, redo, re-estimates)
+_EVENTS_KEPT = 64
+_EVENTS_LOCK = threading.Lock()
+
+
 def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: float) -> tuple:
-    key = ("allocator-events", stage, workspace)
-    got = pricer.memo.get(key)
-    if got is None:
-        got = pricer.memo[key] = tuple(stage_trace(pricer, stage, rows, workspace).compact())
-    return got  # type: ignore[return-value]
+    """The stage's allocation trace, kept for the recent plans (the same plan estimated again is not traced
+    again: the trace is a function of the plan's records and the stage)."""
+    r = pricer.r
+    key = (r.model, r.strategy, r.hardware, r.options, stage, workspace)
+    with _EVENTS_LOCK:  # estimates run on several worker threads in the app
+        got = _EVENTS.get(key)
+        if got is not None:
+            _EVENTS.move_to_end(key)
+            return got
+    got = tuple(stage_trace(pricer, stage, rows, workspace).compact())
+    with _EVENTS_LOCK:
+        _EVENTS[key] = got
+        if len(_EVENTS) > _EVENTS_KEPT:
+            _EVENTS.popitem(last=False)
+    return got
 
 
 def allocator_slack(pricer: StagePricer, stage: int, rows: list[Row], config: AllocatorConfig,

@@ -60,35 +60,52 @@ def _dynamic(view: StageView) -> Num:
     return view.dynamic + view.categories["communication_buffers"]
 
 
+# pricer memo keys set by ``device.stages.price_stages``: the stages replayed exactly, and for the others the slack
+# per dynamic byte of those (with the band's relative ends and a note naming them)
+REPLAYED = "allocator-replayed"
+STAGE_RATIO = "allocator-stage-ratio"
+
+
 def slack(view: StageView) -> Num:
-    """[D-SLACK] the caching allocator's slack: replayed for one plan, the current plan's ratio in the search."""
+    """[D-SLACK] the caching allocator's slack: replayed for the stages of one plan that can decide its peak, their
+    slack per dynamic byte for its other stages, the current plan's ratio in the search and the balancer."""
     r = view.r
     opts = calibrated_options(r)
     kind, config, source = allocator_kind(r)
     ratio = r.options.allocator_slack_ratio
+    pricer = view.pricer
     vector = is_array(r.par.d, r.par.t, r.par.cp, r.par.b, r.par.m, view.dynamic)
+    replayed = pricer.memo.get(REPLAYED) if pricer is not None and not vector else None
     band: tuple[float, float, float] | None = None
     if kind == "static":
         value: Num = 0.0
-    elif ratio is not None or vector or view.pricer is None:
-        value = (ratio or 0.0) * _dynamic(view)
-        source += f"; {ratio or 0.0:.3f} × activations, working sets and buffers (the current plan's replay)"
-    else:
+    elif ratio is None and pricer is not None and not vector and (replayed is None or view.stage in replayed):
         from ..stage import stage_rows
 
-        band = allocator_slack(view.pricer, view.stage, stage_rows(view.pricer, view.stage), config,
-                               workspace_bytes(r))
+        band = allocator_slack(pricer, view.stage, stage_rows(pricer, view.stage), config, workspace_bytes(r))
         value = band[0]
+    else:
+        low_rel = high_rel = 1.0
+        if ratio is None and replayed is not None:  # a stage this estimate did not replay
+            ratio, low_rel, high_rel, note = pricer.memo[STAGE_RATIO]  # type: ignore[index]
+            source += f"; {ratio:.3f} × activations, working sets and buffers ({note})"
+        else:
+            source += f"; {ratio or 0.0:.3f} × activations, working sets and buffers (the current plan's replay)"
+        value = (ratio or 0.0) * _dynamic(view)
+        if not vector:
+            band = (float(value), float(value) * low_rel, float(value) * high_rel)
     factor = opts.allocator_slack_factor
     fraction = opts.allocator_slack_fraction
     scale = (lambda x: x * factor) if factor is not None else (lambda x: x)
     extra = fraction * _tensors(view) if fraction is not None else 0.0
     value = scale(value) + extra
-    if view.pricer is not None and not vector:
+    if pricer is not None and not vector:
         low, high = (band[1], band[2]) if band else (value, value)
-        view.pricer.memo[("device", view.stage)] = {
+        pricer.memo[("device", view.stage)] = {
             "allocator": kind, "allocator_slack_low": float(scale(low) + extra),
             "allocator_slack_high": float(scale(high) + extra), "allocator_source": source,
+            "allocator_replayed": bool(kind != "static" and ratio is None and
+                                       (replayed is None or view.stage in replayed)),
             **({"calibration": r.options.calibration} if r.options.calibration else {})}
     return value
 

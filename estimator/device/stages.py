@@ -1,0 +1,58 @@
+"""Which stages of one plan the caching allocator is replayed on (issue 10, [D-SLACK], P-REPLAY-STAGES).
+
+A replay costs tenths of a second per stage of a large plan (two steps of its schedule, tens of thousands of
+allocations). The estimate prices every stage once without slack, replays the stage with the highest device peak
+and the stage with the most dynamic bytes (activations, working sets, transient buffers: what the allocator
+fragments), and gives every other stage their slack per dynamic byte, said in its allocator note. Plans of at most
+``REPLAY_ALL`` stages replay every stage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .memory import allocator_kind
+from .stage_terms import REPLAYED, STAGE_RATIO
+
+if TYPE_CHECKING:
+    from ..result import StageResult
+    from ..stage import StagePricer
+
+REPLAY_ALL = 2
+
+
+def _dynamic(stage: StageResult) -> float:
+    c = stage.bytes_by_category
+    return c["activations"] + c["working_overhead"] + c["communication_buffers"]
+
+
+def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> tuple[StageResult, ...]:
+    from ..assembly import price_stage
+
+    p = len(points)
+    r = pricer.r
+    if p <= REPLAY_ALL or r.options.allocator_slack_ratio is not None or allocator_kind(r)[0] == "static":
+        return tuple(price_stage(pricer, i, points[i], explain) for i in range(p))
+    # pass 1: no slack, to see which stages can decide
+    pricer.memo[REPLAYED] = frozenset()
+    pricer.memo[STAGE_RATIO] = (0.0, 1.0, 1.0, "")
+    first = [price_stage(pricer, i, points[i]) for i in range(p)]
+    chosen = sorted({max(first, key=lambda s: (s.device_peak, -s.index)).index,
+                     max(first, key=lambda s: (_dynamic(s), -s.index)).index})
+    pricer.memo[REPLAYED] = frozenset(chosen)
+    out = {i: price_stage(pricer, i, points[i], explain) for i in chosen}
+    slack = sum(s.allocator_slack for s in out.values())
+    dynamic = sum(_dynamic(s) for s in out.values())
+    low = sum(s.device.get("allocator_slack_low", 0.0) for s in out.values())
+    high = sum(s.device.get("allocator_slack_high", 0.0) for s in out.values())
+    names = ", ".join(str(i) for i in chosen)
+    pricer.memo[STAGE_RATIO] = (slack / dynamic if dynamic > 0 else 0.0, low / slack if slack > 0 else 1.0,
+                                high / slack if slack > 0 else 1.0,
+                                f"the ratio of the replayed stage(s) {names}")
+    for i in range(p):
+        if i not in out:
+            out[i] = price_stage(pricer, i, points[i], explain)
+    return tuple(out[i] for i in range(p))
+
+
+__all__ = ["REPLAY_ALL", "price_stages"]
