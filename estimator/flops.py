@@ -77,6 +77,7 @@ class RowFlops:
     wgrad_fp8: Num = 0.0  # … of wgrad_mm
     rc_fp8: Num = 0.0     # … of rc
     rc_attn: Num = 0.0    # the attention core's part of rc (timed at the attention rate)
+    duplicate: Num = 0.0  # FLOPs every TP rank repeats (a replicated head, D58): timed, not model FLOPs
 
     @property
     def fwd(self) -> Num:
@@ -89,8 +90,8 @@ class RowFlops:
 
     @property
     def model(self) -> Num:
-        """Model FLOPs (MFU): forward + backward, recompute excluded."""
-        return self.fwd + self.bwd + self.wgrad_mm
+        """Model FLOPs (MFU): forward + backward, recompute and repeated work excluded."""
+        return self.fwd + self.bwd + self.wgrad_mm - self.duplicate
 
     @property
     def hardware(self) -> Num:
@@ -117,6 +118,7 @@ class FlopContext:
     sel: frozenset[str] = frozenset()  # switches a selective layer recomputes (docs/model.md#selective-recompute)
     vision_tokens: Num = 0.0
     vision_seq: Num = 0.0
+    t_head: Num | None = None  # the head's TP split (D58); None: t
 
 
 def _mixer_flops(c: FlopContext, kind: str) -> tuple[Num, Num]:
@@ -226,14 +228,15 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
     if kind in (EMBEDDING, EMBEDDING_COPY, NOOP):
         return ZERO
     if kind == OUTPUT:
-        return _assemble(head_flops(c.T, c.dims.h, c.v_pad, c.t), 0.0, c, frozen, 0.0)
+        out = _assemble(head_flops(c.T, c.dims.h, c.v_pad, _t_head(c)), 0.0, c, frozen, 0.0)
+        return _repeated_head(out, c, 2 if frozen else 3)
     if kind in (VISION, VISION_EXTRAS):
         return _vision_flops(c, kind, frozen, vision_dims)
     block = item.block if kind == MTP else kind
     mm, core = _mixer_flops(c, block)
     if kind == MTP:
         d = c.dims
-        mm = mm + matmul_flops(c.T, 2 * d.h * d.h, 0, c.t) + head_flops(c.T, d.h, c.v_pad, c.t)
+        mm = mm + matmul_flops(c.T, 2 * d.h * d.h, 0, c.t) + head_flops(c.T, d.h, c.v_pad, _t_head(c))
     adapters = lora_flops(c, block)
     eight = fp8_flops(c, block)
     if item.option == "full":
@@ -247,10 +250,13 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
         0.0 if item.option == "none" else recomputed_core(c, block, item.option))
     if c.flags.feat.lora:
         # [T-FLOP.lora] a frozen base computes its input gradients only; the adapters train
-        return RowFlops(fwd_mm=mm + adapters, fwd_attn=core, bwd_mm=mm + adapters, bwd_attn=c.bwd_attn * core,
-                        wgrad_mm=0.0 if frozen else adapters, rc=rc, fwd_fp8=eight, bwd_fp8=eight, rc_fp8=rc8,
-                        rc_attn=rc_core)
+        out = RowFlops(fwd_mm=mm + adapters, fwd_attn=core, bwd_mm=mm + adapters, bwd_attn=c.bwd_attn * core,
+                       wgrad_mm=0.0 if frozen else adapters, rc=rc, fwd_fp8=eight, bwd_fp8=eight, rc_fp8=rc8,
+                       rc_attn=rc_core)
+        return _repeated_head(out, c, 2) if kind == MTP else out
     out = replace(_assemble(mm, core, c, frozen, rc), rc_attn=rc_core)
+    if kind == MTP:
+        out = _repeated_head(out, c, 2 if frozen else 3)
     if not c.flags.feat.fp8_on:
         return out
     return replace(out, fwd_fp8=eight, bwd_fp8=eight, wgrad_fp8=0.0 if frozen else eight, rc_fp8=rc8)
@@ -265,6 +271,19 @@ def recomputed_core(c: FlopContext, kind: str, option: str) -> Num:
         return 0.0
     d = c.dims
     return attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
+
+
+def _t_head(c: FlopContext) -> Num:
+    return c.t if c.t_head is None else c.t_head
+
+
+def _repeated_head(out: RowFlops, c: FlopContext, passes: int) -> RowFlops:
+    """A head split over fewer ranks than t (D58) repeats the difference on every TP rank, in each of its
+    ``passes`` (forward, input gradient, weight gradient): timed, but not model FLOPs."""
+    if c.t_head is None:
+        return out
+    extra = head_flops(c.T, c.dims.h, c.v_pad, c.t_head) - head_flops(c.T, c.dims.h, c.v_pad, c.t)
+    return replace(out, duplicate=passes * extra)
 
 
 def fp8_flops(c: FlopContext, kind: str) -> Num:

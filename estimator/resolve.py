@@ -172,6 +172,18 @@ def v_pad(dims: Dims, t: Num) -> Num:
     return ceil_div(dims.v, unit) * unit
 
 
+def t_head(flags: Flags, dims: Dims, t: Num) -> Num:
+    """t_H, the output head's TP split (D58): MindFormers' models build the head's matmul with strategy
+    ((dp·cp, 1), (1, 1)) — the weight not split, full-vocabulary logits on every TP rank — when ``vocab_emb_dp`` is
+    on or the vocabulary is not a multiple of t (``vocab_emb_dp or vocab_size % mp != 0``); every other framework
+    (and MindFormers otherwise) splits it over t."""
+    if flags.framework != "mindformers":
+        return t
+    if flags.vocab_emb_dp:
+        return 1
+    return where(dims.v % t != 0, 1, t)
+
+
 def t_vocab(flags: Flags, t: Num) -> Num:
     """t_V: the loss' vocabulary split (t with vocab-parallel loss, else 1)."""
     if flags.vocab_parallel_loss is None or flags.vocab_parallel_loss:
@@ -463,4 +475,4 @@ def world_and_batch(par: Par) -> tuple[Num, Num]:
 
 
 __all__ = ["Dims", "Flags", "Par", "Resolved", "Widths", "dense_domain", "resolve", "routed_tokens",
-           "shard_divisors", "t_vocab", "v_pad", "where"]
+           "shard_divisors", "t_head", "t_vocab", "v_pad", "where"]

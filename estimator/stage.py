@@ -13,9 +13,9 @@ from typing import NamedTuple
 from . import params as P
 from .activations import ZERO as ZERO_SUMS
 from .activations import ActivationTable, ClassSums, combine
-from .arr import Num, gt, maximum, minimum
+from .arr import Num, gt, maximum, minimum, where
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout
-from .resolve import Resolved, routed_tokens, shard_divisors, t_vocab, v_pad
+from .resolve import Resolved, routed_tokens, shard_divisors, t_head, t_vocab, v_pad
 from .static import (
     Local,
     StaticBytes,
@@ -117,6 +117,7 @@ class StagePricer:
         self.R = routed_tokens(d, par, r.options.rho)
         self.vpad = v_pad(d, par.t)
         self.t_v = t_vocab(f, par.t)
+        self.t_h = t_head(f, d, par.t)  # D58: MindFormers replicates the head with vocab_emb_dp
         self.gamma = grad_factor(f, par)
         self.acts = ActivationTable(d, w, f, float(par.s), r.strategy.recompute.switches)
         self._local: dict[tuple[str, str, bool], Local] = {}
@@ -140,7 +141,7 @@ class StagePricer:
         if kind in (EMBEDDING, EMBEDDING_COPY):
             got = embedding_local(d, f, par, frozen="embedding" in frozen_modules)
         elif kind == OUTPUT:
-            got = output_local(d, par, with_head, frozen="output" in frozen_modules)
+            got = output_local(d, par, with_head, frozen="output" in frozen_modules, t_head=self.t_h)
         elif kind == NOOP:
             got = Local(0, 0)
         elif kind == VISION:
@@ -319,7 +320,9 @@ class StagePricer:
         """The loss' working set over the logits (D45): T·w·v_pad/t_V with w = max(w_b, w_f) around the backward,
         w_f in the forward, the vocab-parallel widths where t_V > 1 [W-LOSS.parallel]; a chunked (fused linear)
         cross-entropy holds one fp32 chunk of logits about the size of the hidden states instead (Liger's chunking
-        rule) [W-LOSS.chunked]."""
+        rule) [W-LOSS.chunked]. A replicated head (D58) makes full-vocabulary logits (and their gradient) on every TP
+        rank, β_c·v_pad per token, for the main and the MTP tokens at once (MindFormers applies the head once to
+        their concatenation) [W-LOSS.replicated]."""
         f, T = self.r.flags, self.T
         if f.feat.loss_fusion == "chunked":
             return T * 4 * self.r.dims.h
@@ -327,7 +330,12 @@ class StagePricer:
         width_par = max(f.w_b_par, f.w_f_par) if backward else f.w_f_par
         if width_par != width:
             width = width + (width_par - width) * gt(self.t_v, 1)
-        return T * width * self.vpad / self.t_v
+        out = T * width * self.vpad / self.t_v
+        if f.framework == "mindformers":
+            tokens = T * (1 + self.r.dims.n_mtp)
+            full = tokens * self.r.widths.c * self.vpad
+            out = where(self.t_h < self.r.par.t, maximum(out, full), out)
+        return out
 
     def rc(self, item: Item, group_act_none: float = 0.0) -> float:
         """Rc(ℓ): what the backward of ℓ recomputes (full: A(ℓ, none); selective: the dropped slots)."""

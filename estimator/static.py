@@ -76,9 +76,10 @@ def embedding_local(d: Dims, f: Flags, par: Par, frozen: bool = False) -> Local:
     return Local(dense=dense, expert=0, largest=dense, cast=0, frozen=frozen)
 
 
-def output_local(d: Dims, par: Par, with_head: bool, frozen: bool = False) -> Local:
-    """[P-FNORM] + [P-HEAD] (the head only when untied, or tied with the table not on this stage, D56)."""
-    head = v_pad(d, par.t) * d.h / par.t if with_head else 0
+def output_local(d: Dims, par: Par, with_head: bool, frozen: bool = False, t_head: Num | None = None) -> Local:
+    """[P-FNORM] + [P-HEAD] (the head only when untied, or tied with the table not on this stage, D56), split over
+    t_H (D58: ``resolve.t_head``)."""
+    head = v_pad(d, par.t) * d.h / (par.t if t_head is None else t_head) if with_head else 0
     return Local(dense=P.final_norm(d) + head, expert=0, largest=maximum(head, d.h), cast=head,
                  frozen=frozen)
 
@@ -90,6 +91,7 @@ class StaticBytes:
     optimizer_states: Num
     opt_temporaries: Num  # optimizer-step temporaries of this row (foreach)
     host_gradients: Num = 0  # DeepSpeed's fp32 gradient partition when the optimizer runs on the host
+    gradient_shards: Num = 0.0  # β_g over the optimizer shard: what a reduce-scatter leaves (D59)
 
 
 def stored_bytes(loc: Local, w: Widths, divisors: tuple[Num, ...]) -> Num:
@@ -162,9 +164,10 @@ def static_bytes(loc: Local, w: Widths, f: Flags, par: Par, divisors: tuple[Num,
     master = 0.0 if (loc.base_frozen and w.a >= 4) else w.m
     states = (w.n_os * w.os + master) * opt_elems
     temps = 4 * opt_elems if f.optimizer_impl == "foreach" else 0
+    shards = w.g * opt_elems  # what a reduce-scatter over the optimizer shard leaves (D59)
     if on_host:
-        return StaticBytes(params, grads, states, temps, partition)
-    return StaticBytes(params, grads + partition, states, temps)
+        return StaticBytes(params, grads, states, temps, partition, shards)
+    return StaticBytes(params, grads + partition, states, temps, gradient_shards=shards)
 
 
 def grad_factor(f: Flags, par: Par) -> Num:

@@ -62,13 +62,28 @@ def _states(cost: RowCost, pricer: StagePricer) -> Num:
     return 0.0 if moved else cost.static.optimizer_states
 
 
+def _grads_at_step(cost: RowCost, pricer: StagePricer) -> Num:
+    """Every gradient exists at the step (γ = 1, D5) — under MindSpore's optimizer parallel (mf_op) without an
+    accumulation buffer (γ = 0) as the reduce-scatter left it, each rank's shard β_g·(E_d/os + E_e/os_e) (D59)."""
+    if pricer.r.flags.sharding_mode != "mf_op":
+        return _on_device(cost, pricer, cost.static.gradients)
+    return _on_device(cost, pricer, pricer.gamma * cost.static.gradients +
+                      (1 - pricer.gamma) * cost.static.gradient_shards)
+
+
+def _resident_at_step(cost: RowCost, pricer: StagePricer) -> Num:
+    """Weights kept gathered from the forward to the backward are dead by the step: their last reader is the
+    layer's backward, and after the update the next step gathers again (D59)."""
+    return 0.0
+
+
 ROW_TERMS: tuple[RowTerm, ...] = (
     RowTerm("S-LAYER.params", "parameters", lambda c, p: _on_device(c, p, c.static.parameters)),
-    # held between steps as γ (D5); every gradient exists at the step (γ = 1)
+    # held between steps as γ (D5); at the step every gradient (γ = 1), or its reduce-scattered shard (D59)
     RowTerm("S-LAYER.grads", "gradients", lambda c, p: _on_device(c, p, p.gamma * c.static.gradients),
-            lambda c, p: _on_device(c, p, c.static.gradients), instant=True),
+            _grads_at_step, instant=True),
     RowTerm("S-LAYER.opt", "optimizer_states", _states, _states_at_step),
-    RowTerm("C-BUF.resident", "communication_buffers", lambda c, p: c.resident, instant=True),
+    RowTerm("C-BUF.resident", "communication_buffers", lambda c, p: c.resident, _resident_at_step, instant=True),
 )
 
 
