@@ -11,7 +11,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..device.ratio import with_slack_ratio
 from ..errors import ConfigError, SappError
 from ..estimate import estimate
 from ..messages import msg
@@ -116,7 +115,6 @@ def _check_supported(parsed: ParsedConfig) -> None:
 def balance(parsed: ParsedConfig, budget: float | None = None, delta: int = DELTA) -> BalanceResult:
     start = time.perf_counter()
     _check_supported(parsed)
-    parsed = with_slack_ratio(parsed)  # the tables price the allocator slack by the plan's own ratio
     result = _balance(parsed, budget, delta, start)
     limit = result.before.budget if budget is None else budget
     worst = max(max(s.total, s.optimizer_step_peak) for s in result.before.stages)

@@ -18,6 +18,7 @@ import numpy as np
 from ..assembly import ChunkSums, chunk_sums, profile_points, stage_memory
 from ..assembly.form import StageForm, build_form, stack_forms
 from ..assembly.memory import combine
+from ..device.ratio import with_slack_ratio
 from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout, layout_inputs
 from ..parsed import ParsedConfig
 from ..resolve import resolve
@@ -114,6 +115,9 @@ class PlanTables:
     stage's replay points (as ``estimate`` takes them)."""
 
     def __init__(self, parsed: ParsedConfig, options: tuple[str, ...]) -> None:
+        # candidate stages are not the pricer's layout's stages, so their allocator slack cannot be replayed:
+        # they take the plan's own slack per dynamic byte (P-SLACK-RATIO)
+        parsed = with_slack_ratio(parsed)
         st = parsed.strategy
         self.parsed = parsed
         self.r = resolve(parsed.model, st, parsed.hardware, parsed.options)
@@ -162,6 +166,10 @@ class StageTables(PlanTables):
         depends only on the kinds it holds (not on which model indices they are), so slots with the same kinds
         share their priced choices, and stages that hold the same rows share their sums."""
         kinds = tuple(self._kinds[a:a + c])
+        if i == self.p - 1 and all(kind in (MTP, NOOP) for kind, _block in kinds):
+            # the layout puts the head after the last body layer (layout.build_layout): a last stage of MTP or
+            # noop positions alone would move it to the stage before, which these per-stage slots do not price
+            return []
         listed = self._list_cache.get((i, kinds))
         if listed is not None:
             return listed
