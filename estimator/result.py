@@ -97,6 +97,15 @@ class StageResult:
     def tensor_peak(self) -> float:
         return self.allocator_peak - self.allocator_slack
 
+    @property
+    def tensor_peak_low(self) -> float:
+        """The tensors have no band: they are priced exactly; the band is the allocator's."""
+        return self.tensor_peak
+
+    @property
+    def tensor_peak_high(self) -> float:
+        return self.tensor_peak
+
     def _band(self, end: str) -> float:
         return self.device.get(f"allocator_slack_{end}", self.allocator_slack) - self.allocator_slack
 
@@ -127,7 +136,7 @@ class StageResult:
             "peak_vector": list(self.peak_vector), "optimizer_step_peak": round_half_up(self.optimizer_step_peak),
             "layer_counts": list(self.layer_counts),
             "bytes_by_category": {k: round_half_up(v) for k, v in self.bytes_by_category.items()},
-            **{name: round_half_up(getattr(self, name)) for name in PEAK_FIELDS},
+            **{peak_key(name): round_half_up(getattr(self, name)) for name in PEAK_FIELDS},
             "device": {k: (round_half_up(v) if isinstance(v, float) else v) for k, v in self.device.items()},
         }
         if with_layers:
@@ -136,8 +145,12 @@ class StageResult:
 
 
 PEAK_NAMES = ("tensor_peak", "allocator_peak", "device_peak")
-PEAK_FIELDS = ("tensor_peak", "allocator_peak", "allocator_peak_low", "allocator_peak_high", "device_peak",
-               "device_peak_low", "device_peak_high")
+PEAK_FIELDS = tuple(f"{name}{end}" for name in PEAK_NAMES for end in ("", "_low", "_high"))
+
+
+def peak_key(name: str) -> str:
+    """The JSON key of a peak field (``sapp.estimate/1.1``): tensor_peak_low → tensor_peak_bytes_low."""
+    return name.replace("_peak", "_peak_bytes", 1)
 
 
 @dataclass(frozen=True)
@@ -246,7 +259,7 @@ class Result:
             "peak_bytes": round_half_up(self.peak_bytes), "peak_stage": self.peak_stage, "fits": self.fits,
             "headroom": round_half_up(self.headroom), "limit": self.limit,
             "optimizer_step_peak": round_half_up(self.optimizer_step_peak),
-            **{f"{name}_bytes": round_half_up(self._over_stages(name)) for name in PEAK_FIELDS},
+            **{peak_key(name): round_half_up(self._over_stages(name)) for name in PEAK_FIELDS},
             "stages": [s.to_dict() for s in self.stages],
             **({"step_time_s": self.step_time_s, "parts": self.parts,
                 "tokens_per_s_per_device": self.tokens_per_s_per_device, "mfu": self.mfu,

@@ -46,7 +46,8 @@ def comm_library(view: StageView) -> Num:
     opts = calibrated_options(view.r)
     rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
                         opts.nccl_buffsize)
-    return library_bytes(rank_groups(view.r, view.stage), rule) * (opts.comm_library_factor or 1.0)
+    factor = 1.0 if opts.comm_library_factor is None else opts.comm_library_factor  # 0 is a stated value
+    return library_bytes(rank_groups(view.r, view.stage), rule) * factor
 
 
 def _tensors(view: StageView) -> Num:
@@ -125,7 +126,7 @@ def inputs_comm(view: StageView) -> dict[str, Any]:
     collective, p2p = communicator_count(rank_groups(view.r, view.stage))
     return {"library": rule.library, "communicators": collective, "p2p_communicators": p2p,
             "per_communicator": rule.per_collective, "per_p2p": rule.per_p2p,
-            "factor": opts.comm_library_factor or 1.0}
+            "factor": 1.0 if opts.comm_library_factor is None else opts.comm_library_factor}
 
 
 def inputs_slack(view: StageView) -> dict[str, Any]:
