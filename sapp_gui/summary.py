@@ -250,9 +250,14 @@ class SummaryPanel(QFrame):
                        "included. Tensor peak {3} GiB (max allocated), allocator peak {4} GiB (max reserved).").format(
             *(f"{v / GiB:,.2f}" for v in (result.peak_bytes, low, high, result.tensor_peak_bytes,
                                           result.allocator_peak_bytes))))
-        if result.framework_limit is not None:
-            limit_sub = translate("Summary", "pool {0} GiB, device {1} GiB").format(
-                f"{result.framework_limit / GiB:,.2f}", f"{(result.device_limit or result.capacity) / GiB:,.2f}")
+        if result.framework_limit is not None:  # the smaller margin decides: say which, so the sum is visible
+            pool_margin = result.framework_limit - result.allocator_peak_bytes
+            if pool_margin <= result.headroom + 1:
+                limit_sub = translate("Summary", "pool {0} GiB − allocator peak {1} GiB").format(
+                    f"{result.framework_limit / GiB:,.2f}", f"{result.allocator_peak_bytes / GiB:,.2f}")
+            else:
+                limit_sub = translate("Summary", "device {0} GiB − peak").format(
+                    f"{(result.device_limit or result.capacity) / GiB:,.2f}")
         else:
             limit_sub = translate("Summary", "budget {0} GiB").format(f"{result.budget / GiB:,.2f}")
         self.headroom.set(f"{result.headroom / GiB:,.2f} GiB", limit_sub,

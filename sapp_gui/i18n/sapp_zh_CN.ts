@@ -3070,8 +3070,12 @@
         <translation>设备峰值 {0} GiB（区间 {1}–{2} GiB）：设备实际显示的值，含优化器步。张量峰值 {3} GiB（最大已分配），分配器峰值 {4} GiB（最大已保留）。</translation>
     </message>
     <message>
-        <source>pool {0} GiB, device {1} GiB</source>
-        <translation>内存池 {0} GiB，设备 {1} GiB</translation>
+        <source>pool {0} GiB − allocator peak {1} GiB</source>
+        <translation>内存池 {0} GiB − 分配器峰值 {1} GiB</translation>
+    </message>
+    <message>
+        <source>device {0} GiB − peak</source>
+        <translation>设备 {0} GiB − 峰值</translation>
     </message>
     <message>
         <source>budget {0} GiB</source>

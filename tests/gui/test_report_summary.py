@@ -39,6 +39,32 @@ def test_summary_shows_step_time_throughput_and_mfu(qtbot, window, dsv3_plan) ->
     assert window.summary.minimumWidth() < 400
 
 
+@pytest.mark.parametrize("plan", ["dense_plan", "dsv3_plan"])
+def test_peak_and_headroom_tiles_agree(qtbot, window, plan, request) -> None:
+    """Peak is the device peak (the optimizer step included); Headroom's caption names the limit it is measured
+    against, so the two tiles add up: budget − peak, or with a framework pool the smaller of pool − allocator peak
+    and device − peak."""
+    result = open_and_wait(qtbot, window, [request.getfixturevalue(plan)])
+    tiles = window.summary.data()
+
+    def gib(text: str) -> float:
+        return float(text.split()[0].replace(",", ""))
+
+    peak, headroom = gib(tiles["peak"][0]), gib(tiles["headroom"][0])
+    assert peak == pytest.approx(result.peak_bytes / 2**30, abs=0.006)
+    caption = tiles["headroom"][1]
+    if result.framework_limit is None:
+        assert caption == f"budget {result.budget / 2**30:,.2f} GiB"
+        assert peak + headroom == pytest.approx(result.budget / 2**30, abs=0.011)
+    elif caption.startswith("pool"):
+        pool, allocated = (float(part.split()[-2].replace(",", "")) for part in caption.split("−"))
+        assert pool - allocated == pytest.approx(headroom, abs=0.011)
+        assert allocated == pytest.approx(result.allocator_peak_bytes / 2**30, abs=0.006)
+    else:
+        device = float(caption.split()[1].replace(",", ""))
+        assert device - peak == pytest.approx(headroom, abs=0.011)
+
+
 def test_export_report_html_and_markdown(qtbot, window, dsv3_plan, tmp_path) -> None:
     result = open_and_wait(qtbot, window, [dsv3_plan])
     html = window.export_report(tmp_path / "out" / "plan.html")
