@@ -128,8 +128,14 @@ def test_cycle_finder_finds_a_cycle():
 
 
 # ------------------------------------------------------------------------------------------ one assembler
+def _options(framework: str) -> RunOptions:
+    """A fixed allocator slack per dynamic byte (P-SLACK-RATIO): arrays over candidates price the slack by a
+    ratio, one plan replays it; with the ratio stated both forms price the same bytes."""
+    return RunOptions(framework=framework, allocator_slack_ratio=0.125)
+
+
 def _pricer(framework: str, model: ModelSpec, st: Strategy) -> tuple[StagePricer, list]:
-    r = resolve(model, st, H100, RunOptions(framework=framework))
+    r = resolve(model, st, H100, _options(framework))
     pricer = StagePricer(r, build_layout(layout_inputs(r)))
     profile = inflight_profile(r.flags.schedule, r.par.p, r.par.vp, r.par.m, n_s=r.par.n_s)
     return pricer, [profile_points(prof) for prof in profile]
@@ -171,7 +177,7 @@ def _add_terms(monkeypatch) -> None:
 
 
 def _plain(framework, model, st):
-    return estimate(model, st, H100, RunOptions(framework=framework), explain=True)
+    return estimate(model, st, H100, _options(framework), explain=True)
 
 
 @pytest.mark.parametrize("name", sorted(PLANS))
@@ -180,7 +186,7 @@ def test_a_new_term_reaches_estimate_search_and_explain(name, monkeypatch):
     before = _plain(framework, model, st)
     _add_terms(monkeypatch)
     after = _plain(framework, model, st)
-    r = resolve(model, st, H100, RunOptions(framework=framework))
+    r = resolve(model, st, H100, _options(framework))
     vec = price_group(with_par(r, stack_par([r.par, r.par])), build_layout(layout_inputs(r)))
     for old, new in zip(before.stages, after.stages, strict=True):
         rows = sum(1 for row in new.layers if row.index is not None or row.kind in ("embedding", "output",

@@ -135,11 +135,20 @@ def test_v10_static_bytes_zero1_megatron():
     assert round((cat["parameters"] + cat["gradients"] + cat["optimizer_states"]) / GiB, 2) == 56.09
 
 
+# The spec's vectors are the tensor model (reserve 0): issue 10's device-level parts are added on top of it, each held
+# at the peak and at the optimizer step alike, so the spec's figure is the estimate's less those parts.
+DEVICE_PARTS = ("library_workspaces", "allocator_slack", "runtime_context", "comm_library")
+
+
+def spec_view(stage, value: float) -> float:
+    return value - sum(stage.bytes_by_category[c] for c in DEVICE_PARTS)
+
+
 @pytest.mark.parametrize(("impl", "expected"), [("fused", 16_060_522_496), ("foreach", 20_075_653_120)])
 def test_v10_static_bytes_torchtitan_fsdp(impl, expected):
     res = estimate(LLAMA3_8B, Strategy(seq_length=8192, dp=8, sharding=ShardingSpec(mode="fsdp")), H100,
                    RunOptions(framework="torchtitan", reserve=0, optimizer_impl=impl))
-    assert res.stages[0].optimizer_step_peak == expected
+    assert spec_view(res.stages[0], res.stages[0].optimizer_step_peak) == expected
 
 
 # ----------------------------------------------------------------------------------------- V14
@@ -218,9 +227,9 @@ def _v17(layout: str):
 def test_v17_fsdp2_root_layout():
     res = _v17("root")
     stage = res.stages[0]
-    assert stage.total == 6_307_457_024
+    assert spec_view(stage, stage.total) == 6_307_457_024
     assert stage.peak_instant.startswith("(a) block 2")
-    assert stage.bytes_by_category == {
+    assert {k: v for k, v in stage.bytes_by_category.items() if k not in DEVICE_PARTS} == {
         "parameters": 535_840_768, "gradients": 101_191_680, "optimizer_states": 1_071_681_536,
         "activations": 1_798_963_200, "communication_buffers": 2_143_363_072, "working_overhead": 656_416_768,
         "reserve": 0}
@@ -229,5 +238,5 @@ def test_v17_fsdp2_root_layout():
 def test_v17_fsdp2_torchtitan_layout():
     res = _v17("torchtitan")
     stage = res.stages[0]
-    assert stage.total == 6_028_507_136
+    assert spec_view(stage, stage.total) == 6_028_507_136
     assert stage.peak_instant.startswith("L")

@@ -308,6 +308,9 @@ def _finish(pricer: StagePricer, stage: int, cat: dict[str, Num], chunks: Sequen
     total: Num = 0.0
     for name in CATEGORIES:
         total = total + cat[name]
+    if isinstance(total, np.ndarray):  # a per-device constant (runtime context, …) gets the stage's shape too
+        cat = {name: value if np.shape(value) == total.shape else value + np.zeros_like(total)
+               for name, value in cat.items()}
     # [S-OPT] what the rows hold at the optimizer step, the optimizer's temporaries, the stage terms' part
     opt_peak: Num = 0.0
     for term in terms.ROW_TERMS:

@@ -7,7 +7,7 @@ and transient buffers (set by ``base_slack_ratio`` before they price)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..arr import Num, is_array
 from ..hardware import runtime_of
@@ -16,8 +16,21 @@ from .communicators import communicator_count, library_bytes, library_rule, rank
 from .memory import DEFAULT_CONTEXT, allocator_kind, allocator_slack, calibrated_options
 
 if TYPE_CHECKING:
-    from ..assembly.terms import StageView
     from ..resolve import Resolved
+    from ..stage import StagePricer
+
+
+class StageView(Protocol):
+    """What the device terms read of the assembler's stage view (``assembly.terms.StageView``; named here, not
+    imported, so that the assembler can import these terms)."""
+
+    r: Resolved
+    stage: int
+    categories: dict[str, Num]
+    pricer: StagePricer | None
+
+    @property
+    def dynamic(self) -> Num: ...
 
 
 def _runtime(view: StageView) -> str:

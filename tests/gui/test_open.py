@@ -42,7 +42,8 @@ def test_drop_opens_and_draws(qtbot, window, dsv3_plan: Path) -> None:
     data = window.chart.data()
     assert data["stages"] == 16
     np.testing.assert_allclose(data["totals_gib"], [s.total / 2**30 for s in result.stages])
-    assert data["peak_label"].startswith("peak 35.")
+    assert data["peak_label"] == f"peak {result.peak_bytes / 2**30:,.2f} GiB"  # the device peak (issue 10)
+    assert data["peak_label"].startswith("peak 39.")
     assert window.summary.verdict.value.text() == "Fits"
     assert window.forms.row("strategy.tp").editor.value() == 4
     assert "deepseek_v3_671b.plan.yaml" in window.forms.row("strategy.tp").editor.toolTip()
