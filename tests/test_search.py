@@ -165,6 +165,8 @@ def test_search_of_the_examples_with_layout_padding_and_a_vision_tower(files, ov
     from estimator.formats import parse
 
     parsed = parse([str(EXAMPLES / f) for f in files], overrides=overrides)
+    # a stated slack ratio: the search's and the estimate's allocator slack alike (P-SLACK-RATIO)
+    parsed = dataclasses.replace(parsed, options=parsed.options.replace(allocator_slack_ratio=0.125))
     st = parsed.strategy
     space = SearchSpace(devices=st.world_size, global_batch=st.global_batch_size,
                         dims=parse_dims(["tp=auto", "pp=auto", "rec=auto"]))

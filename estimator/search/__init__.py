@@ -228,6 +228,15 @@ def fits_budget(device: np.ndarray, allocator: np.ndarray | None, budget: float,
     return (allocator <= budget) & (device <= parsed.hardware.capacity - opts.margin)
 
 
+def headroom(device: float, allocator: float, budget: float, parsed: ParsedConfig) -> float:
+    """[D-VERDICT]'s margin for one candidate, as ``estimate.assemble`` takes it: the budget less the device peak;
+    with a framework pool, the smaller of pool − allocator peak and capacity − margin − device peak."""
+    opts = parsed.options
+    if opts.max_device_memory is None or opts.budget_override is not None:
+        return float(budget - device)
+    return float(min(budget - allocator, parsed.hardware.capacity - opts.margin - device))
+
+
 def _current(parsed: ParsedConfig, budget: float, ranked: list[RankedRow],
              fit_times: np.ndarray) -> CurrentPlan | None:
     """The plan as opened (its own offsets, recompute lists and everything the candidates vary), priced by the
@@ -285,7 +294,7 @@ def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray]
     return RankedRow(strategy=strategy, peak_bytes=float(priced.peak[k]), peak_stage=int(priced.peak_stage[k]),
                      stage_peaks=tuple(float(x) for x in priced.stage_totals[k, :p]),
                      optimizer_step_peak=float(priced.optimizer_step_peak[k]),
-                     headroom=float(budget - max(priced.peak[k], priced.optimizer_step_peak[k])),
+                     headroom=headroom(priced.peak[k], priced.allocator_peak[k], budget, parsed),
                      step_time_s=float(priced.step_time[k]),
                      tokens_per_s_per_device=float(priced.tokens_per_s_per_device[k]), mfu=float(priced.mfu[k]),
                      result=result, etp=int(derived["etp"][k]) if parsed.model.is_moe else 1,

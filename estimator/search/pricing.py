@@ -30,7 +30,7 @@ class Priced:
 
     peak: np.ndarray
     peak_stage: np.ndarray
-    stage_totals: np.ndarray      # [candidates, p_max] (NaN beyond a candidate's stages)
+    stage_totals: np.ndarray      # [candidates, p_max] device peaks (NaN beyond a candidate's stages)
     optimizer_step_peak: np.ndarray
     step_time: np.ndarray
     tokens_per_s_per_device: np.ndarray
@@ -153,12 +153,13 @@ def _price_group(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.
     cats, pricer = price_group(rv, layout, vpp_group=rep.vpp_group, overlap_moe_ep_comm=rep.overlap_moe_ep_comm,
                                return_pricer=True)
     totals = cats["total"]  # [p, n]
-    out.peak[idx] = totals.max(axis=0)
-    out.peak_stage[idx] = totals.argmax(axis=0)
-    out.stage_totals[idx, :totals.shape[0]] = totals.T
+    device = np.fmax(totals, cats["optimizer_step_peak"])  # [D-DEVICE] each stage's largest instant, as estimate
+    out.peak[idx] = device.max(axis=0)
+    out.peak_stage[idx] = device.argmax(axis=0)
+    out.stage_totals[idx, :totals.shape[0]] = device.T
     out.optimizer_step_peak[idx] = cats["optimizer_step_peak"].max(axis=0)
     outside = sum(cats[k] for k in OUTSIDE_ALLOCATOR)  # the device holds these beside the allocator's pool
-    out.allocator_peak[idx] = (np.fmax(totals, cats["optimizer_step_peak"]) - outside).max(axis=0)
+    out.allocator_peak[idx] = (device - outside).max(axis=0)
     if time_fn is not None:
         step = time_fn(pricer)
         out.step_time[idx] = np.broadcast_to(step.step_time_s, idx.shape)
