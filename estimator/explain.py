@@ -59,7 +59,9 @@ CATEGORY_LABELS: dict[str, Message] = {
     "parameters": msg("category.parameters"), "gradients": msg("category.gradients"),
     "optimizer_states": msg("category.optimizer_states"), "activations": msg("category.activations"),
     "communication_buffers": msg("category.communication_buffers"),
-    "working_overhead": msg("category.working_overhead"), "reserve": msg("category.reserve")}
+    "working_overhead": msg("category.working_overhead"), "reserve": msg("category.reserve"),
+    "library_workspaces": msg("category.library_workspaces"), "allocator_slack": msg("category.allocator_slack"),
+    "runtime_context": msg("category.runtime_context"), "comm_library": msg("category.comm_library")}
 
 
 @dataclass
