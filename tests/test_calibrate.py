@@ -173,3 +173,19 @@ def test_logs_are_told_from_configs(plan: Path, tmp_path: Path) -> None:
     hf.write_text(json.dumps({"hidden_size": 4096, "num_hidden_layers": 8}))
     assert looks_like_log(stats) and not looks_like_log(hf) and not looks_like_log(plan)
     assert not looks_like_log(tmp_path / "missing.log")
+
+
+def test_only_regular_files_are_sniffed_as_logs(tmp_path) -> None:
+    """A FIFO dropped on the window would block the sniffing read: anything but a regular file is not a log."""
+    import os
+
+    from estimator.calibrate.logs import looks_like_log
+
+    fifo = tmp_path / "run.log"
+    os.mkfifo(fifo)
+    assert looks_like_log(fifo) is False
+    assert looks_like_log(tmp_path) is False
+    plain = tmp_path / "train.log"
+    plain.write_text(" iteration 10/ 100 | elapsed time per iteration (ms): 512.0 | memory (MB) | allocated: 1.0 | "
+                     "max allocated: 2.0 | reserved: 3.0 | max reserved: 4.0\n")
+    assert looks_like_log(plain) is True

@@ -265,8 +265,11 @@ _SNIFF = (MEGATRON_MEMORY, MEGATRON_ITERATION, TORCHTITAN_STEP, PLOG_MEM, MS_USE
 
 def looks_like_log(path: str | Path) -> bool:
     """Whether a file holds a line ``read_log`` uses, judged from its first MiB (the app routes a dropped file
-    to calibration or to opening by this); an unreadable file is not a log."""
+    to calibration or to opening by this); an unreadable file is not a log, nor is anything but a regular file (a
+    FIFO or a device would block the read: the opening path then refuses it with its rule)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with Path(path).open("rb") as fh:
             head = fh.read(SNIFF_BYTES).decode("utf-8", errors="replace")
     except OSError:
