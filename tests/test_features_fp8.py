@@ -292,13 +292,17 @@ def test_megatron_llama3_8b_h100_fp8_example_by_hand(shared_dir):
     acts = T * (8 + L * layer + (2 * H + 4 + 2 * H) + 4 * V)  # token ids; final norm in/out; fp32 softmax
     working = (4 + 2) * V * T  # [W-LOSS.megatron_fused]: fp32 clone + bf16 gradient beside the saved softmax
     hand = {"parameters": params, "gradients": grads, "optimizer_states": optim, "activations": acts,
-            "working_overhead": working, "reserve": GIB}
+            "working_overhead": working}
     stage = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options).stages[0]
     for key, value in hand.items():
         assert stage.bytes_by_category[key] == pytest.approx(value, rel=1e-12), key
-    assert stage.total == pytest.approx(sum(hand.values()), rel=1e-12)
-    assert stage.total > 81.5 * GIB  # 81.58 GiB
-    assert stage.total > parsed.hardware.capacity  # 79.65 GiB: over at the script's CP_SIZE=1
+    # the tensors by hand; the device-level parts (cuBLAS workspace, allocator slack, CUDA context, NCCL buffers,
+    # issue 10) come on top of them
+    device_parts = ("library_workspaces", "allocator_slack", "runtime_context", "comm_library")
+    tensors = stage.total - sum(stage.bytes_by_category[k] for k in (*device_parts, "reserve"))
+    assert tensors == pytest.approx(sum(hand.values()), rel=1e-12)
+    assert tensors > 80.5 * GIB  # 80.58 GiB
+    assert tensors > parsed.hardware.capacity  # 79.65 GiB: over at the script's CP_SIZE=1, tensors alone
     cp2 = estimate(parsed.model, parsed.strategy.replace(cp=2, dp=4), parsed.hardware, parsed.options).stages[0]
     assert cp2.bytes_by_category["activations"] == pytest.approx(acts / 2, rel=1e-3)
-    assert cp2.total < parsed.hardware.capacity
+    assert cp2.device_peak < parsed.hardware.capacity  # with the device-level parts
