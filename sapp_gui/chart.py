@@ -103,6 +103,7 @@ class StageChart(StackedBarChart):
         self.peak_label.setZValue(25)
         item.addItem(self.peak_label)
         self.delta_labels: list[pg.TextItem] = []
+        self.opt_shown = False
         self._peak_top = 0.0
         self._base_top = 1.0  # the scale the bars and lines need (GiB); declutter may raise it for the peak label
         self._declutter_timer = QTimer(self)
