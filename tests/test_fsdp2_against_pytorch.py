@@ -43,6 +43,15 @@ def _estimate(world: int, layout: str, reduce_bytes: int):
     return estimate(MODEL, strategy, find_preset("H100-80G"), options).stages[0]
 
 
+# issue 10's device-level parts (library workspaces, allocator slack, runtime context, communication buffers) come
+# on top of the tensors; PyTorch's memory tracker on the CPU build sees tensors only
+DEVICE_PARTS = ("library_workspaces", "allocator_slack", "runtime_context", "comm_library")
+
+
+def _tensors(stage) -> float:
+    return stage.total - sum(stage.bytes_by_category[c] for c in DEVICE_PARTS)
+
+
 def _measured(world: int, layout: str, reduce_bytes: int) -> int:
     out = subprocess.run([sys.executable, str(SCRIPT), str(world), layout, str(reduce_bytes)], capture_output=True,
                          text=True, timeout=600, check=True).stdout
@@ -65,10 +74,10 @@ def _measured(world: int, layout: str, reduce_bytes: int) -> int:
 def test_last_post_backward_matches_pytorch(world: int, layout: str, reduce_bytes: int, instant: str) -> None:
     stage = _estimate(world, layout, reduce_bytes)
     assert stage.peak_instant == instant
-    assert _measured(world, layout, reduce_bytes) - stage.total == UNPRICED
+    assert _measured(world, layout, reduce_bytes) - _tensors(stage) == UNPRICED
 
 
 def test_a_forward_peak_is_not_an_instant():
     stage = _estimate(8, "root", 2)
     assert stage.peak_instant == "e1: embedding backward"
-    assert _measured(8, "root", 2) - stage.total == 754_260  # PyTorch's peak is before the backward (not derived)
+    assert _measured(8, "root", 2) - _tensors(stage) == 754_260  # PyTorch's peak is before the backward (not derived)
