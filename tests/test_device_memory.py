@@ -197,3 +197,31 @@ def test_trace_reproduces_the_estimate_at_its_peak(shared_dir: Path) -> None:
         events = stage_trace(pricer, 0, stage_rows(pricer, 0), workspaces).compact()
         steady = replay(events)[-1]
         assert steady.max_allocated == pytest.approx(dm.tensor_peak, rel=0.01), plan.name  # block rounding
+
+
+def test_device_notes_speak_english_and_chinese() -> None:
+    """The notes of [D-COMM] and [D-SLACK] are catalogue messages: English as before, Chinese in the Chinese app."""
+    from types import SimpleNamespace
+
+    from estimator.device.stage_terms import note_comm, note_slack
+    from estimator.messages import CHINESE
+
+    st = Strategy(seq_length=4096, dp=4, tp=2, pp=4, ep=4, micro_batches=8)
+    npu = SimpleNamespace(r=resolve(MOE, st, find_preset("A2"), RunOptions(framework="megatron")), stage=1)
+    comm = note_comm(npu)  # type: ignore[arg-type]
+    assert str(comm) == ("5 communicators + 2 point-to-point (2 × HCCL_BUFFSIZE per communicator, "
+                         "2 × P2P_HCCL_BUFFSIZE per point-to-point communicator)")
+    assert comm.localized(CHINESE) == ("5 个通信域 + 2 个点对点（每个通信域 2 × HCCL_BUFFSIZE，"
+                                       "每个点对点通信域 2 × P2P_HCCL_BUFFSIZE）")
+    gpu = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")), stage=0)
+    assert str(note_comm(gpu)).endswith("(32 channels × 2 connections × (NCCL_BUFFSIZE + LL128 + LL) per "  # type: ignore[arg-type]
+                                        "communicator, 2 channels per point-to-point communicator)")
+    assert str(note_slack(gpu)) == "default (PyTorch's default)"  # type: ignore[arg-type]
+    assert note_slack(gpu).localized(CHINESE) == "默认（PyTorch 的默认值）"  # type: ignore[arg-type]
+    titan = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="torchtitan")), stage=0)
+    assert str(note_slack(titan)) == "expandable_segments:True (torchtitan's launcher default)"  # type: ignore[arg-type]
+    mind = SimpleNamespace(r=resolve(MOE, st, find_preset("A2"), RunOptions(framework="mindformers")), stage=0)
+    assert str(note_slack(mind)).startswith("MindSpore graph mode plans device memory statically (SOMAS)")  # type: ignore[arg-type]
+    assert note_slack(mind).localized(CHINESE).startswith("MindSpore 图模式静态规划设备内存")  # type: ignore[arg-type]
+    assert str(note_comm(mind)) == ("5 communicators + 1 point-to-point (2 × HCCL_BUFFSIZE per communicator "  # type: ignore[arg-type]
+                                    "(MindSpore sends through HCCL communicators))")

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arr import Num, gt
+from ..messages import Message, msg
 from ..resolve import Resolved, dense_domain
 from ..units import MiB
 
@@ -92,7 +93,7 @@ class LibraryRule:
     library: str
     per_collective: float    # bytes one collective communicator holds
     per_p2p: float           # bytes one point-to-point communicator holds
-    rule: str                # the formula, for Explain
+    rule: Message            # the formula, for Explain
 
 
 def library_rule(library: str, framework_runtime: str, hccl_buffsize: float | None = None,
@@ -102,16 +103,16 @@ def library_rule(library: str, framework_runtime: str, hccl_buffsize: float | No
         if framework_runtime == "pytorch":
             p2p_buff = P2P_HCCL_BUFFSIZE if p2p_hccl_buffsize is None else p2p_hccl_buffsize
             per_p2p = 2 * p2p_buff if p2p_buff > 0 else 2 * buff  # 0: send/recv in a full HCCL communicator
-            rule = "2 × HCCL_BUFFSIZE per communicator, 2 × P2P_HCCL_BUFFSIZE per point-to-point communicator"
+            rule = msg("device.rule-hccl-torch")
         else:
             per_p2p = 2 * buff
-            rule = "2 × HCCL_BUFFSIZE per communicator (MindSpore sends through HCCL communicators)"
+            rule = msg("device.rule-hccl-mindspore")
         return LibraryRule("hccl", 2 * buff, per_p2p, rule)
     simple = NCCL_BUFFSIZE if nccl_buffsize is None else nccl_buffsize
     per_channel = simple + NCCL_LL128 + NCCL_LL
     return LibraryRule("nccl", NCCL_CHANNELS * NCCL_CONNECTIONS * per_channel, NCCL_P2P_CHANNELS * per_channel,
-                       f"{NCCL_CHANNELS} channels × {NCCL_CONNECTIONS} connections × (NCCL_BUFFSIZE + LL128 + LL) "
-                       f"per communicator, {NCCL_P2P_CHANNELS} channels per point-to-point communicator")
+                       msg("device.rule-nccl", channels=NCCL_CHANNELS, connections=NCCL_CONNECTIONS,
+                           p2p_channels=NCCL_P2P_CHANNELS))
 
 
 def library_bytes(groups: list[Group], rule: LibraryRule) -> Num:

@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from functools import lru_cache
 
+from ..messages import Message, msg
 from ..options import RunOptions
 from ..resolve import Resolved
 from ..stage import Row, StagePricer
@@ -33,19 +34,21 @@ DEFAULT_CONTEXT = 1 * GiB   # when a preset states none for the runtime: provisi
 BAND = (0.99, 1.01)
 
 
-def allocator_kind(r: Resolved) -> tuple[str, AllocatorConfig, str]:
+def allocator_kind(r: Resolved) -> tuple[str, AllocatorConfig, Message]:
     """(caching | expandable | static, the replayed configuration, where it came from)."""
     opts = r.options
     if r.flags.framework == "mindformers":
-        return "static", AllocatorConfig(), ("MindSpore graph mode plans device memory statically (SOMAS): the "
-                                             "planned peak is what the pool holds, no caching-allocator slack")
+        return "static", AllocatorConfig(), msg("device.allocator-static")
     text = opts.alloc_conf
-    source = "the launch script / plan"
+    source = msg("device.allocator-from-plan")
     if text is None:
         text = FRAMEWORK_ALLOC_CONF.get(r.flags.framework, "")
-        source = f"{r.flags.framework}'s launcher default" if text else "PyTorch's default"
+        source = msg("device.allocator-from-launcher", framework=r.flags.framework) if text else \
+            msg("device.allocator-from-pytorch")
     config = parse_alloc_conf(text).config
-    return ("expandable" if config.expandable_segments else "caching"), config, f"{text or 'default'} ({source})"
+    conf: Message | str = text or msg("device.allocator-default-conf")
+    return ("expandable" if config.expandable_segments else "caching"), config, \
+        msg("device.allocator-source", conf=conf, source=source)
 
 
 @lru_cache(maxsize=256)

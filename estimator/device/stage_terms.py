@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..arr import Num, is_array
 from ..hardware import runtime_of
+from ..messages import Message, msg
 from ..result import TENSOR_CATEGORIES
 from .communicators import communicator_count, library_bytes, library_rule, rank_groups
 from .memory import DEFAULT_CONTEXT, allocator_kind, allocator_slack, calibrated_options
@@ -102,9 +103,10 @@ def slack(view: StageView) -> Num:
         low_rel = high_rel = 1.0
         if ratio is None and replayed is not None:  # a stage this estimate did not replay
             ratio, low_rel, high_rel, note = pricer.memo[STAGE_RATIO]  # type: ignore[index]
-            source += f"; {ratio:.3f} × activations, working sets and buffers ({note})"
+            source = msg("device.allocator-ratio", source=source, ratio=ratio, note=note)
         else:
-            source += f"; {ratio or 0.0:.3f} × activations, working sets and buffers (the current plan's replay)"
+            source = msg("device.allocator-ratio", source=source, ratio=ratio or 0.0,
+                         note=msg("device.allocator-ratio-current"))
         value = (ratio or 0.0) * _dynamic(view)
         if not vector:
             band = (float(value), float(value) * low_rel, float(value) * high_rel)
@@ -117,7 +119,7 @@ def slack(view: StageView) -> Num:
         low, high = (band[1], band[2]) if band else (value, value)
         pricer.memo[("device", view.stage)] = {
             "allocator": kind, "allocator_slack_low": float(scale(low) + extra),
-            "allocator_slack_high": float(scale(high) + extra), "allocator_source": source,
+            "allocator_slack_high": float(scale(high) + extra), "allocator_source": str(source),
             "allocator_replayed": bool(kind != "static" and ratio is None and
                                        (replayed is None or view.stage in replayed)),
             **({"calibration": r.options.calibration} if r.options.calibration else {})}
@@ -148,17 +150,17 @@ def inputs_slack(view: StageView) -> dict[str, Any]:
             "calibration_factor": calibrated_options(view.r).allocator_slack_factor}
 
 
-def note_comm(view: StageView) -> str:
+def note_comm(view: StageView) -> Message | str:
     opts = calibrated_options(view.r)
     rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
                         opts.nccl_buffsize)
     collective, p2p = communicator_count(rank_groups(view.r, view.stage))
     if is_array(collective, p2p):
         return ""
-    return f"{int(collective)} communicators + {int(p2p)} point-to-point ({rule.rule})"
+    return msg("device.note-comm", collective=int(collective), p2p=int(p2p), rule=rule.rule)
 
 
-def note_slack(view: StageView) -> str:
+def note_slack(view: StageView) -> Message:
     return allocator_kind(view.r)[2]
 
 

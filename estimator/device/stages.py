@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..messages import msg
 from .memory import allocator_kind
 from .stage_terms import REPLAYED, STAGE_RATIO
 
@@ -48,7 +49,7 @@ def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> t
     names = ", ".join(str(i) for i in chosen)
     pricer.memo[STAGE_RATIO] = (slack / dynamic if dynamic > 0 else 0.0, low / slack if slack > 0 else 1.0,
                                 high / slack if slack > 0 else 1.0,
-                                f"the ratio of the replayed stage(s) {names}")
+                                msg("device.allocator-ratio-replayed", names=names))
     for i in range(p):
         if i not in out:
             out[i] = price_stage(pricer, i, points[i], explain)
