@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import importlib.util
 import json
+import marshal
 import os
 import sys
 import tempfile
@@ -42,9 +44,23 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sapp-planner"
 
 
-def _path() -> Path:
-    source = (Path(__file__).with_name("schedules.py")).read_bytes()
-    return cache_dir() / f"replay-{hashlib.sha256(source).hexdigest()[:16]}.json"
+def _code_of_schedules() -> bytes:
+    """What the replays depend on: the source of ``schedules``, or (in a frozen bundle, which ships bytecode
+    only) its compiled code."""
+    try:
+        return Path(__file__).with_name("schedules.py").read_bytes()
+    except OSError:
+        spec = importlib.util.find_spec(f"{__package__}.schedules")
+        code = spec.loader.get_code(spec.name) if spec is not None and spec.loader is not None else None
+        return marshal.dumps(code) if code is not None else b""
+
+
+def _path() -> Path | None:
+    """The cache file of this version of ``schedules``; None (no disk cache) when the code cannot be read."""
+    code = _code_of_schedules()
+    if not code:
+        return None
+    return cache_dir() / f"replay-{hashlib.sha256(code).hexdigest()[:16]}.json"
 
 
 def _text(key: Key) -> str:
@@ -84,7 +100,8 @@ def get(key: Key) -> Profile | None:
     global _loaded
     if _loaded is None:
         _loaded = {}
-        for text, value in _read(_path()).items():
+        path = _path()
+        for text, value in (_read(path) if path is not None else {}).items():
             try:
                 stored_key = tuple(json.loads(text))
             except ValueError:
@@ -106,6 +123,9 @@ def flush() -> None:
     if not _pending:
         return
     path = _path()
+    if path is None:
+        _pending.clear()
+        return
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -66,3 +66,29 @@ def test_flush_merges_with_what_another_process_wrote(fresh, monkeypatch):
     replay_cache.flush()
     keys = {tuple(json.loads(k))[:4] for k in json.loads(next(fresh.glob("replay-*.json")).read_text())}
     assert keys == {("1f1b", 4, 1, 8), ("gpipe", 2, 1, 4)}
+
+
+def test_a_frozen_bundle_without_sources_still_versions_the_cache(fresh, monkeypatch):
+    # PyInstaller ships bytecode only: estimator/schedules.py is absent there, and reading it ended the packaged
+    # app's first estimate with "No such file or directory" (packaging/smoke.sh)
+    import pathlib
+
+    with_source = replay_cache._path()
+    real_read_bytes = pathlib.Path.read_bytes
+
+    def no_sources(self):
+        if self.name == "schedules.py":
+            raise FileNotFoundError(str(self))
+        return real_read_bytes(self)
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", no_sources)
+    frozen = replay_cache._path()
+    assert frozen is not None and frozen.parent == with_source.parent and frozen != with_source
+    computed = _profiles()
+    replay_cache.flush()
+    assert frozen.exists()
+    monkeypatch.setattr(replay_cache, "_loaded", None)
+    schedules.replay_profile.cache_clear()
+    monkeypatch.setattr(schedules, "_replay", lambda *a, **k: pytest.fail("replayed again"))
+    monkeypatch.setattr(schedules, "_fast_points", lambda *a, **k: pytest.fail("replayed again"))
+    assert _profiles() == computed
