@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .arr import Num, ceil_div, is_array, where
+from .arr import Num, ceil_div, where
 from .dims import Dims
 from .errors import ModelSpecError
 from .features import Features, nf4_bytes, resolve_features, unpriced_warnings
@@ -18,7 +18,7 @@ from .frameworks import FrameworkDefaults, framework_defaults
 from .hardware import Hardware
 from .kinds import data_kind_assumptions
 from .kinds import model_symbols as kind_model_symbols
-from .messages import Message, Text, msg
+from .messages import Text, msg
 from .model import ModelSpec
 from .options import RunOptions
 from .params import lora_modules
@@ -130,19 +130,6 @@ class Par:
     def T(self) -> Num:
         """Tokens per device per micro-batch (per slice for Seq1F1B)."""
         return self.b * self.s / (self.cp * self.n_s)
-
-
-def async_tp_workspace_text(symmetric_memory: bool, bc: float, h: int, tokens: Num, t: int) -> Message:
-    """What async TP's workspace is and that it is not priced: PyTorch keeps one symmetric-memory buffer per TP
-    group, grown to its largest request — a shard for all-gather-matmul, two output chunks for
-    matmul-reduce-scatter (torch/distributed/_symmetric_memory: 2·β_c·h·T/t); TE userbuffers and MC2 are not
-    derived here."""
-    if not symmetric_memory:
-        return msg("W-UNMODELLED.async-tp-s")
-    if is_array(tokens, t):  # the search's candidates: one text for all
-        return msg("W-UNMODELLED.async-tp-symm-any")
-    size = 2 * bc * h * tokens / max(t, 1)
-    return msg("W-UNMODELLED.async-tp-symm", mib=f"{size / 2**20:,.0f}")
 
 
 @dataclass(frozen=True)
@@ -423,8 +410,8 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     if feat.async_tp:
         if st.tp > 1 and not st.sequence_parallel:
             warnings.append(EstimateWarning("W-ASYNC-TP", msg("W-ASYNC-TP")))
-        warnings.append(EstimateWarning("W-UNMODELLED", async_tp_workspace_text(fw.fsdp_native, bc, model.hidden_size,
-                                                                                 par.T, st.tp)))
+        if not fw.fsdp_native:  # PyTorch's symmetric memory is priced [D-SYMM]; TE userbuffers and MC2 are not
+            warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.async-tp-s")))
     if feat.lora and fsdp2:
         warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.fsdp2-instants-count")))
     return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,

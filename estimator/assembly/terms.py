@@ -186,6 +186,8 @@ def _device_terms() -> tuple[StageTerm, ...]:
         StageTerm("D-CONTEXT", "runtime_context", "runtime_context", d.context, None, d.inputs_context,
                   lambda view: msg("explain.device-context")),
         StageTerm("D-COMM", "comm_library", "comm_library", d.comm_library, None, d.inputs_comm, d.note_comm),
+        StageTerm("D-SYMM", "comm_library", "symmetric_memory", d.symmetric_memory, None, d.inputs_symmetric_memory,
+                  lambda view: msg("explain.device-symmetric-memory")),
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..arr import Num, is_array
+from ..arr import Num, gt, is_array
 from ..hardware import runtime_of
 from ..messages import Message, msg
 from ..result import TENSOR_CATEGORIES
@@ -62,6 +62,25 @@ def comm_library(view: StageView) -> Num:
                         opts.nccl_buffsize)
     factor = 1.0 if opts.comm_library_factor is None else opts.comm_library_factor  # 0 is a stated value
     return library_bytes(rank_groups(view.r, view.stage), rule) * factor
+
+
+def symmetric_memory(view: StageView) -> Num:
+    """[D-SYMM] PyTorch async TP's symmetric-memory workspace (torchtitan ``enable_async_tensor_parallel``):
+    ``get_symm_mem_workspace`` keeps one buffer per TP group, grown to the largest request and never freed — a
+    shard (β_c·h·T/t) for all-gather-matmul, two output chunks (2·β_c·h·T/t) for matmul-reduce-scatter — so
+    2·β_c·h·T/t (torch/distributed/_symmetric_memory). ``empty_strided_p2p`` maps it outside the caching
+    allocator: part of the device peak, not of max allocated."""
+    r = view.r
+    if not (r.flags.feat.async_tp and r.fw.fsdp_native):
+        return 0.0
+    t = r.par.t
+    return gt(t, 1) * 2 * r.widths.c * r.model.hidden_size * r.par.T / t
+
+
+def inputs_symmetric_memory(view: StageView) -> dict[str, Any]:
+    r = view.r
+    return {"async_tp": r.flags.feat.async_tp, "symmetric_memory": r.fw.fsdp_native, "beta_c": r.widths.c,
+            "h": r.model.hidden_size, "T": r.par.T, "t": r.par.t}
 
 
 def _tensors(view: StageView) -> Num:
