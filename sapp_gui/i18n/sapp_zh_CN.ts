@@ -1424,6 +1424,10 @@
         <translation>通信库缓冲</translation>
     </message>
     <message>
+        <source>Async TP symmetric memory (outside the allocator)</source>
+        <translation>异步 TP 对称内存（分配器之外）</translation>
+    </message>
+    <message>
         <source>Dense layer {0}</source>
         <translation>稠密层 {0}</translation>
     </message>
