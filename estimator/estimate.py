@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from .assembly import profile_points
+from .device.communicators import nvls_warning
 from .device.stages import price_stages
 from .errors import StrategyError
 from .features import fp8_problem, peft_problem
@@ -107,6 +108,9 @@ def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step:
         headroom = min(pool - max(s.allocator_peak for s in stages), headroom)
     counts = parameter_counts(r.model, r.dims)
     warnings = list(r.warnings) + list(layout.warnings)
+    nvls = nvls_warning(r)
+    if nvls is not None:
+        warnings.append(nvls)
     if host is not None and host.fits is False:
         per_device = fmt_bytes(host.per_device)
         warnings.append(EstimateWarning("W-HOST-RAM", msg("W-HOST-RAM", per_node=fmt_bytes(host.per_node),

@@ -68,6 +68,7 @@ class Hardware(Record):
     runtime_context: tuple[tuple[str, float], ...] = ()
     workspaces: tuple[tuple[str, float], ...] = ()
     comm_library: str = "nccl"   # the collective library whose buffer rules apply (nccl | hccl)
+    nvlink_sharp: bool = False   # NVSwitch with NVLink SHARP: NCCL adds NVLS buffers the estimate does not price
     sources: tuple[Source, ...] = ()
     provenance: tuple[Vouch, ...] = ()
 
@@ -177,7 +178,8 @@ def _number(value: Any, where: str, key: str) -> float:
 
 PRESET_KEYS = ("id", "name", "aliases", "capacity", "capacity_smi", "levels", "peak_flops", "eff_matmul",
                "hbm_bandwidth", "eff_hbm", "host_link_bandwidth", "host_ram_per_node", "efficiency_band",
-               "runtime_context", "workspaces", "comm_library", "sources", "provenance", "eff_attention")
+               "runtime_context", "workspaces", "comm_library", "nvlink_sharp", "sources", "provenance",
+               "eff_attention")
 
 
 def _size(data: dict[str, Any], key: str, where: str) -> float | None:
@@ -258,6 +260,13 @@ def _library(data: dict[str, Any], where: str) -> str:
     return library
 
 
+def _nvlink_sharp(data: dict[str, Any], where: str) -> bool:
+    value = data.get("nvlink_sharp", False)
+    if not isinstance(value, bool):
+        raise ConfigError(msg("hardware.nvlink_sharp-bool", value=value), path=where, key="nvlink_sharp")
+    return value
+
+
 def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
     """Build a Hardware record from a preset mapping (as written in the YAML files)."""
     if not isinstance(data, dict):
@@ -306,6 +315,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
         runtime_context=_per_runtime(data, "runtime_context", where),
         workspaces=_per_runtime(data, "workspaces", where),
         comm_library=_library(data, where),
+        nvlink_sharp=_nvlink_sharp(data, where),
         sources=read_sources(data.get("sources"), where),
     )
     return hw.replace(provenance=_vouches(data, where, hw))

@@ -225,3 +225,25 @@ def test_device_notes_speak_english_and_chinese() -> None:
     assert note_slack(mind).localized(CHINESE).startswith("MindSpore 图模式静态规划设备内存")  # type: ignore[arg-type]
     assert str(note_comm(mind)) == ("5 communicators + 1 point-to-point (2 × HCCL_BUFFSIZE per communicator "  # type: ignore[arg-type]
                                     "(MindSpore sends through HCCL communicators))")
+
+
+def test_nvls_buffers_are_said_out_loud() -> None:
+    """NCCL's NVLS buffers are not priced: on an NVLink SHARP preset with more than 2 ranks in a node the estimate
+    warns and names NCCL_NVLS_ENABLE=0; not on A100 (no NVLink SHARP), not on HCCL, not with 2 ranks a node."""
+    from estimator.device.communicators import nvls_warning
+    from estimator.messages import CHINESE
+
+    st = Strategy(seq_length=4096, dp=4, tp=2, pp=4, ep=4, micro_batches=8)
+    warning = nvls_warning(resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")))
+    assert warning is not None and warning.code == "W-NVLS"
+    assert "NCCL_NVLS_ENABLE=0" in str(warning.text) and "8 ranks in a node" in str(warning.text)
+    assert "NCCL_NVLS_ENABLE=0" in warning.localized(CHINESE) and "每节点 8 个 rank" in warning.localized(CHINESE)
+    for device in ("H100", "B200"):
+        assert nvls_warning(resolve(MOE, st, find_preset(device), RunOptions(framework="megatron"))) is not None
+    assert nvls_warning(resolve(MOE, st, find_preset("A100"), RunOptions(framework="megatron"))) is None
+    assert nvls_warning(resolve(MOE, st, find_preset("A2"), RunOptions(framework="megatron"))) is None
+    two = Strategy(seq_length=4096, dp=1, tp=2, pp=1, ep=1, micro_batches=1)
+    assert nvls_warning(resolve(MOE, two, find_preset("H200"), RunOptions(framework="megatron"))) is None
+    # the estimate carries it (CLI, JSON and the app show the result's warnings)
+    res = estimate(MOE, st.replace(sequence_parallel=True), find_preset("H200"), RunOptions(framework="megatron"))
+    assert any(w.code == "W-NVLS" for w in res.warnings)

@@ -16,17 +16,18 @@ Priced by the libraries' documented rules:
   With NCCL's 32 channels and two connections (ring and tree) that is 588 MiB per communicator, between the
   544 MB and 688 MB measured per communicator on 4 A100 (NVIDIA/nccl issue 964, 2- and 4-rank groups). A
   point-to-point communicator keeps 2 channels × the three buffers. NVLS (NVLink SHARP) buffers are not
-  priced.
+  priced: on a preset with ``nvlink_sharp`` the estimate warns (W-NVLS), naming ``NCCL_NVLS_ENABLE=0``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arr import Num, gt
+from ..arr import Num, gt, is_array
 from ..messages import Message, msg
 from ..resolve import Resolved, dense_domain
 from ..units import MiB
+from ..warnings import EstimateWarning
 
 HCCL_BUFFSIZE = 200 * MiB
 P2P_HCCL_BUFFSIZE = 20 * MiB
@@ -115,6 +116,16 @@ def library_rule(library: str, framework_runtime: str, hccl_buffsize: float | No
                            p2p_channels=NCCL_P2P_CHANNELS))
 
 
+def nvls_warning(r: Resolved) -> EstimateWarning | None:
+    """NCCL on an NVLink SHARP device keeps NVLS buffers for communicators with more than 2 ranks inside a node
+    (the world group has min(world, devices per node) there); they are not priced, so the estimate says so."""
+    hw = r.hardware
+    local = min(r.par.world, hw.devices_per_node)
+    if hw.comm_library != "nccl" or not hw.nvlink_sharp or is_array(local) or local <= 2:
+        return None
+    return EstimateWarning("W-NVLS", msg("W-NVLS", device=hw.id or hw.name, local=int(local)))
+
+
 def library_bytes(groups: list[Group], rule: LibraryRule) -> Num:
     collective, p2p = communicator_count(groups)
     return collective * rule.per_collective + p2p * rule.per_p2p
@@ -127,5 +138,6 @@ __all__ = [
     "communicator_count",
     "library_bytes",
     "library_rule",
+    "nvls_warning",
     "rank_groups",
 ]
