@@ -261,7 +261,7 @@ def test_deepseek_v32_config_is_priced_with_sparse_attention(tmp_path, capsys):
     said = {a["field"]: a for a in payload["assumptions"]}
     assert said["layer kind dsa_moe"]["value"] == "moe" and "estimator/kinds/dsa.yaml" in \
         said["layer kind dsa_moe"]["source"]
-    assert not [w for w in payload["warnings"] if "index" in w["message"]]
+    assert not [w for w in payload["warnings"] if "index" in w["text"]]
 
 
 def test_deepseek_v32_activations_and_flops():
