@@ -21,25 +21,7 @@ from estimator.resolve import resolve
 from estimator.single_layer import layer_activation
 from estimator.strategy import Strategy
 
-PLAN = """model:
-  name: house-llama
-  model_type: llama
-  hidden_size: 1024
-  num_layers: 4
-  num_attention_heads: 16
-  num_kv_heads: 4
-  ffn_hidden_size: 2816
-  vocab_size: 32000
-strategy:
-  seq_length: 2048
-  dp: 2
-  tp: 2
-  micro_batch_size: 1
-  micro_batches: 4
-  flash_attention: false
-hardware: {device: H100-80G}
-options: {framework: megatron}
-"""
+PLAN = (Path(__file__).parent / "fixtures" / "kinds" / "house_llama.plan.yaml").read_text()
 
 
 @pytest.fixture

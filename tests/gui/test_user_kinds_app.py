@@ -15,26 +15,7 @@ from gui_helpers import open_and_wait
 from estimator import kinds
 from estimator.cli import main as cli_main
 
-# a Llama-shaped plan: 4 layers, tp 2, one pipeline stage, unfused attention (so a.scores is a slot)
-PLAN = """model:
-  name: house-llama
-  model_type: llama
-  hidden_size: 1024
-  num_layers: 4
-  num_attention_heads: 16
-  num_kv_heads: 4
-  ffn_hidden_size: 2816
-  vocab_size: 32000
-strategy:
-  seq_length: 2048
-  dp: 2
-  tp: 2
-  micro_batch_size: 1
-  micro_batches: 4
-  flash_attention: false
-hardware: {device: H100-80G}
-options: {framework: megatron}
-"""
+PLAN = (Path(__file__).parents[1] / "fixtures" / "kinds" / "house_llama.plan.yaml").read_text()
 # the unfused scores with 1,000 bytes per token more, on every kind
 OVERRIDE = "overrides:\n  - {kind: '*', slot: a.scores, bytes: 'b_sm * a * s + 1000'}\n"
 # every llama layer becomes house_dense: an extra saved gate (β_c·o_w per token, class tp) and two parameters
