@@ -181,3 +181,19 @@ if hs is not None:
             estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
         except SappError:
             pass
+
+
+def test_mla_qk_nope_head_dim_wins_over_head_dim(tmp_path):
+    """transformers' DeepSeek-style configs set ``head_dim`` to the RoPE width (qk_rope_head_dim); the per-head q/k
+    width MLA prices is qk_nope_head_dim (a GLM-5-shaped snippet: nope 192, rope 64, head_dim 64)."""
+    config = {"architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa", "hidden_size": 1024,
+              "intermediate_size": 2048, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 8,
+              "head_dim": 64, "qk_nope_head_dim": 192, "qk_rope_head_dim": 64, "v_head_dim": 256,
+              "q_lora_rank": 256, "kv_lora_rank": 128, "vocab_size": 1000}
+    values, prov, _ = read_hf(config, "glm.json")
+    assert (values["model.head_dim"], values["model.qk_rope_head_dim"], values["model.v_head_dim"]) == (192, 64, 256)
+    assert prov["model.head_dim"].key == "qk_nope_head_dim"
+    # without MLA, head_dim is the head width as before
+    plain = {k: v for k, v in config.items() if k not in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                                                           "q_lora_rank", "kv_lora_rank")}
+    assert read_hf(plain, "plain.json")[0]["model.head_dim"] == 64

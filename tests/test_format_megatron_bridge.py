@@ -189,3 +189,85 @@ def test_fuzzed_inputs_raise_only_sapp_errors(tmp_path, case):
         return
     for name in ("llama3_8b_pretrain_config", "llama3_8b_layout_helper", "llama3_8b_peft_config"):
         check_mutated(tmp_path / "recipes.py", text, name, devices=16)
+
+
+def test_a_mapping_where_a_value_belongs_is_said_with_file_key_and_fix(tmp_path):
+    """A YAML mapping for a key the estimator reads is said (the key is priced at what it was); one for a key it does
+    not read is listed with the keys it does not read."""
+    text = OVERRIDE.read_text().replace("  seq_length: 8192\n", "  seq_length: {train: 16384}\n", 1)
+    assert text != OVERRIDE.read_text()
+    override = tmp_path / "override.yaml"
+    override.write_text(text + "comm_overlap:\n  tp_comm_overlap_cfg: {qkv_fprop: {method: ring}}\n")
+    parsed = parse([str(override)], devices=16, model=LLAMA)
+    said = warning_texts(parsed, "W-VALUE-MAPPING")
+    assert said == [f"{override}: model.seq_length = {{'train': 16384}} is a mapping where a single value belongs, "
+                    "so it is priced at the value it had before (the Hub model's, the base recipe's or Megatron's "
+                    "default); give its value with --set strategy.seq_length=…"]
+    assert any("comm_overlap.tp_comm_overlap_cfg" in w for w in warning_texts(parsed, "W-FLAG-UNPRICED"))
+    zh = [w.localized("zh_CN") for w in parsed.warnings if w.code == "W-VALUE-MAPPING"]
+    assert "是一个映射" in zh[0] and "--set strategy.seq_length=" in zh[0]
+
+
+def test_an_override_file_s_model_keys_are_applied_over_model(tmp_path):
+    override = tmp_path / "override.yaml"
+    override.write_text(OVERRIDE.read_text().replace("model:\n", "model:\n  num_layers: 16\n  ffn_hidden_size: 8192\n",
+                                                     1))
+    parsed = parse([str(override)], devices=16, model=LLAMA)
+    m = parsed.model
+    assert (m.num_layers, m.ffn_hidden_size, m.hidden_size, m.num_kv_heads) == (16, 8192, 4096, 8)
+    assert parsed.provenance["model.num_layers"].key == "model.num_layers"
+    overridden = warning_texts(parsed, "W-MODEL-OVERRIDE")
+    assert any(w.startswith(f"model.num_layers: {LLAMA} says 32, {override} overrides it with 16") for w in overridden)
+
+
+PROVIDER_RECIPE = '''from megatron.bridge.models.llama import Llama3ModelProvider8B
+from megatron.bridge.training.config import ConfigContainer, TrainingConfig
+
+
+def model_config(tensor_parallelism: int = 2) -> Llama3ModelProvider8B:
+    return Llama3ModelProvider8B(tensor_model_parallel_size=tensor_parallelism, sequence_parallel=True,
+                                 num_layers=16, seq_length=4096)
+
+
+def pretrain_config() -> ConfigContainer:
+    model_cfg = model_config()
+    return ConfigContainer(model=model_cfg, train=TrainingConfig(micro_batch_size=1, global_batch_size=64))
+
+
+def changed_config() -> ConfigContainer:
+    cfg = pretrain_config()
+    cfg.model.ffn_hidden_size = 8192
+    cfg.model.kv_lora_rank = 256
+    return cfg
+'''
+
+
+def test_a_provider_recipe_s_model_fields_are_applied_over_model(tmp_path):
+    """A provider-class recipe (Megatron-Bridge v0.2 style) states part of the model: what it states wins over
+    ``--model``, said as an override; the rest is the model's."""
+    recipe = tmp_path / "provider.py"
+    recipe.write_text(PROVIDER_RECIPE)
+    parsed = parse([f"{recipe}:pretrain_config"], devices=8, model=LLAMA)
+    assert (parsed.model.num_layers, parsed.model.hidden_size, parsed.model.ffn_hidden_size) == (16, 4096, 14336)
+    assert any("says 32" in w and "overrides it with 16" in w for w in warning_texts(parsed, "W-MODEL-OVERRIDE"))
+    est = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    assert sum(sum(st.layer_counts) for st in est.stages) == 16
+    changed = parse([f"{recipe}:changed_config"], devices=8, model="deepseek-ai/DeepSeek-V3")
+    # an MLA field names an MLA config: it is applied (over DeepSeek-V3's 512) rather than dropped
+    assert (changed.model.ffn_hidden_size, changed.model.kv_lora_rank, changed.model.q_lora_rank) == (8192, 256, 1536)
+
+
+def test_mla_fields_assigned_over_a_hub_mla_model_reach_the_model(tmp_path):
+    parsed, line = _recipe_with(tmp_path, "cfg.model = AutoBridge.from_hf_pretrained('deepseek-ai/DeepSeek-V3')"
+                                ".to_megatron_provider(load_weights=False)\n"
+                                "cfg.model.num_layers = 8\ncfg.model.q_lora_rank = 768\ncfg.model.kv_lora_rank = 256\n"
+                                "cfg.model.qk_head_dim = 96\ncfg.model.qk_pos_emb_head_dim = 32\n"
+                                "cfg.model.v_head_dim = 64\ncfg.model.expert_model_parallel_size = 8\n"
+                                "cfg.model.sequence_parallel = True")
+    m = parsed.model
+    assert (m.q_lora_rank, m.kv_lora_rank, m.head_dim, m.qk_rope_head_dim, m.v_head_dim) == (768, 256, 96, 32, 64)
+    assert parsed.provenance["model.kv_lora_rank"].key == f"model.kv_lora_rank (line {line + 3})"
+    assert not warning_texts(parsed, "W-MLA")
+    lite, _ = _recipe_with(tmp_path, "cfg.model = AutoBridge.from_hf_pretrained('deepseek-ai/DeepSeek-V3')"
+                           ".to_megatron_provider(load_weights=False)\ncfg.model.q_lora_rank = None")
+    assert lite.model.q_lora_rank == 0 and lite.model.kv_lora_rank == 512  # no query compression, as stated

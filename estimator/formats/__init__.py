@@ -117,9 +117,10 @@ SHAPE_KEYS = frozenset(f"model.{k}" for k in (
 
 def _overrides(reading: Reading) -> set[str]:
     """Model keys a strategy source states as overrides of a loaded model (HyperParallel's
-    ``model.config_overrides``): they win over the model file, as the framework applies them on top."""
+    ``model.config_overrides``, a Megatron-Bridge recipe's model assignments): they win over the model file, as the
+    framework applies them on top."""
     return {k for k in reading.values if k.startswith("model.") and k in reading.provenance
-            and "config_overrides" in str(reading.provenance[k].key or "")}
+            and ("config_overrides" in str(reading.provenance[k].key or "") or k in reading.model_overrides)}
 
 
 def parse(paths: Sequence[str | Path], framework: str | None = None, devices: int | None = None,

@@ -28,10 +28,11 @@ from .support import MAX_LAYERS
 _HF_KEYS: tuple[tuple[str, str], ...] = (
     ("hidden_size", "hidden_size"), ("intermediate_size", "ffn_hidden_size"),
     ("num_hidden_layers", "num_layers"), ("num_attention_heads", "num_attention_heads"),
-    ("num_key_value_heads", "num_kv_heads"), ("head_dim", "head_dim"), ("vocab_size", "vocab_size"),
-    ("tie_word_embeddings", "tie_embeddings"), ("q_lora_rank", "q_lora_rank"),
-    ("kv_lora_rank", "kv_lora_rank"), ("qk_rope_head_dim", "qk_rope_head_dim"),
-    ("qk_nope_head_dim", "head_dim"), ("v_head_dim", "v_head_dim"),
+    # MLA: qk_nope_head_dim is the per-head q/k width; transformers' DeepSeek-style configs set head_dim to the
+    # RoPE part (qk_rope_head_dim), so the nope width goes first
+    ("num_key_value_heads", "num_kv_heads"), ("qk_nope_head_dim", "head_dim"), ("head_dim", "head_dim"),
+    ("vocab_size", "vocab_size"), ("tie_word_embeddings", "tie_embeddings"), ("q_lora_rank", "q_lora_rank"),
+    ("kv_lora_rank", "kv_lora_rank"), ("qk_rope_head_dim", "qk_rope_head_dim"), ("v_head_dim", "v_head_dim"),
     ("n_routed_experts", "num_experts"), ("num_experts", "num_experts"), ("num_local_experts", "num_experts"),
     ("num_experts_per_tok", "experts_per_token"), ("n_shared_experts", "num_shared_experts"),
     ("moe_intermediate_size", "moe_ffn_hidden_size"),

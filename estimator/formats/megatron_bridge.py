@@ -58,6 +58,8 @@ INVERTED = {"share_embeddings_and_output_weights": "untie_embeddings_and_output_
 RESTATED = ("pipeline_dtype", "params_dtype", "autocast_dtype")
 DTYPES = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16", "float32": "fp32",
           "bfloat16": "bf16", "float16": "fp16"}
+# fields only Megatron's MLATransformerConfig has: a config that sets one is an MLA config
+MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim")
 LAYOUT_TOKENS = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L"}
 # Megatron-Bridge's LoRA defaults (peft/lora.py): rank 32 on the four linear layers of a block
 LORA_DEFAULT_RANK = 32
@@ -127,6 +129,7 @@ def megatron_args(sections: dict[str, Any], out: Collector) -> tuple[dict[str, A
     """The Megatron arguments the sections state (argument key -> value) and where each comes from."""
     args: dict[str, Any] = {}
     where: dict[str, str] = {}
+    unread_mappings: list[str] = []
     for name, section in sections.items():
         if name == "mixed_precision" and isinstance(section, str):  # a named recipe: "bf16_mixed", "fp8_…"
             _precision_recipe(section, args, where)
@@ -135,7 +138,13 @@ def megatron_args(sections: dict[str, Any], out: Collector) -> tuple[dict[str, A
             key = str(key)
             if isinstance(value, Symbol) and value.name in DTYPES:
                 value = DTYPES[value.name]
-            if key.startswith("_") or key in RESTATED or isinstance(value, (Unresolved, Call, Symbol, dict)):
+            if isinstance(value, dict) and not key.startswith("_"):  # a YAML mapping where a value belongs
+                if _is_read(name, key):
+                    out.warn("W-VALUE-MAPPING", _mapping_value(out.path, f"{name}.{key}", value))
+                else:
+                    unread_mappings.append(f"{name}.{key}")
+                continue
+            if key.startswith("_") or key in RESTATED or isinstance(value, (Unresolved, Call, Symbol)):
                 continue
             if isinstance(value, str) and value in DTYPES:
                 value = DTYPES[value]
@@ -149,8 +158,13 @@ def megatron_args(sections: dict[str, Any], out: Collector) -> tuple[dict[str, A
                 arg = "bf16"
             args[arg] = value
             where[arg] = f"{name}.{key}"
+    if unread_mappings:
+        out.warn("W-FLAG-UNPRICED", msg("W-FLAG-UNPRICED.bridge-mappings", names=", ".join(unread_mappings)))
     # the provider's own spellings of what Megatron's flags switch on
     model = sections.get("model") if isinstance(sections.get("model"), dict) else {}
+    mla_key = next((k for k in MLA_KEYS if k in model), None)
+    if mla_key is not None and "multi_latent_attention" not in model:  # only an MLA config has these fields
+        args["multi_latent_attention"], where["multi_latent_attention"] = True, f"model.{mla_key}"
     heads, groups = model.get("num_attention_heads"), model.get("num_query_groups")
     if isinstance(groups, int) and groups != heads:
         args["group_query_attention"], where["group_query_attention"] = True, "model.num_query_groups"
@@ -158,6 +172,15 @@ def megatron_args(sections: dict[str, Any], out: Collector) -> tuple[dict[str, A
         args.pop("gated_linear_unit", None)
         args["swiglu"], where["swiglu"] = True, "model.gated_linear_unit"
     return args, where
+
+
+def _mapping_value(path: str, key: str, value: dict) -> Message:
+    """The warning for a YAML ``key`` the estimator reads whose value is a mapping: it is priced at what it was
+    before; the fix names the field to set."""
+    field = SET_FIELDS.get(key.partition(".")[2])
+    fix = msg("megatron_bridge.fix-set-field", field=field) if field else msg("megatron_bridge.fix-set")
+    return msg("W-VALUE-MAPPING", file=path, key=key, value=short_repr(value), default=msg(
+        "megatron_bridge.default-base"), fix=fix)
 
 
 def _precision_recipe(name: str, args: dict[str, Any], where: dict[str, str]) -> None:
@@ -206,11 +229,14 @@ def _read(out: Collector, sections: dict[str, Any], peft: Any, dataset: Any, pat
     if not any(k in args for k in ("bf16", "fp16")) and "mixed_precision" not in sections:
         args["bf16"], where["bf16"] = True, "no mixed_precision: Megatron-Bridge recipes' bf16_mixed"
         out.assumptions.append(Assumption("strategy.param_bytes", 2.0, where["bf16"]))
+    if from_hub and "model.kv_lora_rank" in out.values and "multi_latent_attention" not in args:
+        # the Hub model is MLA: its provider is an MLA config, whose dimension fields the recipe may change
+        args["multi_latent_attention"], where["multi_latent_attention"] = True, "the Hub model's MLA attention"
     fl = BridgeArgs(args, path, where)
-    if from_hub:
-        _model_overrides(fl, out)
-    elif fl.has("--num-layers") and fl.has("--hidden-size"):
+    if not from_hub and fl.has("--num-layers") and fl.has("--hidden-size"):
         read_model(fl, out, "megatron", "pretrain_gpt.py")
+    else:  # changes to a model from the Hub or from --model: applied over it
+        _model_overrides(fl, out, sections.get("model"))
     read_strategy(fl, out, devices, "--devices", "megatron")
     read_peft(out, peft)
     said = flag_warnings(fl, READ_FLAGS, "megatron")
@@ -395,15 +421,21 @@ def _python_model(out: Collector, model: Any) -> bool:
     return hub.collect_model(out, found.group(1), "AutoBridge.from_hf_pretrained")
 
 
-def _model_overrides(fl: BridgeArgs, out: Collector) -> None:
-    """The model fields a recipe assigns after ``AutoBridge.from_hf_pretrained(…)``: each wins over the Hub's value
-    (the provider is built from the Hub config, then the recipe's assignments change it). Only what the recipe
-    states is taken: Megatron's defaults for a launch script's missing flags do not apply, the Hub config says it."""
+def _model_overrides(fl: BridgeArgs, out: Collector, model: Any) -> None:
+    """The model fields a recipe (or override file) assigns over a model built elsewhere — after
+    ``AutoBridge.from_hf_pretrained(…)``, or the ``--model`` a provider class or an override file leaves to the
+    user: each wins over that model's value (the provider is built first, then the assignments change it). Only what
+    is stated is taken: Megatron's defaults for a launch script's missing flags do not apply, the model says it."""
     stated = Collector(out.path)
     read_model(fl, stated, "megatron", "pretrain_gpt.py")
     for key, prov in stated.provenance.items():
         if prov.source == "file":
             out.values[key], out.provenance[key] = stated.values[key], prov
+            out.model_overrides.add(key)
+    if isinstance(model, dict) and "q_lora_rank" in model and model["q_lora_rank"] is None:
+        # an MLA config without query compression (DeepSeek-V2-Lite's shape; 0 in the model spec): it wins too
+        out.put("model.q_lora_rank", 0, fl.where("--q-lora-rank"), raw=None)
+        out.model_overrides.add("model.q_lora_rank")
 
 
 # ------------------------------------------------------------------------------------------ writing

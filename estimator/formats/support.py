@@ -34,6 +34,9 @@ class Reading:
     assumptions: list[Assumption] = field(default_factory=list)  # values the reader defaulted, with sources
     text: str = ""
     path: str = ""
+    # model fields this file states as changes to a model loaded from elsewhere (a recipe's assignments over
+    # ``--model``): they win over the model file, as the framework applies them on top
+    model_overrides: frozenset[str] = frozenset()
 
 
 # A format reader: (text, path, loaded data, --devices) -> Reading
@@ -49,6 +52,7 @@ class Collector:
     provenance: dict[str, Provenance] = field(default_factory=dict)
     warnings: list[EstimateWarning] = field(default_factory=list)
     assumptions: list[Assumption] = field(default_factory=list)
+    model_overrides: set[str] = field(default_factory=set)  # see Reading.model_overrides
 
     def put(self, name: str, value: Any, key: str, raw: Any = None) -> None:
         """A value read from the file at ``key``."""
@@ -71,7 +75,7 @@ class Collector:
     def reading(self, fmt: str, role: str, text: str = "", path: str = "") -> Reading:
         """The Reading of what was collected (``parse`` fills in text and path when they are left empty)."""
         return Reading(fmt, role, self.values, self.provenance, self.warnings, self.assumptions, text=text,
-                       path=path)
+                       path=path, model_overrides=frozenset(self.model_overrides))
 
 
 # ------------------------------------------------------------------------------------------ values
