@@ -114,10 +114,13 @@ def _estimate_or_explain(parsed: ParsedConfig, explain: bool = False) -> Result:
 
     try:
         return estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options, explain=explain)
-    except SappError:
+    except SappError as exc:
         for warning in parsed.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        raise
+        located = parsed.locate(exc)
+        if located is exc:
+            raise
+        raise located from None
 
 
 def write_to_output(files: dict[str, str], output: str) -> None:

@@ -111,12 +111,22 @@ class Violation:
 
 
 class LayoutError(SappError):
-    """The layer partition cannot be built (docs/model.md#layout)."""
+    """The layer partition cannot be built (docs/model.md#layout). ``path`` and ``key`` name the config value it is
+    about when known (``located``)."""
 
-    def __init__(self, code: str, message: Text) -> None:
+    def __init__(self, code: str, message: Text, *, path: str | None = None, key: str | None = None) -> None:
         self.code = code
+        self.path, self.key = path, key
         self.violations = (Violation(code, message),)
-        super().__init__(msg("error.coded", code=code, message=message))
+        coded = msg("error.coded", code=code, message=message)
+        if path and key:
+            coded = msg("error.at-path-key", path=clip_middle(path), key=clip_middle(key), message=coded)
+        super().__init__(coded)
+
+    def located(self, path: str, key: str) -> LayoutError:
+        """The same error naming the file and key of the value it is about."""
+        violation = self.violations[0]
+        return LayoutError(self.code, violation.catalogued or violation.message, path=path, key=key)
 
 
 class StrategyError(SappError):

@@ -107,7 +107,8 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
     if _is_int(offset):
         o = int(offset)  # type: ignore[arg-type]
         if o != rem:
-            raise LayoutError("E-OFF-SCALAR", msg("E-OFF-SCALAR", offset=o, remainder=rem, slots=n))
+            raise LayoutError("E-OFF-SCALAR", msg("E-OFF-SCALAR", offset=o, remainder=rem, slots=n, positions=l_eff,
+                                                  fits=fitting_offset(rem, p, vp)))
         grid = [[o] * p for _ in range(vp)]
     elif isinstance(offset, Sequence) and not isinstance(offset, str) and offset and all(
             isinstance(x, Sequence) and not isinstance(x, str) for x in offset):
@@ -119,7 +120,7 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
         total = sum(sum(r) for r in rows)
         if total != rem:
             raise LayoutError("E-OFF-SUM", msg("E-OFF-SUM", total=total, remainder=rem, positions=l_eff, p=p, vp=vp,
-                                               base=base))
+                                               base=base, fits=fitting_offset(rem, p, vp)))
         grid = rows
     elif isinstance(offset, Sequence) and not isinstance(offset, str):
         values = list(offset)  # type: ignore[arg-type]
@@ -130,7 +131,7 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
         total = sum(values)
         if total != rem:
             raise LayoutError("E-OFF-SUM", msg("E-OFF-SUM", total=total, remainder=rem, positions=l_eff, p=p, vp=vp,
-                                               base=base))
+                                               base=base, fits=fitting_offset(rem, p, vp)))
         if vp > 1 and rule == "split":
             grid = [[0] * p for _ in range(vp)]
             for i, o in enumerate(values):
@@ -164,6 +165,13 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
             i, j = slot_position(schedule, p, vp, q)
             raise LayoutError("E-OFF-MIN", msg("E-OFF-MIN", stage=i, chunk=j, layers=c, base=base, offset=grid[j][i]))
     return counts
+
+
+def fitting_offset(rem: int, p: int, vp: int) -> list[int] | list[list[int]]:
+    """An offset that sums to the remainder ``rem``: one extra layer on each of the first ``rem`` slots (a list of
+    ``p`` per stage, or ``vp`` such lists); what a refusal suggests."""
+    rows = [[1 if j * p + i < rem else 0 for i in range(p)] for j in range(vp)]
+    return rows[0] if vp == 1 else rows
 
 
 def _offset_length(entries: str, p: int, vp: int) -> LayoutError:

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError, SappError
+from .errors import ConfigError, LayoutError, SappError
 from .fields import REGISTRY, coerce, lookup, recompute_value
 from .frameworks import framework_defaults
 from .hardware import Hardware, find_preset, load_presets
@@ -76,6 +76,24 @@ class ParsedConfig:
     def describe(self, qualified: str) -> str:
         prov = self.provenance.get(qualified)
         return prov.describe() if prov else "default"
+
+    def locate(self, error: BaseException) -> BaseException:
+        """``error`` naming the file and key of the value it is about, when it is a layout error about a value read
+        from a file (the offsets, the layer list, the chunks): the CLI and the app say where to fix it."""
+        if not isinstance(error, LayoutError) or error.path:
+            return error
+        field = next((f for prefix, f in _LAYOUT_FIELDS if error.code.startswith(prefix)), None)
+        if field == "strategy.offset" and self.strategy.partition is not None:
+            field = "strategy.partition"
+        prov = self.provenance.get(field or "")
+        if prov is None or prov.source != "file" or not prov.path or not prov.key:
+            return error
+        return error.located(prov.path, prov.key)
+
+
+# the strategy field a layout error is about, by its code
+_LAYOUT_FIELDS = (("E-OFF-", "strategy.offset"), ("E-PART-", "strategy.partition"), ("E-VPP-", "strategy.vpp"),
+                  ("E-ZBV-", "strategy.vpp"))
 
 
 # --------------------------------------------------------------------------------------- building

@@ -66,8 +66,8 @@ class EstimateJob(QRunnable):
         try:
             result = self._fn(p.model, p.strategy, p.hardware, p.options, explain=self.kind == "explain")
             outcome = Outcome(self.generation, self.kind, p, result=result, elapsed=time.perf_counter() - start)
-        except Exception as exc:
-            outcome = Outcome(self.generation, self.kind, p, error=exc, elapsed=time.perf_counter() - start)
+        except Exception as exc:  # a layout error names the file and key to fix, as the CLI's does
+            outcome = Outcome(self.generation, self.kind, p, error=p.locate(exc), elapsed=time.perf_counter() - start)
         self._signals.done.emit(outcome)
 
 

@@ -140,14 +140,60 @@ def test_real_files_all_covered(shared_dir):
 
 
 def test_telechat3_offset_fails_as_mindformers_does(shared_dir):
-    parsed = parse([real(shared_dir, "mf_telechat3_105b_a4b_pretrain_4k.yaml")])
+    """TeleChat3 is an mcore model (use_legacy: False): MindFormers' LayerSetting splits its 45 layers alone (the
+    MTP layer joins the last one) and refuses offset 0, whose sum is not 45 mod 8 = 5. The refusal names the file,
+    the key and an offset that fits."""
+    path = real(shared_dir, "mf_telechat3_105b_a4b_pretrain_4k.yaml")
+    parsed = parse([path])
+    assert not parsed.strategy.mtp_in_offset
     warning = next(w for w in parsed.warnings if w.code == "W-MF-OFFSET-SUM")
-    assert "45 layers + 1 MTP" in warning.text and "remainder of 6" in warning.text
-    with pytest.raises(LayoutError, match=r"scalar offset 0 must equal the remainder 6"):
+    assert warning.text.startswith(f"{path}, key 'model.model_config.offset': offset 0 sums to 0, but 45 layers over")
+    assert "remainder of 5" in warning.text and "[1, 1, 1, 1, 1, 0, 0, 0]" in warning.text
+    with pytest.raises(LayoutError, match=r"scalar offset 0 must equal the remainder 5") as caught:
         estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
-    # the fix the warning suggests estimates
-    fixed = apply_changes(parsed, {"strategy.offset": [1, 1, 1, 1, 1, 1, 0, 0]})
-    estimate(fixed.model, fixed.strategy, fixed.hardware, fixed.options)
+    located = parsed.locate(caught.value)
+    assert str(located).startswith(f"{path}, key 'model.model_config.offset': [E-OFF-SCALAR]")
+    assert str(located).endswith("an offset that fits: [1, 1, 1, 1, 1, 0, 0, 0]")
+    # the fix the refusal suggests estimates, with the MTP layer on the last stage
+    fixed = apply_changes(parsed, {"strategy.offset": [1, 1, 1, 1, 1, 0, 0, 0]})
+    result = estimate(fixed.model, fixed.strategy, fixed.hardware, fixed.options)
+    assert [sum(st.layer_counts) for st in result.stages] == [6, 6, 6, 6, 6, 5, 5, 5]
+    assert [sum(r.kind == "mtp" for r in st.layers) for st in result.stages] == [0] * 7 + [1]
+
+
+def test_an_mcore_offset_mindformers_refuses_is_refused_naming_file_key_and_fix(tmp_path, capsys):
+    """The tiny mcore fixture with offset 0: its 4 layers split evenly over 2 stages, and MTP is not counted (mcore),
+    so 0 fits; over 3 stages (remainder 1) MindFormers' LayerSetting refuses 0, and so do the CLI and the library,
+    naming the file, the key and an offset that fits. A legacy model counts MTP: 4 + 1 over 3 leaves 2."""
+    from estimator.cli import main
+
+    text = (FIXTURES / "tiny_mcore_moe.yaml").read_text()
+    even = tmp_path / "even.yaml"
+    even.write_text(text.replace("    offset: [1, -1]", "    offset: 0"))
+    parsed = parse([even])
+    assert not parsed.strategy.mtp_in_offset and not codes(parsed)
+    result = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    assert [st.layer_counts for st in result.stages] == [(2,), (2,)]
+    three = tmp_path / "three.yaml"
+    three.write_text(even.read_text().replace("  pipeline_stage: 2", "  pipeline_stage: 3")
+                     .replace("  data_parallel: 4", "  data_parallel: 2"))
+    parsed = parse([three])
+    assert [w.text for w in parsed.warnings if w.code == "W-MF-OFFSET-SUM"] == [
+        f"{three}, key 'model.model_config.offset': offset 0 sums to 0, but 4 layers over 3 pipeline slots leave a "
+        "remainder of 1; MindFormers refuses this too (an offset that fits: [1, 0, 0])"]
+    assert main(["estimate", str(three), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {three}, key 'model.model_config.offset': [E-OFF-SCALAR] scalar offset 0 must equal the " \
+        "remainder 1 of 4 layers over 3 slots (it is added to all 3); an offset that fits: [1, 0, 0]" in err
+    with pytest.raises(LayoutError) as caught:
+        estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    assert "model.model_config.offset" in parsed.locate(caught.value).localized("zh_CN")
+    legacy = tmp_path / "legacy.yaml"
+    legacy.write_text(three.read_text().replace("use_legacy: False", "use_legacy: True"))
+    parsed = parse([legacy])
+    assert parsed.strategy.mtp_in_offset
+    assert any("4 layers + 1 MTP over 3 pipeline slots leave a remainder of 2" in w.text and "[1, 1, 0]" in w.text
+               for w in parsed.warnings if w.code == "W-MF-OFFSET-SUM")
 
 
 def test_llama2_7b_global_batch_64(shared_dir):
@@ -261,10 +307,15 @@ def test_tiny_mcore_moe_fixture():
     assert (m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size, m.first_k_dense, m.mtp_layers) == \
         (8, 2, 128, 1, 1)
     assert m.qk_norm is True and m.hf_architectures == ("Qwen3MoeForCausalLM",)
-    assert s.seq_length == 1024 and s.schedule_name == "seq1f1b" and s.n_s == 2 and s.mtp_in_offset
+    assert s.seq_length == 1024 and s.schedule_name == "seq1f1b" and s.n_s == 2
     assert s.grouped_gemm is True and s.sharding.mode == "none"
     result = estimate(m, s, parsed.hardware, parsed.options)
     assert result.budget == 30 * GiB
+    # an mcore model (use_legacy: False): LayerSetting splits the 4 layers alone, the MTP module sits with the last
+    assert not s.mtp_in_offset and "outside the offsets" in parsed.provenance["strategy.mtp_in_offset"].key
+    assert [st.layer_counts for st in result.stages] == [(3,), (1,)]
+    assert [sum(r.kind == "mtp" for r in st.layers) for st in result.stages] == [0, 1]
+    assert not codes(parsed)
 
 
 def test_base_config_is_merged_with_provenance():
@@ -544,7 +595,7 @@ def test_deepseek_example_strategy():
     s, m = parsed.strategy, parsed.model
     assert (m.num_layers, m.mtp_layers, m.num_experts, m.kv_lora_rank) == (61, 1, 256, 512)
     assert (s.dp, s.tp, s.pp, s.ep, s.micro_batches, s.global_batch_size) == (16, 4, 16, 8, 32, 512)
-    assert s.world_size == 1024 and s.mtp_in_offset
+    assert s.world_size == 1024 and not s.mtp_in_offset  # an mcore model: MTP outside the offsets
 
 
 # ------------------------------------------------------------------------------------------- fuzz

@@ -50,7 +50,12 @@ class ModelReader(MindFormersSource):
         if value is not MISSING:
             mtp = self.as_int(keys, value, 0, 64)
             self.put_at("model.mtp_layers", mtp, keys)
-            if mtp:
+            if mtp and self.get(("use_legacy",)) is False:
+                # mcore models (MindFormers r1.7.0+, commit b14a730): LayerSetting splits num_layers alone and the
+                # MTP layer joins the last transformer layer's stage
+                self.derive("strategy.mtp_in_offset", False, "MindFormers mcore models (use_legacy: False) place "
+                            "MTP layers with the last layer, outside the offsets")
+            elif mtp:
                 self.derive("strategy.mtp_in_offset", True, "MindFormers counts MTP layers in the offsets")
         keys, value = self.first(MC, ("qk_layernorm", "use_qk_norm"))
         model_type = self.str_at((*MC, "model_type"))

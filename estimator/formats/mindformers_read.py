@@ -219,7 +219,7 @@ class MindFormersReader(ModelReader, FeatureReader):
         layers = self.values.get("model.num_layers")
         if layers is None or self.pp * vp <= 1:
             return
-        mtp = self.values.get("model.mtp_layers", 0)
+        mtp = self.values.get("model.mtp_layers", 0) if self.values.get("strategy.mtp_in_offset") else 0
         slots = self.pp * vp
         rem = (layers + mtp) % slots
         total = sum(flatten_rows(offset))
@@ -227,12 +227,15 @@ class MindFormersReader(ModelReader, FeatureReader):
             return
         counted = msg("W-MF-OFFSET-SUM.layers-mtp", layers=layers, mtp=mtp) if mtp else \
             msg("W-MF-OFFSET-SUM.layers", layers=layers)
+        key = ".".join((*MC, "offset"))
+        where = self.origin((*MC, "offset"))
         if vp == 1:
-            self.warn("W-MF-OFFSET-SUM", msg("W-MF-OFFSET-SUM.fits", offset=offset, total=total, counted=counted,
-                                             slots=slots, rem=rem, fits=[1 if k < rem else 0 for k in range(self.pp)]))
+            self.warn("W-MF-OFFSET-SUM", msg("W-MF-OFFSET-SUM.fits", path=where, key=key, offset=offset,
+                                             total=total, counted=counted, slots=slots, rem=rem,
+                                             fits=[1 if k < rem else 0 for k in range(self.pp)]))
         else:
-            self.warn("W-MF-OFFSET-SUM", msg("W-MF-OFFSET-SUM", offset=offset, total=total, counted=counted,
-                                             slots=slots, rem=rem))
+            self.warn("W-MF-OFFSET-SUM", msg("W-MF-OFFSET-SUM", path=where, key=key, offset=offset, total=total,
+                                             counted=counted, slots=slots, rem=rem))
 
     # -- recompute ------------------------------------------------------------------------------------
     def counts(self, keys: tuple[str, ...], value: Any) -> Any:

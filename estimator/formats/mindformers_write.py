@@ -85,6 +85,12 @@ class _Target:
     path: str
     swap_groups: tuple[str, ...] = ()  # what the file's swap_config swaps (its lists are kept as written)
 
+    @property
+    def mtp_counted(self) -> bool:
+        """Whether MindFormers counts MTP layers in the offsets: legacy models do; mcore models (use_legacy: False,
+        r1.7.0+) place them with the last layer."""
+        return self.data.get("use_legacy") is not False
+
     def first_key(self, names: tuple[str, ...]) -> tuple[str, ...]:
         """The model_config key of ``names`` this file uses (the dialect's name when none is present)."""
         block = dig(self.data, *MC)
@@ -105,7 +111,8 @@ class _Settings:
         if p * vp <= 1:
             return None
         model = self.t.model
-        l_eff = model.num_layers + model.mtp_layers
+        counted = self.t.mtp_counted
+        l_eff = model.num_layers + (model.mtp_layers if counted else 0)
         base, rem = divmod(l_eff, p * vp)
         plain = st.offset is not None and st.partition is None and not (
             st.offset_rule == "split" and vp > 1 and isinstance(st.offset, tuple | list) and
@@ -116,7 +123,7 @@ class _Settings:
             return 0  # the even split: MindFormers' default offset 0
         layout = build_layout(LayoutInputs(
             body_kinds=model.body_kinds(), mtp_kinds=model.mtp_kinds(), p=p, vp=vp, schedule=st.schedule_name,
-            offset=st.offset, partition=st.partition, offset_rule=st.offset_rule, mtp_in_offset=True,
+            offset=st.offset, partition=st.partition, offset_rule=st.offset_rule, mtp_in_offset=counted,
             recompute=RecomputePlan()))
         grid = [[layout.chunk_counts()[i][j] - base for i in range(p)] for j in range(vp)]
         return grid[0] if vp == 1 else grid
@@ -153,8 +160,9 @@ class _Settings:
         out["scheduler"] = _SCHEDULER.get(schedule, "1f1b")
         if schedule in ("seq1f1b", "seqsmartvpp"):
             out["seq_split"] = st.n_s
-        if self.t.model.mtp_layers and not st.mtp_in_offset:
-            problems.append("strategy.mtp_in_offset false (MindFormers always counts MTP layers in the offsets)")
+        if self.t.model.mtp_layers and st.mtp_in_offset != self.t.mtp_counted:
+            problems.append(f"strategy.mtp_in_offset {str(st.mtp_in_offset).lower()} (this MindFormers model "
+                            f"{'counts' if self.t.mtp_counted else 'does not count'} MTP layers in the offsets)")
         else:
             offset = self.offsets(st)
             if offset is not None:
