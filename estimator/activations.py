@@ -212,6 +212,8 @@ def head_slots(d: Dims, w: Widths, f: Flags) -> tuple[SlotDef, ...]:
 
 def embedding_slots(d: Dims, w: Widths) -> tuple[SlotDef, ...]:
     out = [SlotDef("emb.ids", 8.0, "rep")]
+    if d.n_pos:  # [A-POS] the position embedding's backward keeps its int64 position ids
+        out.append(SlotDef("emb.pos_ids", 8.0, "rep"))
     if d.emb_dropout:
         out.append(SlotDef("emb.drop", w.dm * d.h, "sp"))
     return tuple(out)

@@ -84,9 +84,13 @@ def tp_layer(M_h: Num, link: Link, sp: Num, regathers: Num) -> tuple[Num, Num]:
     return fwd, bwd
 
 
-def tp_embedding(M_h: Num, link: Link, sp: Num) -> tuple[Num, Num]:
-    """Vocabulary-parallel embedding: one all-reduce (reduce-scatter with SP) forward, nothing backward."""
-    return where(sp, reduce_scatter(M_h, link), all_reduce(M_h, link)), 0.0
+def tp_embedding(M_h: Num, link: Link, sp: Num, positions: bool = False) -> tuple[Num, Num]:
+    """Vocabulary-parallel embedding: one all-reduce (reduce-scatter with SP) forward; with SP the backward
+    all-gathers the output gradient (every rank's vocabulary slice needs every token's), without SP nothing.
+    With learned positions Megatron all-reduces even under SP: the position table is added to the full
+    sequence before the scatter to the sequence-parallel region."""
+    fwd = all_reduce(M_h, link) if positions else where(sp, reduce_scatter(M_h, link), all_reduce(M_h, link))
+    return fwd, where(sp, all_gather(M_h, link), 0.0)
 
 
 def tp_head(M_h: Num, link: Link, sp: Num) -> tuple[Num, Num]:

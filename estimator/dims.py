@@ -55,6 +55,7 @@ class Dims:
     emb_dropout: bool
     router_bytes: float
     kind_symbols: tuple[tuple[str, float], ...] = ()  # symbols of the data layer kinds in use (estimator/kinds)
+    n_pos: int = 0  # learned absolute positions (their table sits beside the word embedding)
 
     @property
     def q_w(self) -> int:

@@ -28,6 +28,7 @@ FORMULAS: dict[str, str] = {
              "+1/32 MXFP8",
     "P-LOCAL": "E_d = tp/t + rep; E_e = exp/(ep·etp)",
     "P-EMB": "v_pad·h / t (÷ 1 with vocab_emb_dp)",
+    "P-POS": "n_pos·h learned absolute positions, replicated across TP, on the first stage only",
     "P-HEAD": "c_norm·h + v_pad·h/t_H (t_H = 1: MindFormers replicates the head with vocab_emb_dp, D58)",
     "A-LAYER": "n_j·(T·(Σ_SP/sp_div + Σ_TP/t + Σ_REP + Σ_V·v_pad/t_V) + R·(Σ_EXP + Σ_EXPT/etp) + β_c·casts)",
     "A-FULL": "n_j·β_r·h·T/d_in",

@@ -146,6 +146,7 @@ FIELD_BOUNDS: dict[str, Bound] = {
         Bound(1, MAX_VOCAB, "a vocabulary size"),
     "model.head_dim": _WIDTH, "model.v_head_dim": _WIDTH, "model.ffn_hidden_size": _FFN,
     "model.make_vocab_divisible_by": Bound(1, MAX_VOCAB, "a vocabulary padding"),
+    "model.learned_positions": Bound(0, MAX_SEQ_LENGTH, "a position count"),
     "model.num_experts": Bound(0, MAX_EXPERTS, "an expert count"),
     "model.experts_per_token": Bound(0, MAX_EXPERTS, "an expert count"),
     "model.num_shared_experts": Bound(0, MAX_EXPERTS, "an expert count"),

@@ -66,6 +66,9 @@ class ModelSpec(Record):
     v_head_dim: int | None = None
     ffn_hidden_size: int | None = None
     tie_embeddings: bool = False
+    # learned absolute position embeddings: a table of this many positions × hidden beside the word embedding
+    # (Megatron's default --position-embedding-type learned_absolute, HF OPT's embed_positions); 0: none
+    learned_positions: int = 0
     qk_norm: bool = False
     output_gate: bool = False
     qkv_bias: bool | None = None

@@ -193,6 +193,13 @@ def mtp_module(d: Dims, kind: str) -> Elements:
     return block(d, kind) + extra
 
 
+def position_table(d: Dims) -> float:
+    """[P-POS] learned absolute position embeddings n_pos·h, beside the word embedding on the first stage only
+    (the last stage's copy of a tied table is the word embedding's). Replicated across TP: Megatron builds
+    them as a serial ``torch.nn.Embedding(max_sequence_length, hidden)``, not a vocabulary-parallel one."""
+    return d.n_pos * d.h
+
+
 def final_norm(d: Dims) -> float:
     """[P-FNORM]."""
     return d.c_norm * d.h
@@ -243,7 +250,7 @@ def parameter_counts(model: ModelSpec, d: Dims) -> ParameterCounts:
 @lru_cache(maxsize=256)
 def _parameter_counts(model: ModelSpec, d: Dims, _kinds: int) -> ParameterCounts:
     """``_kinds``: the layer-kind registry's generation, so a kind folder registered later is counted."""
-    emb = d.v * d.h
+    emb = d.v * d.h + position_table(d)
     head = 0 if d.tie else d.v * d.h
     body_total = 0.0
     body_active = 0.0

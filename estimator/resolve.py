@@ -284,6 +284,7 @@ def resolve_dims(model: ModelSpec, profile: FamilyProfile, rec: _Recorder,
         emb_dropout=float(_pick(model.hidden_dropout, profile.emb_dropout)) > 0,  # type: ignore[arg-type]
         router_bytes=profile.router_bytes,
         kind_symbols=kind_model_symbols(model, (*model.body_kinds(), *model.mtp_kinds())),
+        n_pos=model.learned_positions,
     )
 
 

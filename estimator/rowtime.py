@@ -329,7 +329,7 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
     if kind == EMBEDDING:
         if f.vocab_emb_dp:  # a replicated table looks tokens up locally
             return out
-        fwd, bwd = C.tp_embedding(ctx.M_h, ctx.tp, par.sp)
+        fwd, bwd = C.tp_embedding(ctx.M_h, ctx.tp, par.sp, positions=r.dims.n_pos > 0)
         out["tp"] = (exp_tp * fwd, exp_tp * bwd, 0.0)
         return out
     if kind == OUTPUT:

@@ -139,7 +139,7 @@ class StagePricer:
         # train their adapters only
         frozen_modules = (*f.frozen, "embedding", "output", "vision", "projector") if feat.lora else f.frozen
         if kind in (EMBEDDING, EMBEDDING_COPY):
-            got = embedding_local(d, f, par, frozen="embedding" in frozen_modules)
+            got = embedding_local(d, f, par, frozen="embedding" in frozen_modules, positions=kind == EMBEDDING)
         elif kind == OUTPUT:
             got = output_local(d, par, with_head, frozen="output" in frozen_modules, t_head=self.t_h)
         elif kind == NOOP:

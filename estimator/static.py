@@ -69,11 +69,13 @@ def local_elements(el: P.Elements, par: Par, frozen: bool = False, adapters: P.E
                  quantized_expert=expert if quantize else 0, **eight)
 
 
-def embedding_local(d: Dims, f: Flags, par: Par, frozen: bool = False) -> Local:
-    """[P-EMB] v_pad·h: class tp unless ``vocab_emb_dp`` (class rep)."""
+def embedding_local(d: Dims, f: Flags, par: Par, frozen: bool = False, positions: bool = True) -> Local:
+    """[P-EMB] v_pad·h: class tp unless ``vocab_emb_dp`` (class rep); with ``positions`` (the first stage's
+    embedding, not a copy of a tied table) plus [P-POS] the learned position table, class rep."""
     table = v_pad(d, par.t) * d.h
-    dense = table if f.vocab_emb_dp else table / par.t
-    return Local(dense=dense, expert=0, largest=dense, cast=0, frozen=frozen)
+    words = table if f.vocab_emb_dp else table / par.t
+    pos = P.position_table(d) if positions else 0
+    return Local(dense=words + pos, expert=0, largest=maximum(words, pos), cast=0, frozen=frozen)
 
 
 def output_local(d: Dims, par: Par, with_head: bool, frozen: bool = False, t_head: Num | None = None) -> Local:

@@ -118,11 +118,27 @@ def test_defaults_are_megatrons_and_the_family_is_not_the_file_name(tmp_path):
     assert (m.norm, m.gated_ffn, m.tie_embeddings, m.qkv_bias) == ("layer", False, True, True)
     assert s.flash_attention is True
     assert (s.vpp, s.cp, s.cp_algo, s.ulysses_degree) == (2, 2, "hybrid", 2)
-    assert any("learned absolute position embeddings" in w for w in warning_texts(parsed, "W-UNMODELLED"))
+    # Megatron's default --position-embedding-type learned_absolute: a 1024 × 1024 table priced (P-POS), not warned
+    assert m.learned_positions == 1024 and parsed.provenance["model.learned_positions"].key == \
+        "--max-position-embeddings"
+    assert not warning_texts(parsed, "W-UNMODELLED")
     unknown = warning_texts(parsed, "W-KEY-UNKNOWN")
     assert len(unknown) == 1 and "--sequence-paralel" in unknown[0] and "did you mean '--sequence-parallel'" in \
         unknown[0]
     assert not warning_texts(parsed, "W-FLAG-UNPRICED")  # data and schedule flags are known, not unpriced
+
+
+def test_learned_positions_follow_the_position_embedding_type(tmp_path):
+    """rope (or the legacy --use-rotary-position-embeddings) has no table; without --max-position-embeddings
+    (Megatron refuses that) the table is --seq-length rows, said as an assumption."""
+    rope = parse([variant(tmp_path, DEFAULTS, ("    --fp16\n", "    --fp16\n    --position-embedding-type rope\n"))])
+    legacy = parse([variant(tmp_path, DEFAULTS,
+                            ("    --fp16\n", "    --fp16\n    --use-rotary-position-embeddings\n"))])
+    assert rope.model.learned_positions == 0 and legacy.model.learned_positions == 0
+    missing = parse([variant(tmp_path, DEFAULTS, ("    --max-position-embeddings 1024\n", ""),
+                             ("--seq-length 1024", "--seq-length 2048"))])
+    assert missing.model.learned_positions == 2048
+    assert "--seq-length" in assumption(missing, "model.learned_positions").source
 
 
 def test_swiglu_default_width_and_unfused_attention(tmp_path):

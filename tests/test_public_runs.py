@@ -141,13 +141,13 @@ def test_docs_quote_the_current_table():
 
 
 def megatron_gpt_parameters(*, h: int, heads: int, kv: int, ffn: int, layers: int, vocab: int, gated: bool,
-                            rms: bool, tied: bool) -> int:
+                            rms: bool, tied: bool, positions: int) -> int:
     """Megatron-core's GPT with biases on every linear, counted by hand: per layer the input norm, the fused QKV
     (h → (heads + 2·kv)·d) and the output projection, the pre-MLP norm, fc1 (h → g·ffn) and fc2 (ffn → h),
     each linear with its bias; the final norm; the word embedding and, untied, the output layer, at the
     tokenizer's vocabulary (a count reports the unpadded vocabulary; Megatron's padding to 128·tp rows is memory
-    the estimate prices, not parameters). The learned absolute position table (max_position_embeddings·h) is
-    left out: the estimator does not model it (the plan files say so)."""
+    the estimate prices, not parameters); the learned absolute position table, max_position_embeddings·h
+    (Megatron's default position embedding, a serial nn.Embedding beside the word embedding)."""
     d = h // heads
     norm = h if rms else 2 * h
     qkv = h * (heads + 2 * kv) * d + (heads + 2 * kv) * d
@@ -155,7 +155,7 @@ def megatron_gpt_parameters(*, h: int, heads: int, kv: int, ffn: int, layers: in
     g = 2 if gated else 1
     fc1 = h * g * ffn + g * ffn
     fc2 = ffn * h + h
-    return layers * (2 * norm + qkv + proj + fc1 + fc2) + norm + vocab * h * (1 if tied else 2)
+    return layers * (2 * norm + qkv + proj + fc1 + fc2) + norm + vocab * h * (1 if tied else 2) + positions * h
 
 
 MEGATRON_RUNS = [r for r in RUNS if "megatron_arguments" in r.published]
@@ -175,5 +175,5 @@ def test_megatron_plans_count_the_parameters_their_arguments_build(run, payloads
         kv=dims.get("num_kv_heads", dims["num_attention_heads"]),  # no --group-query-attention: one per head
         ffn=dims["ffn_hidden_size"], layers=dims["num_layers"], vocab=args["vocab_size"], gated=args["swiglu"],
         rms=args["normalization"] == "RMSNorm",
-        tied=not args["untie_embeddings_and_output_weights"])
+        tied=not args["untie_embeddings_and_output_weights"], positions=args["max_position_embeddings"])
     assert payloads[run.id]["model"]["parameters_total"] == expected

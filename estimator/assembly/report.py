@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from ..arr import Num, is_array
 from ..explain import CATEGORY_LABELS, Quantity, sum_node
 from ..kinds import notes as kind_notes
+from ..layout import EMBEDDING
 from ..messages import Text, msg
+from ..params import position_table
 from ..result import CATEGORIES, LayerRow
 from ..stage import Row, StagePricer
 from ..static import Local, fp8_weight_bytes
@@ -119,7 +121,8 @@ def explain_tree(pricer: StagePricer, stage: int, rows: Sequence[Row], mem: Stag
             row = f"{lr.kind}" + (f" {lr.index}" if lr.index is not None else "")
             label: Text = msg("explain.row-chunk", row=row, chunk=lr.chunk) if par.vp > 1 else row
             if isinstance(source, Row):
-                leaves.append(_row_leaf(pricer, name, label, value, source, lr))
+                leaves.append(_with_positions(pricer, name, _row_leaf(pricer, name, label, value, source, lr),
+                                              source))
             elif source is None:
                 leaves.append(_stage_leaf(name, label, value, lr, rows, pricer.r.flags.zero is not None))
             else:
@@ -195,6 +198,23 @@ def _row_leaf(pricer: StagePricer, category: str, label: Text, value: float, row
                                                                    offload=offload, rebuilt=rebuilt,
                                                                    kinds=kind_notes(row.item.block)))
     return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note=msg("explain.weights-kept-gathered"))
+
+
+def _with_positions(pricer: StagePricer, category: str, leaf: Quantity, row: Row) -> Quantity:
+    """The first stage's embedding row with learned positions: its static bytes split into the word table [P-EMB]
+    and the position table [P-POS] (each category is linear in E_d, so the shares are the elements')."""
+    d = pricer.r.dims
+    if row.item.kind != EMBEDDING or not d.n_pos or category not in ("parameters", "gradients", "optimizer_states"):
+        return leaf
+    pos = float(position_table(d))
+    words = float(row.local.dense) - pos
+    share = pos / (pos + words)
+    leaf.children = [Quantity(msg("explain.word-embedding"), leaf.value * (1 - share), "P-EMB",
+                              {"v_pad": pricer.vpad, "h": d.h, "E": words}),
+                     Quantity(msg("explain.position-table"), leaf.value * share, "P-POS",
+                              {"n_pos": d.n_pos, "h": d.h, "E": pos})]
+    leaf.op = "sum"
+    return leaf
 
 
 def _peft_leaf(pricer: StagePricer, category: str, label: Text, value: float, loc: Local) -> Quantity:

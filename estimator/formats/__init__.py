@@ -112,7 +112,8 @@ SHAPE_KEYS = frozenset(f"model.{k}" for k in (
     "output_gate", "num_experts", "experts_per_token", "num_shared_experts", "moe_ffn_hidden_size",
     "shared_ffn_hidden_size", "first_k_dense", "moe_layer_freq", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
     "mtp_layers", "layer_types", "linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads",
-    "linear_value_head_dim", "vision", "layers", "shared_expert_gate", "hf_architectures", "model_type"))
+    "linear_value_head_dim", "vision", "layers", "shared_expert_gate", "hf_architectures", "model_type",
+    "learned_positions"))
 
 
 def _overrides(reading: Reading) -> set[str]:

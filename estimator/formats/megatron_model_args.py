@@ -268,10 +268,13 @@ def _defaults(fl: FlagQueries, out: Collector, dialect: str, mla: bool) -> None:
     kind = fl.text("--position-embedding-type") or ("rope" if fl.has("--use-rotary-position-embeddings") else
                                                     "learned_absolute")
     if kind == "learned_absolute" and not fl.has("--no-position-embedding") and not mla:
-        length = fl.int("--max-position-embeddings") or 0
-        how = "--position-embedding-type learned_absolute" if fl.has("--position-embedding-type") else \
-            "no --position-embedding-type: Megatron's default learned_absolute"
-        out.warn("W-UNMODELLED", msg("W-UNMODELLED.learned-absolute-position", how=how, length=length, hidden=hidden))
+        # [P-POS] Megatron's LanguageModelEmbedding adds a learned table of --max-position-embeddings rows
+        # (learned_absolute is the default --position-embedding-type)
+        length = fl.int("--max-position-embeddings", minimum=1)
+        if length:
+            out.put("model.learned_positions", length, "--max-position-embeddings")
+        elif seq := fl.int("--seq-length", minimum=1):
+            out.assume("model.learned_positions", seq, msg("megatron_model_args.learned-positions-seq"))
 
 
 __all__ = ["MLA_FLAGS", "MODEL_FLAGS", "TOKENIZER_NAME_FLAGS", "TOKENIZER_VOCAB", "putter", "read_model"]
