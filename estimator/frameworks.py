@@ -7,7 +7,7 @@ reported as an assumption. Conditional defaults (they depend on the strategy) ar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .messages import msg
 from .options import FRAMEWORKS
@@ -102,6 +102,14 @@ class FrameworkDefaults:
         return self.name == "mindformers" and param_bytes > compute_bytes and sharding_mode != "mf_op"
 
 
+_MEGATRON = FrameworkDefaults(
+    name="megatron", title="Megatron-LM", default_device="H100-80G",
+    param_bytes=2, compute_bytes=2, grad_bytes=4, master_bytes=4, softmax_bytes=2, reduce_bytes=None,
+    optimizer_impl="fused", fused_gated_act=True, fused_gated_act_experts=True,
+    kv_repeat_with_fa=False, kv_repeat_without_fa=True, selective_rule="megatron",
+    saves_gathered_input=False, megatron_vocab_padding=True, loss_working="megatron", o_tp=0.0,
+    fsdp_native=False)
+
 _TABLE = {
     "mindformers": FrameworkDefaults(
         name="mindformers", title="MindFormers", default_device="A2",
@@ -110,20 +118,9 @@ _TABLE = {
         kv_repeat_with_fa=False, kv_repeat_without_fa=True, selective_rule="mindformers",
         saves_gathered_input=True, megatron_vocab_padding=False, loss_working="mindformers", o_tp=0.5,
         fsdp_native=False),
-    "mindspeed": FrameworkDefaults(
-        name="mindspeed", title="MindSpeed-LLM", default_device="A2",
-        param_bytes=2, compute_bytes=2, grad_bytes=4, master_bytes=4, softmax_bytes=2, reduce_bytes=None,
-        optimizer_impl="fused", fused_gated_act=True, fused_gated_act_experts=True,
-        kv_repeat_with_fa=False, kv_repeat_without_fa=True, selective_rule="megatron",
-        saves_gathered_input=False, megatron_vocab_padding=True, loss_working="megatron", o_tp=0.0,
-        fsdp_native=False),
-    "megatron": FrameworkDefaults(
-        name="megatron", title="Megatron-LM", default_device="H100-80G",
-        param_bytes=2, compute_bytes=2, grad_bytes=4, master_bytes=4, softmax_bytes=2, reduce_bytes=None,
-        optimizer_impl="fused", fused_gated_act=True, fused_gated_act_experts=True,
-        kv_repeat_with_fa=False, kv_repeat_without_fa=True, selective_rule="megatron",
-        saves_gathered_input=False, megatron_vocab_padding=True, loss_working="megatron", o_tp=0.0,
-        fsdp_native=False),
+    "megatron": _MEGATRON,
+    # MindSpeed-LLM runs Megatron-core on Ascend: Megatron's defaults, an Ascend device by default
+    "mindspeed": replace(_MEGATRON, name="mindspeed", title="MindSpeed-LLM", default_device="A2"),
     "torchtitan": FrameworkDefaults(
         name="torchtitan", title="torchtitan", default_device="H100-80G",
         param_bytes=4, compute_bytes=2, grad_bytes=4, master_bytes=0, softmax_bytes=4, reduce_bytes=4,

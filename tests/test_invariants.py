@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from reference_models import DEEPSEEK_V3, LLAMA3_70B
 
 from estimator import (
     CATEGORIES,
@@ -22,12 +23,7 @@ from estimator.single_layer import layer_activation
 A2 = find_preset("A2")
 H100 = find_preset("H100-80G")
 
-DENSE = ModelSpec(name="llama3-70b", hidden_size=8192, num_layers=80, num_attention_heads=64, num_kv_heads=8,
-                  ffn_hidden_size=28672, vocab_size=128256)
-MOE = ModelSpec(name="deepseek-v3", hidden_size=7168, num_layers=61, first_k_dense=3, ffn_hidden_size=18432,
-                num_attention_heads=128, q_lora_rank=1536, kv_lora_rank=512, head_dim=128, qk_rope_head_dim=64,
-                v_head_dim=128, num_experts=256, experts_per_token=8, num_shared_experts=1, moe_ffn_hidden_size=2048,
-                vocab_size=129280, mtp_layers=1)
+DENSE, MOE = LLAMA3_70B, DEEPSEEK_V3
 QWEN3 = ModelSpec(name="qwen3-32b", hidden_size=5120, num_layers=64, num_attention_heads=64, num_kv_heads=8,
                   head_dim=128, qk_norm=True, ffn_hidden_size=25600, vocab_size=151936)
 FRAMEWORKS = ("mindformers", "mindspeed", "megatron", "torchtitan", "hyperparallel", "hf_trainer")

@@ -36,12 +36,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError, ModelSpecError
-from ..inputs import read_text
+from ..inputs import load_yaml, read_text
 from ..messages import msg
-from ..yamlio import load_data
 from .expr import Formula, parse_formula
 
 BASES = ("dense", "moe", "lin_dense", "lin_moe")
@@ -248,12 +245,7 @@ def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
 
 
 def _load_file(text: str, where: str, origin: str) -> tuple[list[KindDef], list[SlotOverride]]:
-    try:
-        data = load_data(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(msg("profiles.malformed-yaml", problem=getattr(exc, 'problem', exc)), path=where,
-                          line=mark.line + 1 if mark else None) from None
+    data = load_yaml(text, where) or {}  # bounded, a YAML error at its line and column
     if not isinstance(data, dict) or not set(data) & {"kind", "kinds", "overrides"}:
         raise ConfigError(msg("kinds.layer-kind-file"), path=where)
     unknown = set(data) - FILE_KEYS

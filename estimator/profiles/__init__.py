@@ -17,10 +17,9 @@ from typing import Any, NamedTuple
 import yaml
 
 from ..errors import ConfigError
-from ..inputs import read_text
+from ..inputs import load_yaml, read_text
 from ..messages import Text, msg
 from ..records import Record
-from ..yamlio import load_data
 
 
 @dataclass(frozen=True)
@@ -84,12 +83,7 @@ def remove_profile_dir(folder: str | Path) -> None:
 
 
 def _load(text: str, where: str) -> dict[str, Any]:
-    try:
-        data = load_data(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(msg("profiles.malformed-yaml", problem=getattr(exc, 'problem', exc)), path=where,
-                          line=mark.line + 1 if mark else None) from None
+    data = load_yaml(text, where) or {}  # bounded, a YAML error at its line and column
     if not isinstance(data, dict) or "name" not in data:
         raise ConfigError(msg("profiles.family-profile-mapping"), path=where)
     return data
