@@ -116,6 +116,8 @@ class StackedBarChart(ExportableChart, QWidget):
         same = abs(capacity - budget) < 0.005 * GiB
         self.budget_line.setVisible(not same)
         cap = f"{capacity / GiB:,.2f}"
+        for line in (self.capacity_line, self.budget_line):
+            line.label.setVisible(line.isVisible())  # a hidden label ignores its new text (declutter decides)
         self.capacity_line.label.setFormat(translate("Charts", "capacity = budget {0} GiB").format(cap) if same else
                                            translate("Charts", "capacity {0} GiB").format(cap))
         self.budget_line.label.setFormat(translate("Charts", "budget {0} GiB").format(f"{budget / GiB:,.2f}"))

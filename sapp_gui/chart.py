@@ -3,8 +3,9 @@
 The tensors the framework holds are stacked first, the device-level parts (library workspaces, allocator slack,
 runtime context, communication libraries) on top; the allocator's low–high band is a whisker at the device peak,
 and a dashed outline reaches the optimizer step where it is the stage's peak. Bars over budget get a vermillion
-outline, the peak stage is labelled with its device peak, and a pinned baseline is drawn faded beside the current
-bars with the per-stage delta above each pair.
+outline, the peak stage is labelled with its device peak, and a pinned baseline of the same pipeline depth is drawn
+faded beside the current bars with the per-stage delta above each pair. A baseline of another depth is one line at
+its plan's peak: its stage i holds other layers, so stage-by-stage bars would compare unlike stages.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from .language import category_label, translate
 from .panel import plan_difference, plan_text
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET
 
+PINNED_COLOR = "#6e6e6e"
+WORD_JOINER = "\u2060"
+DASHES = f"-{WORD_JOINER}&nbsp;-{WORD_JOINER}&nbsp;-"  # the budget's dashed line, one unbreakable mark
+
 PAIR_OFFSET = 0.21
 PAIR_WIDTH = 0.4
-
-
-WORD_JOINER = "\u2060"
 
 
 def nb(text: str) -> str:
@@ -41,33 +43,41 @@ def nb(text: str) -> str:
     return text if text.isascii() else WORD_JOINER.join(text)
 
 
+def entry(mark: str, label: str) -> str:
+    """A legend entry: its mark and its label, never broken apart (Unicode allows a break before Chinese text
+    after a no-break space, and before a no-break space after a hyphen)."""
+    return f"{mark}{WORD_JOINER}&nbsp;{WORD_JOINER}{label}"
+
+
 def category_legend_items(shown: tuple[str, ...] = CATEGORIES) -> list[str]:
-    return [f"<span style='color:{CATEGORY_COLORS[c]}; font-size:13pt'>■</span>&nbsp;{nb(category_label(c))}"
+    return [entry(f"<span style='color:{CATEGORY_COLORS[c]}; font-size:13pt'>■</span>", nb(category_label(c)))
             for c in reversed(CATEGORIES) if c in shown]
 
 
 def legend_html(pinned: bool | str = False, lines: bool = True, shown: tuple[str, ...] = CATEGORIES,
-                band: bool = False, optimizer_step: bool = False) -> str:
+                band: bool = False, optimizer_step: bool = False, pinned_line: bool = False) -> str:
     """The categories shown, the lines and markers drawn; ``pinned`` is the pinned baseline's description (or
-    True)."""
+    True), drawn as bars on the left of each stage or, with ``pinned_line``, as one line at its plan's peak."""
     items = category_legend_items(shown)
     if band:  # the whisker at the device peak: the allocator's low-high band
         name = translate("Charts", "allocator band")
-        items.append(f"<b>⌶</b>&nbsp;{nb(name)}")
+        items.append(entry("<b>⌶</b>", nb(name)))
     if lines:
         capacity, budget = nb(translate("Charts", "capacity")), nb(translate("Charts", "budget"))
         over = nb(translate("Charts", "over budget"))
-        items.append(f"<span style='color:{CAPACITY}'><b>———</b></span>&nbsp;{capacity}")
-        items.append(f"<span style='color:{OVER_BUDGET}'><b>- - -</b></span>&nbsp;{budget}")
-        items.append(f"<span style='color:{OVER_BUDGET}; font-size:13pt'>□</span>&nbsp;{over}")
+        items.append(entry(f"<span style='color:{CAPACITY}'><b>———</b></span>", capacity))
+        items.append(entry(f"<span style='color:{OVER_BUDGET}'><b>{DASHES}</b></span>", budget))
+        items.append(entry(f"<span style='color:{OVER_BUDGET}; font-size:13pt'>□</span>", over))
     if optimizer_step:  # the dashed tick above a bar whose optimizer step goes higher than its training peak
         step = nb(translate("Charts", "optimizer-step peak"))
-        items.append(f"<span style='color:{OVER_BUDGET}'><b>┅</b></span>&nbsp;{step}")
+        items.append(entry(f"<span style='color:{OVER_BUDGET}'><b>┅</b></span>", step))
     if pinned:
-        left = nb(translate("Charts", "pinned (left)"))
+        left = nb(translate("Charts", "pinned peak") if pinned_line else translate("Charts", "pinned (left)"))
         if isinstance(pinned, str):  # what the baseline is: a plan in words, never markup
             left += ": " + escape(pinned)
-        items.append(f"<span style='color:#9a9a9a; font-size:13pt'>▥</span>&nbsp;{left}")
+        mark = f"<span style='color:{PINNED_COLOR}'><b>·&nbsp;·&nbsp;·</b></span>" if pinned_line else \
+            "<span style='color:#9a9a9a; font-size:13pt'>▥</span>"
+        items.append(entry(mark, left))
     return "&nbsp;&nbsp; ".join(items)
 
 
@@ -99,6 +109,15 @@ class StageChart(StackedBarChart):
             bar.setZValue(-1)
             self.pinned_bars[cat] = bar
             item.addItem(bar)
+        # a pinned baseline of another pipeline depth: its plan's peak, one line across the stages
+        self.pinned_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(PINNED_COLOR, width=1.6 * device_scale(),
+                                                                 style=Qt.PenStyle.DotLine),
+                                           label="", labelOpts={"position": 0.015, "color": PINNED_COLOR,
+                                                                "anchors": [(0, 1.25), (0, 1.25)],
+                                                                "fill": (255, 255, 255, 210)})
+        self.pinned_line.setZValue(14)
+        self.pinned_line.setVisible(False)
+        item.addItem(self.pinned_line)
         self.peak_label = pg.TextItem(anchor=(0.5, 1.0), fill=(255, 255, 255, 200))  # no line strikes through it
         self.peak_label.setZValue(25)
         item.addItem(self.peak_label)
@@ -147,7 +166,7 @@ class StageChart(StackedBarChart):
         n = len(result.stages)
         stack = np.array([[s.bytes_by_category[c] for c in CATEGORIES] for s in result.stages], dtype=float)
         base = np.arange(n, dtype=float)
-        paired = pinned is not None
+        paired = pinned is not None and len(pinned.stages) == n  # stage i of another depth holds other layers
         x = base + PAIR_OFFSET if paired else base
         width = PAIR_WIDTH if paired else 0.7
         self.set_stack(x, stack, width)
@@ -191,10 +210,10 @@ class StageChart(StackedBarChart):
         self._base_top = max(tops) / GiB * 1.1
         self.set_y_top(self._base_top)
         self._declutter_timer.start()
-        slots = max(n, len(pinned.stages) if pinned else 0)
+        slots = n
         pad = max(0.0, (4 - slots) / 2)  # one or two stages: keep the bars bar-shaped
         right = 0.0
-        if pinned is not None:  # room for the line labels right of the last pair, clear of the delta labels
+        if paired:  # room for the line labels right of the last pair, clear of the delta labels
             per_slot = max(self.plot.width(), 300) / (slots + 1)
             right = min(float(slots), 150 / per_slot)
         item.setXRange(-0.6 - pad, slots - 0.4 + pad + right, padding=0)
@@ -207,24 +226,38 @@ class StageChart(StackedBarChart):
         if self.pinned is not None:
             pinned = self.pinned_diff or (translate("Charts", "same degrees, sequence and batch")
                                           if self.pinned_text else True)
-            if self.result is not None and len(self.pinned.stages) != len(self.result.stages):
+            if self.other_depth:
                 pinned = f"{pinned if isinstance(pinned, str) else ''} — " + translate(
-                    "Charts", "another pipeline depth: no per-stage differences")
+                    "Charts", "another pipeline depth: stages not comparable")
             if self.pinned_text:
                 self.legend.setToolTip(translate("Charts", "Pinned baseline: {0}").format(self.pinned_text))
         stages = self.result.stages if self.result is not None else ()
         return legend_html(pinned, shown=self.shown, optimizer_step=self.opt_shown,
-                           band=any(s.device_peak_high - s.device_peak_low > 1e-3 * GiB for s in stages))
+                           band=any(s.device_peak_high - s.device_peak_low > 1e-3 * GiB for s in stages),
+                           pinned_line=self.other_depth)
+
+    @property
+    def other_depth(self) -> bool:
+        """A pinned baseline of another pipeline depth (drawn as its plan's peak line, not stage by stage)."""
+        return self.pinned is not None and self.result is not None and \
+            len(self.pinned.stages) != len(self.result.stages)
 
     def _draw_pinned(self, pinned: Result | None, n: int) -> None:
         for label in self.delta_labels:
             self.plot.getPlotItem().removeItem(label)
         self.delta_labels = []
-        if pinned is None:
+        m = len(pinned.stages) if pinned is not None else 0
+        self.pinned_line.setVisible(pinned is not None and m != n)
+        if pinned is None or m != n:
             for bar in self.pinned_bars.values():
                 bar.setOpts(x=np.zeros(0), height=np.zeros(0), y0=np.zeros(0))
+            if pinned is not None:  # another depth: the plan-level peak only
+                peak = max(s.device_peak for s in pinned.stages)
+                self.pinned_line.setPos(peak / GiB)
+                self.pinned_line.label.setVisible(True)  # a hidden label ignores its new text (declutter decides)
+                self.pinned_line.label.setFormat(translate("Charts", "pinned peak {0} GiB (pp {1})").format(
+                    f"{peak / GiB:,.2f}", m))
             return
-        m = len(pinned.stages)
         stack = np.array([[s.bytes_by_category[c] for c in CATEGORIES] for s in pinned.stages], dtype=float) / GiB
         x = np.arange(m, dtype=float) - PAIR_OFFSET
         bottom = np.zeros(m)
@@ -237,7 +270,7 @@ class StageChart(StackedBarChart):
         narrow = self.plot.width() / max(n, m, 1) < 75  # two short lines instead of one long one
         font = QFont(self.font())
         font.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.8))
-        for i in range(min(n, m) if n == m else 0):  # other depths: stage i holds other layers (legend says)
+        for i in range(n):
             delta = current[i] - before[i]
             color = OVER_BUDGET if delta > 0.005 else ("#00795A" if delta < -0.005 else "#555555")
             text = f"{delta:+.2f}<br>GiB" if narrow else f"{delta:+.2f} GiB"
@@ -272,7 +305,7 @@ class StageChart(StackedBarChart):
                 break
             top = wanted
         taken = [peak_rect, *(label.sceneBoundingRect() for label in self.delta_labels)]
-        for line, above in ((self.capacity_line, True), (self.budget_line, False)):
+        for line, above in ((self.capacity_line, True), (self.budget_line, False), (self.pinned_line, True)):
             label = line.label
             label.setVisible(line.isVisible())
             sides = (1.25, -0.25) if above else (-0.25, 1.25)  # its own side of the line first
@@ -321,6 +354,7 @@ class StageChart(StackedBarChart):
                 "by_category_gib": {c: self.heights(c).copy() for c in CATEGORIES},
                 "over_budget": np.asarray(self.over_item.opts["x"]).copy(),
                 "pinned_stages": len(self.pinned_bars[CATEGORIES[0]].opts["x"]),
+                "pinned_peak_gib": float(self.pinned_line.value()) if self.pinned_line.isVisible() else None,
                 "deltas": [item.textItem.toPlainText().replace("\n", " ").replace("\u2028", " ")
                            for item in self.delta_labels],
                 "peak_label": self.peak_label.textItem.toPlainText(),

@@ -337,10 +337,6 @@
         <translation>分配器区间</translation>
     </message>
     <message>
-        <source>optimizer step</source>
-        <translation>优化器步</translation>
-    </message>
-    <message>
         <source>capacity</source>
         <translation>容量</translation>
     </message>
@@ -359,6 +355,10 @@
     <message>
         <source>pinned (left)</source>
         <translation>已固定基线（左）</translation>
+    </message>
+    <message>
+        <source>pinned peak</source>
+        <translation>已固定基线峰值</translation>
     </message>
     <message>
         <source>Memory per pipeline stage</source>
@@ -381,8 +381,12 @@
         <translation>并行度、序列长度与批大小均相同</translation>
     </message>
     <message>
-        <source>another pipeline depth: no per-stage differences</source>
-        <translation>流水线深度不同：不显示逐阶段差值</translation>
+        <source>another pipeline depth: stages not comparable</source>
+        <translation>流水线深度不同：各阶段不可比</translation>
+    </message>
+    <message>
+        <source>pinned peak {0} GiB (pp {1})</source>
+        <translation>已固定基线峰值 {0} GiB（pp {1}）</translation>
     </message>
     <message>
         <source>Pinned baseline: {0}</source>

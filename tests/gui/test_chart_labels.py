@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+import pytest
 from gui_helpers import MF_QWEN3, open_and_wait
 from PySide6.QtGui import QFontMetrics
 
@@ -106,11 +108,11 @@ def test_the_optimizer_step_marker_is_in_the_legend_and_under_the_peak_label(qtb
     assert chart.peak_label.sceneBoundingRect().bottom() <= tick_y + 1
 
 
-def test_the_pinned_baseline_describes_itself_and_other_depths_draw_no_stage_deltas(qtbot, window,
-                                                                                    dense_plan) -> None:
+def test_the_pinned_baseline_describes_itself_and_other_depths_draw_only_their_peak(qtbot, window,
+                                                                                     dense_plan) -> None:
     """Issue 12: the pinned baseline says what it is (degrees, sequence length, global batch, devices); beside a
-    plan of another pipeline depth, stage i holds other layers, so no per-stage delta is drawn and the legend
-    says why."""
+    plan of another pipeline depth, stage i holds other layers, so neither its stages nor per-stage deltas are
+    drawn — one line at its plan's peak — and the legend says why."""
     from gui_helpers import edit_and_wait
 
     open_and_wait(qtbot, window, [dense_plan])
@@ -121,12 +123,16 @@ def test_the_pinned_baseline_describes_itself_and_other_depths_draw_no_stage_del
     assert "pinned (left): dp 4 · tp 4 · m 16" in legend  # what differs from the plan on screen (tp 8, dp 2)
     assert chart.legend.toolTip() == ("Pinned baseline: dp 4 · tp 4 · pp 4 · mbs 1 · rec selective · seq 4,096 · "
                                       "global batch 64 · 64 × A2")  # and the whole plan
-    assert len(chart.data()["deltas"]) == 4  # same depth: a delta per stage
+    assert len(chart.data()["deltas"]) == 4 and chart.data()["pinned_peak_gib"] is None  # same depth: per stage
+    pinned_peak = max(s.device_peak for s in window.doc.pinned.result.stages) / 2**30
     edit_and_wait(qtbot, window, lambda: window.edit({"strategy.pp": 8}))
-    assert chart.data()["deltas"] == []
+    data = chart.data()
+    assert data["deltas"] == [] and data["pinned_stages"] == 0  # no stage of pp 4 beside a stage of pp 8
+    assert data["pinned_peak_gib"] == pytest.approx(pinned_peak)
+    np.testing.assert_allclose(data["x"], np.arange(8))  # the bars alone, centred on their stages
     legend = chart.legend.text().replace("&nbsp;", " ")
-    assert "pinned (left): dp 4 · tp 4 · pp 4 · m 16 — another pipeline depth: no per-stage differences" in legend
-    assert chart.data()["pinned_stages"] == 4
+    assert "pinned peak: dp 4 · tp 4 · pp 4 · m 16 — another pipeline depth: stages not comparable" in legend
+    assert chart.pinned_line.label.toPlainText() == f"pinned peak {pinned_peak:,.2f} GiB (pp 4)"
 
 
 def test_a_short_stage_chart_keeps_its_scale_and_lines(qtbot) -> None:
