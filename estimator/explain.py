@@ -28,7 +28,7 @@ FORMULAS: dict[str, str] = {
              "+1/32 MXFP8",
     "P-LOCAL": "E_d = tp/t + rep; E_e = exp/(ep·etp)",
     "P-EMB": "v_pad·h / t (÷ 1 with vocab_emb_dp)",
-    "P-POS": "n_pos·h learned absolute positions, replicated across TP, on the first stage only",
+    "P-POS": "n_pos·h (learned absolute positions: replicated across TP, on the first stage only)",
     "P-HEAD": "c_norm·h + v_pad·h/t_H (t_H = 1: MindFormers replicates the head with vocab_emb_dp, D58)",
     "A-LAYER": "n_j·(T·(Σ_SP/sp_div + Σ_TP/t + Σ_REP + Σ_V·v_pad/t_V) + R·(Σ_EXP + Σ_EXPT/etp) + β_c·casts)",
     "A-FULL": "n_j·β_r·h·T/d_in",
@@ -120,10 +120,15 @@ class Quantity:
             "op": self.op, "note": self.note, "children": [c.to_dict() for c in self.children],
         }
 
+    def number(self) -> str:
+        """The value without its unit: a whole count with thousands separators (elements), else 6 digits."""
+        whole = float(self.value).is_integer() and abs(self.value) < 1e15
+        return f"{self.value:,.0f}" if whole else f"{self.value:g}"
+
     def render(self, depth: int = 0, max_depth: int = 4, language: str = ENGLISH) -> str:
         """Indented text: label = value, the formula and its substitution, then the children."""
         pad = "  " * depth
-        value = fmt_bytes(self.value) if self.unit == "B" else f"{self.value:g} {self.unit}"
+        value = fmt_bytes(self.value) if self.unit == "B" else f"{self.number()} {self.unit}"
         note = self.localized("note", language)
         lines = [f"{pad}{self.localized('label', language)} = {value}" +
                  (f"  [{self.formula_id}]" if self.formula_id else "") + (f"  ({note})" if note else "")]

@@ -66,7 +66,8 @@ def layer_node(total: Quantity, category: str, stage: StageResult, row_index: in
 def format_value(q: Quantity) -> str:
     if q.unit == "B":
         return fmt_bytes(q.value)
-    return f"{q.value:g} {q.unit}"
+    unit = translate("Explain", "elements") if q.unit == "elements" else q.unit
+    return f"{q.number()} {unit}"
 
 
 class ExplainView(QWidget):

@@ -61,12 +61,14 @@ def test_the_position_ids_are_kept_per_micro_batch_in_flight():
 def test_explain_names_the_position_table():
     _, with_table = _pair()
     tree = with_table.stages[0].explain
-    assert tree is not None
-    positions = _find(tree, "P-POS")
-    assert [round(q.value) for q in positions] == [2 * TABLE, 4 * TABLE, 6 * TABLE]  # parameters, grads, states
-    assert all(q.inputs["n_pos"] == N_POS and q.inputs["h"] == H for q in positions)
-    words = _find(tree, "P-EMB")
-    assert len(words) == 3 and all(w.value > 0 for w in words)
+    assert tree is not None and tree.check() == []
+    [positions] = _find(tree, "P-POS")  # under the embedding's parameter leaf: the elements of its E_d
+    assert (positions.value, positions.unit) == (TABLE, "elements")
+    assert positions.substituted().startswith(f"{N_POS}·{H} ")
+    [words] = _find(tree, "P-EMB")
+    parameters = next(q for q in _find(tree, "S-LAYER.params") if words in q.children)
+    assert parameters.inputs["E_d"] == words.value + positions.value
+    assert words.value == words.inputs["v_pad"] * H / 2  # vocabulary-parallel over t = 2
     assert _find(with_table.stages[1].explain, "P-POS") == []
 
 

@@ -201,19 +201,17 @@ def _row_leaf(pricer: StagePricer, category: str, label: Text, value: float, row
 
 
 def _with_positions(pricer: StagePricer, category: str, leaf: Quantity, row: Row) -> Quantity:
-    """The first stage's embedding row with learned positions: its static bytes split into the word table [P-EMB]
-    and the position table [P-POS] (each category is linear in E_d, so the shares are the elements')."""
-    d = pricer.r.dims
-    if row.item.kind != EMBEDDING or not d.n_pos or category not in ("parameters", "gradients", "optimizer_states"):
+    """The first stage's embedding row with learned positions: its parameter leaf names the elements of E_d, the
+    word table [P-EMB] and the position table [P-POS] (the gradient and optimizer leaves use the same E_d)."""
+    d, par = pricer.r.dims, pricer.r.par
+    if row.item.kind != EMBEDDING or not d.n_pos or category != "parameters":
         return leaf
     pos = float(position_table(d))
-    words = float(row.local.dense) - pos
-    share = pos / (pos + words)
-    leaf.children = [Quantity(msg("explain.word-embedding"), leaf.value * (1 - share), "P-EMB",
-                              {"v_pad": pricer.vpad, "h": d.h, "E": words}),
-                     Quantity(msg("explain.position-table"), leaf.value * share, "P-POS",
-                              {"n_pos": d.n_pos, "h": d.h, "E": pos})]
-    leaf.op = "sum"
+    t = 1 if pricer.r.flags.vocab_emb_dp else par.t
+    leaf.children = [Quantity(msg("explain.word-embedding"), float(row.local.dense) - pos, "P-EMB",
+                              {"v_pad": pricer.vpad, "h": d.h, "t": t}, unit="elements"),
+                     Quantity(msg("explain.position-table"), pos, "P-POS", {"n_pos": d.n_pos, "h": d.h},
+                              unit="elements")]
     return leaf
 
 

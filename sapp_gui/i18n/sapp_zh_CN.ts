@@ -665,6 +665,10 @@
         <translation>{0} 没有单独的计算过程：显示的是阶段总量</translation>
     </message>
     <message>
+        <source>elements</source>
+        <translation>个元素</translation>
+    </message>
+    <message>
         <source>Select a bar segment to see how its number is computed.</source>
         <translation>选择柱形中的一段，查看其数值的计算方式。</translation>
     </message>
