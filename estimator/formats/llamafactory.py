@@ -133,10 +133,12 @@ def _trainer(out: Collector, data: dict[str, Any], path: str, devices: int) -> N
                                                                if trainer.gradient_accumulation else
                                                                "the Trainer's default 1")
     half = trainer.bf16 or trainer.fp16
-    full = data.get("finetuning_type", DEFAULTS["finetuning_type"]) == "full"
+    # freeze is priced as full fine-tuning (W-NOT-PRICED.freeze-*): every weight as a trainable one, an upper bound
+    full = data.get("finetuning_type", DEFAULTS["finetuning_type"]) in ("full", "freeze")
     key = "bf16" if trainer.bf16 else "fp16" if trainer.fp16 else "bf16/fp16"
     if half and full and not data.get("pure_bf16"):
-        # LLaMA-Factory casts the trainable weights to fp32; the Trainer runs bf16/fp16 autocast on them
+        # LLaMA-Factory casts the trainable weights to fp32 (full and freeze alike, model/adapter.py init_adapter);
+        # the Trainer runs bf16/fp16 autocast on them
         out.put("strategy.param_bytes", 4.0, key, True)
         out.put("strategy.compute_bytes", 2.0, key, True)
         out.derive("strategy.grad_bytes", 4.0, "fp32 trainable weights get fp32 gradients")
