@@ -58,7 +58,8 @@ class FieldInfo:
 
 SIZE_FIELDS = {"hardware.capacity", "options.reserve", "options.margin", "options.budget_override",
                "options.max_device_memory", "options.comm_lib_per_group", "options.hccl_buffsize",
-               "options.p2p_hccl_buffsize", "options.nccl_buffsize", "options.runtime_context"}
+               "options.p2p_hccl_buffsize", "options.nccl_buffsize", "options.runtime_context",
+               "options.nccl_nvls_chunksize"}
 
 # flat strategy aliases for nested records
 _STRATEGY_FLAT = {

@@ -68,7 +68,10 @@ class Hardware(Record):
     runtime_context: tuple[tuple[str, float], ...] = ()
     workspaces: tuple[tuple[str, float], ...] = ()
     comm_library: str = "nccl"   # the collective library whose buffer rules apply (nccl | hccl)
-    nvlink_sharp: bool = False   # NVSwitch with NVLink SHARP: NCCL adds NVLS buffers the estimate does not price
+    nvlink_sharp: bool = False   # NVSwitch with NVLink SHARP: NCCL keeps NVLS buffers per communicator [D-NVLS]
+    # CUDA compute capability (9.0 Hopper, 10.0 Blackwell): sizes Transformer Engine's cuBLASLt workspace and NCCL's
+    # NVLS channels; None on devices without CUDA (Ascend)
+    compute_capability: float | None = None
     sources: tuple[Source, ...] = ()
     provenance: tuple[Vouch, ...] = ()
 
@@ -150,6 +153,8 @@ def figures(hw: Hardware) -> dict[str, float]:
         out["capacity_smi"] = hw.capacity_smi
     if hw.host_ram_per_node is not None:
         out["host_ram_per_node"] = hw.host_ram_per_node
+    if hw.compute_capability is not None:
+        out["compute_capability"] = hw.compute_capability
     for i, level in enumerate(hw.levels):
         for name in ("devices", "bandwidth", "latency", "efficiency"):
             out[f"levels[{i}].{name}"] = getattr(level, name)
@@ -179,7 +184,7 @@ def _number(value: Any, where: str, key: str) -> float:
 PRESET_KEYS = ("id", "name", "aliases", "capacity", "capacity_smi", "levels", "peak_flops", "eff_matmul",
                "hbm_bandwidth", "eff_hbm", "host_link_bandwidth", "host_ram_per_node", "efficiency_band",
                "runtime_context", "workspaces", "comm_library", "nvlink_sharp", "sources", "provenance",
-               "eff_attention")
+               "eff_attention", "compute_capability")
 
 
 def _size(data: dict[str, Any], key: str, where: str) -> float | None:
@@ -316,6 +321,8 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
         workspaces=_per_runtime(data, "workspaces", where),
         comm_library=_library(data, where),
         nvlink_sharp=_nvlink_sharp(data, where),
+        compute_capability=_number(data["compute_capability"], where, "compute_capability")
+        if data.get("compute_capability") is not None else None,
         sources=read_sources(data.get("sources"), where),
     )
     return hw.replace(provenance=_vouches(data, where, hw))

@@ -62,6 +62,14 @@ class RunOptions(Record):
     p2p_hccl_buffsize: float | None = None
     nccl_buffsize: float | None = None
     runtime_context: float | None = None
+    # NCCL's NVLink SHARP buffers [D-NVLS]: NCCL_NVLS_ENABLE (None: NCCL's default, on where the switch has it),
+    # NCCL_NVLS_CHUNKSIZE (bytes) and NCCL_NVLS_NCHANNELS (None: NCCL's defaults)
+    nccl_nvls_enable: bool | None = None
+    nccl_nvls_chunksize: float | None = None
+    nccl_nvls_nchannels: int | None = None
+    # Transformer Engine's layers (Megatron --transformer-impl transformer_engine): its cuBLASLt workspaces
+    # [D-WORKSPACE]; None: the framework's default on a CUDA device
+    transformer_engine: bool | None = None
     # a calibration profile's terms (sapp calibrate, estimator/calibrate): they apply to the profile's device
     allocator_slack_factor: float | None = None    # × the modelled allocator slack
     allocator_slack_fraction: float | None = None  # slack as a fraction of the tensor peak (static planners)

@@ -65,6 +65,10 @@ def preset_mapping(hw: Hardware, preset_id: str, name: str | None = None) -> dic
     if hw.workspaces:
         out["workspaces"] = {k: f"{v / MiB:g}MiB" for k, v in hw.workspaces}
     out["comm_library"] = hw.comm_library
+    if hw.nvlink_sharp:
+        out["nvlink_sharp"] = True
+    if hw.compute_capability is not None:
+        out["compute_capability"] = hw.compute_capability
     # every figure keeps its source; one the user changed is the user's from now on
     sources = {s.id: s for s in hw.sources}
     provenance: dict[str, str] = {}

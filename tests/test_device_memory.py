@@ -16,6 +16,7 @@ from estimator.device.allocator import AllocatorConfig, CachingAllocator, alloca
 from estimator.device.communicators import library_bytes, library_rule, rank_groups
 from estimator.device.knobs import env_options, parse_alloc_conf
 from estimator.device.trace import stage_trace
+from estimator.device.workspaces import library_workspaces
 from estimator.errors import ConfigError
 from estimator.estimate import estimate, layout_inputs
 from estimator.formats import parse
@@ -193,8 +194,8 @@ def test_trace_reproduces_the_estimate_at_its_peak(shared_dir: Path) -> None:
     estimate's instants), so the slack it measures is the slack of the estimated peak."""
     for _rec, plan in _plans(shared_dir):
         dm, pricer = _device(plan, "")
-        workspaces = dm.bytes_by_category["library_workspaces"]
-        events = stage_trace(pricer, 0, stage_rows(pricer, 0), workspaces).compact()
+        assert library_workspaces(pricer.r).total == dm.bytes_by_category["library_workspaces"]
+        events = stage_trace(pricer, 0, stage_rows(pricer, 0), library_workspaces(pricer.r)).compact()
         steady = replay(events)[-1]
         assert steady.max_allocated == pytest.approx(dm.tensor_peak, rel=0.01), plan.name  # block rounding
 

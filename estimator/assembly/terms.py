@@ -181,7 +181,7 @@ def _device_terms() -> tuple[StageTerm, ...]:
     # the device holds each of them at the optimizer step too (the allocator never gives a segment back)
     return (
         StageTerm("D-WORKSPACE", "library_workspaces", "workspaces", d.workspaces, None,
-                  d.inputs_workspaces, lambda view: msg("explain.device-workspaces")),
+                  d.inputs_workspaces, d.note_workspaces),
         StageTerm("D-SLACK", "allocator_slack", "allocator_slack", d.slack, None, d.inputs_slack, d.note_slack),
         StageTerm("D-CONTEXT", "runtime_context", "runtime_context", d.context, None, d.inputs_context,
                   lambda view: msg("explain.device-context")),

@@ -4,7 +4,8 @@ peak (what the device shows: the allocator plus the runtime context and the comm
 The terms are the assembler's stage terms (``stage_terms``); this module holds their rules:
 
 [D-TENSOR]  tensor peak = the stage's largest instant (the optimizer step included) + library workspaces
-            (cuBLAS and the like are handed out by the caching allocator, so they count as allocated)
+            (cuBLAS, Transformer Engine: handed out by the caching allocator, so they count as allocated;
+            ``workspaces``)
 [D-SLACK]   allocator slack = reserved − allocated of the caching-allocator replay (``allocator``) of the
             stage's allocation trace (``trace``), at the steady-state step; band: the same with every transient
             tensor 1 % smaller and 1 % larger (best fit is that sensitive); 0 for MindSpore's static plan
@@ -27,6 +28,7 @@ from ..units import GiB
 from .allocator import AllocatorConfig, replay
 from .knobs import parse_alloc_conf
 from .trace import stage_trace
+from .workspaces import LibraryWorkspaces
 
 # torchtitan's launcher (run_train.sh) exports PYTORCH_ALLOC_CONF="expandable_segments:True"
 FRAMEWORK_ALLOC_CONF = {"torchtitan": "expandable_segments:True"}
@@ -65,7 +67,7 @@ _EVENTS_KEPT = 64
 _EVENTS_LOCK = threading.Lock()
 
 
-def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: float) -> tuple:
+def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: LibraryWorkspaces) -> tuple:
     """The stage's allocation trace, kept for the recent plans (the same plan estimated again is not traced
     again: the trace is a function of the plan's records and the stage)."""
     r = pricer.r
@@ -84,7 +86,7 @@ def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: fl
 
 
 def allocator_slack(pricer: StagePricer, stage: int, rows: list[Row], config: AllocatorConfig,
-                    workspace: float) -> tuple[float, float, float]:
+                    workspace: LibraryWorkspaces) -> tuple[float, float, float]:
     """[D-SLACK] (nominal, low, high): the replay, and the replays with the transient tensors over BAND."""
     events = stage_events(pricer, stage, rows, workspace)
     values = [replayed_slack(events, config, scale) for scale in (1.0, *BAND)]

@@ -27,7 +27,7 @@ def _ratio(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: Ru
     from ..resolve import resolve
     from ..stage import StagePricer, stage_rows
     from .memory import allocator_kind, replayed_slack, stage_events
-    from .stage_terms import workspace_bytes
+    from .workspaces import library_workspaces
 
     opts = options.replace(allocator_slack_ratio=0.0, allocator_slack_factor=None, allocator_slack_fraction=None)
     try:
@@ -45,7 +45,7 @@ def _ratio(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: Ru
     if kind == "static" or amount <= 0:
         return 0.0
     pricer = StagePricer(r, build_layout(layout_inputs(r)))
-    events = stage_events(pricer, stage.index, stage_rows(pricer, stage.index), workspace_bytes(r))
+    events = stage_events(pricer, stage.index, stage_rows(pricer, stage.index), library_workspaces(r))
     return replayed_slack(events, config) / amount
 
 

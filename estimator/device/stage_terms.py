@@ -13,8 +13,10 @@ from ..arr import Num, gt, is_array
 from ..hardware import runtime_of
 from ..messages import Message, msg
 from ..result import TENSOR_CATEGORIES
+from ..units import fmt_bytes
 from .communicators import communicator_count, library_bytes, library_rule, rank_groups
 from .memory import DEFAULT_CONTEXT, allocator_kind, allocator_slack, calibrated_options
+from .workspaces import library_workspaces, uses_transformer_engine
 
 if TYPE_CHECKING:
     from ..resolve import Resolved
@@ -38,13 +40,10 @@ def _runtime(view: StageView) -> str:
     return runtime_of(view.r.flags.framework)
 
 
-def workspace_bytes(r: Resolved) -> float:
-    return r.hardware.workspace_bytes(runtime_of(r.flags.framework)) or 0.0
-
-
 def workspaces(view: StageView) -> Num:
-    """[D-WORKSPACE] library workspaces handed out by the caching allocator (cuBLAS …): part of the tensor peak."""
-    return workspace_bytes(view.r)
+    """[D-WORKSPACE] library workspaces handed out by the caching allocator (PyTorch's cuBLAS handles, Transformer
+    Engine's cuBLASLt workspaces; ``workspaces``): part of the tensor peak."""
+    return library_workspaces(view.r).total
 
 
 def context(view: StageView) -> Num:
@@ -116,7 +115,8 @@ def slack(view: StageView) -> Num:
     elif ratio is None and pricer is not None and not vector and (replayed is None or view.stage in replayed):
         from ..stage import stage_rows
 
-        band = allocator_slack(pricer, view.stage, stage_rows(pricer, view.stage), config, workspace_bytes(r))
+        band = allocator_slack(pricer, view.stage, stage_rows(pricer, view.stage), config,
+                               library_workspaces(r))
         value = band[0]
     else:
         low_rel = high_rel = 1.0
@@ -146,7 +146,18 @@ def slack(view: StageView) -> Num:
 
 
 def inputs_workspaces(view: StageView) -> dict[str, Any]:
-    return {"runtime": _runtime(view)}
+    r = view.r
+    ws = library_workspaces(r)
+    return {"runtime": _runtime(view), "cublas": ws.cublas, "transformer_engine": uses_transformer_engine(r)[0],
+            "compute_capability": r.hardware.compute_capability, "te_workspaces": len(ws.te),
+            "te_workspace": ws.te[0] if ws.te else 0.0}
+
+
+def note_workspaces(view: StageView) -> Message:
+    r = view.r
+    ws = library_workspaces(r)
+    te = msg("device.te-workspaces", count=len(ws.te), size=fmt_bytes(ws.te[0])) if ws.te else msg("device.te-none")
+    return msg("device.note-workspaces", cublas=fmt_bytes(ws.cublas), te=te, why=uses_transformer_engine(r)[1])
 
 
 def inputs_context(view: StageView) -> dict[str, Any]:
@@ -183,4 +194,4 @@ def note_slack(view: StageView) -> Message:
     return allocator_kind(view.r)[2]
 
 
-__all__ = ["comm_library", "context", "slack", "workspace_bytes", "workspaces"]
+__all__ = ["comm_library", "context", "slack", "workspaces"]

@@ -22,8 +22,10 @@ from ..layout import EMBEDDING, OUTPUT
 from ..schedules import stage_order
 from ..stage import EMBEDDING_COPY, Row, StagePricer
 from .tensors import slot_tensors, weight_tensors
+from .workspaces import LibraryWorkspaces
 
 STEPS = 2
+NO_WORKSPACES = LibraryWorkspaces()
 COMPUTE, COPY_IN, REDUCE_SCATTER = 0, 1, 2
 
 
@@ -78,7 +80,7 @@ class Trace:
 class _Stage:
     """Builds the trace of one stage."""
 
-    def __init__(self, pricer: StagePricer, rows: list[Row], workspace: float) -> None:
+    def __init__(self, pricer: StagePricer, rows: list[Row], workspace: LibraryWorkspaces) -> None:
         self.p, self.rows, self.workspace = pricer, rows, workspace
         r = pricer.r
         self.w, self.f, self.par = r.widths, r.flags, r.par
@@ -94,6 +96,7 @@ class _Stage:
         self.rs_input: int | None = None
         self.states: list[int] = []
         self.handles_ws: list[int] = []
+        self.backward_ws = False
 
     # ------------------------------------------------------------------------------------------ static
     def init(self) -> None:
@@ -316,11 +319,14 @@ class _Stage:
             for op in ops:  # a split backward's W ops add nothing here: its weight gradients come with B
                 if op.kind == "F":
                     self.forward(op.microbatch, op.chunk)
-                    if step == 0 and self.workspace and not self.handles_ws:  # the forward thread's cuBLAS
-                        self.handles_ws.append(self.t.alloc(self.workspace / 2, what="workspace"))
+                    if step == 0 and not self.handles_ws:  # the forward thread's cuBLAS, TE's workspaces
+                        if self.workspace.cublas:
+                            self.handles_ws.append(self.t.alloc(self.workspace.cublas / 2, what="workspace"))
+                        self.handles_ws += [self.t.alloc(size, what="TE workspace") for size in self.workspace.te]
                 elif op.kind == "B":
-                    if step == 0 and len(self.handles_ws) == 1:  # the autograd thread's cuBLAS
-                        self.handles_ws.append(self.t.alloc(self.workspace / 2, what="workspace"))
+                    if step == 0 and not self.backward_ws and self.workspace.cublas:  # the autograd thread's cuBLAS
+                        self.backward_ws = True
+                        self.handles_ws.append(self.t.alloc(self.workspace.cublas / 2, what="workspace"))
                     self.backward(op.microbatch, op.chunk, op.microbatch == last.get(op.chunk))
             # FSDP2's root post-backward callback drops the last reduce-scatter input
             self.t.free(self.rs_input)
@@ -356,8 +362,8 @@ def _short_order(schedule: str, p: int, vp: int, m: int, stage: int, vpp_group: 
     return full
 
 
-def stage_trace(pricer: StagePricer, stage: int, rows: list[Row], workspace: float = 0.0,
-                labels: bool = False) -> Trace:
+def stage_trace(pricer: StagePricer, stage: int, rows: list[Row],
+                workspace: LibraryWorkspaces = NO_WORKSPACES, labels: bool = False) -> Trace:
     """The allocation trace of ``STEPS`` training steps of ``stage`` (eager PyTorch semantics); with
     ``labels`` every tensor says what it is."""
     builder = _Stage(pricer, rows, workspace)

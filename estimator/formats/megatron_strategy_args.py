@@ -317,6 +317,9 @@ def _precision(fl: FlagQueries, out: Collector, put: Put, t: int, cp: int, diale
                                  "--main-grads-dtype")):
         out.warn("W-FLAG", msg("W-FLAG.exp-avg-dtype"))
     _attention_kernel(fl, out, put, t, cp, dialect)
+    if fl.has("--transformer-impl"):  # Transformer Engine's layers hold its cuBLASLt workspaces [D-WORKSPACE]
+        impl = (fl.text("--transformer-impl") or "").lower()
+        out.put("options.transformer_engine", impl != "local", fl.where("--transformer-impl"), raw=impl)
     if fl.has("--moe-grouped-gemm"):
         put("strategy.grouped_gemm", True, "--moe-grouped-gemm")
 

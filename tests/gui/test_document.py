@@ -54,6 +54,8 @@ def test_hardware_edits_and_user_presets(doc: PlanSession, tmp_path: Path) -> No
     assert "h100-70g" in user_preset_ids(tmp_path / "presets")
     doc.apply({"hardware.device": "H100-70G"})
     assert doc.parsed.hardware.id == "H100-70G" and doc.parsed.hardware.capacity == 70 * GiB
+    # the device facts the device-level parts read survive the user preset (NVLS buffers, TE workspace)
+    assert doc.parsed.hardware.nvlink_sharp and doc.parsed.hardware.compute_capability == 9.0
     with pytest.raises(EditError) as info:
         doc.propose({"hardware.device": "no-such-device"})
     assert "hardware.device" in info.value.errors
