@@ -13,7 +13,6 @@ from functools import partial
 from typing import Any
 
 from .assembly import profile_points
-from .device.communicators import nvls_warning
 from .device.stages import price_stages
 from .device.workspaces import te_assumption
 from .errors import StrategyError
@@ -109,9 +108,6 @@ def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step:
         headroom = min(pool - max(s.allocator_peak for s in stages), headroom)
     counts = parameter_counts(r.model, r.dims)
     warnings = list(r.warnings) + list(layout.warnings)
-    nvls = nvls_warning(r)
-    if nvls is not None:
-        warnings.append(nvls)
     if host is not None and host.fits is False:
         per_device = fmt_bytes(host.per_device)
         warnings.append(EstimateWarning("W-HOST-RAM", msg("W-HOST-RAM", per_node=fmt_bytes(host.per_node),

@@ -109,6 +109,10 @@ class StageResult:
     def _band(self, end: str) -> float:
         return self.device.get(f"allocator_slack_{end}", self.allocator_slack) - self.allocator_slack
 
+    def _outside_band(self, end: str) -> float:
+        """The band of the parts outside the allocator: NCCL's NVLS buffers [D-NVLS], relative to the nominal."""
+        return self.device.get(f"comm_library_{end}", 0.0)
+
     @property
     def allocator_peak_low(self) -> float:
         return self.allocator_peak + self._band("low")
@@ -119,11 +123,11 @@ class StageResult:
 
     @property
     def device_peak_low(self) -> float:
-        return self.device_peak + self._band("low")
+        return self.device_peak + self._band("low") + self._outside_band("low")
 
     @property
     def device_peak_high(self) -> float:
-        return self.device_peak + self._band("high")
+        return self.device_peak + self._band("high") + self._outside_band("high")
 
     @cached_property
     def layers(self) -> tuple[LayerRow, ...]:

@@ -215,8 +215,8 @@ def test_device_notes_speak_english_and_chinese() -> None:
     assert comm.localized(CHINESE) == ("5 个通信域 + 2 个点对点（每个通信域 2 × HCCL_BUFFSIZE，"
                                        "每个点对点通信域 2 × P2P_HCCL_BUFFSIZE）")
     gpu = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")), stage=0)
-    assert str(note_comm(gpu)).endswith("(32 channels × 2 connections × (NCCL_BUFFSIZE + LL128 + LL) per "  # type: ignore[arg-type]
-                                        "communicator, 2 channels per point-to-point communicator)")
+    assert ("(32 channels × 2 connections × (NCCL_BUFFSIZE + LL128 + LL) per communicator, 2 channels per "
+            "point-to-point communicator); NCCL NVLS buffers") in str(note_comm(gpu))  # type: ignore[arg-type]
     assert str(note_slack(gpu)) == "default (PyTorch's default)"  # type: ignore[arg-type]
     assert note_slack(gpu).localized(CHINESE) == "默认（PyTorch 的默认值）"  # type: ignore[arg-type]
     titan = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="torchtitan")), stage=0)
@@ -228,23 +228,75 @@ def test_device_notes_speak_english_and_chinese() -> None:
                                     "(MindSpore sends through HCCL communicators))")
 
 
-def test_nvls_buffers_are_said_out_loud() -> None:
-    """NCCL's NVLS buffers are not priced: on an NVLink SHARP preset with more than 2 ranks in a node the estimate
-    warns and names NCCL_NVLS_ENABLE=0; not on A100 (no NVLink SHARP), not on HCCL, not with 2 ranks a node."""
-    from estimator.device.communicators import nvls_warning
+def test_nvls_buffers_priced_from_nccls_source() -> None:
+    """[D-NVLS] NCCL src/transport/nvls.cc: per communicator with L ranks in a node, channels × 2 × (chunk × 8 steps)
+    × L heads of unicast buffer plus channels × 2 × 64 B × L of credits, each rounded up to 2 MiB; 16 channels on
+    cc 9.x, 24 (one node) / 32 (across nodes) on cc ≥ 10; L > 2 (NCCL ≤ 2.28), L = 2 too from 2.29 (the high end);
+    allocated when an NVLS algorithm first runs (the low end holds none)."""
+    from estimator.device.communicators import nvls_bytes, nvls_rule
+
+    def comm(L: int, channels: int, chunk: int = 128 * KiB) -> int:
+        up = 2 * MiB
+        return -(-channels * 2 * chunk * 8 * L // up) * up + -(-channels * 2 * 64 * L // up) * up
+
+    assert comm(8, 16) == 258 * MiB  # H100/H200, 8 ranks a node
+    st = Strategy(seq_length=4096, dp=2, tp=4, pp=2, micro_batches=4, sequence_parallel=True)  # 2 nodes of 8
+    h200 = resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron"))
+    groups = rank_groups(h200, 0)
+    # world: 8 ranks a node; TP 4; DP 2 (stride 4: both in one node); expert TP 4; EDP 2; no NVLS for p2p
+    assert nvls_bytes(groups, nvls_rule(h200)) == comm(8, 16) + comm(4, 16) + comm(4, 16)
+    assert nvls_bytes(groups, nvls_rule(h200), min_local=2) == \
+        comm(8, 16) + comm(4, 16) + comm(4, 16) + comm(2, 16) + comm(2, 16)
+    b200 = resolve(MOE, st, find_preset("B200"), RunOptions(framework="megatron"))
+    assert nvls_bytes(rank_groups(b200, 0), nvls_rule(b200)) == comm(8, 32) + comm(4, 24) + comm(4, 24)
+    big = resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron", nccl_nvls_chunksize=256 * KiB,
+                                                           nccl_nvls_nchannels=8))
+    assert nvls_bytes(groups, nvls_rule(big)) == comm(8, 8, 256 * KiB) + 2 * comm(4, 8, 256 * KiB)
+    for device, options in (("H200", RunOptions(framework="megatron", nccl_nvls_enable=False)),
+                            ("A100", RunOptions(framework="megatron")), ("A2", RunOptions(framework="megatron"))):
+        assert nvls_rule(resolve(MOE, st, find_preset(device), options)) is None, device
+    # the estimate: nominal in the device peak (outside the allocator), band from none to the 2-rank groups too
+    on = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron"))
+    off = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron", nccl_nvls_enable=False))
+    nominal = comm(8, 16) + 2 * comm(4, 16)
+    s_on, s_off = on.stages[0], off.stages[0]
+    assert s_on.device_peak - s_off.device_peak == pytest.approx(nominal)
+    assert s_on.allocator_peak == pytest.approx(s_off.allocator_peak)
+    assert s_on.device_peak_low == pytest.approx(s_off.device_peak_low)
+    assert s_on.device_peak_high - s_off.device_peak_high == pytest.approx(nominal + 2 * comm(2, 16))
+    assert not [w for w in on.warnings if w.code == "W-NVLS"]  # priced, not warned
+
+
+def test_nvls_note_speaks_english_and_chinese() -> None:
+    from types import SimpleNamespace
+
+    from estimator.device.stage_terms import note_comm
     from estimator.messages import CHINESE
 
-    st = Strategy(seq_length=4096, dp=4, tp=2, pp=4, ep=4, micro_batches=8)
-    warning = nvls_warning(resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")))
-    assert warning is not None and warning.code == "W-NVLS"
-    assert "NCCL_NVLS_ENABLE=0" in str(warning.text) and "8 ranks in a node" in str(warning.text)
-    assert "NCCL_NVLS_ENABLE=0" in warning.localized(CHINESE) and "每节点 8 个 rank" in warning.localized(CHINESE)
-    for device in ("H100", "B200"):
-        assert nvls_warning(resolve(MOE, st, find_preset(device), RunOptions(framework="megatron"))) is not None
-    assert nvls_warning(resolve(MOE, st, find_preset("A100"), RunOptions(framework="megatron"))) is None
-    assert nvls_warning(resolve(MOE, st, find_preset("A2"), RunOptions(framework="megatron"))) is None
-    two = Strategy(seq_length=4096, dp=1, tp=2, pp=1, ep=1, micro_batches=1)
-    assert nvls_warning(resolve(MOE, two, find_preset("H200"), RunOptions(framework="megatron"))) is None
-    # the estimate carries it (CLI, JSON and the app show the result's warnings)
-    res = estimate(MOE, st.replace(sequence_parallel=True), find_preset("H200"), RunOptions(framework="megatron"))
-    assert any(w.code == "W-NVLS" for w in res.warnings)
+    st = Strategy(seq_length=4096, dp=2, tp=4, pp=2, micro_batches=4, sequence_parallel=True)
+    view = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")), stage=0)
+    note = note_comm(view)  # type: ignore[arg-type]
+    assert ("; NCCL NVLS buffers 518 MiB for 3 communicator(s) with more than 2 ranks in a node (band: none until an "
+            "NVLS algorithm first runs, up to 650 MiB with NCCL ≥ 2.29's 2-rank ones; NCCL_NVLS_ENABLE=0 removes them)"
+            ) in str(note)
+    assert "NCCL NVLS 缓冲区 518 MiB，用于 3 个节点内多于 2 个 rank 的通信域" in note.localized(CHINESE)
+
+
+def test_nvls_knobs_read_from_launch_scripts(tmp_path: Path) -> None:
+    options, _ = env_options({"NCCL_NVLS_ENABLE": "0", "NCCL_NVLS_CHUNKSIZE": "262144", "NCCL_NVLS_NCHANNELS": "8"},
+                             "run.sh")
+    assert options == {"options.nccl_nvls_enable": False, "options.nccl_nvls_chunksize": 262144.0,
+                       "options.nccl_nvls_nchannels": 8}
+    assert env_options({"NCCL_NVLS_ENABLE": "2"}, "run.sh")[0] == {"options.nccl_nvls_enable": True}
+    with pytest.raises(ConfigError, match=r"run.sh: NCCL_NVLS_ENABLE.*takes 0, 1 or 2, not 'yes'"):
+        env_options({"NCCL_NVLS_ENABLE": "yes"}, "run.sh")
+    script = tmp_path / "train.sh"
+    script.write_text("export NCCL_NVLS_ENABLE=0\n"
+                      "torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
+                      "--num-attention-heads 8 --seq-length 2048 --max-position-embeddings 2048 --vocab-size 32000 "
+                      "--micro-batch-size 1 --global-batch-size 32 --bf16 --tensor-model-parallel-size 8\n")
+    parsed = parse([str(script)])
+    assert parsed.options.nccl_nvls_enable is False
+    assert "train.sh:1" in str(parsed.provenance["options.nccl_nvls_enable"])
+    res = estimate(parsed.model, parsed.strategy, find_preset("H200"), parsed.options)
+    assert all(s.device.get("comm_library_low", 0.0) == 0.0 for s in res.stages)

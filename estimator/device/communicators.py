@@ -15,19 +15,29 @@ Priced by the libraries' documented rules:
   default 4 MiB), LL128 (120·640·8·8 = 4,915,200 B) and LL (8·512·8·16 = 524,288 B) (NCCL ``src/init.cc``).
   With NCCL's 32 channels and two connections (ring and tree) that is 588 MiB per communicator, between the
   544 MB and 688 MB measured per communicator on 4 A100 (NVIDIA/nccl issue 964, 2- and 4-rank groups). A
-  point-to-point communicator keeps 2 channels × the three buffers. NVLS (NVLink SHARP) buffers are not
-  priced: on a preset with ``nvlink_sharp`` the estimate warns (W-NVLS), naming ``NCCL_NVLS_ENABLE=0``.
+  point-to-point communicator keeps 2 channels × the three buffers.
+- NCCL's NVLink SHARP (NVLS) buffers [D-NVLS], on a device whose NVSwitch has NVLS (``nvlink_sharp``) and compute
+  capability ≥ 9.0, unless ``NCCL_NVLS_ENABLE=0`` (NCCL ``src/transport/nvls.cc``, 2.22 to 2.30): a communicator
+  with L of its ranks in one node (NVLS needs L > 2 up to NCCL 2.28, L ≥ 2 from 2.29) keeps, per rank, a unicast
+  buffer of channels × 2 × (``NCCL_NVLS_CHUNKSIZE`` × ``NCCL_STEPS``) × heads and a credit buffer of channels × 2 ×
+  64 B × heads, each rounded up to the 2 MiB allocation granularity (``nvlsAllocateMem``); heads = L (the
+  intra-node NVLS graph pulls from every GPU), channels = 16 on cc 9.x, 24 on cc ≥ 10 in one node and 32 across
+  nodes (``ncclNvlsTuning``), ``NCCL_NVLS_NCHANNELS`` overrides. H100/H200 with 8 ranks a node: 258 MiB per
+  communicator. NCCL allocates them when an NVLS algorithm first runs on the communicator (runtime connect), so the
+  band's low end holds none; the nominal value holds them for every communicator with L > 2, the high end also for
+  L = 2 (NCCL ≥ 2.29).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arr import Num, gt, is_array
+import numpy as np
+
+from ..arr import Num, ceil_div, gt, is_array, maximum, minimum
 from ..messages import Message, msg
 from ..resolve import Resolved, dense_domain
-from ..units import MiB
-from ..warnings import EstimateWarning
+from ..units import KiB, MiB
 
 HCCL_BUFFSIZE = 200 * MiB
 P2P_HCCL_BUFFSIZE = 20 * MiB
@@ -37,42 +47,55 @@ NCCL_LL = 8 * 512 * 8 * 16
 NCCL_CHANNELS = 32
 NCCL_CONNECTIONS = 2
 NCCL_P2P_CHANNELS = 2
+NVLS_CHUNKSIZE = 128 * KiB      # NCCL_NVLS_CHUNKSIZE default
+NCCL_STEPS = 8
+NVLS_CREDIT = 64                # bytes per channel, direction and head
+NVLS_GRANULARITY = 2 * MiB      # cuMemGetAllocationGranularity (recommended) of device memory
+NVLS_CHANNELS_SM90 = 16
+NVLS_CHANNELS_SM100_NVL = 24    # cc ≥ 10, the communicator inside one node
+NVLS_CHANNELS_SM100 = 32        # cc ≥ 10, across nodes
 LIBRARIES = ("hccl", "nccl")
 
 
 @dataclass(frozen=True)
 class Group:
-    """One kind of communicator a rank belongs to: ``count`` of them (p2p links), each of ``size`` ranks."""
+    """One kind of communicator a rank belongs to: ``count`` of them (p2p links), each of ``size`` ranks placed
+    ``stride`` ranks apart (TP, CP, DP, PP innermost first, D33)."""
 
     name: str
     size: Num
     count: Num = 1
     p2p: bool = False
+    stride: Num = 1
 
 
 def rank_groups(r: Resolved, stage: int) -> list[Group]:
     """The communicators of a rank of ``stage`` (entries with size 1 or count 0 are kept: arrays in the
     search; ``communicator_count`` skips them)."""
     par, f, d = r.par, r.flags, r.dims
-    groups = [Group("world", par.world), Group("TP", par.t), Group("CP", par.cp)]
+    t = par.t
+    groups = [Group("world", par.world), Group("TP", t), Group("CP", par.cp, stride=t)]
     domain = dense_domain(f, par)
+    stride = t if f.span_cp else t * par.cp
     if f.sharding_mode == "hsdp":
-        groups += [Group("DP shard", domain / par.d_rep), Group("DP replicate", par.d_rep)]
+        shard = domain / par.d_rep
+        groups += [Group("DP shard", shard, stride=stride), Group("DP replicate", par.d_rep, stride=stride * shard)]
     else:
-        groups.append(Group("DP", domain))
+        groups.append(Group("DP", domain, stride=stride))
     if d.moe:
-        groups += [Group("EP", par.ep), Group("ETP", par.etp), Group("EDP", par.edp)]
+        groups += [Group("EP", par.ep, stride=par.etp), Group("ETP", par.etp),
+                   Group("EDP", par.edp, stride=par.etp * par.ep)]
     p = par.p
     if isinstance(p, (int, float)):
         ends = stage in (0, int(p) - 1)
         wraps = isinstance(par.vp, (int, float)) and par.vp > 1  # virtual stages: the last sends to the first
         neighbours: Num = 0 if p == 1 else (1 if p == 2 or (ends and not wraps) else 2)
         if d.tie and p > 1 and ends:
-            groups.append(Group("embedding", 2))
+            groups.append(Group("embedding", 2, stride=t * par.cp * par.d * (p - 1)))
     else:  # the search: arrays of pipeline degrees, priced for an end stage (its head or embedding lives there)
         neighbours = gt(p, 1) * 1
-        groups.append(Group("embedding", 1 + gt(p, 1) if d.tie else 1))
-    groups.append(Group("PP p2p", 2, neighbours, p2p=True))
+        groups.append(Group("embedding", 1 + gt(p, 1) if d.tie else 1, stride=t * par.cp * par.d * (p - 1)))
+    groups.append(Group("PP p2p", 2, neighbours, p2p=True, stride=t * par.cp * par.d))
     return groups
 
 
@@ -116,14 +139,64 @@ def library_rule(library: str, framework_runtime: str, hccl_buffsize: float | No
                            p2p_channels=NCCL_P2P_CHANNELS))
 
 
-def nvls_warning(r: Resolved) -> EstimateWarning | None:
-    """NCCL on an NVLink SHARP device keeps NVLS buffers for communicators with more than 2 ranks inside a node
-    (the world group has min(world, devices per node) there); they are not priced, so the estimate says so."""
-    hw = r.hardware
-    local = min(r.par.world, hw.devices_per_node)
-    if hw.comm_library != "nccl" or not hw.nvlink_sharp or is_array(local) or local <= 2:
+@dataclass(frozen=True)
+class NvlsRule:
+    """[D-NVLS] what NCCL's NVLS transport keeps per communicator, by its ranks in one node."""
+
+    enabled: bool
+    chunk: float
+    channels: int | None      # NCCL_NVLS_NCHANNELS, None: NCCL's default by compute capability
+    compute_capability: float
+    per_node: int
+
+    def channels_for(self, nodes_spanned: Num) -> Num:
+        if self.channels is not None:
+            return self.channels
+        if self.compute_capability < 10:
+            return NVLS_CHANNELS_SM90
+        return np.where(nodes_spanned > 1, NVLS_CHANNELS_SM100, NVLS_CHANNELS_SM100_NVL) if is_array(nodes_spanned) \
+            else (NVLS_CHANNELS_SM100 if nodes_spanned > 1 else NVLS_CHANNELS_SM100_NVL)
+
+    def bytes_for(self, local: Num, nodes_spanned: Num) -> Num:
+        """Unicast buffer + credit buffer of one communicator with ``local`` ranks in a node (heads = local)."""
+        channels = self.channels_for(nodes_spanned)
+        buffers = ceil_div(channels * 2 * self.chunk * NCCL_STEPS * local, NVLS_GRANULARITY) * NVLS_GRANULARITY
+        credit = ceil_div(channels * 2 * NVLS_CREDIT * local, NVLS_GRANULARITY) * NVLS_GRANULARITY
+        return buffers + credit
+
+
+def nvls_rule(r: Resolved) -> NvlsRule | None:
+    """NCCL keeps NVLS buffers on an NVLink SHARP switch with cc ≥ 9.0 unless NCCL_NVLS_ENABLE=0 (None: none)."""
+    hw, opts = r.hardware, r.options
+    cc = hw.compute_capability
+    if hw.comm_library != "nccl" or not hw.nvlink_sharp or cc is None or cc < 9.0 or opts.nccl_nvls_enable is False:
         return None
-    return EstimateWarning("W-NVLS", msg("W-NVLS", device=hw.id or hw.name, local=int(local)))
+    chunk = NVLS_CHUNKSIZE if opts.nccl_nvls_chunksize is None else opts.nccl_nvls_chunksize
+    return NvlsRule(True, chunk, opts.nccl_nvls_nchannels, cc, hw.devices_per_node)
+
+
+def _floor(x: Num) -> Num:
+    return np.floor(x) if is_array(x) else float(int(x))
+
+
+def local_ranks(group: Group, per_node: int) -> Num:
+    """Ranks of one communicator of ``group`` inside a node: the group's members are ``stride`` apart."""
+    return maximum(1, minimum(group.size, _floor(per_node / maximum(group.stride, 1))))
+
+
+def nvls_bytes(groups: list[Group], rule: NvlsRule | None, min_local: int = 3) -> Num:
+    """[D-NVLS] Σ over collective communicators with at least ``min_local`` ranks in a node of their NVLS buffers
+    (``min_local`` 3: NCCL ≤ 2.28, the nominal value; 2: NCCL ≥ 2.29, the band's high end)."""
+    if rule is None:
+        return 0.0
+    out: Num = 0.0
+    for g in groups:
+        if g.p2p:
+            continue
+        local = local_ranks(g, rule.per_node)
+        spanned = ceil_div(g.size * g.stride, rule.per_node)
+        out = out + gt(local, min_local - 1) * g.count * rule.bytes_for(local, spanned)
+    return out
 
 
 def library_bytes(groups: list[Group], rule: LibraryRule) -> Num:
@@ -135,9 +208,12 @@ __all__ = [
     "LIBRARIES",
     "Group",
     "LibraryRule",
+    "NvlsRule",
     "communicator_count",
     "library_bytes",
     "library_rule",
-    "nvls_warning",
+    "local_ranks",
+    "nvls_bytes",
+    "nvls_rule",
     "rank_groups",
 ]

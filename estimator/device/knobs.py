@@ -1,6 +1,7 @@
 """The environment knobs that change device-level memory, read from launch scripts (never executed) and from
 plan options: the caching allocator's configuration (``PYTORCH_CUDA_ALLOC_CONF`` / ``PYTORCH_NPU_ALLOC_CONF``)
-and the communication libraries' buffer sizes (``HCCL_BUFFSIZE``, ``P2P_HCCL_BUFFSIZE``, ``NCCL_BUFFSIZE``).
+and the communication libraries' buffer sizes (``HCCL_BUFFSIZE``, ``P2P_HCCL_BUFFSIZE``, ``NCCL_BUFFSIZE``) and
+NVLS switches (``NCCL_NVLS_ENABLE``, ``NCCL_NVLS_CHUNKSIZE``, ``NCCL_NVLS_NCHANNELS``).
 
 A value that cannot be read is an error naming the variable; an allocator key that does not change sizes is
 accepted and ignored (listed in ``IGNORED_ALLOC_KEYS``); an unknown key is a warning with a did-you-mean.
@@ -20,7 +21,8 @@ from .allocator import AllocatorConfig
 ALLOC_ENV = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NPU_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 # env variable → the RunOptions field it sets (sizes in MB = MiB, as HCCL/torch_npu document them)
 SIZE_ENV = {"HCCL_BUFFSIZE": "hccl_buffsize", "P2P_HCCL_BUFFSIZE": "p2p_hccl_buffsize"}
-BYTES_ENV = {"NCCL_BUFFSIZE": "nccl_buffsize"}  # NCCL_BUFFSIZE is in bytes
+BYTES_ENV = {"NCCL_BUFFSIZE": "nccl_buffsize", "NCCL_NVLS_CHUNKSIZE": "nccl_nvls_chunksize"}  # in bytes
+NVLS_ENV = {"NCCL_NVLS_ENABLE": "nccl_nvls_enable", "NCCL_NVLS_NCHANNELS": "nccl_nvls_nchannels"}
 SIZE_KEYS = ("expandable_segments", "max_split_size_mb", "roundup_power2_divisions")
 IGNORED_ALLOC_KEYS = ("garbage_collection_threshold", "release_lock_on_cudamalloc", "pinned_use_cuda_host_register",
                       "pinned_num_register_threads", "pinned_use_background_threads", "backend",
@@ -88,6 +90,15 @@ def env_options(env: dict[str, str], where: str) -> tuple[dict[str, object], lis
     for name, field in BYTES_ENV.items():
         if name in env:
             out[f"options.{field}"] = _number(env[name], f"{where}: {name}", name)
+    if "NCCL_NVLS_ENABLE" in env:  # 0 off, 1 forced, 2 (NCCL's default) where the switch has it
+        value = env["NCCL_NVLS_ENABLE"].strip()
+        if value not in ("0", "1", "2"):
+            raise ConfigError(msg("knobs.nvls-enable", where=f"{where}: NCCL_NVLS_ENABLE", value=value),
+                              key="NCCL_NVLS_ENABLE")
+        out["options.nccl_nvls_enable"] = value != "0"
+    if "NCCL_NVLS_NCHANNELS" in env:
+        out["options.nccl_nvls_nchannels"] = int(_number(env["NCCL_NVLS_NCHANNELS"],
+                                                         f"{where}: NCCL_NVLS_NCHANNELS", "NCCL_NVLS_NCHANNELS"))
     return out, warnings
 
 
@@ -95,10 +106,11 @@ def launch_env(lookup: Callable[[str], str | None], where: Callable[[str], str])
         list[tuple[str, object, str]], list[Text]]:
     """The device-level knobs a launch script exports: ``[(options key, value, where)]`` and warnings.
     ``lookup(name)`` is the script's value of a variable (None when unset); ``where(name)`` names its line."""
-    env = {name: value for name in (*ALLOC_ENV, *SIZE_ENV, *BYTES_ENV) if (value := lookup(name)) is not None}
+    env = {name: value for name in (*ALLOC_ENV, *SIZE_ENV, *BYTES_ENV, *NVLS_ENV)
+           if (value := lookup(name)) is not None}
     options, warnings = env_options(env, "launch script")
-    by_option = {"options.alloc_conf": ALLOC_ENV, **{f"options.{f}": (n,) for n, f in SIZE_ENV.items()},
-                 **{f"options.{f}": (n,) for n, f in BYTES_ENV.items()}}
+    by_option = {"options.alloc_conf": ALLOC_ENV,
+                 **{f"options.{f}": (n,) for n, f in (*SIZE_ENV.items(), *BYTES_ENV.items(), *NVLS_ENV.items())}}
     out = []
     for key, value in options.items():
         name = next(n for n in by_option[key] if n in env)
@@ -106,4 +118,5 @@ def launch_env(lookup: Callable[[str], str | None], where: Callable[[str], str])
     return out, warnings
 
 
-__all__ = ["ALLOC_ENV", "BYTES_ENV", "SIZE_ENV", "AllocConf", "env_options", "launch_env", "parse_alloc_conf"]
+__all__ = ["ALLOC_ENV", "BYTES_ENV", "NVLS_ENV", "SIZE_ENV", "AllocConf", "env_options", "launch_env",
+           "parse_alloc_conf"]

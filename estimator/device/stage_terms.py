@@ -11,10 +11,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..arr import Num, gt, is_array
 from ..hardware import runtime_of
-from ..messages import Message, msg
+from ..messages import Message, joined, msg
 from ..result import TENSOR_CATEGORIES
 from ..units import fmt_bytes
-from .communicators import communicator_count, library_bytes, library_rule, rank_groups
+from .communicators import (
+    communicator_count,
+    library_bytes,
+    library_rule,
+    local_ranks,
+    nvls_bytes,
+    nvls_rule,
+    rank_groups,
+)
 from .memory import DEFAULT_CONTEXT, allocator_kind, allocator_slack, calibrated_options
 from .workspaces import library_workspaces, uses_transformer_engine
 
@@ -55,12 +63,22 @@ def context(view: StageView) -> Num:
 
 
 def comm_library(view: StageView) -> Num:
-    """[D-COMM] Σ communicators × the library's documented bytes (× a calibration's factor)."""
-    opts = calibrated_options(view.r)
-    rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
+    """[D-COMM] Σ communicators × the library's documented bytes (× a calibration's factor), + NCCL's NVLS buffers
+    [D-NVLS] with their band (none allocated … also the 2-rank communicators of NCCL ≥ 2.29)."""
+    r = view.r
+    opts = calibrated_options(r)
+    rule = library_rule(r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
                         opts.nccl_buffsize)
     factor = 1.0 if opts.comm_library_factor is None else opts.comm_library_factor  # 0 is a stated value
-    return library_bytes(rank_groups(view.r, view.stage), rule) * factor
+    groups = rank_groups(r, view.stage)
+    nvls = nvls_rule(r)
+    nominal = nvls_bytes(groups, nvls)
+    pricer = view.pricer
+    if pricer is not None and not is_array(nominal):
+        high = nvls_bytes(groups, nvls, min_local=2)
+        pricer.memo.setdefault(("device", view.stage), {}).update(
+            {"comm_library_low": float(-nominal * factor), "comm_library_high": float((high - nominal) * factor)})
+    return (library_bytes(groups, rule) + nominal) * factor
 
 
 def symmetric_memory(view: StageView) -> Num:
@@ -168,10 +186,14 @@ def inputs_comm(view: StageView) -> dict[str, Any]:
     opts = calibrated_options(view.r)
     rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
                         opts.nccl_buffsize)
-    collective, p2p = communicator_count(rank_groups(view.r, view.stage))
+    groups = rank_groups(view.r, view.stage)
+    collective, p2p = communicator_count(groups)
+    nvls = nvls_rule(view.r)
     return {"library": rule.library, "communicators": collective, "p2p_communicators": p2p,
             "per_communicator": rule.per_collective, "per_p2p": rule.per_p2p,
-            "factor": 1.0 if opts.comm_library_factor is None else opts.comm_library_factor}
+            "factor": 1.0 if opts.comm_library_factor is None else opts.comm_library_factor,
+            "nvls": nvls is not None, "nvls_bytes": nvls_bytes(groups, nvls),
+            "nvls_chunk": nvls.chunk if nvls else 0.0, "nvls_channels": nvls.channels if nvls else None}
 
 
 def inputs_slack(view: StageView) -> dict[str, Any]:
@@ -184,10 +206,18 @@ def note_comm(view: StageView) -> Message | str:
     opts = calibrated_options(view.r)
     rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
                         opts.nccl_buffsize)
-    collective, p2p = communicator_count(rank_groups(view.r, view.stage))
+    groups = rank_groups(view.r, view.stage)
+    collective, p2p = communicator_count(groups)
     if is_array(collective, p2p):
         return ""
-    return msg("device.note-comm", collective=int(collective), p2p=int(p2p), rule=rule.rule)
+    note = msg("device.note-comm", collective=int(collective), p2p=int(p2p), rule=rule.rule)
+    nvls = nvls_rule(view.r)
+    nominal = nvls_bytes(groups, nvls)
+    if nvls is None or not nominal:
+        return note
+    count = sum(int(g.count) for g in groups if not g.p2p and local_ranks(g, nvls.per_node) > 2)
+    return joined([note, msg("device.note-nvls", nvls=fmt_bytes(nominal), count=count,
+                                  high=fmt_bytes(nvls_bytes(groups, nvls, min_local=2)))])
 
 
 def note_slack(view: StageView) -> Message:
