@@ -38,7 +38,7 @@ from estimator.errors import SappError
 from estimator.parsed import ParsedConfig
 from estimator.units import GiB
 
-from .language import translate
+from .language import said, translate
 from .style import ERROR, FITS, QT_TRANSLATE_NOOP
 from .tasks import TaskOutcome, TaskRunner
 
@@ -254,14 +254,15 @@ class CalibrateDialog(QDialog):
         self.terms.setRowCount(len(p.terms))
         for row, (key, term) in enumerate(p.terms.items()):
             value = f"{term.value / GiB:,.2f} GiB" if key == "runtime_context" else f"{term.value:.4g}"
-            for col, text in enumerate((translate("Calibrate", TERM_NAMES.get(key, key)), value, term.source)):
+            for col, text in enumerate((translate("Calibrate", TERM_NAMES.get(key, key)), value, said(term.source))):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)
                 self.terms.setItem(row, col, item)
         self.terms.resizeRowsToContents()
         rows = sum(self.terms.rowHeight(r) for r in range(self.terms.rowCount()))
         self.terms.setMinimumHeight(min(260, self.terms.horizontalHeader().height() + rows + 6))
-        self.missing.setText(translate("Calibrate", "Not determined: {0}").format("; ".join(p.not_determined))
+        self.missing.setText(translate("Calibrate", "Not determined: {0}").format(
+            "; ".join(said(why) for why in p.not_determined))
                              if p.not_determined else "")
         self.stages.setRowCount(len(cal.stages))
         for row, s in enumerate(cal.stages):

@@ -59,8 +59,8 @@ def legend_html(pinned: bool | str = False, lines: bool = True, shown: tuple[str
     """The categories shown, the lines and markers drawn; ``pinned`` is the pinned baseline's description (or
     True), drawn as bars on the left of each stage or, with ``pinned_line``, as one line at its plan's peak."""
     items = category_legend_items(shown)
-    if band:  # the whisker at the device peak: the allocator's low-high band
-        name = translate("Charts", "allocator band")
+    if band:  # the whisker at the device peak: its low-high band (the allocator's, NCCL's NVLS buffers)
+        name = translate("Charts", "device-peak band")
         items.append(entry("<b>⌶</b>", nb(name)))
     if lines:
         capacity, budget = nb(translate("Charts", "capacity")), nb(translate("Charts", "budget"))

@@ -98,6 +98,14 @@ def test_round_trip_recovers_the_terms(plan: Path, tmp_path: Path, config_dir: P
     assert cal.step_after == pytest.approx(cal.step_measured, rel=0.02)
     path = save(cal, config_dir / "calibrations")
     assert path.name == "roundtrip.yaml" and "allocator_slack_factor" in path.read_text()
+    # where each term came from is said in the app's language, and saved in English
+    from estimator.messages import CHINESE, localize
+
+    source = cal.profile.terms["allocator_slack_factor"].source
+    assert localize(source, CHINESE).endswith("实测与模型的分配器余量之比")
+    from estimator.calibrate.profile import read_profile
+
+    assert read_profile(path).terms["allocator_slack_factor"].source == str(source)
 
 
 def test_later_estimates_apply_the_profile(plan: Path, tmp_path: Path, config_dir: Path, capsys) -> None:

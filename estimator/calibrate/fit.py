@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..estimate import estimate
 from ..export import write_atomic
-from ..messages import msg
+from ..messages import Text, msg
 from ..parsed import ParsedConfig
 from ..result import Result, StageResult
 from .logs import LogError, LogReading
@@ -148,7 +148,7 @@ def _step_time(parsed: ParsedConfig, readings: list[LogReading]) -> tuple[float 
     return None, ""
 
 
-def _fit_efficiency(parsed: ParsedConfig, measured: float) -> tuple[float | None, str]:
+def _fit_efficiency(parsed: ParsedConfig, measured: float) -> tuple[float | None, Text]:
     """The eff_matmul whose estimated step time is ``measured`` (bisection; step time falls as it rises)."""
     def step(eff: float) -> float:
         return float(_estimate(parsed, eff).step_time_s or 0.0)
@@ -156,11 +156,11 @@ def _fit_efficiency(parsed: ParsedConfig, measured: float) -> tuple[float | None
     lo, hi = EFF_RANGE
     fastest, slowest = step(hi), step(lo)
     if measured < fastest:
-        return None, (f"matmul efficiency: the log's step ({measured:.3g} s) is faster than the estimate even at "
-                      f"efficiency {hi:g} ({fastest:.3g} s): communication or bubble terms are over-estimated")
+        return None, msg("fit.step-too-fast", measured=f"{measured:.3g}", eff=f"{hi:g}",
+                         step=f"{fastest:.3g}")
     if measured > slowest:
-        return None, (f"matmul efficiency: the log's step ({measured:.3g} s) is slower than the estimate at "
-                      f"efficiency {lo:g} ({slowest:.3g} s)")
+        return None, msg("fit.step-too-slow", measured=f"{measured:.3g}", eff=f"{lo:g}",
+                         step=f"{slowest:.3g}")
     for _ in range(40):
         mid = (lo + hi) / 2
         if step(mid) > measured:
@@ -179,7 +179,7 @@ def calibrate(parsed: ParsedConfig, readings: list[LogReading], name: str | None
     before = result.stages
     measured = _per_stage(base, readings)
     terms: dict[str, Term] = {}
-    missing: list[str] = []
+    missing: list[Text] = []
     notes: list[str] = [n for r in readings for n in r.notes]
     where = ", ".join(sorted({Path(r.path).name for r in readings}))
 
@@ -199,14 +199,14 @@ def calibrate(parsed: ParsedConfig, readings: list[LogReading], name: str | None
     if tensors:
         if static or model_slack <= 0:
             terms["allocator_slack_fraction"] = Term(max(0.0, measured_slack) / tensors,
-                                                     f"{where}: reserved − allocated over the tensor peak")
+                                                     msg("fit.from-slack-fraction", where=where))
         else:
             terms["allocator_slack_factor"] = Term(max(0.0, measured_slack) / model_slack,
-                                                   f"{where}: measured over modelled allocator slack")
+                                                   msg("fit.from-slack-factor", where=where))
         if assumed_tensor:
             notes.append("the logs give max reserved only: the slack assumes the estimate's tensor peak")
     else:
-        missing.append("allocator slack: no max reserved (memory line, memory_stats, MindSpore actual peak)")
+        missing.append(msg("fit.missing-slack"))
     for stage, got in sorted(measured.items()):
         if "tensor" in got:
             error = before[stage].tensor_peak / got["tensor"] - 1
@@ -217,14 +217,13 @@ def calibrate(parsed: ParsedConfig, readings: list[LogReading], name: str | None
     plog = [got for got in measured.values() if "hccl" in got]
     if plog:
         terms["runtime_context"] = Term(statistics.mean(g["context"] for g in plog),
-                                        f"{where}: plog Mem stats, every device module but APP and HCCL")
+                                        msg("fit.from-plog-context", where=where))
         modelled = sum(before[s].bytes_by_category["comm_library"] for s, g in measured.items() if "hccl" in g)
         if modelled > 0:
             terms["comm_library_factor"] = Term(sum(g["hccl"] for g in plog) / modelled,
-                                                f"{where}: plog HCCL peak over the documented buffers")
+                                                msg("fit.from-plog-hccl", where=where))
     else:
-        missing.append("runtime context and communication buffers: no CANN plog 'Mem stats' lines "
-                       "(CUDA logs do not print them)")
+        missing.append(msg("fit.missing-plog"))
 
     # step time → matmul efficiency
     step_measured, step_where = _step_time(base, readings)
@@ -233,9 +232,10 @@ def calibrate(parsed: ParsedConfig, readings: list[LogReading], name: str | None
         if eff is None:
             missing.append(why)
         else:
-            terms["eff_matmul"] = Term(eff, f"{step_where}: median step {step_measured:.4g} s")
+            terms["eff_matmul"] = Term(eff, msg("fit.from-step", where=step_where,
+                                                step=f"{step_measured:.4g}"))
     else:
-        missing.append("matmul efficiency: no step time (elapsed time per iteration, per_step_time, tps)")
+        missing.append(msg("fit.missing-step"))
 
     stamp = (now or datetime.now(UTC)).isoformat(timespec="seconds")
     device, framework = base.hardware.id or base.hardware.name, base.options.framework

@@ -21,7 +21,7 @@ import yaml
 from ..errors import ConfigError
 from ..inputs import load_yaml, read_text
 from ..limits import bound_of, check_number, short_repr
-from ..messages import msg
+from ..messages import Text, msg
 from ..parsed import ParsedConfig
 from ..sources import Source, Vouch
 from ..warnings import Assumption
@@ -35,7 +35,7 @@ HEADER = "# SAPP Planner calibration profile (sapp calibrate); terms apply to pl
 @dataclass(frozen=True)
 class Term:
     value: float
-    source: str       # the log lines it came from
+    source: Text      # the log lines it came from
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Profile:
     framework: str
     logs: tuple[str, ...]
     terms: dict[str, Term] = field(default_factory=dict)
-    not_determined: tuple[str, ...] = ()
+    not_determined: tuple[Text, ...] = ()
     measured_on: dict[str, Any] = field(default_factory=dict)  # the plan the logs came from (information)
 
     @property
@@ -56,8 +56,8 @@ class Profile:
     def to_yaml(self) -> str:
         data = {"name": self.name, "created": self.created, "device": self.device, "framework": self.framework,
                 "logs": list(self.logs),
-                "terms": {k: {"value": t.value, "from": t.source} for k, t in self.terms.items()},
-                "not_determined": list(self.not_determined), "measured_on": dict(self.measured_on)}
+                "terms": {k: {"value": t.value, "from": str(t.source)} for k, t in self.terms.items()},
+                "not_determined": [str(why) for why in self.not_determined], "measured_on": dict(self.measured_on)}
         return HEADER + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
@@ -151,7 +151,7 @@ def apply_profile(parsed: ParsedConfig, profile: Profile) -> ParsedConfig:
     hw = parsed.hardware
     if "eff_matmul" in terms:
         source = Source(f"calibration:{profile.name}", "calibrated", profile.provenance,
-                        note=terms["eff_matmul"].source)
+                        note=str(terms["eff_matmul"].source))
         value = terms["eff_matmul"].value
         vouches = (*(v for v in hw.provenance if v.field != "eff_matmul"), Vouch("eff_matmul", source.id, value))
         # the band keeps its relative width around the calibrated value: the log fixes this plan's efficiency,

@@ -63,8 +63,8 @@ def calibration_json(cal: Calibration, path: str | None) -> dict[str, Any]:
     return {
         "schema": "sapp.calibration/1", "name": p.name, "device": p.device, "framework": p.framework,
         "created": p.created, "logs": list(p.logs), "profile": path,
-        "terms": {k: {"value": t.value, "from": t.source} for k, t in p.terms.items()},
-        "not_determined": list(p.not_determined),
+        "terms": {k: {"value": t.value, "from": str(t.source)} for k, t in p.terms.items()},
+        "not_determined": [str(why) for why in p.not_determined],
         "stages": [{"stage": s.stage, "tensor_log": s.tensor, "allocator_log": s.allocator, "device_log": s.device,
                     "allocator_before": s.before.allocator_peak, "allocator_after": s.after.allocator_peak,
                     "device_before": s.before.device_peak, "device_after": s.after.device_peak}

@@ -1,6 +1,6 @@
 """A stacked per-stage memory chart as standalone SVG (no plotting library): one bar per stage, the categories
 in their fixed colours (the device-level parts on top), a dashed outline up to the optimizer step where it is the
-stage's peak, the allocator band as a whisker, the capacity and budget lines, over-budget bars outlined, the peak
+stage's peak, the device peak's band as a whisker, the capacity and budget lines, over-budget bars outlined, the peak
 labelled, and a legend."""
 
 from __future__ import annotations

@@ -333,8 +333,8 @@
         <translation>合计</translation>
     </message>
     <message>
-        <source>allocator band</source>
-        <translation>分配器区间</translation>
+        <source>device-peak band</source>
+        <translation>设备峰值区间</translation>
     </message>
     <message>
         <source>capacity</source>
