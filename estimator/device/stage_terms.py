@@ -74,7 +74,7 @@ def comm_library(view: StageView) -> Num:
     nvls = nvls_rule(r)
     nominal = nvls_bytes(groups, nvls)
     pricer = view.pricer
-    if pricer is not None and not is_array(nominal):
+    if nvls is not None and pricer is not None and not is_array(nominal):
         high = nvls_bytes(groups, nvls, min_local=2)
         pricer.memo.setdefault(("device", view.stage), {}).update(
             {"comm_library_low": float(-nominal * factor), "comm_library_high": float((high - nominal) * factor)})
