@@ -111,3 +111,14 @@ def test_transformer_impl_read_from_megatron_scripts(tmp_path: Path) -> None:
     script = tmp_path / "default.sh"
     script.write_text(base + "\n")
     assert parse([str(script)]).options.transformer_engine is None  # the framework's default applies
+
+
+def test_transformer_impl_read_from_megatron_bridge(tmp_path: Path) -> None:
+    config = tmp_path / "bridge.yaml"
+    config.write_text("model:\n  transformer_impl: local\n  seq_length: 2048\n"
+                      "train:\n  global_batch_size: 8\n  micro_batch_size: 1\n")
+    dims = {"model.hidden_size": 1024, "model.num_layers": 4, "model.num_attention_heads": 8,
+            "model.vocab_size": 32000}
+    parsed = parse([str(config)], devices=8, overrides=dims)
+    assert parsed.options.transformer_engine is False
+    assert parsed.provenance["options.transformer_engine"].key == "model.transformer_impl"
