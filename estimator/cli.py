@@ -245,6 +245,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_balance(args: argparse.Namespace) -> int:
     """Balance layers and recompute over the pipeline stages; print before/after (or JSON) and export."""
     from .balance import balance
+    from .honest import relative_change
     from .units import GiB
 
     session = load_session(args)
@@ -269,7 +270,10 @@ def cmd_balance(args: argparse.Namespace) -> int:
             print(f"{i:>5}  {layers:>13}  {rec:>13}  {sb.total / GiB:>10.2f}  {sa.total / GiB:>9.2f}  "
                   f"{tb[i]:>9.1f}  {ta[i]:>8.1f}")
         fits = max(max(s.total, s.optimizer_step_peak) for s in res.after.stages) <= limit
-        print(f"step time {res.before.step_time_s:.3f} s → {res.after.step_time_s:.3f} s; peak "
+        before, after = res.before.throughput, res.after.throughput
+        assert before is not None and after is not None
+        change = relative_change(res.before.step_time_s or 0.0, res.after.step_time_s or 0.0)
+        print(f"step time {before.step.with_band(' s')} → {after.step.with_band(' s')} ({change}); peak "
               f"{res.before.peak_bytes / GiB:.2f} → {res.after.peak_bytes / GiB:.2f} GiB "
               f"({'fits' if fits else 'DOES NOT FIT'})   "
               "[recompute = full/selective/comm per stage]")
@@ -298,7 +302,7 @@ def _print_fixes(parsed: Any, as_json: bool) -> int:
     print("nearest plans that fit (same devices and global batch; fewest changes first):")
     for k, fix in enumerate(fixes, start=1):
         print(f"  {k}. {fix.summary}: peak {fix.peak_bytes / GiB:.2f} GiB of {fix.budget / GiB:.2f} GiB, "
-              f"step {fix.step_time_s:.3f} s")
+              f"step {fix.step.with_band(' s')}")
         print("     " + " ".join(f"--set {arg}" for arg in fix.set_arguments()))
     return 0
 
@@ -306,6 +310,7 @@ def _print_fixes(parsed: Any, as_json: bool) -> int:
 def cmd_fit(args: argparse.Namespace) -> int:
     """The largest field value (or smallest device count) that fits; optionally the time to train."""
     from .fit import fit_max, fit_min_devices, time_to_train
+    from .honest import sig
     from .units import GiB
 
     parsed = load_plan(args)
@@ -320,6 +325,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if res.result is not None:
         payload["peak_bytes"] = round(res.result.peak_bytes)
         payload["step_time_s"] = res.result.step_time_s
+        if res.result.throughput is not None:
+            payload.update(res.result.throughput.to_dict())
         if args.tokens:
             days, device_hours = time_to_train(res.result, args.tokens)
             payload.update({"tokens": args.tokens, "days": days, "device_hours": device_hours})
@@ -332,16 +339,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return EXIT_DOES_NOT_FIT
     r = res.result
     print(f"largest {label} that fits: {res.value}" if args.max else f"fewest devices that fit: {res.value}")
-    print(f"  peak {r.peak_bytes / GiB:.2f} GiB on stage {r.peak_stage}, budget {r.budget / GiB:.2f} GiB, "
-          f"step {r.step_time_s:.3f} s")
+    print(f"  peak {r.peak_bytes / GiB:.2f} GiB on stage {r.peak_stage}, budget {r.budget / GiB:.2f} GiB"
+          + (f", step {r.throughput.step.with_band(' s')}" if r.throughput is not None else ""))
     if res.bound_reached:
         print("  (the search bound was reached)")
     elif res.next_value is not None:
         print(f"  {res.next_value} does not fit" + (f" (stage {res.limiting_stage} limits)"
                                                     if res.limiting_stage is not None else ""))
     if args.tokens:
-        print(f"  {args.tokens:.3g} tokens: {payload['days']:.1f} days, {payload['device_hours']:,.0f} "
-              "device-hours")
+        digits = r.throughput.step.digits if r.throughput is not None else 3  # time to train ∝ step time
+        print(f"  {args.tokens:.3g} tokens: {sig(payload['days'], digits)} days, "
+              f"{sig(payload['device_hours'], digits)} device-hours")
     return 0
 
 

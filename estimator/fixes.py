@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .honest import Honest, honest
 from .parsed import ParsedConfig
 from .search import Cancel, SearchSpace, parse_dims, search
 from .session.edits import changes_to
@@ -31,13 +32,20 @@ class Fix:
     peak_bytes: float           # the decisive peak (the optimizer step included)
     step_time_s: float
     budget: float
+    step_band: tuple[float, float] | None = None  # [T-BAND] the step at the device's fast and slow ends
+
+    @property
+    def step(self) -> Honest:
+        """The step time at the precision its band allows (``estimator.honest``)."""
+        return honest(self.step_time_s, self.step_band)
 
     def to_dict(self) -> dict[str, Any]:
         from .formats.plan_writer import strategy_fields
 
+        band = {"step_time_s_low": self.step_band[0], "step_time_s_high": self.step_band[1]} if self.step_band else {}
         return {"summary": self.summary, "changed": list(self.changed), "changes": _plain(self.changes),
                 "strategy": strategy_fields(self.strategy), "peak_bytes": round(self.peak_bytes),
-                "step_time_s": self.step_time_s, "budget": round(self.budget)}
+                "step_time_s": self.step_time_s, **band, "budget": round(self.budget)}
 
     def set_arguments(self) -> list[str]:
         """The ``--set`` arguments that make this plan from the original (``sapp estimate … --set …``), each one
@@ -65,7 +73,8 @@ def nearest_fixes(parsed: ParsedConfig, limit: int = 3, cancel: Cancel | None = 
         if not changed:
             continue  # the plan itself, written differently
         found.append(Fix(row.strategy, changes, changed, _summary(st, row.strategy, changed),
-                         max(row.peak_bytes, row.optimizer_step_peak), row.step_time_s, result.budget))
+                         max(row.peak_bytes, row.optimizer_step_peak), row.step_time_s, result.budget,
+                         row.step_band))
     found.sort(key=lambda fix: (len(fix.changed), fix.step_time_s))
     return found[:limit]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .hardware import runtime_of
 from .hardware_figures import device_figures, provisional_summary
-from .honest import with_band
 from .host import host_text
 from .palette import CATEGORY_SHORT
 from .parsed import ParsedConfig
@@ -19,11 +18,8 @@ def _billions(n: int) -> str:
 def step_line(result: Result) -> str:
     """Step time, tokens/s/device and MFU with the band the device's efficiency ranges give, at the precision the
     band allows."""
-    assert result.step_time_s is not None and result.tokens_per_s_per_device is not None and result.mfu is not None
-    text = (f"step time {with_band(result.step_time_s, result.step_band, ' s')} · tokens/s/device "
-            f"{with_band(result.tokens_per_s_per_device, result.tokens_band)} · MFU "
-            f"{with_band(result.mfu, result.mfu_band, ' %', 100)}")
-    return text + (" (low–high from the device's efficiency bands)" if result.step_band else "")
+    assert result.throughput is not None
+    return result.throughput.line + (" (low–high from the device's efficiency bands)" if result.step_band else "")
 
 
 def render_table(parsed: ParsedConfig, result: Result) -> str:

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from .explain import Quantity
+from .honest import Throughput, throughput
 from .messages import Message, Text, english
 from .units import round_half_up
 from .warnings import Assumption, EstimateWarning
@@ -232,17 +233,19 @@ class Result:
     @property
     def tokens_band(self) -> tuple[float, float] | None:
         """Tokens/s/device at the slow and fast ends of the step band (throughput ∝ 1/step time)."""
-        if self.step_band is None or self.step is None:
-            return None
-        tokens = float(self.step.tokens_per_s_per_device) * float(self.step.step_time_s)
-        return tokens / self.step_band[1], tokens / self.step_band[0]
+        return self.throughput.tokens.band if self.throughput is not None else None
 
     @property
     def mfu_band(self) -> tuple[float, float] | None:
-        if self.step_band is None or self.step is None:
+        return self.throughput.mfu.band if self.throughput is not None else None
+
+    @property
+    def throughput(self) -> Throughput | None:
+        """Step time, tokens/s/device and MFU at the precision the step band allows (``honest``); None unpriced."""
+        if self.step is None:
             return None
-        work = float(self.step.mfu) * float(self.step.step_time_s)
-        return work / self.step_band[1], work / self.step_band[0]
+        return throughput(float(self.step.step_time_s), float(self.step.tokens_per_s_per_device),
+                          float(self.step.mfu), self.step_band)
 
     @cached_property
     def echo(self) -> dict[str, Any]:
@@ -267,11 +270,7 @@ class Result:
             "stages": [s.to_dict() for s in self.stages],
             **({"step_time_s": self.step_time_s, "parts": self.parts,
                 "tokens_per_s_per_device": self.tokens_per_s_per_device, "mfu": self.mfu,
-                **({"step_time_s_low": self.step_band[0], "step_time_s_high": self.step_band[1],
-                    "tokens_per_s_per_device_low": self.tokens_band[0],
-                    "tokens_per_s_per_device_high": self.tokens_band[1],
-                    "mfu_low": self.mfu_band[0], "mfu_high": self.mfu_band[1]}
-                   if self.step_band and self.tokens_band and self.mfu_band else {})}
+                **(self.throughput.to_dict() if self.throughput is not None else {})}
                if self.step is not None else {}),
             **({"host_memory": self.host.to_dict()} if self.host is not None and self.host.used else {}),
             "warnings": [w.to_dict() for w in self.warnings],

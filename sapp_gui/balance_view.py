@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from estimator.balance import BalanceResult, balance
+from estimator.honest import Throughput
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
 from estimator.session import PlanSession, SessionEvent
@@ -52,6 +53,11 @@ def stage_ms(result: Result) -> list[float]:
 def _run_balance(parsed: ParsedConfig, budget: float | None) -> BalanceResult:
     return balance(parsed, budget=budget)
 
+
+
+def _seconds(shown: Throughput | None, value: float) -> str:
+    """A time of this plan at its step's honest precision."""
+    return shown.seconds(value) if shown is not None else f"{value:,.3g}"
 
 
 def _layers(counts: tuple[int, ...]) -> str:
@@ -229,12 +235,15 @@ class BalanceView(QWidget):
         self.snippets.setPlainText("\n".join(lines))
         gain = (res.objective_before - res.objective_after) / res.objective_before * 100 if res.objective_before \
             else 0.0
+        # times at the honest precision of each plan's band; the gain is a ratio of two plans on one device,
+        # known better than either (estimator.honest)
+        before, after = res.before.throughput, res.after.throughput
         text = translate("Balance", "Pipeline time objective {0} → {1} ({2}% faster); peak {3} → {4} GiB; "
                                     "step time {5} → "
                             "{6} s; {7}, {8} s.").format(
-            f"{res.objective_before:,.3f}", f"{res.objective_after:,.3f}", f"{gain:.1f}",
+            _seconds(before, res.objective_before), _seconds(after, res.objective_after), f"{gain:.1f}",
             f"{res.before.peak_bytes / GiB:,.2f}", f"{res.after.peak_bytes / GiB:,.2f}",
-            f"{res.before.step_time_s or 0:,.3f}", f"{res.after.step_time_s or 0:,.3f}",
+            *(shown.step.with_band() if shown is not None else "–" for shown in (before, after)),
             translate("Balance", "exact") if res.exact else translate("Balance", "approximate for this schedule"),
             f"{res.seconds:.1f}")
         if self.applied:

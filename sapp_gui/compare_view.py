@@ -65,15 +65,31 @@ def _at_peak(result: Result, category: str) -> float:
     return result.stages[result.peak_stage].bytes_by_category[category] / GiB
 
 
-ROWS: list[tuple[str, Any, int]] = [
+HONEST = {"step": "step", "tokens": "tokens", "mfu": "mfu"}  # row key → Throughput figure
+
+
+def honest_cell(key: str, result: Result, reference: Result | None, difference: float) -> tuple[str, int]:
+    """The text of a step / tokens / MFU cell and its decimal places: the figure with its band, or (against a
+    reference) the difference at the reference figure's decimal places."""
+    shown = (reference or result).throughput
+    if shown is None:
+        return "–", 0
+    figure = getattr(shown, HONEST[key])
+    if reference is not None:
+        return figure.delta(difference / figure.scale), figure.places
+    return (figure.with_band() if key == "step" else figure.text), figure.places
+
+
+ROWS: list[tuple[str, Any, int | None]] = [
     ("peak", lambda r: r.peak_bytes / GiB, 2),
     ("peak_stage", lambda r: r.peak_stage, 0),
     ("stages", lambda r: len(r.stages), 0),
     *((f"cat:{c}", lambda r, c=c: _at_peak(r, c), 2) for c in CATEGORIES),
     ("headroom", lambda r: r.headroom / GiB, 2),
-    ("step", lambda r: r.step_time_s, 3),
-    ("tokens", lambda r: r.tokens_per_s_per_device, 0),
-    ("mfu", lambda r: (r.mfu or 0.0) * 100, 1),
+    # decimals None: at the precision the step band allows (estimator.honest), read from Result.throughput
+    ("step", lambda r: r.step_time_s, None),
+    ("tokens", lambda r: r.tokens_per_s_per_device, None),
+    ("mfu", lambda r: (r.mfu or 0.0) * 100, None),
     ("devices", lambda r: r.world_size, 0),
 ]
 
@@ -322,14 +338,19 @@ class CompareView(QWidget):
                     assert other is not None
                     value -= float(read(other))
                 self.values[(key, header)] = value
-                text = f"{value:+,.{decimals}f}" if ref is not None else f"{value:,.{decimals}f}"
+                if decimals is None:
+                    text, places = honest_cell(key, result, self.entries[ref].result if ref is not None else None,
+                                               value)
+                else:
+                    places = decimals
+                    text = f"{value:+,.{decimals}f}" if ref is not None else f"{value:,.{decimals}f}"
                 if ref is not None and key == "peak_stage":
                     text = ""  # the difference of two stage indices means nothing
                 item = QTableWidgetItem(text)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 lower_better = key in ("peak", "step") or key.startswith("cat:")
                 higher_better = key in ("headroom", "tokens", "mfu")
-                if ref is not None and abs(value) > 10 ** -(decimals + 1) and (lower_better or higher_better):
+                if ref is not None and abs(value) > 10 ** -(places + 1) and (lower_better or higher_better):
                     better = value < 0 if lower_better else value > 0
                     item.setForeground(QBrush(QColor(FITS if better else OVER_BUDGET)))
                 self.table.setItem(i, j, item)

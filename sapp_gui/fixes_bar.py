@@ -25,7 +25,7 @@ def find_fixes(parsed: ParsedConfig) -> list[Fix]:
 
 def fix_text(fix: Fix) -> str:
     return translate("Fixes", "{0} — peak {1} GiB, step {2} s").format(
-        fix.summary, f"{fix.peak_bytes / GiB:,.2f}", f"{fix.step_time_s:,.3f}")
+        fix.summary, f"{fix.peak_bytes / GiB:,.2f}", fix.step.with_band())
 
 
 class FixesBar(QFrame):

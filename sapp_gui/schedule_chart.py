@@ -222,8 +222,10 @@ class ScheduleChart(ExportableChart, QWidget):
         assert self.timeline is not None
         n = len(self.timeline.stages)
         m = max((op.microbatch for st in self.timeline.stages for op in st.ops), default=-1) + 1
+        shown = self.result.throughput if self.result is not None else None  # the step's honest precision
+        flush = shown.seconds(self.timeline.makespan) if shown is not None else f"{self.timeline.makespan:,.3g}"
         self.title.setText(translate("Schedule", "{0} schedule: {1} stages, {2} micro-batches, one flush {3} s")
-                           .format(self.timeline.schedule, n, m, f"{self.timeline.makespan:,.3f}"))
+                           .format(self.timeline.schedule, n, m, flush))
 
     def _draw_labels(self) -> None:
         """Micro-batch numbers on blocks wide enough to hold them (redrawn when zooming)."""

@@ -186,10 +186,12 @@ class ScheduleView(QWidget):
             self.parts.setRowCount(0)
             return
         top = max(range(len(peaks)), key=lambda i: peaks[i].memory)
+        shown = result.throughput  # times at the step's honest precision (estimator.honest)
+        seconds = shown.seconds if shown is not None else (lambda v: f"{v:,.3g}")
         self.stages.setRowCount(len(peaks))
         for i, p in enumerate(peaks):
             total = result.stages[i].total / GiB if i < len(result.stages) else 0.0
-            cells = [str(p.stage), str(p.max_inflight), f"{p.time:,.3f}", f"{p.memory / GiB:,.2f}",
+            cells = [str(p.stage), str(p.max_inflight), seconds(p.time), f"{p.memory / GiB:,.2f}",
                      f"{p.activations / GiB:,.2f}", f"{total:,.2f}"]
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -202,8 +204,8 @@ class ScheduleView(QWidget):
         step = result.step_time_s or 0.0
         parts = [(k, v) for k, v in sorted(result.parts.items(), key=lambda kv: -kv[1]) if v > 0]
         self.parts.setRowCount(len(parts) + 1)
-        rows = [(part_name(k), f"{v:,.3f}", f"{100 * v / step:.1f}%" if step else "") for k, v in parts]
-        rows.append((translate("Schedule", "step time"), f"{step:,.3f}", "100%"))
+        rows = [(part_name(k), seconds(v), f"{100 * v / step:.1f}%" if step else "") for k, v in parts]
+        rows.append((translate("Schedule", "step time"), shown.step.with_band() if shown is not None else "", "100%"))
         for i, cells in enumerate(rows):
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)

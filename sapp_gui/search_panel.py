@@ -71,8 +71,8 @@ def current_sentence(result: SearchResult) -> str:
     peak = max(current.row.peak_bytes, current.row.optimizer_step_peak) / GiB
     if not current.fits:
         return translate("SearchPanel", "The plan as opened (*) does not fit: peak {0} GiB.").format(f"{peak:,.2f}")
-    return translate("SearchPanel", "The plan as opened (*) ranks {0} of {1}: step {2} s, peak {3} GiB.").format(
-        f"{current.rank:,}", f"{result.fitting:,}", f"{current.row.step_time_s:,.3f}", f"{peak:,.2f}")
+    return translate("SearchPanel", "The plan as opened (*) ranks {0} of {1}: step {2}, peak {3} GiB.").format(
+        f"{current.rank:,}", f"{result.fitting:,}", current.row.throughput.step.with_band(" s"), f"{peak:,.2f}")
 
 
 class SearchPanel(QWidget):
@@ -405,8 +405,8 @@ class SearchPanel(QWidget):
         row = self.rows[self.current_row]
         st = row.row.strategy
         name = self.row_name(row)
-        self.stage_chart.title.setText(translate("SearchPanel", "{0}: dp {1} × tp {2} × pp {3}, {4} s per step").format(
-            name, st.dp, st.tp, st.pp, f"{row.row.step_time_s:,.3f}"))
+        self.stage_chart.title.setText(translate("SearchPanel", "{0}: dp {1} × tp {2} × pp {3}, step {4}").format(
+            name, st.dp, st.tp, st.pp, row.row.throughput.step.with_band(" s")))
 
     @staticmethod
     def row_name(row: SearchRow) -> str:

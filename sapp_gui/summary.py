@@ -18,7 +18,7 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QListWidget, QListWidgetItem, QMenu, QWidget
 
-from estimator.honest import digits_for, sig
+from estimator.honest import relative_change
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
 from estimator.session import FAILED, PlanSession, SessionEvent
@@ -74,21 +74,18 @@ def fmt_count(n: float) -> str:
     return f"{n:,.0f}"
 
 
-def fmt_seconds(s: float) -> str:
-    return f"{s:,.3f} s" if s < 100 else f"{s:,.1f} s"
-
-
 def parts_html(result: Result) -> str:
-    """The step time split into its parts: seconds and share, largest first."""
+    """The step time split into its parts: seconds (at the step's honest precision) and share, largest first."""
     total = result.step_time_s or 0.0
-    if not total:
+    shown = result.throughput
+    if not total or shown is None:
         return ""
-    head = translate("Summary", "Step time {0} per optimizer step").format(fmt_seconds(total))
+    head = translate("Summary", "Step time {0} per optimizer step").format(shown.step.with_band(" s"))
     rows = [f"<b>{head}</b><table cellspacing='0' cellpadding='1'>"]
     for key, value in sorted(result.parts.items(), key=lambda kv: -kv[1]):
         if value <= 0:
             continue
-        rows.append(f"<tr><td>{part_name(key)}</td><td align='right'>&nbsp;{value:,.3f} s</td>"
+        rows.append(f"<tr><td>{part_name(key)}</td><td align='right'>&nbsp;{shown.seconds(value)} s</td>"
                     f"<td align='right'>&nbsp;{100 * value / total:4.1f}%</td></tr>")
     rows.append("</table>")
     return "".join(rows)
@@ -281,33 +278,26 @@ class SummaryPanel(QFrame):
                              MUTED, tip=self.stale)
 
     def _set_time(self, result: Result, pinned: Result | None) -> None:
-        if result.step_time_s is None:
+        shown = result.throughput
+        if shown is None:
             for card in (self.step_time, self.throughput, self.mfu):
                 card.set("–", translate("Summary", "not priced"))
             return
+        # shown at the precision the efficiency band allows (estimator.honest), the band itself under the value
         largest = max(result.parts.items(), key=lambda kv: kv[1], default=("", 0.0))
         sub = translate("Summary", "most: {0}").format(part_name(largest[0])) if largest[1] > 0 else ""
         if pinned is not None and pinned.step_time_s is not None:
-            sub = translate("Summary", "{0} vs pinned").format(f"{result.step_time_s - pinned.step_time_s:+,.3f} s")
-        # shown at the precision the efficiency band allows, the band itself under the value
-        band, tokens_band, mfu_band = result.step_band, result.tokens_band, result.mfu_band
-        step = result.step_time_s
-        digits = digits_for(step, *(band or (None, None)))
-        if band is not None and pinned is None:
-            sub = translate("Summary", "{0}–{1} s").format(sig(band[0], digits), sig(band[1], digits))
-        self.step_time.set(sig(step, digits) + " s", sub, tip=parts_html(result))
-        tokens = result.tokens_per_s_per_device or 0.0
-        cluster = tokens * result.world_size
-        tok_sub = translate("Summary", "{0} tokens/s in all").format(fmt_count(cluster))
-        if tokens_band is not None:
-            tok_sub = f"{sig(tokens_band[0], digits)}–{sig(tokens_band[1], digits)}"
-        self.throughput.set(sig(tokens, digits), tok_sub,
-                            tip=translate("Summary", "{0} tokens/s in all").format(fmt_count(cluster)))
-        mfu = (result.mfu or 0.0) * 100
-        mfu_sub = translate("Summary", "model FLOPs utilisation")
-        if mfu_band is not None:
-            mfu_sub = f"{sig(mfu_band[0] * 100, digits)}–{sig(mfu_band[1] * 100, digits)}%"
-        self.mfu.set(sig(mfu, digits) + "%", mfu_sub, tip=translate("Summary", "model FLOPs utilisation"))
+            # the ratio of two plans on one device is known better than either step (estimator.honest)
+            sub = translate("Summary", "{0} vs pinned").format(relative_change(pinned.step_time_s, shown.step.value))
+        elif shown.step.band is not None:
+            sub = translate("Summary", "{0}–{1} s").format(*shown.step.band_texts)
+        self.step_time.set(shown.step.text + " s", sub, tip=parts_html(result))
+        cluster = translate("Summary", "{0} tokens/s in all").format(
+            fmt_count(shown.tokens.value * result.world_size))
+        self.throughput.set(shown.tokens.text, shown.tokens.band_text or cluster, tip=cluster)
+        mfu_name = translate("Summary", "model FLOPs utilisation")
+        band = shown.mfu.band_text
+        self.mfu.set(shown.mfu.text + "%", band + "%" if band is not None else mfu_name, tip=mfu_name)
 
     def _set_host(self, result: Result) -> None:
         """[H-NODE] host memory per node (offload and swap) against the node's RAM from the device preset."""

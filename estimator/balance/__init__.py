@@ -49,12 +49,17 @@ class BalanceResult:
             times = [float(t.F + t.B + t.W + t.Rc) for t in res.step.stages] if res.step is not None else []
             return [{"stage": s.index, "total_bytes": round(s.total), "layers": list(s.layer_counts),
                      "time_s": times[s.index] if times else None} for s in res.stages]
+        def band(res: Result) -> dict[str, float]:
+            return res.throughput.to_dict() if res.throughput is not None else {}
+
         return {"counts": list(self.counts), "offsets": list(self.offsets),
                 "recompute": {k: list(v) for k, v in self.recompute.items()},
                 "before": {"peak_bytes": round(self.before.peak_bytes), "fits": self.before.fits,
-                           "step_time_s": self.before.step_time_s, "stages": stage_rows(self.before)},
+                           "step_time_s": self.before.step_time_s, "stages": stage_rows(self.before),
+                           **band(self.before)},
                 "after": {"peak_bytes": round(self.after.peak_bytes), "fits": self.after.fits,
-                          "step_time_s": self.after.step_time_s, "stages": stage_rows(self.after)},
+                          "step_time_s": self.after.step_time_s, "stages": stage_rows(self.after),
+                           **band(self.after)},
                 "objective_before": self.objective_before, "objective_after": self.objective_after,
                 "exact": self.exact, "snippets": self.snippets, "notes": self.notes, "seconds": self.seconds,
                 **({"chunk_offsets": [list(r) for r in self.chunk_offsets],

@@ -11,7 +11,6 @@ from urllib.parse import quote
 
 from ..hardware import runtime_of
 from ..hardware_figures import device_figures
-from ..honest import with_band
 from ..host import host_text
 from ..palette import CATEGORY_SHORT
 from ..parsed import ParsedConfig
@@ -49,11 +48,10 @@ def _summary(parsed: ParsedConfig, result: Result) -> list[tuple[str, str]]:
     host = host_text(result.host)
     if host:
         rows.append(("Host memory", host))
-    if result.step_time_s is not None:
-        assert result.tokens_per_s_per_device is not None and result.mfu is not None
-        rows.append(("Step time", f"{with_band(result.step_time_s, result.step_band, ' s')}, "
-                                  f"{with_band(result.tokens_per_s_per_device, result.tokens_band)} tokens/s/device, "
-                                  f"MFU {with_band(result.mfu, result.mfu_band, ' %', 100)}"
+    if result.throughput is not None:
+        shown = result.throughput
+        rows.append(("Step time", f"{shown.step.with_band(' s')}, {shown.tokens.with_band()} tokens/s/device, "
+                                  f"MFU {shown.mfu.with_band(' %')}"
                                   + (" (low–high from the device's efficiency bands)" if result.step_band else "")))
     return rows
 
@@ -101,9 +99,10 @@ def render_markdown(parsed: ParsedConfig, result: Result, chart_file: str | None
               "|---|---|---|"]
     lines += [f"| {md(label)} | {md(value)} | {f'[{md(source)}]({quote(url, safe=URL_SAFE)})' if url else md(source)} |"
               for label, value, source, url in _figure_rows(parsed)]
-    if result.step_time_s is not None:
+    if result.throughput is not None and result.step_time_s:
+        shown = result.throughput
         lines += ["", "## Step time", "", "| part | seconds | share |", "|---|---|---|"]
-        lines += [f"| {PART_LABELS[k]} | {v:.3f} | {v / result.step_time_s * 100:.1f} % |"
+        lines += [f"| {PART_LABELS[k]} | {shown.seconds(v)} | {v / result.step_time_s * 100:.1f} % |"
                   for k, v in result.parts.items() if v]
     warnings = [*parsed.warnings, *result.warnings]
     if warnings:
@@ -143,11 +142,12 @@ def render_html(parsed: ParsedConfig, result: Result, chart_svg: str | None = No
         cell = f"<a href='{e(url)}'>{e(source)}</a>" if url else e(source)
         parts.append(f"<tr><td>{e(label)}</td><td>{e(value)}</td><td style='text-align:left'>{cell}</td></tr>")
     parts.append("</table>")
-    if result.step_time_s is not None:
+    if result.throughput is not None and result.step_time_s:
+        shown = result.throughput
         parts.append("<h2>Step time</h2><table><tr><th>part</th><th>seconds</th><th>share</th></tr>")
         for k, v in result.parts.items():
             if v:
-                parts.append(f"<tr><td>{e(PART_LABELS[k])}</td><td>{v:.3f}</td>"
+                parts.append(f"<tr><td>{e(PART_LABELS[k])}</td><td>{shown.seconds(v)}</td>"
                              f"<td>{v / result.step_time_s * 100:.1f} %</td></tr>")
         parts.append("</table>")
     warnings = [*parsed.warnings, *result.warnings]

@@ -16,6 +16,7 @@ import numpy as np
 from ..device.ratio import with_slack_ratio
 from ..errors import SappError
 from ..estimate import estimate
+from ..honest import Throughput, throughput
 from ..messages import Message, joined, msg
 from ..parsed import ParsedConfig
 from ..result import Result
@@ -45,6 +46,7 @@ class RankedRow:
     tokens_per_s_per_device: float
     mfu: float
     result: Result | None = None  # scalar re-estimate (top K only)
+    step_band: tuple[float, float] | None = None  # [T-BAND] step time at the device's fast and slow ends
     # the expert TP and optimizer shard size the row runs with: the strategy leaves them unstated when they are
     # the framework's defaults (as the plan does), so that applying the row writes only what changes
     etp: int = 1
@@ -58,7 +60,12 @@ class RankedRow:
                 "peak_stage": self.peak_stage, "stage_peaks": [round(x) for x in self.stage_peaks],
                 "optimizer_step_peak": round(self.optimizer_step_peak), "headroom": round(self.headroom),
                 "step_time_s": self.step_time_s, "tokens_per_s_per_device": self.tokens_per_s_per_device,
-                "mfu": self.mfu}
+                "mfu": self.mfu, **self.throughput.to_dict()}
+
+    @property
+    def throughput(self) -> Throughput:
+        """Step time, tokens/s/device and MFU at the precision the step band allows (``estimator.honest``)."""
+        return throughput(self.step_time_s, self.tokens_per_s_per_device, self.mfu, self.step_band)
 
 
 @dataclass
@@ -209,7 +216,9 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     top = order[:space.top_k]
     ranked = [_row(parsed, surv, surv_derived, priced, int(k), budget, rescore=True) for k in top]
     pareto_idx = _pareto(priced.step_time[fit_idx], decisive[fit_idx])
-    pareto = [_row(parsed, surv, surv_derived, priced, int(fit_idx[k]), budget, rescore=False) for k in pareto_idx]
+    in_top = dict(zip(top.tolist(), ranked, strict=True))  # a ranked row on the front is the same row
+    pareto = [in_top.get(int(fit_idx[k])) or _row(parsed, surv, surv_derived, priced, int(fit_idx[k]), budget,
+                                                  rescore=False) for k in pareto_idx]
     current = _current(parsed, budget, ranked, priced.step_time[fit_idx])
     phases["rank"] = time.perf_counter() - t0
     return SearchResult(candidates=total, refusals=refused, examples=examples, survivors=len(alive),
@@ -256,7 +265,7 @@ def _current(parsed: ParsedConfig, budget: float, ranked: list[RankedRow],
                     optimizer_step_peak=float(result.optimizer_step_peak), headroom=float(budget - decisive),
                     step_time_s=float(result.step_time_s),
                     tokens_per_s_per_device=float(result.tokens_per_s_per_device or 0.0),
-                    mfu=float(result.mfu or 0.0), result=result, etp=int(par.etp),
+                    mfu=float(result.mfu or 0.0), result=result, step_band=result.step_band, etp=int(par.etp),
                     shard_size=int(par.os) if parsed.strategy.sharding.mode != "none" else None)
     same = next((k for k, r in enumerate(ranked) if _same_plan(parsed, r.strategy)), None)
     fits = decisive <= budget
@@ -290,6 +299,7 @@ def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray]
     row = cands.row(k)
     strategy = candidate_at(parsed, cands, derived, k)
     result = estimate(parsed.model, strategy, parsed.hardware, parsed.options) if rescore else None
+    band = result.step_band if result is not None else _band(parsed, strategy)
     p = row["p"]
     return RankedRow(strategy=strategy, peak_bytes=float(priced.peak[k]), peak_stage=int(priced.peak_stage[k]),
                      stage_peaks=tuple(float(x) for x in priced.stage_totals[k, :p]),
@@ -297,8 +307,16 @@ def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray]
                      headroom=headroom(priced.peak[k], priced.allocator_peak[k], budget, parsed),
                      step_time_s=float(priced.step_time[k]),
                      tokens_per_s_per_device=float(priced.tokens_per_s_per_device[k]), mfu=float(priced.mfu[k]),
-                     result=result, etp=int(derived["etp"][k]) if parsed.model.is_moe else 1,
+                     result=result, step_band=band, etp=int(derived["etp"][k]) if parsed.model.is_moe else 1,
                      shard_size=int(row["os"]) if parsed.strategy.sharding.mode != "none" else None)
+
+
+def _band(parsed: ParsedConfig, strategy: Strategy) -> tuple[float, float] | None:
+    """[T-BAND] of a front-only row: re-estimated for its step band alone, not kept (it is not explained)."""
+    try:
+        return estimate(parsed.model, strategy, parsed.hardware, parsed.options, explain=False).step_band
+    except SappError:
+        return None
 
 
 def _pareto(times: np.ndarray, peaks: np.ndarray) -> list[int]:

@@ -11,17 +11,19 @@ from ..units import GiB
 from . import RankedRow, SearchResult, SearchSpace
 
 COLUMNS = ("rank", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "sp", "recompute", "shard", "schedule",
-           "peak GiB", "stage", "step s", "tok/s/dev", "MFU")
+           "peak GiB", "stage", "step s (low–high)", "tok/s/dev", "MFU")
 
 
 def row_cells(rank: int | str, row: RankedRow) -> list[str]:
+    """One row of the table: step time, tokens/s and MFU at the precision the row's step band allows."""
     st = row.strategy
+    shown = row.throughput
     return [str(rank), str(st.dp), str(st.tp), str(st.pp), str(st.vpp), str(st.cp), str(st.ep), str(row.etp),
             str(st.micro_batch_size), str(st.micro_batches), "on" if st.sequence_parallel else "off",
             st.recompute.default_mode if st.recompute.full_counts is None else "per-stage",
             str(row.shard_size) if row.shard_size is not None else "-", st.schedule_name,
             f"{max(row.peak_bytes, row.optimizer_step_peak) / GiB:.2f}", str(row.peak_stage),
-            f"{row.step_time_s:.3f}", f"{row.tokens_per_s_per_device:,.0f}", f"{row.mfu * 100:.1f}%"]
+            shown.step.with_band(), shown.tokens.text, shown.mfu.text + "%"]
 
 
 def _table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
@@ -82,17 +84,21 @@ def current_text(result: SearchResult) -> str:
         return (f"* the plan as opened does not fit: peak {peak / GiB:.2f} GiB over the {result.budget / GiB:.2f} GiB "
                 "budget")
     return (f"* the plan as opened: rank {current.rank:,} of {result.fitting:,} that fit, step "
-            f"{current.row.step_time_s:.3f} s, peak {peak / GiB:.2f} GiB")
+            f"{current.row.throughput.step.with_band(' s')}, peak {peak / GiB:.2f} GiB")
 
 
 def csv_text(result: SearchResult) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(("list", *COLUMNS[1:], "peak bytes", "headroom bytes"))
+    # the times in full (a CSV is read by programs): step time and its band, tokens/s/device, MFU as a fraction
+    writer.writerow(("list", *COLUMNS[1:-3], "step s", "step s low", "step s high", "tok/s/dev", "MFU",
+                     "peak bytes", "headroom bytes"))
     current = [result.current.row] if result.current is not None else []
     for name, rows in (("ranked", result.ranked), ("pareto", result.pareto), ("current", current)):
         for row in rows:
-            writer.writerow((name, *row_cells("", row)[1:], round(row.peak_bytes), round(row.headroom)))
+            low, high = row.step_band if row.step_band is not None else ("", "")
+            writer.writerow((name, *row_cells("", row)[1:-3], row.step_time_s, low, high,
+                             row.tokens_per_s_per_device, row.mfu, round(row.peak_bytes), round(row.headroom)))
     return buffer.getvalue()
 
 

@@ -2457,8 +2457,8 @@
         <translation>打开的计划（*）超出预算：峰值 {0} GiB。</translation>
     </message>
     <message>
-        <source>The plan as opened (*) ranks {0} of {1}: step {2} s, peak {3} GiB.</source>
-        <translation>打开的计划（*）排第 {0} / {1}：单步 {2} s，峰值 {3} GiB。</translation>
+        <source>The plan as opened (*) ranks {0} of {1}: step {2}, peak {3} GiB.</source>
+        <translation>打开的计划（*）排第 {0} / {1}：单步 {2}，峰值 {3} GiB。</translation>
     </message>
     <message>
         <source>Search space (device count and global batch fixed)</source>
@@ -2605,8 +2605,8 @@
         <translation>无法估算：{0}</translation>
     </message>
     <message>
-        <source>{0}: dp {1} × tp {2} × pp {3}, {4} s per step</source>
-        <translation>{0}：dp {1} × tp {2} × pp {3}，单步 {4} s</translation>
+        <source>{0}: dp {1} × tp {2} × pp {3}, step {4}</source>
+        <translation>{0}：dp {1} × tp {2} × pp {3}，单步 {4}</translation>
     </message>
     <message>
         <source>Search #{0}</source>
@@ -2811,8 +2811,8 @@
         <translation>单步 s</translation>
     </message>
     <message>
-        <source>step time, seconds</source>
-        <translation>单步时间（秒）</translation>
+        <source>step time, seconds, with the low–high band the device&apos;s efficiency ranges give; sorted by the full value</source>
+        <translation>单步时间（秒），括号内为设备效率范围给出的低–高区间；按完整数值排序</translation>
     </message>
     <message>
         <source>Tok/s/dev</source>

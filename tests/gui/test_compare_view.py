@@ -78,6 +78,15 @@ def test_compare_current_pinned_and_a_search_row(qtbot, window, dsv3_plan) -> No
              - current.stages[current.peak_stage].bytes_by_category["activations"]) / GiB)
     assert compare.table.rowCount() == len(data["table"]) // compare.table.columnCount()
     assert search.ranked
+    # step, tokens/s and MFU at the precision the band allows; a difference at the reference's decimal places
+    from sapp_gui.compare_view import ROWS
+
+    keys = [key for key, _r, _d in ROWS]
+    cell = {key: compare.table.item(keys.index(key), 0).text() for key in ("step", "tokens", "mfu")}
+    shown = current.throughput
+    assert cell == {"step": shown.step.with_band(), "tokens": shown.tokens.text, "mfu": shown.mfu.text}
+    assert compare.table.item(keys.index("step"), 2).text() == shown.step.delta(first.step_time_s -
+                                                                                 current.step_time_s)
 
 
 def test_compare_with_another_file_aligns_other_depths_and_labels_them(qtbot, window, dsv3_plan,

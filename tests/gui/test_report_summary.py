@@ -30,7 +30,8 @@ def test_summary_shows_step_time_throughput_and_mfu(qtbot, window, dsv3_plan) ->
     assert high == pytest.approx(result.tokens_per_s_per_device * result.step_time_s / fast)
     tip = window.summary.step_time.toolTip()
     largest = max(result.parts, key=result.parts.get)
-    assert f"{result.parts[largest]:,.3f} s" in tip
+    assert f"&nbsp;{two_digits(result.parts[largest])} s" in tip  # the parts at the step's precision too
+    assert f"Step time {two_digits(result.step_time_s)} s ({two_digits(fast)}–{two_digits(slow)})" in tip
     assert tip.count("<tr>") == sum(1 for v in result.parts.values() if v > 0)
     # the tiles re-flow: one row when wide, more rows when narrow, never wider than the window allows
     window.summary.resize(1300, window.summary.height())

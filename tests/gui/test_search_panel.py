@@ -43,6 +43,15 @@ def test_run_fills_the_ranked_table_sorted_and_filterable(qtbot, window, dsv3_pl
     steps = visible(panel, "step")
     assert steps[:len(ranked)] == sorted(steps[:len(ranked)])
     assert visible(panel, "rank")[:len(ranked)] == list(range(1, len(ranked) + 1))
+    # step time, tokens/s and MFU at the precision the row's band allows, the band beside the step (issue 11)
+    from sapp_gui.search_model import COLUMNS
+
+    shown = {key: display for key, _h, _t, display, _s in COLUMNS}
+    for row in panel.rows:
+        figures = row.row.throughput
+        assert figures.step.digits == 2 and figures.step.band is not None
+        assert shown["step"](row) == f"{figures.step.text} ({figures.step.band_text})"
+        assert (shown["tok"](row), shown["mfu"](row)) == (figures.tokens.text, figures.mfu.text)
     # the first row is selected and its per-stage bars drawn
     first = result.ranked[0]
     assert panel.current_row == 0
