@@ -35,7 +35,7 @@ def stack_par(pars: Sequence[Par]) -> Par:
 def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None, overlap_moe_ep_comm: bool = False,
                 return_pricer: bool = False):
     """Per stage and category, arrays over the candidates in ``r.par``: ``{"total": [p, C], category: [p, C],
-    "optimizer_step_peak": [p, C]}`` (and the StagePricer, for step times, with ``return_pricer``)."""
+    "optimizer_step_peak": [p, C], "host": [p, C]}`` (and the StagePricer, for step times, with ``return_pricer``)."""
     par = r.par
     m = np.asarray(par.m)
     profiles = {int(value): inflight_profile(r.flags.schedule, int(par.p), int(par.vp), int(value),
@@ -45,7 +45,7 @@ def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None, overl
     masks = {value: m == value for value in profiles}  # one shared mask object per micro-batch count
     pricer = StagePricer(r, layout)
     size = np.broadcast_shapes(*[np.shape(getattr(par, f.name)) for f in dataclasses.fields(Par)])
-    out = {key: np.zeros((int(par.p), *size)) for key in (*CATEGORIES, "total", "optimizer_step_peak")}
+    out = {key: np.zeros((int(par.p), *size)) for key in (*CATEGORIES, "total", "optimizer_step_peak", "host")}
     for i in range(int(par.p)):
         points = [Point(pt.counts, pt.backward_chunk, masks[value]) for value, prof in profiles.items()
                   for pt in prof[i].points]
@@ -54,6 +54,7 @@ def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None, overl
             out[key][i] = stage.bytes_by_category[key]
         out["total"][i] = stage.total
         out["optimizer_step_peak"][i] = stage.optimizer_step_peak
+        out["host"][i] = sum(stage.host_bytes.values(), start=0.0)  # [H-DEVICE] host memory of one device
     return (out, pricer) if return_pricer else out
 
 

@@ -69,6 +69,11 @@ def current_sentence(result: SearchResult) -> str:
     if current is None:
         return translate("SearchPanel", "The plan as opened cannot be estimated, so it is not among the rows.")
     peak = max(current.row.peak_bytes, current.row.optimizer_step_peak) / GiB
+    host = current.row.result.host if current.row.result is not None else None
+    if not current.fits and host is not None and host.fits is False and peak * GiB <= result.budget:  # R-HOST
+        return translate("SearchPanel", "The plan as opened (*) does not fit the node's host RAM: {0} GiB per "
+                                        "node of {1} GiB.").format(f"{host.per_node / GiB:,.1f}",
+                                                                   f"{(host.ram_per_node or 0) / GiB:,.0f}")
     if not current.fits:
         return translate("SearchPanel", "The plan as opened (*) does not fit: peak {0} GiB.").format(f"{peak:,.2f}")
     return translate("SearchPanel", "The plan as opened (*) ranks {0} of {1}: step {2}, peak {3} GiB.").format(

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from estimator.search import SearchResult
 
 from .clipboard import install_table_copy
-from .language import translate
+from .language import said, translate
 from .search_model import SearchFilterProxy, SearchRow, SearchTableModel
 
 
@@ -122,7 +122,7 @@ class SearchResultsTabs(QTabWidget):
         items = sorted(result.refusals.items(), key=lambda kv: -kv[1]) if result is not None else []
         self.refused.setRowCount(len(items))
         for i, (code, count) in enumerate(items):
-            example = result.examples.get(code, "") if result is not None else ""
+            example = said(result.examples.get(code, "")) if result is not None else ""
             for j, text in enumerate((code, f"{count:,}", example)):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)

@@ -17,11 +17,11 @@ from ..device.ratio import with_slack_ratio
 from ..errors import SappError
 from ..estimate import estimate
 from ..honest import Throughput, throughput
-from ..messages import Message, joined, msg
+from ..messages import Message, Text, english, joined, msg
 from ..parsed import ParsedConfig
 from ..result import Result
 from ..strategy import Strategy
-from ..units import GiB
+from ..units import GiB, fmt_bytes
 from .candidates import Candidates, enumerate_candidates
 from .filters import CODES, example_text, refusals, resolve_columns
 from .pricing import candidate_strategy, price_candidates
@@ -87,7 +87,7 @@ class CurrentPlan:
 class SearchResult:
     candidates: int
     refusals: dict[str, int]
-    examples: dict[str, str]
+    examples: dict[str, Text]  # per rule, one refused candidate (R-HOST's in the reader's language)
     survivors: int
     fitting: int
     over_budget: list[tuple[str, float]]  # (candidate, overshoot bytes), the 20 smallest
@@ -101,7 +101,8 @@ class SearchResult:
     current: CurrentPlan | None = None  # None when the plan itself cannot be estimated
 
     def to_dict(self) -> dict[str, Any]:
-        return {"candidates": self.candidates, "refusals": self.refusals, "examples": self.examples,
+        return {"candidates": self.candidates, "refusals": self.refusals,
+                "examples": {code: english(text) for code, text in self.examples.items()},
                 "survivors": self.survivors, "priced": self.priced, "fitting": self.fitting,
                 "over_budget": [{"candidate": c, "overshoot_bytes": round(o)} for c, o in self.over_budget],
                 "pareto": [r.to_dict() for r in self.pareto], "ranked": [r.to_dict() for r in self.ranked],
@@ -203,6 +204,11 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     decisive = np.fmax(priced.peak, priced.optimizer_step_peak)
     fits = done & fits_budget(decisive, priced.allocator_peak, budget, parsed)
     over = np.nonzero(done & ~fits)[0]
+    host_over = _host_over(parsed, priced, fits)
+    if len(host_over):  # R-HOST: fits the device, but its offloaded bytes do not fit the node's RAM
+        refused["R-HOST"] = len(host_over)
+        examples["R-HOST"] = _host_text(parsed, surv, surv_derived, priced, int(host_over[0]))
+        fits[host_over] = False
     if len(over):
         refused["R-MEM"] = len(over)
         worst = over[np.argsort(decisive[over] - budget)[:20]]
@@ -268,7 +274,7 @@ def _current(parsed: ParsedConfig, budget: float, ranked: list[RankedRow],
                     mfu=float(result.mfu or 0.0), result=result, step_band=result.step_band, etp=int(par.etp),
                     shard_size=int(par.os) if parsed.strategy.sharding.mode != "none" else None)
     same = next((k for k, r in enumerate(ranked) if _same_plan(parsed, r.strategy)), None)
-    fits = decisive <= budget
+    fits = decisive <= budget and (result.host is None or result.host.fits is not False)  # R-HOST too
     rank = (same + 1 if same is not None else int(np.sum(fit_times < row.step_time_s)) + 1) if fits else None
     return CurrentPlan(row=row, fits=fits, rank=rank, ranked_index=same)
 
@@ -317,6 +323,22 @@ def _band(parsed: ParsedConfig, strategy: Strategy) -> tuple[float, float] | Non
         return estimate(parsed.model, strategy, parsed.hardware, parsed.options, explain=False).step_band
     except SappError:
         return None
+
+
+def _host_over(parsed: ParsedConfig, priced, fits: np.ndarray) -> np.ndarray:
+    """[H-NODE] candidates that fit the device but whose host memory per node (per device × devices per node)
+    exceeds the node's RAM from the preset; none when the preset states no RAM."""
+    ram = parsed.hardware.host_ram_per_node
+    if ram is None or priced.host is None:
+        return np.zeros(0, dtype=np.int64)
+    return np.nonzero(fits & (priced.host * parsed.hardware.devices_per_node > ram))[0]
+
+
+def _host_text(parsed: ParsedConfig, cands: Candidates, derived, priced, k: int) -> Message:
+    hw = parsed.hardware
+    return msg("search.host-ram-example", candidate=example_text("R-HOST", _display_row(cands, derived, k)),
+               per_node=fmt_bytes(priced.host[k] * hw.devices_per_node), per_device=fmt_bytes(priced.host[k]),
+               devices_per_node=hw.devices_per_node, ram=fmt_bytes(hw.host_ram_per_node or 0.0))
 
 
 def _pareto(times: np.ndarray, peaks: np.ndarray) -> list[int]:

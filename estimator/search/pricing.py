@@ -36,6 +36,7 @@ class Priced:
     tokens_per_s_per_device: np.ndarray
     mfu: np.ndarray
     allocator_peak: np.ndarray | None = None  # per candidate: max over stages of what the allocator holds
+    host: np.ndarray | None = None  # [H-DEVICE] host memory per device (the largest stage's), offload and swap
 
 
 def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str) -> Strategy:
@@ -117,7 +118,7 @@ def price_candidates(parsed: ParsedConfig, cands: Candidates, derived: dict[str,
     out = Priced(peak=np.full(size, np.nan), peak_stage=np.zeros(size, dtype=np.int64),
                  stage_totals=np.full((size, p_max), np.nan), optimizer_step_peak=np.full(size, np.nan),
                  step_time=np.full(size, np.nan), tokens_per_s_per_device=np.full(size, np.nan),
-                 mfu=np.full(size, np.nan), allocator_peak=np.full(size, np.nan))
+                 mfu=np.full(size, np.nan), allocator_peak=np.full(size, np.nan), host=np.full(size, np.nan))
     keys = group_keys(cands, derived)
     # by group, then by micro-batch count: each count's candidates form one slice of the group (cheap masks)
     order = np.lexsort((c["m"], keys))
@@ -160,6 +161,7 @@ def _price_group(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.
     out.optimizer_step_peak[idx] = cats["optimizer_step_peak"].max(axis=0)
     outside = sum(cats[k] for k in OUTSIDE_ALLOCATOR)  # the device holds these beside the allocator's pool
     out.allocator_peak[idx] = (device - outside).max(axis=0)
+    out.host[idx] = cats["host"].max(axis=0)
     if time_fn is not None:
         step = time_fn(pricer)
         out.step_time[idx] = np.broadcast_to(step.step_time_s, idx.shape)

@@ -6,8 +6,9 @@ import csv
 import io
 from pathlib import Path
 
+from ..messages import msg
 from ..parsed import ParsedConfig
-from ..units import GiB
+from ..units import GiB, fmt_bytes
 from . import RankedRow, SearchResult, SearchSpace
 
 COLUMNS = ("rank", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "sp", "recompute", "shard", "schedule",
@@ -80,6 +81,10 @@ def current_text(result: SearchResult) -> str:
     if current is None:
         return "* the plan as opened cannot be estimated, so it is not among the rows"
     peak = max(current.row.peak_bytes, current.row.optimizer_step_peak)
+    host = current.row.result.host if current.row.result is not None else None
+    if not current.fits and peak <= result.budget and host is not None and host.fits is False:  # R-HOST
+        return str(msg("search.current-host-over", per_node=fmt_bytes(host.per_node),
+                       ram=fmt_bytes(host.ram_per_node or 0.0)))
     if not current.fits:
         return (f"* the plan as opened does not fit: peak {peak / GiB:.2f} GiB over the {result.budget / GiB:.2f} GiB "
                 "budget")

@@ -2457,6 +2457,10 @@
         <translation>打开的计划（*）超出预算：峰值 {0} GiB。</translation>
     </message>
     <message>
+        <source>The plan as opened (*) does not fit the node&apos;s host RAM: {0} GiB per node of {1} GiB.</source>
+        <translation>打开的计划（*）超出节点主机内存：每节点 {0} GiB，内存 {1} GiB。</translation>
+    </message>
+    <message>
         <source>The plan as opened (*) ranks {0} of {1}: step {2}, peak {3} GiB.</source>
         <translation>打开的计划（*）排第 {0} / {1}：单步 {2}，峰值 {3} GiB。</translation>
     </message>

@@ -244,3 +244,30 @@ def test_a_large_space_keeps_the_window_responsive(qtbot, window, dsv3_plan) -> 
     assert len(ticks) > 20
     assert gui_thread_work() < 0.25, f"the GUI thread computed for {gui_thread_work():.2f} s without serving events"
     assert any(p == "price" and t > 0 for _d, t, p in progress)
+
+
+def test_host_ram_refusals_are_listed_in_the_app_language(qtbot, window) -> None:
+    """R-HOST (issue 11) in the Refused tab, its example in the interface language; the sentence about the plan
+    as opened names the host RAM."""
+    import dataclasses
+    from pathlib import Path
+
+    from estimator.formats import parse
+    from sapp_gui.search_model import build_rows
+    from sapp_gui.search_panel import current_sentence
+
+    parsed = parse([Path(__file__).resolve().parents[1] / "fixtures" / "offload" / "swap_7b.plan.yaml"])
+    small = dataclasses.replace(parsed, hardware=parsed.hardware.replace(host_ram_per_node=200 * GiB),
+                                strategy=parsed.strategy.replace(dp=4, tp=2, micro_batches=16))
+    result = search(small, SearchSpace(8, small.strategy.global_batch_size, parse_dims(["tp=1,2,4,8", "pp=1,2"])))
+    assert result.refusals["R-HOST"] == 2
+    tabs = window.workspace_tabs.search.results
+    window.set_language("zh_CN")
+    tabs.set_result(result, build_rows(result))
+    codes = [tabs.refused.item(i, 0).text() for i in range(tabs.refused.rowCount())]
+    example = tabs.refused.item(codes.index("R-HOST"), 2).text()
+    assert tabs.refused.item(codes.index("R-HOST"), 1).text() == "2"
+    assert example.startswith("R-HOST: ") and example.endswith("超过了节点的 200.00 GiB 内存")
+    assert "超出节点主机内存" in current_sentence(result)
+    window.set_language("en")
+    assert current_sentence(result).startswith("The plan as opened (*) does not fit the node's host RAM")
