@@ -4,6 +4,8 @@ feature's keys live in one place."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..features import lora_targets_of
 from ..messages import msg
 from .mindformers_schema import MC, mindformers_dtype
@@ -18,6 +20,42 @@ SWAP = ("swap_config",)
 # op_name keywords of swap_config.op_swap -> offload groups (MindFormers' Llama op names)
 SWAP_OPS = (("attention", ("self_attention",)), ("flash", ("self_attention",)), ("feed_forward", ("mlp",)),
             ("mlp", ("mlp",)), ("norm", ("input_norm", "post_attention_norm")))
+
+
+def layer_slots(layers: int, pp: int, vp: int, offset: Any) -> list[list[range]]:
+    """The global layer ids of each [chunk][stage] as MindFormers' LayerSetting places them: ``layers // (pp·vp)``
+    per slot plus its offset, chunk-major (mindformers/models/utils.py). With ``swap_config.swap`` on, the
+    recompute lists name layers by these ids (``_format_recompute_list_select_layer_index``)."""
+    rows = offset if isinstance(offset, tuple | list) and offset and isinstance(offset[0], tuple | list) else \
+        [offset] * vp
+    avg, start, out = layers // (pp * vp), 0, []
+    for row in rows:
+        sizes = row if isinstance(row, tuple | list) else [row] * pp
+        chunk = []
+        for extra in sizes:
+            chunk.append(range(start, start + avg + int(extra)))
+            start += avg + int(extra)
+        out.append(chunk)
+    return out
+
+
+def counts_of_layers(ids: list[int], slots: list[list[range]]) -> Any:
+    """Per stage (per chunk and stage when interleaved) how many of the layer ids ``ids`` it holds."""
+    rows = tuple(tuple(sum(1 for i in set(ids) if i in slot) for slot in chunk) for chunk in slots)
+    return rows[0] if len(rows) == 1 else rows
+
+
+def layers_of_counts(counts: Any, slots: list[list[range]]) -> list[int]:
+    """The layer ids of per-stage (or per chunk and stage) counts: the first ``count`` layers of each slot, as the
+    estimator prices them."""
+    if isinstance(counts, int):
+        rows: Any = [[counts] * len(slots[0])] * len(slots)
+    elif counts and isinstance(counts[0], tuple | list):
+        rows = counts
+    else:
+        rows = [counts]
+    return [i for chunk, row in zip(slots, rows, strict=True) for slot, k in zip(chunk, row, strict=True)
+            for i in list(slot)[:int(k)]]
 
 
 class FeatureReader(MindFormersSource):

@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..messages import msg, reason
 from ..units import parse_size
 from ..warnings import Assumption
-from .mindformers_features import FeatureReader
+from .mindformers_features import FeatureReader, counts_of_layers, layer_slots
 from .mindformers_model import ModelReader
 from .mindformers_schema import (
     CP_ALGOS,
@@ -239,9 +239,13 @@ class MindFormersReader(ModelReader, FeatureReader):
 
     # -- recompute ------------------------------------------------------------------------------------
     def counts(self, keys: tuple[str, ...], value: Any) -> Any:
-        """A bool, list[p] of ints/bools, or list[vp][p] of ints, validated."""
+        """A bool, list[p] of ints/bools, or list[vp][p] of ints, validated; with ``swap_config.swap`` on a list
+        of layer ids, as MindFormers then reads it (``layer_ids``)."""
         if isinstance(value, bool):
             return value
+        if self.bool_at(("swap_config", "swap")) and isinstance(value, list) and \
+                all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return self.layer_ids(keys, value)
         bad = f"expected True/False, a list of layer counts per stage or a list of such lists; got {value!r}"
         if not isinstance(value, list) or not value:
             raise self.fail(keys, bad)
@@ -257,6 +261,17 @@ class MindFormersReader(ModelReader, FeatureReader):
         if any(isinstance(v, list) for v in value):
             raise self.fail(keys, bad)
         return tuple(v if isinstance(v, bool) else self.as_int(keys, v, 0, MAX_COUNT) for v in value)
+
+    def layer_ids(self, keys: tuple[str, ...], value: list[int]) -> Any:
+        """MindFormers with ``swap_config.swap`` on reads recompute lists as global layer ids (LayerSetting
+        ``_format_recompute_list_select_layer_index``): counted per stage (per chunk and stage when interleaved)."""
+        mtp = self.values.get("model.mtp_layers", 0) if self.values.get("strategy.mtp_in_offset") else 0
+        layers = int(self.values.get("model.num_layers", 0)) + int(mtp)  # what LayerSetting splits
+        bad = [i for i in value if not 0 <= i < layers]
+        if bad:
+            raise self.fail(keys, msg("mindformers_read.swap-layer-ids", ids=bad, layers=layers))
+        vp = int(self.values.get("strategy.vpp", 1))
+        return counts_of_layers(value, layer_slots(layers, self.pp, vp, self.values.get("strategy.offset", 0)))
 
     def merge_counts(self, keys: tuple[str, ...], found: list[tuple[str, Any]]) -> Any:
         """One count value from several op patterns; differing values are combined by the largest."""

@@ -26,6 +26,7 @@ from ..strategy import FEATURE_FIELDS, ZERO_BUFFER_FIELDS, RecomputePlan, Strate
 from .common import dig, has_key, load_yaml
 from .mindformers import read
 from .mindformers_base import resolve_base
+from .mindformers_features import layer_slots, layers_of_counts
 from .mindformers_schema import CP_ALGOS, DATASET_SEQ, MC, PC, PIPE, POC, RC, RUN, mindformers_dtype
 from .support import original_strategy, plain_lists, refusal
 from .yaml_patch import YamlPatch
@@ -163,14 +164,23 @@ class _Settings:
         if self.t.model.mtp_layers and st.mtp_in_offset != self.t.mtp_counted:
             problems.append(f"strategy.mtp_in_offset {str(st.mtp_in_offset).lower()} (this MindFormers model "
                             f"{'counts' if self.t.mtp_counted else 'does not count'} MTP layers in the offsets)")
+            offset = None
         else:
             offset = self.offsets(st)
             if offset is not None:
                 out["offset"] = offset
         rec = st.recompute
+        model = self.t.model
+        swap_ids = bool(st.offload_activations)  # swap_config.swap as written below
+        placed = model.num_layers + (model.mtp_layers if self.t.mtp_counted else 0)  # what LayerSetting splits
+        slots = layer_slots(placed, st.pp, st.vpp, offset if st.pp * st.vpp > 1 and offset is not None else 0) \
+            if swap_ids else []
 
         def counts(value: Any) -> Any:
-            """An int N (N layers from every slot start) as MindFormers lists: per stage, or per chunk."""
+            """An int N (N layers from every slot start) as MindFormers lists: per stage, or per chunk; with
+            swap_config.swap on, the layer ids MindFormers then reads (the first N layers of each slot)."""
+            if swap_ids and not isinstance(value, bool):
+                return layers_of_counts(value, slots)
             if isinstance(value, int) and not isinstance(value, bool):
                 return [value] * st.pp if st.vpp == 1 else [[value] * st.pp for _ in range(st.vpp)]
             return plain_lists(value)
