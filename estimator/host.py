@@ -84,6 +84,7 @@ def host_explain(host: HostMemory) -> Quantity:
     figure (the largest stage's) split by kind [H-DEVICE]."""
     from .explain import Quantity
     from .messages import msg
+    from .units import fmt_bytes
 
     index = max(range(len(host.stages)), key=lambda i: host.stages[i].total)
     stage = host.stages[index]
@@ -98,9 +99,11 @@ def host_explain(host: HostMemory) -> Quantity:
     else:
         gib = f"{host.ram_per_node / 2**30:,.0f}"
         ram = msg("host.ram-fits", ram=gib) if host.fits else msg("host.ram-over", ram=gib)
-    return Quantity(msg("host.per-node"), host.per_node, "H-NODE",
-                    {"devices_per_node": host.devices_per_node, "H-DEVICE": stage.total}, children=[device],
-                    note=ram)
+    # byte inputs as the reader reads them (GiB), not raw byte counts, in the substituted formula
+    inputs: dict[str, object] = {"devices_per_node": host.devices_per_node, "H-DEVICE": fmt_bytes(stage.total)}
+    if host.ram_per_node is not None:
+        inputs["host_ram_per_node"] = fmt_bytes(host.ram_per_node)
+    return Quantity(msg("host.per-node"), host.per_node, "H-NODE", inputs, children=[device], note=ram)
 
 
 def host_memory(r: Resolved, stages: Sequence[StageResult]) -> HostMemory:

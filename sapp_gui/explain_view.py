@@ -28,7 +28,13 @@ MAX_DEPTH = 8
 def find_trace(total: Quantity, category: str, stage: StageResult, row: int | None) -> tuple[Quantity, str]:
     """The trace to show for a selected segment, and a note when it is a coarser one than asked for: the
     layer's leaf, else the category's node, else the node the category is folded into (FSDP2 prices
-    gradients, activations, buffers and working together as a maximum over instants), else the stage."""
+    gradients, activations, buffers and working together as a maximum over instants), else the stage. A device
+    row that shares its category with another (async TP's symmetric memory beside the communication library) is
+    its own node of the stage trace."""
+    kind = stage.layers[row].kind if row is not None and 0 <= row < len(stage.layers) else None
+    own = category_node(total, kind) if kind is not None and kind != category else None
+    if own is not None:
+        return own, ""
     node = category_node(total, category)
     if node is not None:
         if row is None:

@@ -361,6 +361,10 @@ def test_host_memory_explain(tmp_path, capsys):
     device = tree.children[0]
     assert device.value == pytest.approx(sum(c.value for c in device.children))
     assert {c.label for c in device.children} == {"activations", "optimizer states"}
+    from estimator.units import fmt_bytes  # the substituted formula shows sizes, not raw byte counts
+
+    assert tree.substituted() == (f"8 · max over stages of {fmt_bytes(device.value)} (against "
+                                  f"{fmt_bytes(A2.host_ram_per_node)})")
     assert main(["estimate", str(path), "--device", "A2", "--explain"]) == 0
     out = capsys.readouterr().out
     assert "host memory per node" in out and "[H-NODE]" in out and "[A-OFFLOAD]" in out
