@@ -88,10 +88,29 @@ def test_the_module_is_never_executed(tmp_path):
                                                    for a in reading.assumptions if a.field == "model.name")
 
 
-def test_export_is_refused_with_the_values_to_type_in():
+def test_export_is_refused_with_the_values_to_type_in(tmp_path):
+    """The refusal names the file, the function and the Trainer.Config keyword arguments to type in: the very
+    keys the TOML writer writes for the job config the function stands for."""
+    import tomlkit
+
+    from estimator.formats.support import Collector
+    from estimator.formats.torchtitan_py import _job_of
+
     parsed = recipe("llama3_8b")
-    with pytest.raises(ConfigError, match=r"code: .* set dp = 32, tp = 2, .* in config_registry\.py by hand"):
+    with pytest.raises(ConfigError, match=r"code: .* in config_registry\.py:llama3_8b set the Trainer\.Config "
+                                          r"keyword arguments parallelism\.tensor_parallel_degree=2\b.* by hand"
+                                          r".*the plan: dp = 32, tp = 2") as refused:
         export(apply_changes(parsed, {"strategy.tp": 2}))
+    # the same job as a TOML file, exported with the same edit: the keys it changes are the ones named
+    job, _function, _module = _job_of(REGISTRY.read_text(), f"{REGISTRY}:llama3_8b", Collector(str(REGISTRY)))
+    toml = tmp_path / "job.toml"
+    toml.write_text(tomlkit.dumps(job))
+    as_toml = parse([toml], devices=64)
+    written = tomlkit.parse(export(apply_changes(as_toml, {"strategy.tp": 2}))[str(toml)])
+    changed = {f"{section}.{key}": value for section, table in written.items() if isinstance(table, dict)
+               for key, value in table.items() if job.get(section, {}).get(key) != value}
+    named = str(refused.value).split("keyword arguments ")[1].split(" by hand")[0]
+    assert changed and sorted(named.split(", ")) == sorted(f"{k}={v!r}" for k, v in changed.items())
 
 
 def test_static_evaluation_rules():

@@ -22,6 +22,7 @@ from . import torchtitan
 from .common import read_text
 from .py_static import Call, Module, Unresolved, split_entry
 from .support import Collector, Reading, changed_fields, refusal
+from .torchtitan_write import job_changes
 
 FORMAT = "torchtitan_py"
 # Trainer.Config keywords read, and those ignored by design (data, logging, checkpoints, schedules, validation)
@@ -53,7 +54,8 @@ def detect(data: Any, path: str) -> bool:
     return "torchtitan" in text and "megatron.bridge" not in text
 
 
-def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
+def _job_of(text: str, path: str, extra: Collector) -> tuple[dict[str, Any], str, Module]:
+    """The TOML job config the registry function stands for, the function's name and the parsed module."""
     file, function = _split(path)
     module = Module(text, file)
     function = choose_function(module, function, file, ("Trainer.Config", "JobConfig"))
@@ -61,8 +63,12 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     if not isinstance(config, Call):
         raise ConfigError(msg("torchtitan_py.does-return-trainer", function=function, config=config),
                           path=path)
+    return _job(config, module, f"{file}:{function}", extra), function, module
+
+
+def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     extra = Collector(path)
-    job = _job(config, module, f"{file}:{function}", extra)
+    job, _function, module = _job_of(text, path, extra)
     for call, line in module.side_calls:
         extra.warn("W-PY-UNRESOLVED", msg("W-PY-UNRESOLVED.line-changes-config-2", line=line, call=call))
     reading = torchtitan.read(text, path, job, devices)
@@ -286,10 +292,15 @@ def _checkpointing(job: dict[str, Any], value: Any, out: Collector) -> None:
 
 
 def write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str:
-    changed = changed_fields(parsed.baseline_strategy, strategy)
-    shown = ", ".join(f"{k} = {v!r}" for k, v in changed.items())
-    raise refusal(f"a Python config registry is code: the estimator does not rewrite it; set {shown} in "
-                  f"{Path(_split(source.path)[0]).name} by hand", source.path)
+    """Refused: Python is code, never rewritten. The refusal names the file, its function and the keyword
+    arguments of its Trainer.Config to type in (``section.key``: ``section=…Config(key=value)``), the keys the
+    TOML writer would write."""
+    job, function, _module = _job_of(source.text, source.path, Collector(source.path))
+    keys = job_changes(job, parsed, parsed.baseline_strategy, strategy, source.path)
+    fields = ", ".join(f"{k} = {v!r}" for k, v in changed_fields(parsed.baseline_strategy, strategy).items())
+    shown = ", ".join(f"{k}={v!r}" for k, v in keys.items())
+    raise refusal(msg("torchtitan_py.export-by-hand", file=f"{Path(_split(source.path)[0]).name}:{function}",
+                      keys=shown or "-", fields=fields), source.path)
 
 
 __all__ = ["FORMAT", "choose_function", "detect", "model_name", "read", "write"]

@@ -217,15 +217,37 @@ def _view_recompute(st: Strategy, ctx: _Context, path: str) -> tuple[str, str | 
     return rec.default_mode, None
 
 
-def _set_toml(doc: Any, data: dict[str, Any], schema: str, name: str, value: Any, path: str) -> None:
+def _location(data: dict[str, Any], schema: str, name: str, path: str) -> tuple[str, str]:
+    """The (section, key) a view value is written at: where the file states it, else the schema's place."""
     locations = LOCATIONS[name]
     for section, key in locations:
         if isinstance(data.get(section), dict) and key in data[section]:
-            break
-    else:
-        if schema != "parallelism" and name in NEW_ONLY:
-            raise refuse(FORMAT, f"{name} in the 2024-12 schema (no such key)", path)
-        section, key = locations[0] if schema == "parallelism" or len(locations) == 1 else locations[1]
+            return section, key
+    if schema != "parallelism" and name in NEW_ONLY:
+        raise refuse(FORMAT, f"{name} in the 2024-12 schema (no such key)", path)
+    return locations[0] if schema == "parallelism" or len(locations) == 1 else locations[1]
+
+
+def job_changes(job: dict[str, Any], parsed: ParsedConfig, old: Strategy, new: Strategy,
+                path: str) -> dict[str, Any]:
+    """``section.key`` → value of the job-config keys that express ``new`` where it differs from ``old`` (None:
+    remove the key), as the TOML writer would write them; the Python registry's refusal names them. Raises
+    ConfigError [R-FW] for what torchtitan's job config cannot express."""
+    refuse_unwritable(FORMAT, old, new, WRITABLE, path)
+    ctx = _context(job, parsed)
+    before, after = _view(old, ctx, path), _view(new, ctx, path)
+    out: dict[str, Any] = {}
+    for name, value in after.items():
+        if value is not None and before.get(name) != value:
+            section, key = _location(job, ctx.schema, name, path)
+            out[f"{section}.{key}"] = None if value == DELETE else value
+    if (old.fp8, old.fp8_param) != (new.fp8, new.fp8_param):
+        out["model_converters"] = f"float8 {new.fp8}" + (" (FP8 weights)" if new.fp8_param else "")
+    return out
+
+
+def _set_toml(doc: Any, data: dict[str, Any], schema: str, name: str, value: Any, path: str) -> None:
+    section, key = _location(data, schema, name, path)
     if value == DELETE:
         if section in doc and key in doc[section]:
             del doc[section][key]
