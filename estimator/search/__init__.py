@@ -318,9 +318,16 @@ def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray]
 
 
 def _band(parsed: ParsedConfig, strategy: Strategy) -> tuple[float, float] | None:
-    """[T-BAND] of a front-only row: re-estimated for its step band alone, not kept (it is not explained)."""
+    """[T-BAND] of a front-only row (not re-estimated: it is not explained): its step time at the device's
+    fast and slow ends, no memory priced."""
+    from ..estimate import step_band
+    from ..layout import build_layout, layout_inputs
+    from ..resolve import resolve
+    from ..stage import StagePricer
+
     try:
-        return estimate(parsed.model, strategy, parsed.hardware, parsed.options, explain=False).step_band
+        r = resolve(parsed.model, strategy, parsed.hardware, parsed.options)
+        return step_band(StagePricer(r, build_layout(layout_inputs(r)))) if r.hardware.has_band else None
     except SappError:
         return None
 
