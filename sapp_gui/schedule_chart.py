@@ -19,6 +19,7 @@ from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
+from estimator.honest import sig
 from estimator.result import Result
 from estimator.timeline import Timeline
 from estimator.units import GiB
@@ -284,9 +285,11 @@ class ScheduleChart(ExportableChart, QWidget):
         op = self.timeline.stages[b.stage].ops[b.op]
         head = translate("Schedule", "Stage {0}: {1} of micro-batch {2}, chunk {3}").format(b.stage, kinds[b.kind],
                                                                                     b.microbatch, b.chunk)
+        # at the step's honest precision (estimator.honest); the block's length to as many significant digits
+        digits = self.result.throughput.step.digits if self.result is not None and self.result.throughput else 3
         lines = [f"<b>{head}</b>",
-                 translate("Schedule", "{0} – {1} s ({2} ms)").format(f"{b.start:,.4f}", f"{b.end:,.4f}",
-                                                             f"{(b.end - b.start) * 1e3:,.2f}"),
+                 translate("Schedule", "{0} – {1} s ({2} ms)").format(sig(b.start, digits), sig(b.end, digits),
+                                                                      sig((b.end - b.start) * 1e3, digits)),
                  translate("Schedule", "after it: {0} micro-batch(es) in flight {1}, memory {2} GiB").format(
                      sum(op.inflight), list(op.inflight), f"{op.memory / GiB:,.2f}")]
         peak = self.peaks[b.stage]

@@ -63,6 +63,10 @@ def test_the_timeline_follows_edits_and_shows_recompute(qtbot, window, dense_pla
     assert view.data()["max_inflight"] == [p.total for p in inflight_profile("1f1b", 4, 1, 8)]
     html = view.chart.block_html(view.chart.blocks[0])
     assert "micro-batch 0" in html and "GiB" in html
+    from estimator.honest import sig  # times at the step's honest precision
+
+    block, digits = view.chart.blocks[0], view.result.throughput.step.digits
+    assert f"{sig(block.start, digits)} – {sig(block.end, digits)} s" in html
 
 
 def test_a_hidden_tab_simulates_only_when_shown(qtbot, window, dense_plan) -> None:
