@@ -36,6 +36,7 @@ def test_layer_slots_follow_mindformers_layer_setting() -> None:
     assert counts_of_layers([0, 5], layer_slots(8, 2, 2, 0)) == ((1, 0), (1, 0))
     assert layers_of_counts((2, 0), layer_slots(8, 2, 1, 0)) == [0, 1]
     assert layers_of_counts(1, layer_slots(8, 2, 2, 0)) == [0, 2, 4, 6]
+    assert layers_of_counts((True, 1), layer_slots(8, 2, 1, 0)) == [0, 1, 2, 3, 4]  # True: the whole stage
 
 
 def test_recompute_under_swap_is_read_as_layer_ids() -> None:

@@ -55,7 +55,7 @@ def layers_of_counts(counts: Any, slots: list[list[range]]) -> list[int]:
     else:
         rows = [counts]
     return [i for chunk, row in zip(slots, rows, strict=True) for slot, k in zip(chunk, row, strict=True)
-            for i in list(slot)[:int(k)]]
+            for i in (list(slot) if k is True else list(slot)[:int(k)])]  # True: every layer of the slot
 
 
 class FeatureReader(MindFormersSource):
