@@ -37,7 +37,10 @@ FORMULAS: dict[str, str] = {
     "C-BUF": "resident gathered weights + max over layers of transient buffers C(ℓ)",
     "C-BUF.layer": "2·β_c·h·T·[sp] + CP + 2·β_c·h·R·[ep>1] + 2·β_c·E·[zero3] + 2·β_c·h·T/sp_div·[p>1]",
     "C-BUF.resident": "β_c·(E_d + E_e)",
-    "C-BUF.sp": "2·β_c·h·T (double-buffered sequence-parallel all-gather)",
+    "C-BUF.sp": "2·β_c·h·T (double-buffered sequence-parallel all-gather); MindSpeed MC2: max of it and "
+                "C-BUF.mc2",
+    "C-BUF.mc2": "max over the layer's TP linears on the hidden states of ⌈k⌉₂₅₆·⌈n⌉₂₅₆·β_c (the local weight in "
+                 "NZ) + β_c·h·T + 16 MiB (CANN all_gather_matmul / matmul_reduce_scatter workspace)",
     "C-BUF.cp": "ring 2·β_c·n_kv·(dqk + dv)·T/t | Ulysses β_c·(q_w + k_w + v_w + o_w)·T/t | all-gather "
                 "2·cp·β_c·n_kv·(dqk + dv)·T/t",
     "C-BUF.ep": "2·β_c·h·R (dispatch and combine)",
@@ -45,6 +48,8 @@ FORMULAS: dict[str, str] = {
     "C-BUF.zero": "DeepSpeed (hf_trainer): ZeRO-3 min(β_c·E + β_c·prefetch, max(β_c·E, β_c·max_live)) + β_g·reduce; "
                   "ZeRO-1/2 f·(β_g·reduce + β_p·allgather), f = 4.5 with overlap_comm else 1",
     "C-BUF.pp": "2·β_c·h·T/sp_div (send and receive)",
+    "D-UB": "[t>1]·(bytes_per_row·S·h + fixed + 132 B·world), S = s·b/cp; bytes_per_row = Σ over TE's 12 "
+            "overlapped GEMMs of β_buf (2: bf16; 1 for the 8 all-gather ones under FP8)",
     "RESERVE": "reserve_fixed + frag_fraction·(activations + working) + comm_lib_per_group·groups",
     "S-OPT": "parameters + gradients + optimizer_states/swap_times + temporaries + resident gathered + "
              "reserve_fixed + comm-library reserve",

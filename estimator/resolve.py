@@ -411,8 +411,11 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     if feat.async_tp:
         if st.tp > 1 and not st.sequence_parallel:
             warnings.append(EstimateWarning("W-ASYNC-TP", msg("W-ASYNC-TP")))
-        if not fw.fsdp_native:  # PyTorch's symmetric memory is priced [D-SYMM]; TE userbuffers and MC2 are not
-            warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.async-tp-s")))
+        # priced: PyTorch's symmetric memory [D-SYMM], TE userbuffers [D-UB], MindSpeed's MC2 workspace [C-BUF.mc2]
+        if not fw.fsdp_native and fw.name not in ("megatron", "mindspeed"):
+            warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.async-tp-workspace", framework=fw.title)))
+        if fw.name == "mindspeed" and dims.moe:  # mindspeed/arguments.py: 'mc2 is not compatible with moe models'
+            warnings.append(EstimateWarning("W-MC2-MOE", msg("W-MC2-MOE")))
     if feat.lora and fsdp2:
         warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.fsdp2-instants-count")))
     return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,

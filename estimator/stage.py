@@ -14,6 +14,7 @@ from . import params as P
 from .activations import ZERO as ZERO_SUMS
 from .activations import ActivationTable, ClassSums, combine
 from .arr import Num, gt, maximum, minimum, where
+from .device.overlap import mc2_workspace
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout
 from .resolve import Resolved, routed_tokens, shard_divisors, t_head, t_vocab, v_pad
 from .static import (
@@ -358,6 +359,8 @@ class StagePricer:
         is_block = item.kind not in (EMBEDDING, OUTPUT, VISION, "vision_extras")
         # double-buffered SP gather (none with DTensor SP, whose gathered input is the saved norm output)
         sp_term = 2 * bc * d.h * T * par.sp if (not f.dtensor_sp and item.kind != EMBEDDING) else 0.0
+        if is_block and f.feat.async_tp:  # MC2 gathers into (reduce-scatters out of) its op workspace
+            sp_term = maximum(sp_term, mc2_workspace(self.r, block, T))
         cp_term: Num = 0.0
         if is_block and not block.startswith("lin_"):
             ring = 2 * bc * d.n_kv * (d.dqk + d.dv) * T / par.t

@@ -18,7 +18,7 @@ OPTION_MARKS = {"full": "F", "selective": "S", "comm": "C", "both": "S+C"}
 KIND_SHORT = {"embedding": "emb", "output": "out", "mtp": "mtp", "embedding_copy": "emb copy", "vision": "vit",
               "noop": "noop", "working": "work", "buffers": "buf", "reserve": "res", "gradients": "grads",
               "activations": "act", "workspaces": "wksp", "allocator_slack": "slack", "runtime_context": "ctx",
-              "comm_library": "libs", "symmetric_memory": "symm"}
+              "comm_library": "libs", "symmetric_memory": "symm", "userbuffers": "ub"}
 KIND_NAMES = {"embedding": QT_TRANSLATE_NOOP("LayerChart", "Embedding"),
               "output": QT_TRANSLATE_NOOP("LayerChart", "Output head"),
               "embedding_copy": QT_TRANSLATE_NOOP("LayerChart", "Embedding copy (MTP)"),
@@ -33,7 +33,8 @@ KIND_NAMES = {"embedding": QT_TRANSLATE_NOOP("LayerChart", "Embedding"),
               "allocator_slack": QT_TRANSLATE_NOOP("LayerChart", "Caching allocator slack (reserved − allocated)"),
               "runtime_context": QT_TRANSLATE_NOOP("LayerChart", "Runtime context (outside the allocator)"),
               "comm_library": QT_TRANSLATE_NOOP("LayerChart", "Communication library buffers"),
-              "symmetric_memory": QT_TRANSLATE_NOOP("LayerChart", "Async TP symmetric memory (outside the allocator)")}
+              "symmetric_memory": QT_TRANSLATE_NOOP("LayerChart", "Async TP symmetric memory (outside the allocator)"),
+              "userbuffers": QT_TRANSLATE_NOOP("LayerChart", "TP overlap userbuffers (outside the allocator)")}
 LAYER_KINDS = {"dense": QT_TRANSLATE_NOOP("LayerChart", "Dense layer {0}"),
                "moe": QT_TRANSLATE_NOOP("LayerChart", "MoE layer {0}"),
                "mtp": QT_TRANSLATE_NOOP("LayerChart", "MTP layer {0}")}
@@ -44,7 +45,7 @@ RECOMPUTE_NAMES = {"full": QT_TRANSLATE_NOOP("LayerChart", "full recompute"),
 
 
 STAGE_LEVEL = ("working", "buffers", "reserve", "gradients", "activations", "workspaces", "allocator_slack",
-               "runtime_context", "comm_library", "symmetric_memory")
+               "runtime_context", "comm_library", "symmetric_memory", "userbuffers")
 
 
 def row_label(row: LayerRow, chunks: int = 1) -> str:

@@ -115,6 +115,5 @@ def test_symmetric_memory_workspace_is_priced_outside_the_allocator():
         assert a.allocator_peak == pytest.approx(b.allocator_peak)
         assert [lr.total for lr in a.layers if lr.kind == "symmetric_memory"] == [pytest.approx(hand)]
     assert not any(w.code == "W-UNMODELLED" and "async TP" in w.text for w in on.warnings)
-    te = estimate(LLAMA3_8B, st, H100, MEGATRON)  # TE userbuffers: warned, not priced
-    assert any("TE userbuffers, MC2" in w.text for w in te.warnings)
+    te = estimate(LLAMA3_8B, st, H100, MEGATRON)  # TE userbuffers instead [D-UB] (test_features_overlap_buffers)
     assert all(lr.total == 0 for s in te.stages for lr in s.layers if lr.kind == "symmetric_memory")

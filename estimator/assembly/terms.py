@@ -176,6 +176,7 @@ def _reserve_inputs(view: StageView) -> dict[str, Num]:
 def _device_terms() -> tuple[StageTerm, ...]:
     """Device-level memory (issue 10, ``estimator/device``): workspaces first (the slack of a calibration
     profile's fraction reads the tensor categories), then the allocator slack, the context, the libraries."""
+    from ..device import overlap
     from ..device import stage_terms as d
 
     # the device holds each of them at the optimizer step too (the allocator never gives a segment back)
@@ -188,6 +189,8 @@ def _device_terms() -> tuple[StageTerm, ...]:
         StageTerm("D-COMM", "comm_library", "comm_library", d.comm_library, None, d.inputs_comm, d.note_comm),
         StageTerm("D-SYMM", "comm_library", "symmetric_memory", d.symmetric_memory, None, d.inputs_symmetric_memory,
                   lambda view: msg("explain.device-symmetric-memory")),
+        StageTerm("D-UB", "comm_library", "userbuffers", lambda view: overlap.te_userbuffers(view.r), None,
+                  lambda view: overlap.inputs_te_userbuffers(view.r), lambda view: msg("explain.device-userbuffers")),
     )
 
 

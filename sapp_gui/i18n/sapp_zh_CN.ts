@@ -1436,6 +1436,10 @@
         <translation>异步 TP 对称内存（分配器之外）</translation>
     </message>
     <message>
+        <source>TP overlap userbuffers (outside the allocator)</source>
+        <translation>TP 重叠 userbuffers（分配器之外）</translation>
+    </message>
+    <message>
         <source>Dense layer {0}</source>
         <translation>稠密层 {0}</translation>
     </message>
