@@ -247,6 +247,12 @@ def offload_group(slot_id: str) -> str:
 # .resize_(0)``; the grouped MLP's activation output freed by ``is_recompute_activation``): the experts' dispatched
 # input and activation output, rebuilt in the backward (a second dispatch all-to-all, the activation function)
 ZERO_MEMORY_SLOTS = frozenset({"e.in", "e.fc2_in", "e.act_out"})
+# level1 (grouped_mlp_with_comp_and_comm_overlap_all2all: ``mm1_out.untyped_storage().resize_(0)``, the shared
+# experts' fc1 and activation outputs freed by moe_layer_overlap_all2all) also frees the experts' and shared
+# experts' fc1 outputs (the activation inputs), rebuilt with a second fc1 matmul in the backward
+ZERO_MEMORY_LEVEL1_SLOTS = ZERO_MEMORY_SLOTS | frozenset({"e.act_in", "s.act_in.gate", "s.act_in.up", "s.fc2_in",
+                                                          "s.act_out"})
+ZERO_MEMORY_LEVELS = {"level0": ZERO_MEMORY_SLOTS, "level1": ZERO_MEMORY_LEVEL1_SLOTS}
 
 
 # ------------------------------------------------------------------------------------------ compile
@@ -424,7 +430,7 @@ class ActivationTable:
     def __init__(self, d: Dims, w: Widths, f: Flags, s: float, explicit_switches: tuple[str, ...] | None) -> None:
         self.d, self.w, self.f, self.s = d, w, f, s
         self.sel = selective_switches(f.rule, f, explicit_switches)
-        self._cache: dict[tuple[str, str], ClassSums] = {}
+        self._cache: dict[tuple[str, str, bool | None, str | None], ClassSums] = {}
         self._slots: dict[str, tuple[SlotDef, ...]] = {}
         self._subsets: dict[tuple, ClassSums] = {}
 
@@ -463,9 +469,10 @@ class ActivationTable:
         """The SP norm outputs are saved all-gathered unless the gather switch is recomputed."""
         return self.f.saves_gathered and "gather" not in option_switches(option, self.sel)
 
-    def sums(self, kind: str, option: str) -> ClassSums:
-        """Kept class sums of one layer of ``kind`` under ``option`` (full: the kept input only)."""
-        key = (kind, option)
+    def sums(self, kind: str, option: str, offload: bool | None = None, zero: str | None = None) -> ClassSums:
+        """Kept class sums of one layer of ``kind`` under ``option`` (full: the kept input only); ``offload`` and
+        ``zero`` are the layer's own activation offload and --moe-zero-memory level (None: the plan's)."""
+        key = (kind, option, offload, zero)
         got = self._cache.get(key)
         if got is not None:
             return got
@@ -478,7 +485,7 @@ class ActivationTable:
             else:
                 got = ClassSums(sp=self.w.r * self.d.h)
         else:
-            moved = self.offloaded_ids(kind) | self.zero_memory_ids(kind)
+            moved = self.offloaded_ids(kind, offload) | self.zero_memory_ids(kind, offload, zero)
             got = self._kept(kind, option, tuple(s for s in self.slots(kind) if s.id not in moved))
             got = ClassSums(got.sp, got.tp, got.rep, got.v, got.exp, got.expt,
                             cast=self.f.keep_casts and kind not in ("embedding", "output"))
@@ -493,31 +500,35 @@ class ActivationTable:
         off = option_switches(option, self.sel) if kind not in ("embedding", "output") else frozenset()
         return sum_slots(slots, off, gathered)
 
-    def offloaded_ids(self, kind: str) -> frozenset[str]:
-        """Slot ids of a layer of ``kind`` whose saved activations an offload/swap sends to host memory."""
+    def offloaded_ids(self, kind: str, offload: bool | None = None) -> frozenset[str]:
+        """Slot ids of a layer of ``kind`` whose saved activations an offload/swap sends to host memory (none
+        when the layer is not one the plan offloads, ``offload`` False)."""
         groups = self.f.feat.offload_groups
-        if not groups or kind in ("embedding", "output", "noop", "vision", "vision_frozen"):
+        if not groups or offload is False or kind in ("embedding", "output", "noop", "vision", "vision_frozen"):
             return frozenset()
         ids = {s.id for s in self.slots(kind)}
         return frozenset(i for i in ids if offload_group(i) in groups or (offload_group(i) and "layer" in groups))
 
-    def zero_memory_ids(self, kind: str) -> frozenset[str]:
-        """Slot ids MindSpeed's --moe-zero-memory frees after a MoE layer's forward (ZERO_MEMORY_SLOTS present)."""
-        if not self.f.feat.moe_zero_memory:
+    def zero_memory_ids(self, kind: str, offload: bool | None = None, zero: str | None = None) -> frozenset[str]:
+        """Slot ids MindSpeed's --moe-zero-memory frees after a MoE layer's forward at the layer's level ``zero``
+        (None: the plan's), those of ZERO_MEMORY_LEVELS the layer has."""
+        level = self.f.feat.moe_zero_memory if zero is None else zero
+        freed = ZERO_MEMORY_LEVELS.get(level)
+        if not freed:  # the e.* (routed) and s.* (shared) expert slots exist in MoE layers only
             return frozenset()
-        return frozenset(s.id for s in self.slots(kind) if s.id in ZERO_MEMORY_SLOTS) - self.offloaded_ids(kind)
+        return frozenset(s.id for s in self.slots(kind) if s.id in freed) - self.offloaded_ids(kind, offload)
 
-    def zero_memory(self, kind: str, option: str) -> ClassSums:
+    def zero_memory(self, kind: str, option: str, offload: bool | None = None, zero: str | None = None) -> ClassSums:
         """[A-ZERO-MEMORY] class sums of what --moe-zero-memory frees in a layer of ``kind`` under ``option``."""
-        freed = self.zero_memory_ids(kind)
+        freed = self.zero_memory_ids(kind, offload, zero)
         if not freed or option == "full":
             return ZERO
         return self._kept(kind, option, tuple(s for s in self.slots(kind) if s.id in freed))
 
-    def offloaded(self, kind: str, option: str) -> ClassSums:
+    def offloaded(self, kind: str, option: str, offload: bool | None = None) -> ClassSums:
         """[A-OFFLOAD] class sums of what a layer of ``kind`` keeps in host memory under ``option`` (a fully
         recomputed layer keeps its input on the device)."""
-        moved = self.offloaded_ids(kind)
+        moved = self.offloaded_ids(kind, offload)
         if not moved or option == "full":
             return ZERO
         return self._kept(kind, option, tuple(s for s in self.slots(kind) if s.id in moved))

@@ -83,7 +83,7 @@ class Features:
     offload_groups: frozenset[str] = field(default_factory=frozenset)
     offload_optimizer: bool = False
     offload_params: bool = False
-    moe_zero_memory: bool = False     # MindSpeed --moe-zero-memory (level1 priced as level0, warned)
+    moe_zero_memory: str = "disable"  # MindSpeed --moe-zero-memory: disable | level0 | level1 (ZERO_MEMORY_SLOTS)
 
     @property
     def fp8_on(self) -> bool:
@@ -150,7 +150,7 @@ def resolve_features(st: Strategy, fw: FrameworkDefaults, moe: bool, assumptions
         qlora_double_quant=st.qlora_double_quant, frozen_inputs_freed=fw.name != "mindspeed",
         offload_groups=frozenset(st.offload_activations),
         offload_optimizer=st.offload_optimizer, offload_params=st.offload_params,
-        moe_zero_memory=st.moe_zero_memory in ("level0", "level1"))
+        moe_zero_memory=st.moe_zero_memory if st.moe_zero_memory in ("level0", "level1") else "disable")
 
 
 def fp8_problem(recipe: str | None, framework: str, peak_flops: tuple[tuple[str, float], ...],
@@ -184,9 +184,6 @@ def peft_problem(st: Strategy) -> Text:
 def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
     """What a plan states that the estimator prices only in part: said out loud, never silently dropped."""
     out = []
-    if st.offload_counts not in (None, True) and st.offload_activations:
-        out.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.activation-offload-selected",
-                                                       offload_counts=st.offload_counts)))
     if st.offload_optimizer or st.offload_params:
         out.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.optimizer-step-host")))
     return out

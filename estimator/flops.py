@@ -245,6 +245,7 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
         rc = 0.0
     else:
         rc = selective_flops(c, block, item.option)
+    rc = rc + zero_memory_flops(c, item, block)
     rc8 = eight if item.option == "full" else 0.0
     rc_core = core if item.option == "full" else (
         0.0 if item.option == "none" else recomputed_core(c, block, item.option))
@@ -260,6 +261,17 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
     if not c.flags.feat.fp8_on:
         return out
     return replace(out, fwd_fp8=eight, bwd_fp8=eight, wgrad_fp8=0.0 if frozen else eight, rc_fp8=rc8)
+
+
+def zero_memory_flops(c: FlopContext, item: Item, kind: str) -> Num:
+    """[T-FLOP.zero_memory] MindSpeed's --moe-zero-memory level1 rebuilds the routed and shared experts' fc1
+    outputs with a second fc1 matmul in the backward: 2·R·g·h·hff_exp/etp + 2·T·g·h·hff_sh/t (level0 rebuilds
+    only the activation function's output, no matmul)."""
+    level = c.flags.feat.moe_zero_memory if item.zero is None else item.zero
+    if level != "level1" or not kind.endswith("moe") or item.option == "full":
+        return 0.0
+    d = c.dims
+    return 2 * c.R * d.g * d.h * d.hff_exp / c.etp + matmul_flops(c.T, d.g * d.h * d.hff_sh, 0, c.t)
 
 
 def recomputed_core(c: FlopContext, kind: str, option: str) -> Num:

@@ -32,6 +32,8 @@ class Item:
     option: str = "none"  # none | selective | comm | both | full
     group: int = 1       # uniform recompute group size this layer belongs to (1: no group)
     keeps_input: bool = True  # full recompute: whether this layer stores its input (first of a group)
+    offload: bool | None = None  # activation offload of this layer (None: as the plan says, every layer)
+    zero: str | None = None      # --moe-zero-memory level of this layer (None: the plan's level)
 
 
 @dataclass(frozen=True)
@@ -306,6 +308,8 @@ class LayoutInputs:
     strict: bool = False
     vision_layers: int = 0
     vision_partition: tuple[int, ...] | None = None
+    offload_counts: object = None        # which layers offload (strategy.offload_counts; None: every layer)
+    zero_memory_layers: int | None = None  # level1 layers of --moe-zero-memory level1 per stage (None: every one)
 
 
 def layout_inputs(r: Resolved) -> LayoutInputs:
@@ -317,7 +321,51 @@ def layout_inputs(r: Resolved) -> LayoutInputs:
         offset=st.offset, partition=st.partition, offset_rule=st.offset_rule, mtp_in_offset=st.mtp_in_offset,
         emb_out_in_offset=st.emb_out_in_offset, noop_layers=st.noop_layers, recompute=st.recompute,
         strict=r.options.strict, vision_layers=vision.num_layers if vision else 0,
-        vision_partition=st.vision_partition)
+        vision_partition=st.vision_partition, **dict(zip(("offload_counts", "zero_memory_layers"),
+                                                          saving_counts(r), strict=True)))
+
+
+def saving_counts(r: Resolved) -> tuple[object, int | None]:
+    """What picks the layers that save activations: ``offload_counts`` when the plan offloads and not every layer,
+    the level1 layer count of --moe-zero-memory level1; None each where every layer follows the plan."""
+    st, feat = r.strategy, r.flags.feat
+    offload = st.offload_counts if feat.offload_groups and st.offload_counts is not True else None
+    return offload, st.moe_zero_memory_layers if feat.moe_zero_memory == "level1" else None
+
+
+def layer_saving(counts: tuple[object, int | None], k: int, stage: int, chunk: int, vp: int,
+                 layers: int) -> tuple[bool | None, str | None]:
+    """(offload, zero) of the k-th of ``layers`` layers of the slot at (stage, chunk) — the balancer's rule, which
+    prices candidate slots one at a time (``slot_count``); the layout deals them with ``_counts_grid``."""
+    offload, zero = counts
+    return (None if offload is None else k < slot_count(offload, stage, chunk, vp, layers),
+            zero_level(k, chunk, vp, zero))
+
+
+def zero_level(k: int, chunk: int, vp: int, layers: int | None) -> str | None:
+    """[A-ZERO-MEMORY] MindSpeed's --moe-zero-memory-num-layers: the k-th layer of chunk ``chunk`` runs level1 when
+    its priority k·vp + chunk is below the count, else level0 (``only_recompute_activation``); None: the plan's
+    level on every layer."""
+    if layers is None:
+        return None
+    return "level1" if k * vp + chunk < layers else "level0"
+
+
+def slot_count(counts: object, stage: int, chunk: int, vp: int, layers: int) -> int:
+    """The layers a per-stage count (``strategy.Counts``) gives the slot at (stage, chunk) holding ``layers``: all
+    (None, True), none (False), n per slot (int), list[vp][p] as given, list[p] dealt one at a time over the
+    stage's chunks (D40, taken here as no chunk being full)."""
+    if counts is None or counts is True:
+        return layers
+    if counts is False:
+        return 0
+    if _is_int(counts):
+        return min(int(counts), layers)  # type: ignore[call-overload]
+    values = list(counts)  # type: ignore[call-overload]
+    if values and isinstance(values[0], Sequence):
+        return min(int(values[chunk][stage]), layers)
+    total = int(values[stage])
+    return min(total // vp + (1 if chunk < total % vp else 0), layers)
 
 
 def _types(value: object) -> object:
@@ -331,7 +379,7 @@ def build_layout(inp: LayoutInputs) -> Layout:
     """The layout of ``inp`` (cached: layouts are immutable and searches revisit them)."""
     plan = inp.recompute
     signature = tuple(_types(x) for x in (inp.offset, inp.partition, plan.full_counts, plan.sel_counts,
-                                          plan.comm_counts))
+                                          plan.comm_counts, inp.offload_counts))
     return _build_layout(inp, signature)
 
 
@@ -415,6 +463,7 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
         i, j = slot_position(schedule, p, vp, q)
         rec_layers[j][i] = sum(1 for it in slot_items[q] if it[2] >= 0)
     options = _assign_recompute(inp, rec_layers, slot_items, warnings)
+    savings = _assign_savings(inp, rec_layers, slot_items, warnings)
 
     # vision tower positions (a separate module with its own partition, before the embedding)
     if inp.vision_layers:
@@ -434,11 +483,36 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
         for kind, block, idx in slot_items[q]:
             if idx >= 0:
                 option, group, keeps = options[idx]
-                items.append(Item(kind, block, idx, option, group, keeps))
+                items.append(Item(kind, block, idx, option, group, keeps, *savings.get(idx, (None, None))))
             else:
                 items.append(Item(kind, block, idx))
         slots.append(Slot(q, i, j, tuple(items)))
     return Layout(p, vp, schedule, tuple(slots), tuple(counts), tuple(warnings))
+
+
+def _assign_savings(inp: LayoutInputs, rec_layers: list[list[int]], slot_items: list[list[tuple[str, str, int]]],
+                    warnings: list[EstimateWarning]) -> dict[int, tuple[bool | None, str | None]]:
+    """Per model index, whether the layer offloads its activations ([A-OFFLOAD]: the first n layers of each slot
+    from ``offload_counts``, as Megatron's --cpu-offloading-num-layers) and its --moe-zero-memory level
+    ([A-ZERO-MEMORY], ``zero_level``). Empty when every layer follows the plan."""
+    if inp.offload_counts is None and inp.zero_memory_layers is None:
+        return {}
+    p, vp = inp.p, inp.vp
+    grid: list[list[int]] | None = None
+    if inp.offload_counts is False:
+        grid = [[0] * p for _ in range(vp)]
+    elif inp.offload_counts is not None:
+        grid = _counts_grid("offload_counts", inp.offload_counts, rec_layers, p, vp, inp.strict, warnings)
+    out: dict[int, tuple[bool | None, str | None]] = {}
+    for q, items in enumerate(slot_items):
+        i, j = slot_position(inp.schedule, p, vp, q)
+        k = 0
+        for _kind, _block, idx in items:
+            if idx < 0:
+                continue
+            out[idx] = (None if grid is None else k < grid[j][i], zero_level(k, j, vp, inp.zero_memory_layers))
+            k += 1
+    return out
 
 
 def _assign_recompute(inp: LayoutInputs, rec_layers: list[list[int]],

@@ -47,6 +47,7 @@ class RowCost:
     rc: float = 0.0     # Rc(ℓ) outside uniform groups: what this row's backward recomputes
     offload: float = 0.0  # activations of one micro-batch kept in host memory (activation offload / swap)
     rebuilt: float = 0.0  # activations freed after the forward and rebuilt in the backward (--moe-zero-memory)
+    mc2: float = 0.0      # the MC2 op workspace [C-BUF.mc2] (MindSpeed --use-ascend-mc2), in ``parts`` when larger
 
 
 class Entry(NamedTuple):
@@ -60,7 +61,7 @@ class Entry(NamedTuple):
 
 def cost_key(item: Item, with_head: bool = True) -> tuple:
     """What a row's cost depends on (its model index does not matter): rows with one key share one RowCost."""
-    return (item.kind, item.block, item.option, item.group, item.keeps_input, with_head)
+    return (item.kind, item.block, item.option, item.group, item.keeps_input, item.offload, item.zero, with_head)
 
 
 class Row(NamedTuple):
@@ -208,7 +209,7 @@ class StagePricer:
             return 0.0 if self.vision_frozen else self._vision_activation()
         if option == "full" and not item.keeps_input:
             return 0.0
-        sums = self.acts.sums(self.act_key(item), option)
+        sums = self.acts.sums(self.act_key(item), option, item.offload, item.zero)
         local = self.local(item.kind, item.block)
         out = combine(sums, self.T, self.R, self.r.par, self.vpad, self.t_v, local.cast, self.r.widths.c)
         if option != "full" and self.r.flags.cp_keeps_kv and item.kind not in (EMBEDDING, OUTPUT):
@@ -222,7 +223,7 @@ class StagePricer:
         if item.kind not in (MTP,) and item.kind in (NOOP, EMBEDDING, OUTPUT, VISION, "vision_extras",
                                                      EMBEDDING_COPY):
             return 0.0
-        sums = self.acts.offloaded(self.act_key(item), option)
+        sums = self.acts.offloaded(self.act_key(item), option, item.offload)
         if sums is ZERO_SUMS:
             return 0.0
         return self.combine(sums, item)
@@ -233,7 +234,7 @@ class StagePricer:
         option = option or item.option
         if item.kind in (NOOP, EMBEDDING, OUTPUT, VISION, "vision_extras", EMBEDDING_COPY):
             return 0.0
-        sums = self.acts.zero_memory(self.act_key(item), option)
+        sums = self.acts.zero_memory(self.act_key(item), option, item.offload, item.zero)
         return 0.0 if sums is ZERO_SUMS else self.combine(sums, item)
 
     def kept_remote_kv(self, item: Item) -> Num:
@@ -247,7 +248,7 @@ class StagePricer:
         return (ring - 1) * self.r.widths.c * d.n_kv * (d.dqk + d.dv) * self.T / par.t
 
     def sums(self, item: Item, option: str) -> ClassSums:
-        return self.acts.sums(self.act_key(item), option)
+        return self.acts.sums(self.act_key(item), option, item.offload, item.zero)
 
     def combine(self, sums: ClassSums, item: Item) -> float:
         local = self.local(item.kind, item.block)
@@ -360,7 +361,7 @@ class StagePricer:
         # double-buffered SP gather (none with DTensor SP, whose gathered input is the saved norm output)
         sp_term = 2 * bc * d.h * T * par.sp if (not f.dtensor_sp and item.kind != EMBEDDING) else 0.0
         if is_block and f.feat.async_tp:  # MC2 gathers into (reduce-scatters out of) its op workspace
-            sp_term = maximum(sp_term, mc2_workspace(self.r, block, T))
+            sp_term = maximum(sp_term, self.mc2(item))
         cp_term: Num = 0.0
         if is_block and not block.startswith("lin_"):
             ring = 2 * bc * d.n_kv * (d.dqk + d.dv) * T / par.t
@@ -382,6 +383,12 @@ class StagePricer:
             dp_term = dp_term + zero.bucket_bytes(w.g, w.p)
         pp_term = 2 * bc * d.h * T / par.sp_div * gt(par.p, 1)
         return (sp_term, cp_term, ep_term, dp_term, pp_term)
+
+    def mc2(self, item: Item) -> Num:
+        """[C-BUF.mc2] the largest MC2 op workspace of a block row (0 without MindSpeed's MC2)."""
+        if item.kind in (NOOP, EMBEDDING, OUTPUT, VISION, "vision_extras", EMBEDDING_COPY):
+            return 0.0
+        return mc2_workspace(self.r, item.block if item.kind == MTP else item.kind, self.T)
 
     def resident(self, item: Item) -> float:
         """Weights kept gathered between forward and backward (mf_op with keep_gathered_weights)."""
@@ -418,7 +425,7 @@ class StagePricer:
                           static=self.static(item.kind, item.block, head), act=act, act_none=act_none,
                           gw=self.gw(item) + 2 * offload + rebuilt, gf=self.gw(item, False), transient=sum(terms),
                           resident=self.resident(item), parts=terms, rc=self.rc(item), offload=offload,
-                          rebuilt=rebuilt)
+                          rebuilt=rebuilt, mc2=self.mc2(item) if self.r.flags.feat.async_tp else 0.0)
             self._rows[key] = got
         return got
 

@@ -274,7 +274,7 @@ def test_moe_zero_memory_frees_the_dispatched_input_and_the_activation_output(tm
         estimate(parsed.model, plain_st, A2, parsed.options).stages[0].bytes_by_category["activations"]
 
 
-def test_moe_zero_memory_level1_is_said_and_written_back(tmp_path):
+def test_moe_zero_memory_level1_layers_are_read_and_written_back(tmp_path):
     from estimator.errors import ConfigError
     from estimator.export import export
     from estimator.parsed import apply_changes
@@ -282,21 +282,102 @@ def test_moe_zero_memory_level1_is_said_and_written_back(tmp_path):
     path = _script(tmp_path, "selective_dense.sh", MOE_FLAGS + "--moe-zero-memory level1 \\\n    "
                    "--moe-zero-memory-num-layers 2 \\\n    ")
     parsed = parse([path])
-    texts = [w.text for w in parsed.warnings]
-    assert any("level1" in t and "priced as level0" in t for t in texts)
-    assert any("--moe-zero-memory-num-layers" in t for t in texts)
+    assert (parsed.strategy.moe_zero_memory, parsed.strategy.moe_zero_memory_layers) == ("level1", 2)
+    assert parsed.provenance["strategy.moe_zero_memory_layers"].key.startswith("--moe-zero-memory-num-layers")
+    assert not any(w.code == "W-UNMODELLED" and "zero" in w.text for w in parsed.warnings)
+    three = export(apply_changes(parsed, {"strategy.moe_zero_memory_layers": 3}))[str(path)]
+    assert "--moe-zero-memory-num-layers 3" in three and "--moe-zero-memory-num-layers 2" not in three
     new = export(apply_changes(parsed, {"strategy.moe_zero_memory": "level0"}))[str(path)]
-    assert "--moe-zero-memory level0" in new and "--moe-zero-memory-num-layers" not in new
-    path.write_text(new)
-    off = export(apply_changes(parse([path]), {"strategy.moe_zero_memory": "disable"}))[str(path)]
-    assert "--moe-zero-memory " not in off
+    assert "--moe-zero-memory level0" in new and "--moe-zero-memory-num-layers 2" in new  # MindSpeed ignores it
+    ignored = tmp_path / "ignored.sh"
+    ignored.write_text(new)
+    assert any(w.code == "W-MOE-ZERO-LAYERS" for w in parse([ignored]).warnings)
+    with pytest.raises(ConfigError, match="moe_zero_memory_layers"):  # MindSpeed asserts a count needs the feature
+        export(apply_changes(parsed, {"strategy.moe_zero_memory": "disable"}))
+    off = export(apply_changes(parsed, {"strategy.moe_zero_memory": "disable",
+                                        "strategy.moe_zero_memory_layers": None}))[str(path)]
+    assert "--moe-zero-memory" not in off
     bad = tmp_path / "bad.sh"
-    bad.write_text(path.read_text().replace("--moe-zero-memory level0", "--moe-zero-memory level2"))
+    bad.write_text(new.replace("--moe-zero-memory level0", "--moe-zero-memory level2"))
     with pytest.raises(ConfigError, match="level2"):
         parse([bad])
     megatron = _script(tmp_path, "fp8_llama3_8b.sh")
     with pytest.raises(ConfigError, match="MindSpeed setting"):
         export(apply_changes(parse([megatron], framework="megatron"), {"strategy.moe_zero_memory": "level0"}))
+
+
+def test_moe_zero_memory_level1_also_frees_the_fc1_outputs(tmp_path):
+    """level1 (MindSpeed's grouped MLP: ``mm1_out.untyped_storage().resize_(0)``; the shared experts' fc1 and
+    activation outputs freed and recomputed by moe_layer_overlap_all2all) frees, beyond level0, the routed
+    experts' fc1 output R·β_c·g·f_e/etp and the shared experts' T·β_c·f_s·(g + n)/t (gate/up outputs, the
+    activation's output n = 1 fused, 2 unfused), and its backward reruns both fc1 matmuls:
+    2·R·g·h·f_e/etp + 2·T·g·h·f_s/t more recomputed FLOPs."""
+    from estimator.layout import Item
+    from estimator.rowtime import TimeContext, row_time
+    from estimator.stage import Row
+
+    path = _script(tmp_path, "selective_dense.sh", MOE_FLAGS + "--swiglu \\\n    "
+                   "--moe-shared-expert-intermediate-size 2048 \\\n    --moe-zero-memory level1 \\\n    ")
+    parsed = parse([path])
+    pricers = {}
+    for level in ("level0", "level1"):
+        r = resolve(parsed.model, parsed.strategy.replace(moe_zero_memory=level), A2, parsed.options)
+        pricers[level] = StagePricer(r, build_layout(layout_inputs(r)))
+    item = Item("moe", "moe", index=1)
+    zero, one = pricers["level0"], pricers["level1"]
+    d, w, par, f = one.r.dims, one.r.widths, one.r.par, one.r.flags
+    assert d.hff_sh == 2048 and d.g == 2
+    n_shared = 1 if f.fused_act else 2
+    extra = one.R * w.c * d.g * d.hff_exp / par.etp + one.T * w.c * d.hff_sh * (d.g + n_shared) / par.t
+    assert zero.cost(item).act - one.cost(item).act == pytest.approx(extra)
+    assert one.cost(item).rebuilt - zero.cost(item).rebuilt == pytest.approx(extra)
+    t0 = row_time(TimeContext(zero), Row(item, 0, zero.cost(item)))
+    t1 = row_time(TimeContext(one), Row(item, 0, one.cost(item)))
+    fc1 = 2 * one.R * d.g * d.h * d.hff_exp / par.etp + 2 * one.T * d.g * d.h * d.hff_sh / par.t
+    assert t1.flops.rc - t0.flops.rc == pytest.approx(fc1)
+    assert t1.Rc > t0.Rc
+
+
+def test_moe_zero_memory_num_layers_picks_level1_layers_by_priority():
+    """MindSpeed's ``only_recompute_activation``: layer k of chunk j has priority k·vp + j; below
+    --moe-zero-memory-num-layers it runs level1, the others level0."""
+    from estimator.layout import zero_level
+
+    assert [zero_level(k, 0, 1, 2) for k in range(4)] == ["level1", "level1", "level0", "level0"]
+    # vpp 2, 3 level1 layers: chunk 0 layers 0 and 1 (priorities 0, 2), chunk 1 layer 0 (priority 1)
+    assert [zero_level(k, 0, 2, 3) for k in range(3)] == ["level1", "level1", "level0"]
+    assert [zero_level(k, 1, 2, 3) for k in range(3)] == ["level1", "level0", "level0"]
+    assert zero_level(0, 0, 1, None) is None
+    moe = LLAMA3_70B.replace(num_experts=8, experts_per_token=2, moe_ffn_hidden_size=1024)
+    st = BASE.replace(moe_zero_memory="level1", moe_zero_memory_layers=1, ep=2)
+    r = resolve(moe, st, A2, MINDSPEED)
+    layout = build_layout(layout_inputs(r))
+    levels = [[it.zero for it in slot.items if it.index >= 0] for slot in layout.slots]
+    assert levels == [["level1", "level0", "level0", "level0"]] * 2
+    pricer = StagePricer(r, layout)
+    first, second = (it for it in layout.slots[0].items if it.index in (0, 1))
+    assert pricer.cost(first).act < pricer.cost(second).act  # level1 frees more
+
+
+def test_offload_counts_offload_the_first_layers_of_each_stage():
+    """strategy.offload_counts n (Megatron --cpu-offloading-num-layers: the first n layers of the model chunk):
+    on each stage of 4 layers only the first offloads its attention activations; the host keeps that layer's for
+    each micro-batch in flight (2 on stage 0 of 2 under 1F1B) instead of all four layers'."""
+    st = BASE.replace(offload_activations=("self_attention",), offload_counts=1)
+    r = resolve(LLAMA3_70B, st, A2, MINDSPEED)
+    layout = build_layout(layout_inputs(r))
+    assert [[it.offload for it in slot.items if it.index >= 0] for slot in layout.slots] == \
+        [[True, False, False, False]] * 2
+    got = estimate(LLAMA3_70B, st, A2, MINDSPEED)
+    every = estimate(LLAMA3_70B, st.replace(offload_counts=None), A2, MINDSPEED)
+    assert got.host.stages[0].activations == pytest.approx(2 * 1 * S * ATTENTION)
+    assert every.host.stages[0].activations == pytest.approx(2 * 4 * S * ATTENTION)
+    assert not any("offload" in w.text and w.code == "W-UNMODELLED" for w in got.warnings)
+    per_stage = estimate(LLAMA3_70B, st.replace(offload_counts=(2, 0)), A2, MINDSPEED)
+    assert per_stage.host.stages[0].activations == pytest.approx(2 * 2 * S * ATTENTION)
+    assert per_stage.host.stages[1].activations == 0
+    none = estimate(LLAMA3_70B, st.replace(offload_counts=False), A2, MINDSPEED)
+    assert none.host.stages[0].activations == 0
 
 
 def test_torchtitan_cpu_offload_is_written_back(tmp_path):
@@ -368,3 +449,22 @@ def test_host_memory_explain(tmp_path, capsys):
     assert main(["estimate", str(path), "--device", "A2", "--explain"]) == 0
     out = capsys.readouterr().out
     assert "host memory per node" in out and "[H-NODE]" in out and "[A-OFFLOAD]" in out
+
+
+def test_the_balancer_prices_the_offloaded_layers_as_estimate_does(tmp_path):
+    """The balancer's stage tables give each candidate slot's first n layers the offload (``layer_saving``): for
+    the plan's own layout they price what estimate() prices, and fewer offloaded layers keep more on the device."""
+    from estimator.balance.tables import StageTables
+
+    path = _script(tmp_path, "fp8_llama3_8b.sh", "--cpu-offloading \\\n    --cpu-offloading-num-layers 4 \\\n    ")
+    parsed = parse([path], framework="megatron")
+    assert (parsed.strategy.offload_activations, parsed.strategy.offload_counts) == (("layer",), 4)
+    tables = StageTables(parsed, ("full",))
+    assign = next(iter(tables.assignments(32)))  # no recompute
+    entries = tables.entries(0, 0, 32, assign)
+    assert [e.item.offload for e in entries if e.item.index >= 0] == [True] * 4 + [False] * 28
+    (_time,), (total,), (_opt,) = tables.price(0, [entries])
+    got = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    assert total == pytest.approx(got.stages[0].total, rel=1e-12)
+    every = estimate(parsed.model, parsed.strategy.replace(offload_counts=None), parsed.hardware, parsed.options)
+    assert every.stages[0].bytes_by_category["activations"] < got.stages[0].bytes_by_category["activations"]

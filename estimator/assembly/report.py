@@ -238,6 +238,8 @@ def _stage_leaf(category: str, label: Text, value: float, lr: LayerRow, rows: Se
             return Quantity(label, value, "C-BUF", note=lr.said or lr.note)
         top = max(rows, key=lambda row: row.transient)
         parts = ZERO_BUFFER_PARTS if zero else BUFFER_PARTS
+        if top.cost.mc2 and top.cost.parts[0] == top.cost.mc2:  # MC2's op workspace is the layer's SP transient
+            parts = ((msg("explain.buffer.mc2"), "C-BUF.mc2"), *parts[1:])
         children = [Quantity(n, float(v), fid) for (n, fid), v in zip(parts, top.parts, strict=True) if v]
         exact = abs(sum(c.value for c in children) - value) <= 1e-9 * max(1.0, value)
         note = lr.said or lr.note

@@ -19,7 +19,7 @@ from ..assembly import ChunkSums, chunk_sums, profile_points, stage_memory
 from ..assembly.form import StageForm, build_form, stack_forms
 from ..assembly.memory import combine
 from ..device.ratio import with_slack_ratio
-from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout, layout_inputs
+from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout, layer_saving, layout_inputs, saving_counts
 from ..parsed import ParsedConfig
 from ..resolve import resolve
 from ..rowtime import TimeContext
@@ -69,17 +69,18 @@ def layer_positions(parsed: ParsedConfig) -> list[Position]:
 
 
 def slot_items(parsed: ParsedConfig, positions: list[Position], assign: Assignment, holds_e: bool,
-               holds_o: bool) -> list[Item]:
+               holds_o: bool, savings: tuple[tuple[bool | None, str | None], ...] = ()) -> list[Item]:
     """The layout items of one slot in model order: the embedding first when it holds it, the body positions
-    with their recompute options, the head after the last body layer, then MTP modules that do not count in the
-    offsets."""
+    with their recompute options (and ``savings``, each one's activation offload and --moe-zero-memory level,
+    ``slot_savings``), the head after the last body layer, then MTP modules that do not count in the offsets."""
     items: list[Item] = [Item(EMBEDDING, "")] if holds_e else []
     k = 0
     for pos in positions:
         if pos.kind == NOOP:
             items.append(Item(NOOP, ""))
             continue
-        items.append(Item(pos.kind, pos.block, pos.index, assign.option(k)))
+        items.append(Item(pos.kind, pos.block, pos.index, assign.option(k), 1, True,
+                          *(savings[k] if savings else (None, None))))
         k += 1
     if holds_o:
         at = max((n for n, it in enumerate(items) if it.index >= 0 and it.kind != MTP), default=len(items) - 1)
@@ -132,6 +133,15 @@ class PlanTables:
                                    variant=parsed.options.vpp_variant)
         self.points = [profile_points(prof) for prof in profile]
         self.positions: list[Position] = layer_positions(parsed)
+        self.saving = saving_counts(self.r)
+
+    def slot_savings(self, i: int, j: int, positions: list[Position]) -> tuple[tuple[bool | None, str | None], ...]:
+        """Per body position of the slot at (stage i, chunk j): its activation offload and --moe-zero-memory
+        level (``layout.layer_saving``); () when every layer follows the plan."""
+        if self.saving == (None, None):
+            return ()
+        n = sum(1 for pos in positions if pos.kind != NOOP)
+        return tuple(layer_saving(self.saving, k, i, j, self.vp, n) for k in range(n))
 
 
 class StageTables(PlanTables):
@@ -151,7 +161,8 @@ class StageTables(PlanTables):
         """The rows stage i holds, in model order, as ``stage_entries`` would list them."""
         tie = self.r.dims.tie
         first, last = i == 0, i == self.p - 1
-        items = slot_items(self.parsed, self.positions[a:a + c], assign, first, last)
+        positions = self.positions[a:a + c]
+        items = slot_items(self.parsed, positions, assign, first, last, self.slot_savings(i, 0, positions))
         out = [Entry(it, 0, not (tie and first)) for it in items]
         kinds = {it.kind for it in items}
         if MTP in kinds and EMBEDDING not in kinds and not (tie and OUTPUT in kinds):
@@ -173,7 +184,7 @@ class StageTables(PlanTables):
         listed = self._list_cache.get((i, kinds))
         if listed is not None:
             return listed
-        key = (i == 0, i == self.p - 1, kinds)
+        key = (i == 0, i == self.p - 1, kinds, self.slot_savings(i, 0, self.positions[a:a + c]))
         slot = self._slot_cache.get(key)
         if slot is None:
             chosen: list[Assignment] = []

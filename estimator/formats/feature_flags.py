@@ -130,10 +130,14 @@ def feature_flag_edits(path: str, fl: FlagSet, old: Strategy, new: Strategy, mla
     if (old.peft, old.lora_rank, old.lora_targets) != (new.peft, new.lora_rank, new.lora_targets):
         want.update(_lora_edits(path, new, mla))
     want.update(_switch_edits(path, fl, old, new, framework))
-    if old.moe_zero_memory != new.moe_zero_memory:  # MindSpeed only (megatron_write refuses it for Megatron-LM)
-        want["--moe-zero-memory"] = None if new.moe_zero_memory in (None, "disable") else new.moe_zero_memory
-        if new.moe_zero_memory != "level1" and fl.has("--moe-zero-memory-num-layers"):
-            want["--moe-zero-memory-num-layers"] = None  # a layer count goes with level1 only (MindSpeed checks)
+    # MindSpeed only (megatron_write refuses them for Megatron-LM)
+    if (old.moe_zero_memory, old.moe_zero_memory_layers) != (new.moe_zero_memory, new.moe_zero_memory_layers):
+        if old.moe_zero_memory != new.moe_zero_memory:
+            want["--moe-zero-memory"] = None if new.moe_zero_memory in (None, "disable") else new.moe_zero_memory
+        # the count needs --moe-zero-memory on (MindSpeed asserts it); it does something under level1 only
+        layers = new.moe_zero_memory_layers if new.moe_zero_memory in ("level0", "level1") else None
+        if layers is not None or fl.has("--moe-zero-memory-num-layers"):
+            want["--moe-zero-memory-num-layers"] = None if layers is None else str(layers)
     if (old.offload_activations, old.offload_counts) != (new.offload_activations, new.offload_counts):
         want.update(_offload_edits(path, fl, new, framework))
     if old.lora_dropout != new.lora_dropout:

@@ -500,9 +500,10 @@ def _not_priced(fl: FlagQueries, out: Collector, dialect: str) -> None:
 
 
 def _moe_zero_memory(fl: FlagQueries, out: Collector) -> None:
-    """MindSpeed --moe-zero-memory level0 frees the experts' dispatched input and activation output after the
-    forward and rebuilds them in the backward (docs/model.md [A-ZERO-MEMORY]); level1 recomputes more (not
-    derived): priced as level0, said out loud."""
+    """MindSpeed --moe-zero-memory frees MoE activations after the forward and rebuilds them in the backward
+    (docs/model.md [A-ZERO-MEMORY]): level0 the experts' dispatched input and activation output, level1 also the
+    experts' and shared experts' fc1 outputs; --moe-zero-memory-num-layers N runs level1 on N layers of each
+    stage and level0 on the others."""
     if not fl.has("--moe-zero-memory"):
         return
     level = fl.text("--moe-zero-memory") or ""
@@ -510,10 +511,11 @@ def _moe_zero_memory(fl: FlagQueries, out: Collector) -> None:
         raise fl.error("--moe-zero-memory", f"--moe-zero-memory {level!r}: expected one of "
                                             f"{', '.join(MOE_ZERO_MEMORY)}")
     out.put("strategy.moe_zero_memory", level, fl.where("--moe-zero-memory"), raw=level)
-    if level == "level1":
-        out.warn("W-UNMODELLED", msg("W-UNMODELLED.moe-zero-memory"))
-    if fl.has("--moe-zero-memory-num-layers"):
-        out.warn("W-UNMODELLED", msg("W-UNMODELLED.moe-zero-memory-2"))
+    layers = fl.int("--moe-zero-memory-num-layers", minimum=0)
+    if layers is not None:
+        out.put("strategy.moe_zero_memory_layers", layers, fl.where("--moe-zero-memory-num-layers"), raw=str(layers))
+        if level != "level1":  # MindSpeed consults the count under level1 only
+            out.warn("W-MOE-ZERO-LAYERS", msg("W-MOE-ZERO-LAYERS", level=level))
 
 
 __all__ = ["CP_ALGOS", "CP_COMM_TYPES", "FSDP_STRATEGIES", "READ_FLAGS", "STRATEGY_FLAGS", "read_strategy"]

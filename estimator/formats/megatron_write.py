@@ -22,7 +22,8 @@ _PIPELINE_FLAGS = ("--pipeline-model-parallel-layout", "--decoder-first-pipeline
                    "--account-for-loss-in-pipeline-split", "--num-layers-per-virtual-pipeline-stage",
                    "--num-virtual-stages-per-pipeline-rank")
 # Strategy fields only MindSpeed's flags can state
-MINDSPEED_FIELDS = ("swap_optimizer", "swap_times", "reuse_fp32_param", "noop_layers", "moe_zero_memory")
+MINDSPEED_FIELDS = ("swap_optimizer", "swap_times", "reuse_fp32_param", "noop_layers", "moe_zero_memory",
+                    "moe_zero_memory_layers")
 
 
 def megatron_flags(path: str, fl: FlagQueries, old: Strategy, new: Strategy, changed: set[str],

@@ -90,8 +90,8 @@ class FeatureReader(MindFormersSource):
         if not groups:
             return
         self.put_at("strategy.offload_activations", tuple(dict.fromkeys(groups)), (*SWAP, "swap"))
-        if partial:
-            self.put_at("strategy.offload_counts", False, SWAP, "selected layers")
+        if partial:  # layer lists name model layers; offload_counts counts the first layers of each stage
+            self.warn("W-UNMODELLED", msg("W-UNMODELLED.activation-offload-selected"))
 
     def read_pet(self) -> None:
         """``pet_config`` (pet_type lora): rank, dropout, the adapters' param_init_type and the target_modules

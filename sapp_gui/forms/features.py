@@ -130,6 +130,11 @@ class FeaturesForm(FieldForm):
               QT_TRANSLATE_NOOP("FeaturesForm", "MindSpeed --moe-zero-memory: the experts' dispatched input and "
                                                 "activation output freed after the forward, rebuilt in the "
                                                 "backward (one more dispatch all-to-all)"))
+        field("strategy.moe_zero_memory_layers", QT_TRANSLATE_NOOP("FeaturesForm", "Zero memory level1 layers"),
+              IntEditor("strategy.moe_zero_memory_layers", minimum=0, optional=True),
+              QT_TRANSLATE_NOOP("FeaturesForm", "MindSpeed --moe-zero-memory-num-layers: level1 (which also frees "
+                                                "the experts' fc1 outputs) on that many layers of each stage, "
+                                                "level0 on the others; empty: every layer"))
         field("strategy.offload_optimizer", QT_TRANSLATE_NOOP("FeaturesForm", "Offload optimizer"),
               BoolEditor(QT_TRANSLATE_NOOP("FeaturesForm", "on the host"), CONTEXT),
               QT_TRANSLATE_NOOP("FeaturesForm", "optimizer states and the step on the host: DeepSpeed "

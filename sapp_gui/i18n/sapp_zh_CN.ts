@@ -1007,6 +1007,14 @@
         <translation>MindSpeed --moe-zero-memory:专家的分发输入与激活输出在前向后释放,反向时重建(多一次分发 all-to-all)</translation>
     </message>
     <message>
+        <source>Zero memory level1 layers</source>
+        <translation>零内存 level1 层数</translation>
+    </message>
+    <message>
+        <source>MindSpeed --moe-zero-memory-num-layers: level1 (which also frees the experts&apos; fc1 outputs) on that many layers of each stage, level0 on the others; empty: every layer</source>
+        <translation>MindSpeed --moe-zero-memory-num-layers:每个阶段的这么多层用 level1(还会释放专家的 fc1 输出),其余层用 level0;留空:每一层</translation>
+    </message>
+    <message>
         <source>Offload optimizer</source>
         <translation>卸载优化器</translation>
     </message>
