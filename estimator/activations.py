@@ -253,6 +253,14 @@ ZERO_MEMORY_SLOTS = frozenset({"e.in", "e.fc2_in", "e.act_out"})
 ZERO_MEMORY_LEVEL1_SLOTS = ZERO_MEMORY_SLOTS | frozenset({"e.act_in", "s.act_in.gate", "s.act_in.up", "s.fc2_in",
                                                           "s.act_out"})
 ZERO_MEMORY_LEVELS = {"level0": ZERO_MEMORY_SLOTS, "level1": ZERO_MEMORY_LEVEL1_SLOTS}
+# MindSpeed-LLM --mla-zero-memory (tasks/models/transformer/multi_latent_attention.py): the MLA attention runs under
+# CheckpointWithoutOutput from its input (the kept norm output) and its output, linear_proj's input, is discarded
+# after linear_proj; both are recomputed when linear_proj's output gradient arrives. Freed: what the attention saves
+# between its input and linear_proj (latents, q/k/v, rope, flash statistics or scores) and linear_proj's input;
+# kept: the norms, the residual dropout mask, the norm statistics slot (latent statistics included)
+MLA_ZERO_MEMORY_SLOTS = frozenset({"a.q", "a.k", "a.v", "a.qknorm", "nstat.qk", "a.fa_stats", "a.scores",
+                                   "a.scores_cast", "a.scores_drop", "a.out", "a.gate", "mla.lat", "mla.rope",
+                                   "a.q_a", "a.kv_a"})
 
 
 # ------------------------------------------------------------------------------------------ compile
@@ -511,10 +519,13 @@ class ActivationTable:
 
     def zero_memory_ids(self, kind: str, offload: bool | None = None, zero: str | None = None) -> frozenset[str]:
         """Slot ids MindSpeed's --moe-zero-memory frees after a MoE layer's forward at the layer's level ``zero``
-        (None: the plan's), those of ZERO_MEMORY_LEVELS the layer has."""
+        (None: the plan's), those of ZERO_MEMORY_LEVELS the layer has, and MindSpeed-LLM's --mla-zero-memory
+        those of an MLA attention (MLA_ZERO_MEMORY_SLOTS)."""
         level = self.f.feat.moe_zero_memory if zero is None else zero
-        freed = ZERO_MEMORY_LEVELS.get(level)
-        if not freed:  # the e.* (routed) and s.* (shared) expert slots exist in MoE layers only
+        freed = ZERO_MEMORY_LEVELS.get(level, frozenset())  # e.* (routed), s.* (shared experts): MoE layers only
+        if self.f.feat.mla_zero_memory and self.d.mla:
+            freed = freed | MLA_ZERO_MEMORY_SLOTS
+        if not freed:
             return frozenset()
         return frozenset(s.id for s in self.slots(kind) if s.id in freed) - self.offloaded_ids(kind, offload)
 

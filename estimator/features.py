@@ -84,6 +84,7 @@ class Features:
     offload_optimizer: bool = False
     offload_params: bool = False
     moe_zero_memory: str = "disable"  # MindSpeed --moe-zero-memory: disable | level0 | level1 (ZERO_MEMORY_SLOTS)
+    mla_zero_memory: bool = False     # MindSpeed-LLM --mla-zero-memory (MLA_ZERO_MEMORY_SLOTS)
 
     @property
     def fp8_on(self) -> bool:
@@ -150,7 +151,8 @@ def resolve_features(st: Strategy, fw: FrameworkDefaults, moe: bool, assumptions
         qlora_double_quant=st.qlora_double_quant, frozen_inputs_freed=fw.name != "mindspeed",
         offload_groups=frozenset(st.offload_activations),
         offload_optimizer=st.offload_optimizer, offload_params=st.offload_params,
-        moe_zero_memory=st.moe_zero_memory if st.moe_zero_memory in ("level0", "level1") else "disable")
+        moe_zero_memory=st.moe_zero_memory if st.moe_zero_memory in ("level0", "level1") else "disable",
+        mla_zero_memory=st.mla_zero_memory)
 
 
 def fp8_problem(recipe: str | None, framework: str, peak_flops: tuple[tuple[str, float], ...],

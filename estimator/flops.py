@@ -10,6 +10,7 @@ recomputed ops. Every function takes Python numbers or numpy arrays for the degr
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from . import params as P
 from .activations import option_switches
@@ -17,6 +18,9 @@ from .arr import Num
 from .kinds import attended_keys, extra_core_flops, has_mixer
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item
 from .resolve import Dims, Flags
+
+if TYPE_CHECKING:
+    from .features import Features
 
 EMBEDDING_COPY = "embedding_copy"
 VISION_EXTRAS = "vision_extras"
@@ -245,10 +249,11 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
         rc = 0.0
     else:
         rc = selective_flops(c, block, item.option)
-    rc = rc + zero_memory_flops(c, item, block)
+    mla_mm, mla_core = mla_zero_memory_flops(c, item, block)
+    rc = rc + zero_memory_flops(c, item) + mla_mm + mla_core
     rc8 = eight if item.option == "full" else 0.0
     rc_core = core if item.option == "full" else (
-        0.0 if item.option == "none" else recomputed_core(c, block, item.option))
+        0.0 if item.option == "none" else recomputed_core(c, block, item.option)) + mla_core
     if c.flags.feat.lora:
         # [T-FLOP.lora] a frozen base computes its input gradients only; the adapters train
         out = RowFlops(fwd_mm=mm + adapters, fwd_attn=core, bwd_mm=mm + adapters, bwd_attn=c.bwd_attn * core,
@@ -263,15 +268,46 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
     return replace(out, fwd_fp8=eight, bwd_fp8=eight, wgrad_fp8=0.0 if frozen else eight, rc_fp8=rc8)
 
 
-def zero_memory_flops(c: FlopContext, item: Item, kind: str) -> Num:
+def moe_zero_level(feat: Features, item: Item) -> str:
+    """The --moe-zero-memory level of a row: its own (``Item.zero``), else the plan's; disable off MoE rows."""
+    block = item.block if item.kind == MTP else item.kind
+    if not block.endswith("moe"):
+        return "disable"
+    return feat.moe_zero_memory if item.zero is None else item.zero
+
+
+def moe_zero_memory_on(feat: Features, item: Item) -> bool:
+    """Whether --moe-zero-memory frees anything of this MoE row."""
+    return moe_zero_level(feat, item) in ("level0", "level1")
+
+
+def zero_memory_flops(c: FlopContext, item: Item) -> Num:
     """[T-FLOP.zero_memory] MindSpeed's --moe-zero-memory level1 rebuilds the routed and shared experts' fc1
     outputs with a second fc1 matmul in the backward: 2·R·g·h·hff_exp/etp + 2·T·g·h·hff_sh/t (level0 rebuilds
     only the activation function's output, no matmul)."""
-    level = c.flags.feat.moe_zero_memory if item.zero is None else item.zero
-    if level != "level1" or not kind.endswith("moe") or item.option == "full":
+    if moe_zero_level(c.flags.feat, item) != "level1" or item.option == "full":
         return 0.0
     d = c.dims
     return 2 * c.R * d.g * d.h * d.hff_exp / c.etp + matmul_flops(c.T, d.g * d.h * d.hff_sh, 0, c.t)
+
+
+def mla_zero_memory_flops(c: FlopContext, item: Item, kind: str) -> tuple[Num, Num]:
+    """[T-FLOP.mla_zero_memory] (matmul, core) FLOPs MindSpeed-LLM's --mla-zero-memory reruns in the backward: the
+    MLA attention from its input up to linear_proj — the latent down-projections (replicated), the up-projections
+    (column-parallel) and the attention core."""
+    d = c.dims
+    if not (c.flags.feat.mla_zero_memory and d.mla) or item.option == "full" or kind.startswith("lin_") or \
+            not has_mixer(kind):
+        return 0.0, 0.0
+    tp_mm = rep_mm = 0.0
+    for name, (k, n, placement) in P.linear_modules(d, kind).items():
+        if name in ("o", "fc1", "down"):
+            continue
+        if placement == "rep":
+            rep_mm += k * n
+        else:
+            tp_mm += k * n
+    return matmul_flops(c.T, tp_mm, rep_mm, c.t), attention_core_flops(c.T, d.a, c.kappa, c.s, d.dqk, d.dv, c.t)
 
 
 def recomputed_core(c: FlopContext, kind: str, option: str) -> Num:

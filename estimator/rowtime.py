@@ -22,6 +22,7 @@ from .flops import (
     RowFlops,
     attention_backward_factor,
     causal_factor,
+    moe_zero_memory_on,
     row_flops,
 )
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
@@ -291,8 +292,9 @@ def _row_time(ctx: TimeContext, row: Row) -> RowTime:
     Rc = mm_time(ctx, flops.rc - flops.rc_attn, flops.rc_fp8) + attention_time(ctx, flops.rc_attn) + \
         elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + (nf4 + cast_f if item.option == "full" else 0.0)
     comm = _row_comm(ctx, row, backward, flops)
-    if row.cost.rebuilt:  # [T-COMP.zero_memory] the backward rebuilds them: the activation function's traffic
+    if row.cost.rebuilt:  # [T-COMP.zero_memory] the backward rebuilds them: the elementwise traffic
         B = B + elementwise_time(k.k_ew_fwd, row.cost.rebuilt, ctx.rate_hbm)
+    if row.cost.rebuilt and moe_zero_memory_on(ctx.r.flags.feat, item):  # and re-dispatches the tokens
         ef, eb, erc = comm.get("ep", (0.0, 0.0, 0.0))
         comm["ep"] = (ef, eb + (1 - k.o_ep) * (C.all_to_all(ctx.M_r, ctx.ep) + C.all_gather(ctx.M_r, ctx.etp)), erc)
     if row.cost.offload:

@@ -38,7 +38,7 @@ FEATURE_FIELDS = ("fp8", "fp8_param", "fp8_experts", "fp8_amax_history", "compil
                   "overlap_grad_reduce", "overlap_param_gather", "cp_load_balance", "peft", "lora_rank",
                   "lora_targets", "lora_dropout", "lora_param_bytes", "qlora_double_quant", "offload_activations",
                   "offload_counts", "offload_optimizer", "offload_params", "moe_zero_memory",
-                  "moe_zero_memory_layers")
+                  "moe_zero_memory_layers", "mla_zero_memory")
 # DeepSpeed ZeRO buffer sizes (writers for other frameworks refuse a change of them)
 ZERO_BUFFER_FIELDS = ("reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_params", "overlap_comm")
 SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act", "mlp", "moe",
@@ -172,6 +172,7 @@ class Strategy(Record):
     offload_params: bool = False
     moe_zero_memory: str = "disable"
     moe_zero_memory_layers: int | None = None  # level1 on that many layers of each stage, level0 on the others
+    mla_zero_memory: bool = False  # MindSpeed-LLM --mla-zero-memory: MLA attention checkpointed from its input
     # DeepSpeed ZeRO communication buffers, in elements (None: the Hugging Face Trainer's "auto" from the
     # hidden size h — h² buckets, 0.9·h² prefetch — else DeepSpeed's defaults; priced for hf_trainer only)
     reduce_bucket: int | None = None

@@ -468,3 +468,63 @@ def test_the_balancer_prices_the_offloaded_layers_as_estimate_does(tmp_path):
     assert total == pytest.approx(got.stages[0].total, rel=1e-12)
     every = estimate(parsed.model, parsed.strategy.replace(offload_counts=None), parsed.hardware, parsed.options)
     assert every.stages[0].bytes_by_category["activations"] < got.stages[0].bytes_by_category["activations"]
+
+
+def test_mla_zero_memory_frees_the_attention_between_its_input_and_linear_proj():
+    """MindSpeed-LLM --mla-zero-memory (tasks/models/transformer/multi_latent_attention.py): the MLA attention runs
+    under CheckpointWithoutOutput from its input and its output (linear_proj's input) is discarded after
+    linear_proj. A small DeepSeek-like layer, tp 2 with SP, s 4096, b 1 (T 4096), bf16, flash attention: freed per
+    token q, k, v (β·a·dqk, β·a·dqk, β·a·dv), flash statistics 4·a and the attention output β·a·dv over t, the
+    latents (w_n + β)·(dc_q + dc_kv) over sp_div, the shared rope key β·dhr; the backward reruns the projections
+    and the core: 2·T·(h·dc_q + dc_q·a·dqk + h·(dc_kv + dhr) + dc_kv·a·(dh + dv))/t-or-not plus the core FLOPs."""
+    from estimator.flops import attention_core_flops
+    from estimator.layout import Item
+    from estimator.rowtime import TimeContext, row_time
+    from estimator.stage import Row
+
+    mla = ModelSpec(name="mla", family="deepseek", hidden_size=2048, num_layers=4, num_attention_heads=16,
+                    head_dim=192, v_head_dim=128, ffn_hidden_size=5632, vocab_size=32000, q_lora_rank=512,
+                    kv_lora_rank=256, qk_rope_head_dim=64)
+    st = Strategy(seq_length=4096, tp=2, sequence_parallel=True)
+    pricers = {}
+    for on in (False, True):
+        r = resolve(mla, st.replace(mla_zero_memory=on), A2, MINDSPEED)
+        pricers[on] = StagePricer(r, build_layout(layout_inputs(r)))
+    plain, zero = pricers[False], pricers[True]
+    item = Item("dense", "dense", index=1)
+    d, w, par = zero.r.dims, zero.r.widths, zero.r.par
+    assert (d.dc_q, d.dc_kv, d.dhr, d.a) == (512, 256, 64, 16)
+    T = zero.T
+    tp = w.c * (d.a * d.dqk + d.a * d.dqk + d.a * d.dv) + 4 * d.a + w.c * d.a * d.dv
+    freed = T * tp / par.t + T * (w.n + w.c) * (d.dc_q + d.dc_kv) / par.sp_div + T * w.c * d.dhr
+    assert plain.cost(item).act - zero.cost(item).act == pytest.approx(freed)
+    assert zero.cost(item).rebuilt == pytest.approx(freed)
+    assert zero.cost(item).act_none == pytest.approx(plain.cost(item).act_none)
+    t_on = row_time(TimeContext(zero), Row(item, 0, zero.cost(item)))
+    t_off = row_time(TimeContext(plain), Row(item, 0, plain.cost(item)))
+    mm = 2 * T * ((d.dc_q * d.a * d.dqk + d.dc_kv * d.a * (d.dh + d.dv)) / par.t + d.h * d.dc_q +
+                  d.h * (d.dc_kv + d.dhr))
+    core = attention_core_flops(T, d.a, TimeContext(zero).fc.kappa, par.s, d.dqk, d.dv, par.t)
+    assert t_on.flops.rc - t_off.flops.rc == pytest.approx(mm + core)
+    assert t_on.flops.rc_attn - t_off.flops.rc_attn == pytest.approx(core)
+    assert "ep" not in t_on.comm or t_on.comm["ep"] == t_off.comm.get("ep")  # no MoE re-dispatch
+
+
+def test_mla_zero_memory_is_read_and_written_back(tmp_path):
+    from estimator.errors import ConfigError
+    from estimator.export import export
+    from estimator.parsed import apply_changes
+
+    path = _script(tmp_path, "selective_dense.sh", "--mla-zero-memory \\\n    ")
+    parsed = parse([path])
+    assert parsed.strategy.mla_zero_memory is True
+    assert parsed.provenance["strategy.mla_zero_memory"].key.startswith("--mla-zero-memory")
+    assert not any("mla-zero-memory" in w.text for w in parsed.warnings)
+    off = export(apply_changes(parsed, {"strategy.mla_zero_memory": False}))[str(path)]
+    assert "--mla-zero-memory" not in off
+    path.write_text(off)
+    on = export(apply_changes(parse([path]), {"strategy.mla_zero_memory": True}))[str(path)]
+    assert "--mla-zero-memory" in on
+    megatron = _script(tmp_path, "fp8_llama3_8b.sh")
+    with pytest.raises(ConfigError, match="MindSpeed setting"):
+        export(apply_changes(parse([megatron], framework="megatron"), {"strategy.mla_zero_memory": True}))

@@ -138,6 +138,8 @@ def feature_flag_edits(path: str, fl: FlagSet, old: Strategy, new: Strategy, mla
         layers = new.moe_zero_memory_layers if new.moe_zero_memory in ("level0", "level1") else None
         if layers is not None or fl.has("--moe-zero-memory-num-layers"):
             want["--moe-zero-memory-num-layers"] = None if layers is None else str(layers)
+    if old.mla_zero_memory != new.mla_zero_memory:
+        want["--mla-zero-memory"] = True if new.mla_zero_memory else None
     if (old.offload_activations, old.offload_counts) != (new.offload_activations, new.offload_counts):
         want.update(_offload_edits(path, fl, new, framework))
     if old.lora_dropout != new.lora_dropout:

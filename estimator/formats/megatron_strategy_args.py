@@ -495,8 +495,8 @@ def _not_priced(fl: FlagQueries, out: Collector, dialect: str) -> None:
     elif fl.has("--no-bias-swiglu-fusion"):
         out.put("options.fused_gated_act", False, fl.where("--no-bias-swiglu-fusion"), raw=True)
     _moe_zero_memory(fl, out)
-    if fl.has("--mla-zero-memory"):
-        out.warn("W-UNMODELLED", msg("W-UNMODELLED.mla-zero-memory"))
+    if fl.has("--mla-zero-memory"):  # MindSpeed-LLM: the MLA attention checkpointed (docs/model.md [A-ZERO-MEMORY])
+        out.put("strategy.mla_zero_memory", True, fl.where("--mla-zero-memory"), raw=True)
 
 
 def _moe_zero_memory(fl: FlagQueries, out: Collector) -> None:

@@ -23,7 +23,7 @@ _PIPELINE_FLAGS = ("--pipeline-model-parallel-layout", "--decoder-first-pipeline
                    "--num-virtual-stages-per-pipeline-rank")
 # Strategy fields only MindSpeed's flags can state
 MINDSPEED_FIELDS = ("swap_optimizer", "swap_times", "reuse_fp32_param", "noop_layers", "moe_zero_memory",
-                    "moe_zero_memory_layers")
+                    "moe_zero_memory_layers", "mla_zero_memory")
 
 
 def megatron_flags(path: str, fl: FlagQueries, old: Strategy, new: Strategy, changed: set[str],

@@ -33,7 +33,7 @@ LOSS_LABELS = {"none": QT_TRANSLATE_NOOP("FeaturesForm", "unfused"),
                "chunked": QT_TRANSLATE_NOOP("FeaturesForm", "chunked (no full logits)")}
 ZERO_MEMORY_LABELS = {"disable": QT_TRANSLATE_NOOP("FeaturesForm", "off"),
                       "level0": QT_TRANSLATE_NOOP("FeaturesForm", "level0 — expert input and activation rebuilt"),
-                      "level1": QT_TRANSLATE_NOOP("FeaturesForm", "level1 (priced as level0)")}
+                      "level1": QT_TRANSLATE_NOOP("FeaturesForm", "level1 — also the fc1 outputs rebuilt")}
 PEFT_LABELS = {"none": QT_TRANSLATE_NOOP("FeaturesForm", "none — full fine-tuning"),
                "lora": QT_TRANSLATE_NOOP("FeaturesForm", "LoRA"),
                "qlora": QT_TRANSLATE_NOOP("FeaturesForm", "QLoRA — 4-bit NF4 base")}
@@ -135,6 +135,10 @@ class FeaturesForm(FieldForm):
               QT_TRANSLATE_NOOP("FeaturesForm", "MindSpeed --moe-zero-memory-num-layers: level1 (which also frees "
                                                 "the experts' fc1 outputs) on that many layers of each stage, "
                                                 "level0 on the others; empty: every layer"))
+        field("strategy.mla_zero_memory", QT_TRANSLATE_NOOP("FeaturesForm", "MLA zero memory"),
+              BoolEditor(QT_TRANSLATE_NOOP("FeaturesForm", "recompute the attention"), CONTEXT),
+              QT_TRANSLATE_NOOP("FeaturesForm", "MindSpeed-LLM --mla-zero-memory: an MLA attention keeps only its "
+                                                "input; its internals and output are rebuilt in the backward"))
         field("strategy.offload_optimizer", QT_TRANSLATE_NOOP("FeaturesForm", "Offload optimizer"),
               BoolEditor(QT_TRANSLATE_NOOP("FeaturesForm", "on the host"), CONTEXT),
               QT_TRANSLATE_NOOP("FeaturesForm", "optimizer states and the step on the host: DeepSpeed "

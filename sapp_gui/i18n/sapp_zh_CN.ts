@@ -851,8 +851,8 @@
         <translation>level0 — 专家输入与激活在反向重建</translation>
     </message>
     <message>
-        <source>level1 (priced as level0)</source>
-        <translation>level1(按 level0 估算)</translation>
+        <source>level1 — also the fc1 outputs rebuilt</source>
+        <translation>level1 — fc1 输出也重建</translation>
     </message>
     <message>
         <source>none — full fine-tuning</source>
@@ -1005,6 +1005,18 @@
     <message>
         <source>MindSpeed --moe-zero-memory: the experts&apos; dispatched input and activation output freed after the forward, rebuilt in the backward (one more dispatch all-to-all)</source>
         <translation>MindSpeed --moe-zero-memory:专家的分发输入与激活输出在前向后释放,反向时重建(多一次分发 all-to-all)</translation>
+    </message>
+    <message>
+        <source>MLA zero memory</source>
+        <translation>MLA 零内存</translation>
+    </message>
+    <message>
+        <source>recompute the attention</source>
+        <translation>重计算注意力</translation>
+    </message>
+    <message>
+        <source>MindSpeed-LLM --mla-zero-memory: an MLA attention keeps only its input; its internals and output are rebuilt in the backward</source>
+        <translation>MindSpeed-LLM --mla-zero-memory:MLA 注意力只保留其输入;其内部张量和输出在反向时重建</translation>
     </message>
     <message>
         <source>Zero memory level1 layers</source>
