@@ -9,9 +9,10 @@ from collections.abc import Sequence
 
 from ..arr import Num, is_array
 from ..explain import CATEGORY_LABELS, Quantity, sum_node
+from ..flops import moe_zero_level
 from ..kinds import notes as kind_notes
 from ..layout import EMBEDDING
-from ..messages import Text, msg
+from ..messages import Text, joined, msg
 from ..params import position_table
 from ..result import CATEGORIES, LayerRow
 from ..stage import Row, StagePricer
@@ -192,8 +193,8 @@ def _row_leaf(pricer: StagePricer, category: str, label: Text, value: float, row
             feat.fp8_on and feat.fp8_impl == "te" and loc.fp8 + loc.fp8_expert else ""
         offload = msg("explain.activations.offload", bytes=fmt_bytes(float(row.cost.offload))) \
             if row.cost.offload else ""
-        rebuilt = msg("explain.activations.rebuilt", bytes=fmt_bytes(float(row.cost.rebuilt))) \
-            if row.cost.rebuilt else ""
+        rebuilt = msg("explain.activations.rebuilt", bytes=fmt_bytes(float(row.cost.rebuilt)),
+                      what=zero_memory_said(pricer, row)) if row.cost.rebuilt else ""
         return Quantity(label, value, "A-LAYER", inputs, note=msg("explain.activations", option=lr.option, fp8=fp8,
                                                                    offload=offload, rebuilt=rebuilt,
                                                                    kinds=kind_notes(row.item.block)))
@@ -213,6 +214,16 @@ def _with_positions(pricer: StagePricer, category: str, leaf: Quantity, row: Row
                      Quantity(msg("explain.position-table"), pos, "P-POS", {"n_pos": d.n_pos, "h": d.h},
                               unit="elements")]
     return leaf
+
+
+def zero_memory_said(pricer: StagePricer, row: Row) -> Text:
+    """Which zero-memory feature rebuilds a row's activations: MindSpeed's MoE level, MindSpeed-LLM's MLA."""
+    feat = pricer.r.flags.feat
+    level = moe_zero_level(feat, row.item)
+    parts = [msg("explain.zero.moe", level=level)] if level in ("level0", "level1") else []
+    if feat.mla_zero_memory and pricer.r.dims.mla:
+        parts.append(msg("explain.zero.mla"))
+    return joined(parts) if parts else ""
 
 
 def _peft_leaf(pricer: StagePricer, category: str, label: Text, value: float, loc: Local) -> Quantity:
