@@ -271,3 +271,18 @@ def test_mla_fields_assigned_over_a_hub_mla_model_reach_the_model(tmp_path):
     lite, _ = _recipe_with(tmp_path, "cfg.model = AutoBridge.from_hf_pretrained('deepseek-ai/DeepSeek-V3')"
                            ".to_megatron_provider(load_weights=False)\ncfg.model.q_lora_rank = None")
     assert lite.model.q_lora_rank == 0 and lite.model.kv_lora_rank == 512  # no query compression, as stated
+
+
+def test_what_an_override_file_leaves_to_its_recipe_is_an_assumption(tmp_path):
+    """An override file does not name its recipe: the priced settings it leaves out are Megatron's defaults, said
+    (the recipes' _pretrain_common() turns the distributed optimizer on, which the file may rely on)."""
+    parsed = parse([str(OVERRIDE)], devices=16, model=LLAMA)
+    said = [a for a in parsed.assumptions if a.field == "recipe settings"]
+    assert [a.value for a in said] == ["model.context_parallel_size, model.expert_model_parallel_size"]
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("model:\n  seq_length: 4096\ntrain:\n  global_batch_size: 32\n  micro_batch_size: 1\n")
+    parsed = parse([str(bare)], devices=8, model=LLAMA)
+    said = next(a for a in parsed.assumptions if a.field == "recipe settings")
+    assert "ddp.use_distributed_optimizer" in said.value and "model.tensor_model_parallel_size" in said.value
+    assert parsed.strategy.sharding.mode == "none" and "_pretrain_common()" in str(said.source)
+    assert not [a for a in parse([str(RUN)], devices=16).assumptions if a.field == "recipe settings"]  # whole config

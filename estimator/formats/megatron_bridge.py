@@ -58,6 +58,10 @@ INVERTED = {"share_embeddings_and_output_weights": "untie_embeddings_and_output_
 RESTATED = ("pipeline_dtype", "params_dtype", "autocast_dtype")
 DTYPES = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16", "float32": "fp32",
           "bfloat16": "bf16", "float16": "fp16"}
+# what an override file leaves to the recipe it overrides and the estimator prices (Megatron's defaults stand in)
+RECIPE_SETTINGS = ("model.tensor_model_parallel_size", "model.pipeline_model_parallel_size",
+                   "model.context_parallel_size", "model.expert_model_parallel_size", "model.sequence_parallel",
+                   "model.recompute_granularity", "ddp.use_distributed_optimizer")
 # fields only Megatron's MLATransformerConfig has: a config that sets one is an MLA config
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim")
 LAYOUT_TOKENS = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L"}
@@ -121,6 +125,13 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
                  msg("W-KEY-UNKNOWN.bridge-section", key=key))
     if "model.num_layers" not in out.values:
         out.warn("W-MODEL", msg("W-MODEL.file-does-state"))
+        # an override of a recipe: the settings it leaves out are the recipe's, which this file does not name
+        unstated = [key for key in RECIPE_SETTINGS
+                    if not isinstance(data.get(key.split(".")[0]), dict) or key.split(".")[1] not in
+                    data[key.split(".")[0]]]
+        if unstated:
+            out.assumptions.append(Assumption("recipe settings", ", ".join(unstated),
+                                              msg("megatron_bridge.unstated-recipe-settings")))
     role = "both" if any(k.startswith("model.") for k in out.values) else "strategy"
     return out.reading(FORMAT, role, text, path)
 
