@@ -250,6 +250,8 @@ def test_a_provider_recipe_s_model_fields_are_applied_over_model(tmp_path):
     parsed = parse([f"{recipe}:pretrain_config"], devices=8, model=LLAMA)
     assert (parsed.model.num_layers, parsed.model.hidden_size, parsed.model.ffn_hidden_size) == (16, 4096, 14336)
     assert any("says 32" in w and "overrides it with 16" in w for w in warning_texts(parsed, "W-MODEL-OVERRIDE"))
+    assert any(w.endswith("the model fields the recipe states are applied over it")
+               for w in warning_texts(parsed, "W-MODEL"))
     est = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
     assert sum(sum(st.layer_counts) for st in est.stages) == 16
     changed = parse([f"{recipe}:changed_config"], devices=8, model="deepseek-ai/DeepSeek-V3")
