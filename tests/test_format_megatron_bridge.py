@@ -288,3 +288,15 @@ def test_what_an_override_file_leaves_to_its_recipe_is_an_assumption(tmp_path):
     assert "ddp.use_distributed_optimizer" in said.value and "model.tensor_model_parallel_size" in said.value
     assert parsed.strategy.sharding.mode == "none" and "_pretrain_common()" in str(said.source)
     assert not [a for a in parse([str(RUN)], devices=16).assumptions if a.field == "recipe settings"]  # whole config
+
+
+def test_a_misspelt_key_is_named_with_the_key_it_stands_for(tmp_path):
+    text = OVERRIDE.read_text().replace("  tensor_model_parallel_size: 2\n", "  tensor_model_paralel_size: 2\n", 1)
+    override = tmp_path / "override.yaml"
+    override.write_text(text.replace("train:\n", "train:\n  my_own_setting: 3\n", 1))
+    parsed = parse([str(override)], devices=16, model=LLAMA)
+    assert parsed.strategy.tp == 1  # the misspelt key is not read: Megatron's default, said
+    assert warning_texts(parsed, "W-KEY-UNKNOWN") == [
+        "model.tensor_model_paralel_size is not a Megatron-Bridge key; did you mean 'tensor_model_parallel_size'? "
+        "(not read: what it stands for keeps its default)"]
+    assert any(w.endswith("train.my_own_setting") for w in warning_texts(parsed, "W-FLAG-UNPRICED"))

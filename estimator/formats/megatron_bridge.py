@@ -254,10 +254,29 @@ def _read(out: Collector, sections: dict[str, Any], peft: Any, dataset: Any, pat
     out.warnings.extend(w for w in said if w.code != "W-KEY-UNKNOWN")
     unread = [w for w in said if w.code == "W-KEY-UNKNOWN"]
     if unread:
-        names = sorted({where.get(n.lstrip("-").replace("-", "_"), n) for n in fl.names()
-                        if any(n in w.text for w in unread)})
-        out.warn("W-FLAG-UNPRICED", msg("W-FLAG-UNPRICED.bridge-keys",
-                                        names=", ".join(names[:20]) + (" …" if len(names) > 20 else "")))
+        names: set[str] = set()
+        for flag in (n for n in fl.names() if any(n in w.text for w in unread)):
+            key = flag.lstrip("-").replace("-", "_")
+            located = where.get(key, key)
+            near = suggest(key, _config_keys(), cutoff=0.85)
+            if near is None:
+                names.add(located)
+            else:  # a misspelling: the key it stands for keeps its default, said with the fix
+                out.warn("W-KEY-UNKNOWN", msg("W-KEY-UNKNOWN.bridge-key.near", key=located, near=near))
+        if names:
+            listed = sorted(names)
+            out.warn("W-FLAG-UNPRICED", msg("W-FLAG-UNPRICED.bridge-keys",
+                                            names=", ".join(listed[:20]) + (" …" if len(listed) > 20 else "")))
+
+
+@cache
+def _config_keys() -> tuple[str, ...]:
+    """Every Megatron argument under its config name (and the provider spellings that rename or invert one): what a
+    misspelt key is matched against."""
+    from .known_keys import catalogue
+
+    flags = [f.lstrip("-").replace("-", "_") for f in catalogue("launch_flags").known("")]
+    return tuple(dict.fromkeys([*flags, *RENAMES, *INVERTED, *MLA_KEYS]))
 
 
 class BridgeArgs(ArgsMapping):
