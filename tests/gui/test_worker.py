@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from gui_helpers import DSV3_PLAN, open_and_wait
@@ -126,3 +127,21 @@ def test_pyside_is_not_the_release_that_drops_references() -> None:
 
 def test_open_draws_within_the_timeout(qtbot, window) -> None:
     assert open_and_wait(qtbot, window, [DSV3_PLAN]).stages
+
+
+def test_a_layout_refusal_names_the_file_and_key_in_the_app(qtbot, tmp_path) -> None:
+    """The app's worker says where to fix a refused offset, as the CLI does (ParsedConfig.locate): a MindFormers
+    mcore snippet whose 4 layers over 3 stages leave a remainder of 1 that offset 0 does not place."""
+    source = (Path(__file__).resolve().parents[1] / "fixtures" / "mindformers" / "tiny_mcore_moe.yaml").read_text()
+    path = tmp_path / "three.yaml"
+    path.write_text(source.replace("    offset: [1, -1]", "    offset: 0").replace("  pipeline_stage: 2",
+                    "  pipeline_stage: 3").replace("  data_parallel: 4", "  data_parallel: 2"))
+    runner = EstimateRunner()
+    try:
+        with qtbot.waitSignal(runner.finished, timeout=60000) as blocker:
+            runner.request_now(parse([path]))
+        error = blocker.args[0].error
+        assert str(error).startswith(f"{path}, key 'model.model_config.offset': [E-OFF-SCALAR]")
+        assert error.localized("zh_CN").startswith(f"{path}，键 'model.model_config.offset'：[E-OFF-SCALAR]")
+    finally:
+        runner.shutdown()
