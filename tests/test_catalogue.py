@@ -190,3 +190,18 @@ def test_an_unknown_tokenizer_falls_back_to_a_catalogued_shape(tmp_path):
     parsed = parse([str(script)])
     assert parsed.model.vocab_size == 128256
     assert "Meta-Llama-3.1-405B" in next(a.source for a in parsed.assumptions if a.field == "model.vocab_size")
+
+
+def test_a_hub_model_s_unmodelled_features_and_unknown_keys_are_said(tmp_path, monkeypatch):
+    """A model named by Hub id says what a config.json given as a file says: a sliding window it does not model,
+    keys it does not know (here a cached config of my own with one of each)."""
+    parsed = parse([STRATEGY], model="google/gemma-2-9b")
+    assert any(w.code == "W-MODEL-FEATURE" and w.text.startswith("google/gemma-2-9b: sliding-window attention")
+               for w in parsed.warnings)
+    config = dict(catalogue.lookup("Qwen/Qwen3-8B")[0].config, sliding_window=1024, use_sliding_window=True,
+                  attn_softcap_magic=3)
+    cached = _fake_cache(tmp_path, "acme/Window-8B", config)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cached.parents[3]))
+    parsed = parse([STRATEGY], model="acme/Window-8B")
+    codes = {w.code for w in parsed.warnings if str(cached) in w.text}
+    assert codes == {"W-MODEL-FEATURE", "W-KEY-UNKNOWN"}, [w.text for w in parsed.warnings]

@@ -15,7 +15,7 @@ from ..nearest import suggest
 from ..parsed import Provenance
 from ..warnings import Assumption, EstimateWarning
 from .common import load_json, read_text
-from .hf import looks_like_hf, read_hf
+from .hf import looks_like_hf, read_hf, unknown_hf_keys, unmodelled_features
 from .support import Collector, Reading
 
 
@@ -51,9 +51,12 @@ def reading_of(name: str, found: catalogue.Found) -> Reading:
         prov[key] = Provenance(p.source, path=where, key=p.key, raw=p.raw)
     if found.entry is not None:
         values["model.name"] = found.entry.name
+    # what the config has that the estimator does not model (sliding windows …) or know is said, as for a config.json
+    # given as a file
+    said = unknown_hf_keys(found.config, where) + unmodelled_features(found.config, where)
     reading = Reading("hf_config", "model", values, prov,
-                      [EstimateWarning("W-MODEL-NOTE", msg("W-MODEL-NOTE.text", name=name,
-                                                           note=note)) for note in notes],
+                      [*(EstimateWarning("W-MODEL-NOTE", msg("W-MODEL-NOTE.text", name=name,
+                                                             note=note)) for note in notes), *said],
                       [Assumption("model", name, msg("hub.model-s-config", how=found.how))],
                       text=json.dumps(found.config, indent=2), path=name)
     return reading
