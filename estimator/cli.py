@@ -301,7 +301,7 @@ def _print_fixes(parsed: Any, as_json: bool) -> int:
         return EXIT_DOES_NOT_FIT
     print("nearest plans that fit (same devices and global batch; fewest changes first):")
     for k, fix in enumerate(fixes, start=1):
-        print(f"  {k}. {fix.summary}: peak {fix.peak_bytes / GiB:.2f} GiB of {fix.budget / GiB:.2f} GiB, "
+        print(f"  {k}. {fix.summary}: peak {fix.peak_bytes / GiB:.2f} GiB, headroom {fix.headroom / GiB:.2f} GiB, "
               f"step {fix.step.with_band(' s')}")
         print("     " + " ".join(f"--set {arg}" for arg in fix.set_arguments()))
     return 0

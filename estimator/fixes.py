@@ -33,6 +33,7 @@ class Fix:
     step_time_s: float
     budget: float
     step_band: tuple[float, float] | None = None  # [T-BAND] the step at the device's fast and slow ends
+    headroom: float = 0.0       # [D-VERDICT]'s margin: with a framework pool the smaller of its two margins
 
     @property
     def step(self) -> Honest:
@@ -45,7 +46,8 @@ class Fix:
         band = {"step_time_s_low": self.step_band[0], "step_time_s_high": self.step_band[1]} if self.step_band else {}
         return {"summary": self.summary, "changed": list(self.changed), "changes": _plain(self.changes),
                 "strategy": strategy_fields(self.strategy), "peak_bytes": round(self.peak_bytes),
-                "step_time_s": self.step_time_s, **band, "budget": round(self.budget)}
+                "step_time_s": self.step_time_s, **band, "budget": round(self.budget),
+                "headroom": round(self.headroom)}
 
     def set_arguments(self) -> list[str]:
         """The ``--set`` arguments that make this plan from the original (``sapp estimate … --set …``), each one
@@ -74,7 +76,7 @@ def nearest_fixes(parsed: ParsedConfig, limit: int = 3, cancel: Cancel | None = 
             continue  # the plan itself, written differently
         found.append(Fix(row.strategy, changes, changed, _summary(st, row.strategy, changed),
                          max(row.peak_bytes, row.optimizer_step_peak), row.step_time_s, result.budget,
-                         row.step_band))
+                         row.step_band, row.headroom))
     found.sort(key=lambda fix: (len(fix.changed), fix.step_time_s))
     return found[:limit]
 
@@ -101,11 +103,7 @@ def _summary(old: Strategy, new: Strategy, changed: tuple[str, ...]) -> str:
     parts = []
     for name in changed:
         if name in ("recompute", "full_counts", "sel_counts", "comm_counts"):
-            if _recompute(old) == _recompute(new) == "per-stage":
-                parts.append(f"recompute counts {_text(old.recompute.full_counts)} → "
-                             f"{_text(new.recompute.full_counts)}")
-            else:
-                parts.append(f"recompute {_recompute(old)} → {_recompute(new)}")
+            parts.append(f"recompute {_recompute(old)} → {_recompute(new)}")
         else:
             parts.append(f"{_label(name)} {_text(getattr(old, name, None))} → {_text(getattr(new, name, None))}")
     follows = [f"{_label(n)} {_text(getattr(old, n))} → {_text(getattr(new, n))}" for n in ("dp", "micro_batches")
@@ -114,8 +112,12 @@ def _summary(old: Strategy, new: Strategy, changed: tuple[str, ...]) -> str:
 
 
 def _recompute(st: Strategy) -> str:
+    """The plan's recompute as a user states it: per-stage layer counts where it has them (full, selective,
+    communication), else the one mode of every layer."""
     plan = st.recompute
-    return "per-stage" if plan.full_counts is not None else plan.default_mode
+    counts = [f"{kind} {_text(value)}" for kind, value in (("full", plan.full_counts), ("selective", plan.sel_counts),
+                                                          ("comm", plan.comm_counts)) if value is not None]
+    return f"per stage ({'; '.join(counts)})" if counts else plan.default_mode
 
 
 def _label(name: str) -> str:

@@ -53,4 +53,27 @@ def test_cli_nearest_prints_set_arguments_that_work(capsys) -> None:
         capsys.readouterr()
     assert main(["fit", *base, "--nearest", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["fixes"] and all(f["peak_bytes"] <= f["budget"] for f in data["fixes"])
+    assert data["fixes"] and all(f["headroom"] >= 0 for f in data["fixes"])
+
+
+def test_a_fix_states_the_recompute_it_leaves_and_the_margin_that_decides() -> None:
+    """A plan with per-stage selective counts is not summarised as 'recompute none → none'; under a framework
+    memory pool (max_device_memory) the device peak may exceed the pool, so a fix shows its headroom, not
+    'peak of budget'."""
+    from dataclasses import replace
+
+    from estimator.fixes import _recompute
+
+    parsed = parse([EXAMPLES / "mindformers_llama3_70b.yaml"])
+    st = parsed.strategy
+    pp = st.pp
+    selective = replace(st, recompute=replace(st.recompute, full_counts=None, sel_counts=tuple(range(pp, 0, -1)),
+                                              comm_counts=None, default_mode="none"))
+    assert _recompute(selective) == "per stage (selective " + ",".join(str(k) for k in range(pp, 0, -1)) + ")"
+    assert _recompute(replace(st, recompute=replace(st.recompute, full_counts=None, sel_counts=None,
+                                                    comm_counts=None, default_mode="full"))) == "full"
+    fixes = nearest_fixes(parse([CASES[0][0]], overrides=CASES[0][1]))
+    for fix in fixes:
+        plan = apply_changes(parse([CASES[0][0]], overrides=CASES[0][1]), fix.changes, hold="dp")
+        result = estimate(plan.model, plan.strategy, plan.hardware, plan.options)
+        assert fix.headroom == pytest.approx(result.headroom)
