@@ -168,13 +168,15 @@ def inputs_workspaces(view: StageView) -> dict[str, Any]:
     ws = library_workspaces(r)
     return {"runtime": _runtime(view), "cublas": ws.cublas, "transformer_engine": uses_transformer_engine(r)[0],
             "compute_capability": r.hardware.compute_capability, "te_workspaces": len(ws.te),
-            "te_workspace": ws.te[0] if ws.te else 0.0}
+            "te_workspace": ws.te[0] if ws.te else 0.0, "ub_workspace": ws.ub}
 
 
 def note_workspaces(view: StageView) -> Message:
     r = view.r
     ws = library_workspaces(r)
     te = msg("device.te-workspaces", count=len(ws.te), size=fmt_bytes(ws.te[0])) if ws.te else msg("device.te-none")
+    if ws.ub and not is_array(ws.ub):
+        te = msg("device.te-ub-workspace", te=te, size=fmt_bytes(float(ws.ub)))
     return msg("device.note-workspaces", cublas=fmt_bytes(ws.cublas), te=te, why=uses_transformer_engine(r)[1])
 
 

@@ -323,6 +323,8 @@ class _Stage:
                         if self.workspace.cublas:
                             self.handles_ws.append(self.t.alloc(self.workspace.cublas / 2, what="workspace"))
                         self.handles_ws += [self.t.alloc(size, what="TE workspace") for size in self.workspace.te]
+                        if self.workspace.ub:  # the userbuffer GEMMs' (Megatron --tp-comm-overlap)
+                            self.handles_ws.append(self.t.alloc(self.workspace.ub, what="TE workspace"))
                 elif op.kind == "B":
                     if step == 0 and not self.backward_ws and self.workspace.cublas:  # the autograd thread's cuBLAS
                         self.backward_ws = True

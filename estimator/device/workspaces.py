@@ -11,14 +11,16 @@ are part of the tensor peak and of the allocator's trace.
   ``get_cublas_workspace``; ``module/base.py`` ``get_workspace`` up to TE 2.9). Grouped GEMMs (MoE experts through
   ``TEGroupedLinear``, Megatron ``--moe-grouped-gemm``) add one workspace per compute stream,
   ``nvte_get_num_compute_streams()`` = 4 (``common/util/multi_stream.cpp``; ``get_multi_stream_cublas_workspace``).
-  Userbuffers (``--tp-comm-overlap``) keep a 3 × workspace (``_NUM_MAX_UB_STREAMS``) that this module does not
-  price (P-TE-WORKSPACE).
+  Userbuffer GEMMs (Megatron ``--tp-comm-overlap``, t > 1) take their own cached workspace of
+  ``_NUM_MAX_UB_STREAMS`` = 3 sizes (``get_cublas_workspace(ub=True)``, TE ≥ 2.10; TE ≤ 2.9 replaced the
+  process's by a 3 × copy), one more allocation here; the userbuffers themselves are [D-UB] (P-UB).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..arr import Num, gt, is_array
 from ..hardware import runtime_of
 from ..messages import Message, msg
 from ..resolve import Resolved
@@ -28,6 +30,7 @@ from ..warnings import Assumption
 TE_WORKSPACE_SM90 = 32 * MiB + 1 * KiB   # compute capability ≥ 9.0 (TE ≥ 2.8; 32 MiB before)
 TE_WORKSPACE_OLDER = 4 * MiB
 TE_COMPUTE_STREAMS = 4                   # grouped GEMM: one workspace per compute stream
+TE_UB_STREAMS = 3                        # _NUM_MAX_UB_STREAMS: the userbuffer GEMMs' workspace is 3 sizes
 TE_FRAMEWORKS = ("megatron", "mindspeed")  # TransformerConfig.transformer_impl defaults to transformer_engine
 
 
@@ -38,10 +41,11 @@ class LibraryWorkspaces:
 
     cublas: float = 0.0
     te: tuple[float, ...] = ()
+    ub: Num = 0.0  # the userbuffer GEMMs' workspace (``ub_workspace``), one allocation
 
     @property
-    def total(self) -> float:
-        return self.cublas + sum(self.te)
+    def total(self) -> Num:
+        return self.cublas + sum(self.te) + self.ub
 
 
 def te_workspace_size(compute_capability: float) -> float:
@@ -82,10 +86,24 @@ def te_workspaces(r: Resolved) -> tuple[float, ...]:
     return (size,) * (1 + grouped)
 
 
+def ub_workspace(r: Resolved) -> Num:
+    """The userbuffer GEMMs' cuBLAS workspace, TE_UB_STREAMS sizes (Megatron ``--tp-comm-overlap``, t > 1)."""
+    used, _why = uses_transformer_engine(r)
+    cc = r.hardware.compute_capability
+    if not (used and cc is not None and r.flags.feat.async_tp and r.fw.name == "megatron"):
+        return 0.0
+    t = r.par.t
+    size = TE_UB_STREAMS * te_workspace_size(cc)
+    if is_array(t):  # the search and the balancer: per candidate
+        return size * gt(t, 1)
+    return size if t > 1 else 0.0
+
+
 def library_workspaces(r: Resolved) -> LibraryWorkspaces:
     cublas = r.hardware.workspace_bytes(runtime_of(r.flags.framework)) or 0.0
-    return LibraryWorkspaces(cublas, te_workspaces(r))
+    return LibraryWorkspaces(cublas, te_workspaces(r), ub_workspace(r))
 
 
-__all__ = ["TE_COMPUTE_STREAMS", "TE_FRAMEWORKS", "TE_WORKSPACE_OLDER", "TE_WORKSPACE_SM90", "LibraryWorkspaces",
-           "library_workspaces", "te_assumption", "te_workspace_size", "te_workspaces", "uses_transformer_engine"]
+__all__ = ["TE_COMPUTE_STREAMS", "TE_FRAMEWORKS", "TE_UB_STREAMS", "TE_WORKSPACE_OLDER", "TE_WORKSPACE_SM90",
+           "LibraryWorkspaces", "library_workspaces", "te_assumption", "te_workspace_size", "te_workspaces",
+           "ub_workspace", "uses_transformer_engine"]
