@@ -155,7 +155,11 @@ RULES: tuple[Rule, ...] = (
          lambda c: msg("R-EP-LAYOUT", ep=c.ep, etp=c.etp, ranks=c.d * c.t * c.cp)),
     Rule("R-FP8-DEVICE", lambda c: not c.fp8_problem, lambda c: c.fp8_problem),
     Rule("R-PEFT", lambda c: not c.peft_problem, lambda c: c.peft_problem),
-    Rule("R-OS-DIV", lambda c: _all(_divides(c.os, c.domain), _divides(c.os_e, c.domain_e)),
+    # the expert shard is checked only where the experts' layout holds (R-EP-LAYOUT): without it the expert
+    # domain is no whole number of ranks and a second, meaningless refusal would follow the first
+    Rule("R-OS-DIV", lambda c: _all(_divides(c.os, c.domain),
+                                    _any(_not(_divides(c.ep * c.etp, c.d * c.t * c.cp)),
+                                         _divides(c.os_e, c.domain_e))),
          lambda c: msg("R-OS-DIV", os=c.os, domain=c.domain) if c.domain % c.os != 0 else
          msg("R-OS-DIV.expert", os=c.os_e, domain=c.domain_e)),
     Rule("R-TP-KIND", lambda c: _all(True, *(_divides(c.t, v) for _, v in c.kind_divisors)),

@@ -89,6 +89,15 @@ def test_impossible_strategy_lists_every_rule(capsys):
     assert "R-EP-EXP" in err and "R-EP-LAYOUT" in err
 
 
+def test_a_broken_expert_layout_is_not_also_an_expert_shard_refusal(capsys):
+    """Without R-EP-LAYOUT the expert domain is no whole number of ranks (EDP = DP·TP·CP / (EP·ETP) < 1): the
+    expert optimizer shard is not checked against it, so the user reads one refusal, not a second one with
+    'shard 0 does not divide its group 0.25'."""
+    code, _, err = run(capsys, "estimate", str(PLAN), "--set", "strategy.ep=128")
+    assert code == 1 and "R-EP-LAYOUT" in err
+    assert "R-OS-DIV" not in err
+
+
 def test_check_exit_code(capsys, tmp_path):
     code, _, _ = run(capsys, "estimate", str(PLAN), "--check")
     assert code == 0
