@@ -22,9 +22,10 @@ from ..parsed import ParsedConfig
 from ..result import Result
 from ..strategy import Strategy
 from ..units import GiB, fmt_bytes
-from .candidates import Candidates, enumerate_candidates
-from .filters import CODES, example_text, refusals, resolve_columns
+from .candidates import Candidates
+from .filters import CODES, example_text
 from .pricing import candidate_strategy, price_candidates
+from .sieve import sieve
 from .space import Bounds, Dim, SearchSpace, parse_dims
 
 CHUNK = 16_384
@@ -157,23 +158,20 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     time_fn = time_fn or default_time_fn()
     phases: dict[str, float] = {}
     rep.report(0, 0, "enumerate", force=True)
-    cands = enumerate_candidates(parsed, space)
-    total = len(cands)
+    sieved = sieve(parsed, space)
+    total = sieved.total
     if not total:
         raise SappError(_no_candidates_message(parsed, space))
-    phases["enumerate"] = time.perf_counter() - start
+    phases["enumerate and filter"] = time.perf_counter() - start
 
-    t0 = time.perf_counter()
-    derived = resolve_columns(cands, parsed)
-    reason = refusals(cands, derived, parsed, space)
-    counts = np.bincount(reason[reason >= 0], minlength=len(CODES))
+    counts = sieved.counts
     refused = {code: int(counts[k]) for k, code in enumerate(CODES) if counts[k]}
-    examples = {CODES[k]: example_text(CODES[k], _display_row(cands, derived, int(np.nonzero(reason == k)[0][0])))
+    examples = {CODES[k]: example_text(CODES[k], _display_row(*sieved.examples[k]))
                 for k in range(len(CODES)) if counts[k]}
-    alive = np.nonzero(reason < 0)[0]
-    phases["filter"] = time.perf_counter() - t0
-    rep.report(0, len(alive), "filter", force=True)
-    if not len(alive):  # the plan on screen is still a row (issue 12): it is what the user compares against
+    surv, surv_derived = sieved.survivors, sieved.derived
+    survivors = len(surv)
+    rep.report(0, survivors, "filter", force=True)
+    if not survivors:  # the plan on screen is still a row (issue 12): it is what the user compares against
         budget = _budget(parsed)
         current = _current(parsed, budget, [], np.zeros(0))
         if current is None:
@@ -184,13 +182,11 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
                             current=current)
 
     t0 = time.perf_counter()
-    surv = cands.take(alive)
-    surv_derived = {k: (v if k == "schedule_names" else v[alive]) for k, v in derived.items()}
     priced_count = [0]
 
     def on_group(n: int) -> None:
         priced_count[0] += n
-        rep.report(priced_count[0], len(alive), "price")
+        rep.report(priced_count[0], survivors, "price")
 
     priced = price_candidates(parsed, surv, surv_derived, time_fn, should_stop=rep.cancelled, on_group=on_group,
                               chunk=CHUNK)
@@ -199,7 +195,7 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     done = ~np.isnan(priced.peak)
 
     t0 = time.perf_counter()
-    rep.report(len(alive), len(alive), "rank", force=True)
+    rep.report(survivors, survivors, "rank", force=True)
     budget = _budget(parsed)
     decisive = np.fmax(priced.peak, priced.optimizer_step_peak)
     fits = done & fits_budget(decisive, priced.allocator_peak, budget, parsed)
@@ -227,7 +223,7 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
                                                   rescore=False) for k in pareto_idx]
     current = _current(parsed, budget, ranked, priced.step_time[fit_idx])
     phases["rank"] = time.perf_counter() - t0
-    return SearchResult(candidates=total, refusals=refused, examples=examples, survivors=len(alive),
+    return SearchResult(candidates=total, refusals=refused, examples=examples, survivors=survivors,
                         fitting=len(fit_idx), over_budget=over_budget, ranked=ranked, pareto=pareto,
                         budget=budget, seconds=time.perf_counter() - start, cancelled=cancelled, phases=phases,
                         priced=int(done.sum()), current=current)

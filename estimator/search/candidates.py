@@ -64,10 +64,25 @@ def _values(dim: Dim | None, parsed_value: int, auto_values: list[int]) -> list[
     return list(dim.values)
 
 
+Block = tuple[int, int, int, int, list[list[int]]]  # (t, p, cp, d, the values of VALUE_DIMS)
+VALUE_DIMS = ("b", "ep", "etp", "vp", "os", "sp", "rec")  # a block's product, in enumeration order (rec fastest)
+
+
 def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates:
+    """Every candidate of the space, in enumeration order: blocks by (t, p, cp), each block the product of its
+    VALUE_DIMS (the search itself builds only the survivors of the cheap rules: ``sieve``)."""
+    blocks = candidate_blocks(parsed, space)
+    if not blocks:
+        return Candidates({c: np.zeros(0, dtype=np.int64) for c in COLUMNS})
+    grids = [np.meshgrid(*[np.asarray(v, dtype=np.int64) for v in values], indexing="ij") for *_, values in blocks]
+    return Candidates(block_columns(parsed, space.global_batch, blocks, grids))
+
+
+def candidate_blocks(parsed: ParsedConfig, space: SearchSpace) -> list[Block]:
+    """The (t, p, cp, d) blocks of the space with the values of every other dimension; blocks with an empty
+    dimension are left out. Raises ConfigError when the space holds more than MAX_CANDIDATES candidates."""
     model, st, fw_name = parsed.model, parsed.strategy, parsed.options.framework
-    n, g = space.devices, space.global_batch
-    n_acc = st.n_acc
+    n = space.devices
     heads = model.num_attention_heads
     per_node = parsed.hardware.devices_per_node
     tp_max = space.bounds.tp_max or min(per_node, heads)
@@ -82,7 +97,7 @@ def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates
     n_exp = model.num_experts if model.is_moe else 0
     mode = st.sharding.mode
 
-    plan: list[tuple[int, int, int, int, list[list[int]]]] = []  # (t, p, cp, d, the other columns' values)
+    plan: list[Block] = []
     for t in _values(space.dim("tp"), st.tp, [x for x in divisors(n) if x <= tp_max]):
         if n % t:
             continue
@@ -103,33 +118,34 @@ def enumerate_candidates(parsed: ParsedConfig, space: SearchSpace) -> Candidates
                 plan.append((t, p, cp, d, [b_values, ep_values, etp_values, vp_values, os_values, t_sp,
                                            rec_values]))
     check_count(plan)  # before anything is allocated
-    blocks: list[np.ndarray] = []
-    for t, p, cp, d, values in plan:
-        lists = [np.asarray(v, dtype=np.int64) for v in values]
-        if any(len(v) == 0 for v in lists):
-            continue
-        mesh = np.meshgrid(*lists, indexing="ij")
-        rows = np.stack([x.reshape(-1) for x in mesh])  # [7, n]: one contiguous row per column
+    return [block for block in plan if all(block[4])]
+
+
+def block_columns(parsed: ParsedConfig, g: int, blocks: list[Block],
+                  grids: list[list[np.ndarray]]) -> dict[str, np.ndarray]:
+    """The COLUMNS of the rows ``grids`` name, block after block: per block one array per VALUE_DIMS (values of
+    that dimension, of one shape); derived here: m = G/(d·b·n_acc) (0: none), with G the space's global batch,
+    and FSDP2's d_sh."""
+    st = parsed.strategy
+    n_acc = st.n_acc
+    parts: list[np.ndarray] = []
+    for (t, p, cp, d, _values), grid in zip(blocks, grids, strict=True):
+        b, ep, etp, vp, os, sp, rec = (x.reshape(-1) for x in grid)
         # column-major ([column, candidate]) so that every column is a contiguous view at the end
-        block = np.empty((len(COLUMNS), rows.shape[1]), dtype=np.int64)
+        block = np.empty((len(COLUMNS), len(b)), dtype=np.int64)
         block[0], block[1], block[2], block[3] = t, p, cp, d
-        block[4] = rows[0]
+        block[4] = b
         with np.errstate(divide="ignore"):
             # m = G/(d·b·n_acc): the plan's accumulation steps (flushes per step) stay
-            block[5] = np.where(g % (d * rows[0] * n_acc) == 0, g // (d * rows[0] * n_acc), 0)
-        block[6] = rows[1]
-        block[7] = np.where(rows[2] == 0, t, rows[2])  # 0 encodes "= t"
-        block[8] = rows[3]
-        block[9] = rows[4]
-        block[10] = rows[5]
-        block[11] = rows[6]
+            block[5] = np.where(g % (d * b * n_acc) == 0, g // (d * b * n_acc), 0)
+        block[6] = ep
+        block[7] = np.where(etp == 0, t, etp)  # 0 encodes "= t"
+        block[8], block[9], block[10], block[11] = vp, os, sp, rec
         span = cp if st.sharding.span_cp else 1
-        block[12] = np.where(rows[4] % span == 0, rows[4] // span, d)  # FSDP2: d_sh = os/span
-        blocks.append(block)
-    if not blocks:
-        return Candidates({c: np.zeros(0, dtype=np.int64) for c in COLUMNS})
-    table = np.concatenate(blocks, axis=1)
-    return Candidates({name: table[k] for k, name in enumerate(COLUMNS)})
+        block[12] = np.where(os % span == 0, os // span, d)  # FSDP2: d_sh = os/span
+        parts.append(block)
+    table = np.concatenate(parts, axis=1) if parts else np.zeros((len(COLUMNS), 0), dtype=np.int64)
+    return {name: table[k] for k, name in enumerate(COLUMNS)}
 
 
 def check_count(plan: list[tuple[int, int, int, int, list[list[int]]]]) -> int:

@@ -17,7 +17,9 @@ from ..validate import RULES
 from .candidates import Candidates
 from .space import SearchSpace
 
+# R-GBS sits between R-VPP-SCHED and R-MB-PP (docs/model.md#search)
 CODES: tuple[str, ...] = ("R-BOUND", *[r.code for r in RULES[:10]], "R-GBS", *[r.code for r in RULES[10:]], "R-FW")
+RULES_BY_CODE = {rule.code: rule for rule in RULES}
 
 
 def schedule_of(parsed_schedule: str, vp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -62,10 +64,12 @@ def resolve_columns(cands: Candidates, parsed: ParsedConfig) -> dict[str, np.nda
             "schedule": names[code], "schedule_code": code, "schedule_names": names}
 
 
-def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedConfig,
-             space: SearchSpace) -> np.ndarray:
+def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedConfig, space: SearchSpace,
+             start: int = 0, stop: int | None = None, unread: frozenset[str] = frozenset()) -> np.ndarray:
     """Index into CODES of each candidate's first failing rule, −1 for survivors. Rules run in their order
-    (docs/model.md#search) on the candidates still alive, so each later rule looks at fewer rows."""
+    (docs/model.md#search) on the candidates still alive, so each later rule looks at fewer rows; only the rules
+    CODES[start:stop] run (the sieve runs the cheap ones on a coarse table first), and none of them may read a
+    column named in ``unread`` (the coarse table holds one value of those)."""
     c = cands.columns
     model, st = parsed.model, parsed.strategy
     reason = np.full(len(cands), -1, dtype=np.int64)
@@ -77,14 +81,6 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
         reason[alive[~ok]] = CODES.index(code)
         alive = alive[ok]
 
-    bound = np.ones(len(cands), dtype=bool)
-    dp_dim, mb_dim = space.dim("dp"), space.dim("mb")
-    if dp_dim is not None and not dp_dim.auto:
-        bound &= np.isin(c["d"], dp_dim.values)
-    if mb_dim is not None and not mb_dim.auto:
-        bound &= np.isin(c["m"], mb_dim.values)
-    bound &= (c["m"] <= space.bounds.mb_max) | (c["m"] == 0)
-    apply("R-BOUND", bound)
     kinds = {base_of(k) for k in (*model.body_kinds(), *model.mtp_kinds())}  # data kinds by their base
     l_eff = model.num_layers + len(st.noop_layers) + (model.mtp_layers if st.mtp_in_offset else 0) + \
         (2 if st.emb_out_in_offset else 0)
@@ -105,28 +101,40 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
                "etp": derived["etp"], "b": c["b"], "m": np.maximum(c["m"], 1), "sp": c["sp"], "u": derived["u"],
                "os": c["os"], "os_e": derived["os_e"], "domain": derived["domain"], "domain_e": derived["edp"],
                "vpp_group": np.full(len(cands), st.vpp_group) if st.vpp_group else c["p"]}
+    columns = {name: value for name, value in columns.items() if name not in unread}
 
-    def context(schedule: str, rows: np.ndarray) -> _LazyContext:
-        return _LazyContext({**scalars, "schedule": schedule}, columns, rows)
-
-    rules = list(RULES)
-    rules.insert(10, None)  # R-GBS sits between R-VPP-SCHED and R-MB-PP (docs/model.md#search)
-    for rule in rules:
-        if not len(alive):
-            break
-        if rule is None:
-            apply("R-GBS", c["m"][alive] > 0)
-            continue
+    def rule_ok(rule) -> np.ndarray:
         ok = np.ones(len(alive), dtype=bool)
         for k, name in enumerate(names):
             sel = codes[alive] == k
             if sel.any():
-                ok[sel] = np.broadcast_to(np.asarray(rule.ok(context(str(name), alive[sel])), dtype=bool),
-                                          (int(sel.sum()),))
-        apply(rule.code, ok)
-    if len(alive):
-        apply("R-FW", _framework_can_express(parsed, {k: v[alive] for k, v in c.items()}, names[codes[alive]]))
+                ctx = _LazyContext({**scalars, "schedule": str(name)}, columns, alive[sel])
+                ok[sel] = np.broadcast_to(np.asarray(rule.ok(ctx), dtype=bool), (int(sel.sum()),))
+        return ok
+
+    for code in CODES[start:stop]:
+        if not len(alive):
+            break
+        if code == "R-BOUND":
+            apply(code, _within_bounds(c, space)[alive])
+        elif code == "R-GBS":
+            apply(code, c["m"][alive] > 0)
+        elif code == "R-FW":
+            apply(code, _framework_can_express(parsed, {k: v[alive] for k, v in c.items()}, names[codes[alive]]))
+        else:
+            apply(code, rule_ok(RULES_BY_CODE[code]))
     return reason
+
+
+def _within_bounds(c: dict[str, np.ndarray], space: SearchSpace) -> np.ndarray:
+    """R-BOUND: dp and the micro-batch count within their declared lists, the micro-batch count within its bound."""
+    bound = np.ones(len(c["d"]), dtype=bool)
+    dp_dim, mb_dim = space.dim("dp"), space.dim("mb")
+    if dp_dim is not None and not dp_dim.auto:
+        bound &= np.isin(c["d"], dp_dim.values)
+    if mb_dim is not None and not mb_dim.auto:
+        bound &= np.isin(c["m"], mb_dim.values)
+    return bound & ((c["m"] <= space.bounds.mb_max) | (c["m"] == 0))
 
 
 class _LazyContext:
