@@ -28,6 +28,7 @@ from .options import RunOptions
 from .params import parameter_counts
 from .resolve import Resolved, dense_domain, resolve
 from .result import Result, StageResult
+from .rowtime import ROW_FLOPS
 from .schedules import inflight_profile
 from .stage import StagePricer, stage_rows
 from .steptime import StepTime, step_time
@@ -68,7 +69,7 @@ def step_band(pricer: StagePricer) -> tuple[float, float]:
     for end in ("high", "low"):
         at = copy.copy(pricer)  # the rows and their costs do not depend on the efficiencies; only the times do
         at.r = replace(pricer.r, hardware=pricer.r.hardware.at_band(end))
-        at.memo = {}
+        at.memo = {ROW_FLOPS: pricer.memo.get(ROW_FLOPS, {})}  # the FLOPs are the device's at any efficiency
         out.append(float(step_time(at).step_time_s))
     return out[0], out[1]
 

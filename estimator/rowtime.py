@@ -45,6 +45,7 @@ KNOBS: dict[str, float | None] = {
     "pp_scatter_gather": 0.0,  # 1: p2p tensors split over TP ranks even without SP (Megatron-LM ≤ 2022 default)
 }
 COMM_KINDS = ("tp", "cp", "ep", "pp", "fsdp", "host")
+ROW_FLOPS = "row-flops"  # the pricer's memo key of its rows' FLOPs
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ class TimeContext:
         r = self.r = pricer.r
         self.pricer = pricer
         self.row_cache: dict[tuple, RowTime] = {}
+        # FLOPs do not depend on the device: the band's step times (estimate.step_band) reuse the plan's
+        self.flops_cache: dict[tuple, tuple] = pricer.memo.setdefault(ROW_FLOPS, {})  # type: ignore[assignment]
         d, w, f, par, hw = r.dims, r.widths, r.flags, r.par, r.hardware
         self.k = knobs(r)
         self.rate_mm = hw.flops(w.c) * hw.eff_matmul
@@ -267,13 +270,27 @@ def _row_key(row: Row) -> tuple:
     return (item.kind, item.block, item.option, item.group, item.keeps_input, id(row.cost))
 
 
+def _flops(ctx: TimeContext, row: Row) -> RowFlops:
+    """The row's FLOPs, kept per pricer with the cost they were counted for."""
+    key = _row_key(row)
+    got = ctx.flops_cache.get(key)
+    if got is not None and got[0] is row.cost:
+        return got[1]
+    item = row.item
+    if item.kind in (VISION, VISION_EXTRAS):
+        flops = row_flops(ctx.fc, item, frozen=bool(row.local.frozen),
+                          vision_dims=ctx.vision_extra_dims() if item.kind == VISION_EXTRAS else ctx.vision_dims)
+    else:
+        flops = row_flops(ctx.fc, item, frozen=bool(row.local.frozen))
+    ctx.flops_cache[key] = (row.cost, flops)
+    return flops
+
+
 def _row_time(ctx: TimeContext, row: Row) -> RowTime:
     k, item = ctx.k, row.item
     kind = item.kind
     vision = kind in (VISION, VISION_EXTRAS)
-    flops = row_flops(ctx.fc, item, frozen=bool(row.local.frozen),
-                      vision_dims=ctx.vision_extra_dims() if kind == VISION_EXTRAS else ctx.vision_dims) \
-        if vision else row_flops(ctx.fc, item, frozen=bool(row.local.frozen))
+    flops = _flops(ctx, row)
     backward = not (vision and row.local.frozen)
     a_none = row.act_none
     if item.option == "none":

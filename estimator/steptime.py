@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import comm as C
-from .arr import Num, maximum, where
+from .arr import Num, is_array, maximum, where
 from .assembly.form import StageForm, build_form, form_signature, stage_plan
 from .layout import EMBEDDING, NOOP, OUTPUT, VISION, build_layout, layout_inputs, slot_index, slot_position
 from .resolve import Resolved, resolve
@@ -300,6 +300,12 @@ def pipe_dualpipev(S_max: Num, m: Num, p: Num, Fc: Num, Bc: Num, Wc: Num) -> Num
 
 def _select(S: Sequence[Num], values: Sequence[Num]) -> Num:
     """values[argmax S] (ties to the earliest stage), elementwise for arrays."""
+    if not is_array(*S, *values):  # one plan: the first largest stage's value
+        first = 0
+        for i in range(1, len(S)):
+            if S[i] > S[first]:
+                first = i
+        return values[first]
     best, out = S[0], values[0]
     for s, v in zip(S[1:], values[1:], strict=True):
         take = s > best
@@ -375,8 +381,9 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
     total = par.n_acc * t_pipe + dp_step + t_opt
     reps = par.n_acc * units
     parts: dict[str, Num] = {}
+    split = {id(st): st.parts() for st in stages}  # stages priced once share their parts
     for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp", "host"):
-        parts[name] = reps * _select(S, [st.parts()[name] for st in stages])
+        parts[name] = reps * _select(S, [split[id(st)][name] for st in stages])
     parts["dp"] = dp_step + reps * _select(S, [st.comm["fsdp"] for st in stages])
     parts["bubble"] = par.n_acc * t_pipe - reps * _max(S)
     parts["optimizer"] = t_opt

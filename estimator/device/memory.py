@@ -38,14 +38,19 @@ BAND = (0.99, 1.01)
 
 def allocator_kind(r: Resolved) -> tuple[str, AllocatorConfig, Message]:
     """(caching | expandable | static, the replayed configuration, where it came from)."""
-    opts = r.options
-    if r.flags.framework == "mindformers":
+    return _allocator_kind(r.flags.framework, r.options.alloc_conf)
+
+
+@lru_cache(maxsize=64)
+def _allocator_kind(framework: str, alloc_conf: str | None) -> tuple[str, AllocatorConfig, Message]:
+    """(kept: every stage term of every stage asks, and the answer is immutable)"""
+    if framework == "mindformers":
         return "static", AllocatorConfig(), msg("device.allocator-static")
-    text = opts.alloc_conf
+    text = alloc_conf
     source = msg("device.allocator-from-plan")
     if text is None:
-        text = FRAMEWORK_ALLOC_CONF.get(r.flags.framework, "")
-        source = msg("device.allocator-from-launcher", framework=r.flags.framework) if text else \
+        text = FRAMEWORK_ALLOC_CONF.get(framework, "")
+        source = msg("device.allocator-from-launcher", framework=framework) if text else \
             msg("device.allocator-from-pytorch")
     config = parse_alloc_conf(text).config
     conf: Message | str = text or msg("device.allocator-default-conf")
@@ -60,6 +65,18 @@ def replayed_slack(events: tuple, config: AllocatorConfig, scale: float = 1.0) -
     reuses the estimate's replay)."""
     steady = replay(events, config, scale)[-1]
     return float(steady.max_reserved - steady.max_allocated)
+
+
+class Events(tuple):
+    """A stage's allocation trace (tens of thousands of events) that hashes once: ``replayed_slack`` looks every
+    replay up by its trace, three times per replayed stage and estimate, and a tuple hashes all its items each
+    time. Equal to the plain tuple of the same events, with the same hash."""
+
+    def __hash__(self) -> int:
+        got = self.__dict__.get("hash")
+        if got is None:
+            got = self.__dict__["hash"] = tuple.__hash__(self)
+        return got
 
 
 _EVENTS: OrderedDict[tuple, tuple] = OrderedDict()  # recent plans' stage traces (undo, redo, re-estimates)
@@ -77,7 +94,7 @@ def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: Li
         if got is not None:
             _EVENTS.move_to_end(key)
             return got
-    got = tuple(stage_trace(pricer, stage, rows, workspace).compact())
+    got = Events(stage_trace(pricer, stage, rows, workspace).compact())
     with _EVENTS_LOCK:
         _EVENTS[key] = got
         if len(_EVENTS) > _EVENTS_KEPT:
@@ -104,5 +121,5 @@ def calibrated_options(r: Resolved) -> RunOptions:
 
 
 
-__all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "allocator_kind", "allocator_slack",
+__all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "Events", "allocator_kind", "allocator_slack",
            "calibrated_options", "replayed_slack", "stage_events"]

@@ -16,15 +16,23 @@ from .memory import allocator_kind
 from .stage_terms import REPLAYED, STAGE_RATIO
 
 if TYPE_CHECKING:
+    from ..assembly import StageMemory
     from ..result import StageResult
     from ..stage import StagePricer
 
 REPLAY_ALL = 2
 
 
-def _dynamic(stage: StageResult) -> float:
-    c = stage.bytes_by_category
+def _dynamic(c: dict[str, float]) -> float:
     return c["activations"] + c["working_overhead"] + c["communication_buffers"]
+
+
+def _unslacked(pricer: StagePricer, stage: int, points: Any) -> StageMemory:
+    """The stage's memory without a StageResult (its labels, its layer rows): what pass 1 reads."""
+    from ..assembly import stage_chunks, stage_form, stage_memory
+
+    form = stage_form(pricer, stage)
+    return stage_memory(pricer, stage, form, points, stage_chunks(pricer, form))
 
 
 def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> tuple[StageResult, ...]:
@@ -37,13 +45,13 @@ def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> t
     # pass 1: no slack, to see which stages can decide
     pricer.memo[REPLAYED] = frozenset()
     pricer.memo[STAGE_RATIO] = (0.0, 1.0, 1.0, "")
-    first = [price_stage(pricer, i, points[i]) for i in range(p)]
-    chosen = sorted({max(first, key=lambda s: (s.device_peak, -s.index)).index,
-                     max(first, key=lambda s: (_dynamic(s), -s.index)).index})
+    first = [_unslacked(pricer, i, points[i]) for i in range(p)]
+    chosen = sorted({max(range(p), key=lambda i: (max(first[i].total, first[i].optimizer_step_peak), -i)),
+                     max(range(p), key=lambda i: (_dynamic(first[i].categories), -i))})
     pricer.memo[REPLAYED] = frozenset(chosen)
     out = {i: price_stage(pricer, i, points[i], explain) for i in chosen}
     slack = sum(s.allocator_slack for s in out.values())
-    dynamic = sum(_dynamic(s) for s in out.values())
+    dynamic = sum(_dynamic(s.bytes_by_category) for s in out.values())
     low = sum(s.device.get("allocator_slack_low", 0.0) for s in out.values())
     high = sum(s.device.get("allocator_slack_high", 0.0) for s in out.values())
     names = ", ".join(str(i) for i in chosen)

@@ -85,9 +85,15 @@ class Localizable(Protocol):
     def localized(self, language: str) -> str: ...
 
 
+def _localizable(value: object) -> bool:
+    """``isinstance(value, Localizable)`` as the runtime protocol check decides it (the method is there and not
+    None), without its cost: messages render several fields each, and an estimate renders dozens."""
+    return getattr(value, "localized", None) is not None
+
+
 def localize(value: object, language: str = ENGLISH) -> str:
     """``value`` (a Message, a warning, an assumption, a violation, an error, or a string) in ``language``."""
-    if isinstance(value, Localizable):
+    if _localizable(value):
         return value.localized(language)
     return str(value)
 
@@ -136,7 +142,7 @@ class _Formatter(string.Formatter):
         self.language = language
 
     def format_field(self, value: Any, format_spec: str) -> str:
-        if isinstance(value, Localizable):
+        if _localizable(value):
             value = value.localized(self.language)
         elif isinstance(value, Listing) or (isinstance(value, list | tuple) and
                                             any(isinstance(v, Message) for v in value)):
