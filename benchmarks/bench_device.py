@@ -3,7 +3,8 @@ estimate per plan, each timed with the device-level terms (allocator slack, runt
 libraries, workspaces) and without them (the terms removed from the assembler in this process only). A search
 with them is timed twice: on a plan never estimated (every replay cache cleared: the base plan's stage is
 replayed) and after the plan's estimate, as the app runs it. The issue's limit: the allocator model must not make
-the search more than 20 % slower. Prints only.
+the search more than 20 % slower. Times are CPU seconds of this process, the fewest of ``--repeat`` runs. Prints
+only.
 
     .venv/bin/python benchmarks/bench_device.py [--repeat N]
 """
@@ -64,11 +65,13 @@ def cold_estimate(run: Callable[[], object]) -> None:
 
 
 def best_of(run: Callable[[], object], repeat: int) -> float:
+    """The fewest CPU seconds of this process over ``repeat`` runs (on a shared machine the wall clock also
+    counts other processes, and a ratio of two wall-clock timings is mostly the load's)."""
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         run()
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     return min(times)
 
 

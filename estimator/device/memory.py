@@ -67,10 +67,10 @@ def replayed_slack(events: tuple, config: AllocatorConfig, scale: float = 1.0) -
     return float(steady.max_reserved - steady.max_allocated)
 
 
-class Events(tuple):
-    """A stage's allocation trace (tens of thousands of events) that hashes once: ``replayed_slack`` looks every
-    replay up by its trace, three times per replayed stage and estimate, and a tuple hashes all its items each
-    time. Equal to the plain tuple of the same events, with the same hash."""
+class HashedOnce(tuple):
+    """A tuple that computes its hash once: a stage's allocation trace (tens of thousands of events, looked up by
+    ``replayed_slack`` three times per replayed stage and estimate) and a plan's records (``stage_events``' key;
+    the model alone is hundreds of fields). Equal to the plain tuple of the same items, with the same hash."""
 
     def __hash__(self) -> int:
         got = self.__dict__.get("hash")
@@ -82,19 +82,23 @@ class Events(tuple):
 _EVENTS: OrderedDict[tuple, tuple] = OrderedDict()  # recent plans' stage traces (undo, redo, re-estimates)
 _EVENTS_KEPT = 64
 _EVENTS_LOCK = threading.Lock()
+TRACE_PLAN = "trace-plan"  # the pricer's memo key of its plan's records, hashed once
 
 
 def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: LibraryWorkspaces) -> tuple:
     """The stage's allocation trace, kept for the recent plans (the same plan estimated again is not traced
     again: the trace is a function of the plan's records and the stage)."""
     r = pricer.r
-    key = (r.model, r.strategy, r.hardware, r.options, stage, workspace)
+    plan = pricer.memo.get(TRACE_PLAN)
+    if plan is None:
+        plan = pricer.memo[TRACE_PLAN] = HashedOnce((r.model, r.strategy, r.hardware, r.options))
+    key = (plan, stage, workspace)
     with _EVENTS_LOCK:  # estimates run on several worker threads in the app
         got = _EVENTS.get(key)
         if got is not None:
             _EVENTS.move_to_end(key)
             return got
-    got = Events(stage_trace(pricer, stage, rows, workspace).compact())
+    got = HashedOnce(stage_trace(pricer, stage, rows, workspace).compact())
     with _EVENTS_LOCK:
         _EVENTS[key] = got
         if len(_EVENTS) > _EVENTS_KEPT:
@@ -121,5 +125,5 @@ def calibrated_options(r: Resolved) -> RunOptions:
 
 
 
-__all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "Events", "allocator_kind", "allocator_slack",
+__all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "HashedOnce", "allocator_kind", "allocator_slack",
            "calibrated_options", "replayed_slack", "stage_events"]
