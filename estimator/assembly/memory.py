@@ -30,6 +30,7 @@ from .form import Coefs, StageForm
 from .terms import StageView, process_groups
 
 INSTANT_CATEGORIES = frozenset({"gradients", "activations", "communication_buffers", "working_overhead"})
+STAGE_TENSORS = "stage-tensors"  # the pricer's memo key of a stage's part before its stage terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +235,27 @@ def _first_best(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num]) 
 
 
 # ------------------------------------------------------------------------------------------ the stage
+class Tensors(NamedTuple):
+    """A stage before its stage terms: the categories of what its rows and micro-batches hold at its peak point
+    (or FSDP2 instant), and what ``_finish`` needs besides. The slack replay prices every stage twice with other
+    stage terms (``device.stages``); this part stays."""
+
+    categories: dict[str, Num]
+    chunks: Sequence[ChunkSums]
+    counts: tuple[Num, ...]
+    working: Num
+    transient: Num
+    where: dict[str, Any]
+
+
 def combine(pricer: StagePricer, stage: int, chunks: Sequence[ChunkSums], points: Sequence[Any],
             vision: Num = False, memo: dict | None = None) -> StageMemory:
     """A stage from its chunks' sums under the generic rule (not FSDP2)."""
+    return _finish(pricer, stage, _combined(pricer, chunks, points, vision, memo))
+
+
+def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence[Any], vision: Num,
+              memo: dict | None) -> Tensors:
     f = pricer.r.flags
     work = [c.work for c in chunks]
     working_from = [(j, c.work_at) for j, c in enumerate(chunks)]
@@ -266,9 +285,9 @@ def combine(pricer: StagePricer, stage: int, chunks: Sequence[ChunkSums], points
     cat["activations"] = cat["activations"] + acts
     cat["communication_buffers"] = cat["communication_buffers"] + transient
     cat["working_overhead"] = cat["working_overhead"] + working
-    return _finish(pricer, stage, cat, chunks, counts, working, transient, point=point,
-                   working_from=working_from[points[point].backward_chunk] if point >= 0 else (-1, -1),
-                   transient_from=transient_from)
+    return Tensors(cat, chunks, tuple(counts), working, transient,
+                   {"point": point, "transient_from": transient_from,
+                    "working_from": working_from[points[point].backward_chunk] if point >= 0 else (-1, -1)})
 
 
 def _stage_transient(mode: str, chunks: Sequence[ChunkSums]) -> tuple[Num, tuple[int, int]]:
@@ -291,9 +310,10 @@ def _chunk_total(chunks: Sequence[ChunkSums], get) -> Num:
     return out
 
 
-def _finish(pricer: StagePricer, stage: int, cat: dict[str, Num], chunks: Sequence[ChunkSums],
-            counts: tuple[Num, ...], working: Num, transient: Num, **where_: Any) -> StageMemory:
+def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
     """The stage terms, the total (M-STAGE) and the optimizer-step peak [S-OPT]."""
+    cat, chunks, counts, working, transient = dict(tensors.categories), tensors.chunks, tensors.counts, \
+        tensors.working, tensors.transient
     r = pricer.r
     f = r.flags
     groups = process_groups(r, stage, pricer.memo)
@@ -320,7 +340,7 @@ def _finish(pricer: StagePricer, stage: int, cat: dict[str, Num], chunks: Sequen
     opt_peak = opt_peak + temps + at_step
     return StageMemory(categories=cat, total=total, optimizer_step_peak=opt_peak, counts=tuple(counts),
                        working=working, transient=transient, groups=groups, stage_terms=tuple(added),
-                       host=_host(chunks, counts), **where_)
+                       host=_host(chunks, counts), **tensors.where)
 
 
 def _host(chunks: Sequence[ChunkSums], counts: Sequence[Num]) -> dict[str, Num]:
@@ -338,11 +358,26 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
                  chunks: Sequence[ChunkSums] | None = None, explain: bool = False,
                  rows: Sequence[Row] | None = None) -> StageMemory:
     """A stage: the generic rule, or PyTorch FSDP2's instants (``fsdp.peak_instant``, which walks ``rows``, the
-    stage's priced rows: by default the pricer's layout's stage ``stage``)."""
+    stage's priced rows: by default the pricer's layout's stage ``stage``). With the form's kept ``chunks``
+    (``stage_chunks``: then ``rows`` are the stage's own, if given) the part before the stage terms is kept per
+    stage and reused when the stage is priced again at the same points (the slack replay's second pass)."""
     if chunks is None:
         chunks = [chunk_sums(pricer, form, j) for j in range(form.vp)]
+        return _finish(pricer, stage, _tensors(pricer, stage, form, points, chunks, explain, rows))
+    key = (STAGE_TENSORS, stage)
+    kept = pricer.memo.get(key)
+    if not explain and kept is not None and kept[0] is points and kept[1] is chunks:  # type: ignore[index]
+        return _finish(pricer, stage, kept[2])  # type: ignore[index]
+    tensors = _tensors(pricer, stage, form, points, chunks, explain, rows)
+    if not explain:
+        pricer.memo[key] = (points, chunks, tensors)
+    return _finish(pricer, stage, tensors)
+
+
+def _tensors(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any], chunks: Sequence[ChunkSums],
+             explain: bool, rows: Sequence[Row] | None) -> Tensors:
     if not pricer.r.flags.fsdp2:
-        return combine(pricer, stage, chunks, points, form.vision, pricer.memo)
+        return _combined(pricer, chunks, points, form.vision, pricer.memo)
 
     rows = stage_rows(pricer, stage) if rows is None else rows
     peak = fsdp.peak_instant(pricer, list(rows), [c.act for c in chunks], points, explain)
@@ -353,7 +388,7 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     best = peak.best
     cat["gradients"], cat["activations"] = best.gradients, best.activations
     cat["communication_buffers"], cat["working_overhead"] = best.comm, best.working
-    return _finish(pricer, stage, cat, chunks, peak.counts, best.working, best.comm, instant=peak)
+    return Tensors(cat, chunks, tuple(peak.counts), best.working, best.comm, {"instant": peak})
 
 
 __all__ = ["CATEGORIES", "INSTANT_CATEGORIES", "ChunkSums", "Point", "StageMemory", "chunk_sums", "combine",

@@ -7,11 +7,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ..errors import SappError
-from ..layout import build_layout, layout_inputs
+from ..hardware import Hardware
+from ..layout import Layout, build_layout, layout_inputs
+from ..model import ModelSpec
+from ..options import RunOptions
 from ..parsed import ParsedConfig
 from ..rescale import rescale, rescale_vision
 from ..resolve import Par, resolve
@@ -68,14 +72,21 @@ def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str)
     # as written at the plan's pp/vpp, mapped onto the candidate's otherwise (docs/model.md#rescaling)
     keeps_layout = st.offset is not None or st.partition is not None
     if (row["p"], row["vp"]) != (st.pp, st.vpp) and (keeps_layout or row["rec"] == KEEP_PARSED_REC):
-        layout = build_layout(layout_inputs(resolve(parsed.model, st, parsed.hardware, parsed.options)))
-        candidate = rescale(candidate, layout, row["p"], row["vp"])
+        candidate = rescale(candidate, plan_layout(parsed.model, st, parsed.hardware, parsed.options), row["p"],
+                            row["vp"])
     if row["rec"] == KEEP_PARSED_REC:
         return candidate
     # a uniform recompute mode replaces the plan's recompute; noop layers stay: they pad the stack so that
     # PP×VPP divides it (the filters count them too)
     return candidate.replace(recompute=RecomputePlan(default_mode=RECOMPUTE_NAMES[row["rec"]], rule=st.recompute.rule,
                                                      switches=st.recompute.switches))
+
+
+@lru_cache(maxsize=8)
+def plan_layout(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions) -> Layout:
+    """The plan's own layout, which every candidate at other pipeline degrees is mapped from (kept: one search
+    asks for it once per group and per ranked row)."""
+    return build_layout(layout_inputs(resolve(model, strategy, hardware, options)))
 
 
 def _defaults_unstated(parsed: ParsedConfig, candidate: Strategy) -> Strategy:
