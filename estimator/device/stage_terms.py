@@ -15,6 +15,8 @@ from ..messages import Message, joined, msg
 from ..result import TENSOR_CATEGORIES
 from ..units import fmt_bytes
 from .communicators import (
+    LibraryRule,
+    NvlsRule,
     communicator_count,
     library_bytes,
     library_rule,
@@ -70,15 +72,30 @@ def comm_library(view: StageView) -> Num:
     rule = library_rule(r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
                         opts.nccl_buffsize)
     factor = 1.0 if opts.comm_library_factor is None else opts.comm_library_factor  # 0 is a stated value
-    groups = rank_groups(r, view.stage)
     nvls = nvls_rule(r)
-    nominal = nvls_bytes(groups, nvls)
+    library, nominal, high = _comm_bytes(r, view.stage, rule, nvls, view.pricer)
     pricer = view.pricer
     if nvls is not None and pricer is not None and not is_array(nominal):
-        high = nvls_bytes(groups, nvls, min_local=2)
         pricer.memo.setdefault(("device", view.stage), {}).update(
             {"comm_library_low": float(-nominal * factor), "comm_library_high": float((high - nominal) * factor)})
-    return (library_bytes(groups, rule) + nominal) * factor
+    return (library + nominal) * factor
+
+
+def _comm_bytes(r: Resolved, stage: int, rule: LibraryRule, nvls: NvlsRule | None,
+                pricer: StagePricer | None) -> tuple[Num, Num, Num]:
+    """(library bytes, NVLS bytes, NVLS bytes at the band's high end) of a rank of ``stage``: its communicators
+    differ between the end stages and the others only (``rank_groups``), so a pricer keeps one of each."""
+    p = r.par.p
+    key = ("comm-bytes", stage in (0, p - 1)) if pricer is not None and isinstance(p, int) else None
+    got = pricer.memo.get(key) if pricer is not None and key is not None else None
+    if got is None:
+        groups = rank_groups(r, stage)
+        nominal = nvls_bytes(groups, nvls)
+        high = nvls_bytes(groups, nvls, min_local=2) if nvls is not None and not is_array(nominal) else nominal
+        got = (library_bytes(groups, rule), nominal, high)
+        if pricer is not None and key is not None:
+            pricer.memo[key] = got
+    return got  # type: ignore[return-value]
 
 
 def symmetric_memory(view: StageView) -> Num:
