@@ -411,6 +411,10 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     if feat.async_tp:
         if st.tp > 1 and not st.sequence_parallel:
             warnings.append(EstimateWarning("W-ASYNC-TP", msg("W-ASYNC-TP")))
+        if st.tp == 1:  # Megatron's arguments.py turns SP off at tp 1, then asserts --tp-comm-overlap needs SP
+            said = (msg("W-ASYNC-TP.t1-refused", framework=fw.title) if fw.name in ("megatron", "mindspeed") else
+                    msg("W-ASYNC-TP.t1-no-effect", framework=fw.title))
+            warnings.append(EstimateWarning("W-ASYNC-TP", said))
         # priced: PyTorch's symmetric memory [D-SYMM], TE userbuffers [D-UB], MindSpeed's MC2 workspace [C-BUF.mc2]
         if not fw.fsdp_native and fw.name not in ("megatron", "mindspeed"):
             warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.async-tp-workspace", framework=fw.title)))

@@ -104,6 +104,18 @@ def test_mc2_is_refused_by_mindspeed_on_moe_models():
     assert any(w.code == "W-MC2-MOE" for w in got.warnings)
 
 
+@pytest.mark.parametrize(("framework", "key"), [("megatron", "will not start"), ("mindspeed", "will not start"),
+                                              ("torchtitan", "nothing is priced")])
+def test_async_tp_at_tp_1_is_said(framework: str, key: str):
+    """Megatron's arguments.py turns sequence parallelism off at tp 1 and then asserts that --tp-comm-overlap has
+    it: such a plan does not start. Elsewhere async TP at tp 1 has nothing to overlap. Either way it is said."""
+    got = estimate(LLAMA3_8B, Strategy(seq_length=4096, tp=1, async_tp=True), H100, RunOptions(framework=framework))
+    said = [w.text for w in got.warnings if w.code == "W-ASYNC-TP"]
+    assert len(said) == 1 and key in said[0]
+    plain = estimate(LLAMA3_8B, Strategy(seq_length=4096, tp=1), H100, RunOptions(framework=framework))
+    assert not any(w.code == "W-ASYNC-TP" for w in plain.warnings)
+
+
 def test_async_tp_elsewhere_is_still_said():
     st = Strategy(seq_length=4096, tp=2, sequence_parallel=True, async_tp=True)
     got = estimate(LLAMA3_8B, st, A2, RunOptions(framework="mindformers"))

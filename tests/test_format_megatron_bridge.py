@@ -169,6 +169,18 @@ def test_devices_are_required():
         parse([str(RUN)])
 
 
+@pytest.mark.parametrize("section", ["optimizer", "ddp", "train"])
+def test_a_section_written_as_a_scalar_is_refused_by_name(tmp_path, section):
+    """Only ``mixed_precision`` may name a recipe by a string; any other section given as a scalar (a lost colon,
+    ``optimizer:\n  lr 0.0003``) is refused naming the section, not a traceback (found by the fuzzer)."""
+    text = RUN.read_text(encoding="utf-8")
+    assert f"\n{section}:\n" in text
+    path = tmp_path / "run.yaml"  # the section's own lines move under a key of their own
+    path.write_text(text.replace(f"\n{section}:\n", f"\n{section}: lr 0.0003\nmoved:\n", 1), encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"{section} must be a mapping"):
+        parse([str(path)], devices=16)
+
+
 _SOURCES = [OVERRIDE, RUN, RECIPES]
 
 

@@ -114,7 +114,8 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     out = Collector(path)
     sections = {k: v for k, v in data.items() if k in ARG_SECTIONS}
     for name, section in sections.items():
-        if not isinstance(section, (dict, str)):
+        # a section is a mapping; only mixed_precision may instead name a recipe ("bf16_mixed")
+        if not (isinstance(section, dict) or (name == "mixed_precision" and isinstance(section, str))):
             raise ConfigError(msg("megatron_bridge.must-mapping", name=name), path=path, key=name)
     out.assume("options.framework", "megatron", msg("megatron_bridge.megatron-bridge-config"))
     _read(out, sections, data.get("peft"), data.get("dataset"), path, devices)
