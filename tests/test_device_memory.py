@@ -280,6 +280,9 @@ def test_nvls_note_speaks_english_and_chinese() -> None:
             "NVLS algorithm first runs, up to 650 MiB with NCCL ≥ 2.29's 2-rank ones; NCCL_NVLS_ENABLE=0 removes them)"
             ) in str(note)
     assert "NCCL NVLS 缓冲区 518 MiB，用于 3 个节点内多于 2 个 rank 的通信域" in note.localized(CHINESE)
+    # the NCCL versions the sizes hold for are said, and what older ones allocate (above the band)
+    assert "Sizes of NCCL ≥ 2.22 (PyTorch ≥ 2.7): NCCL 2.18–2.21 allocates them at start and larger" in str(note)
+    assert "NCCL 2.18–2.21 在启动时即分配且更大" in note.localized(CHINESE)
 
 
 def test_nvls_knobs_read_from_launch_scripts(tmp_path: Path) -> None:
