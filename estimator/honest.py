@@ -138,6 +138,24 @@ def relative_change(before: float, after: float) -> str:
     return f"{change:+.1f} %".replace("-", "−") if change else "0.0 %"
 
 
+def versus_best(value: float, best: float) -> str:
+    """"+0.34 %": how much slower ``value`` is than the fastest plan ``best`` of one search, with the decimals
+    that tell two rows apart where their step times round to the same text: two significant digits of the change,
+    at least one decimal and at most three ("+<0.001 %" below that), so that two rows whose step times differ by
+    0.1 % of the best or more never read alike (finer near the best); "0 %" for the fastest itself (and a tie).
+    The plans of one search share the device's efficiencies, so their ratio is known far better than either step
+    time (``relative_change``)."""
+    if not best or not math.isfinite(value):
+        return ""
+    change = (value / best - 1) * 100
+    if change == 0:
+        return "0 %"
+    if abs(change) < 0.001:
+        return ("+" if change > 0 else "−") + "<0.001 %"
+    places = min(3, max(1, places_for(change, 2)))
+    return f"{change:+.{places}f} %".replace("-", "−")
+
+
 def with_band(value: float, band: tuple[float, float] | None, unit: str = "", scale: float = 1.0) -> str:
     """"1.2 s (1.0–1.5)": the value and its band at the precision the band allows; ``scale`` multiplies all three
     (100 for a percentage)."""
@@ -145,4 +163,4 @@ def with_band(value: float, band: tuple[float, float] | None, unit: str = "", sc
 
 
 __all__ = ["Honest", "Throughput", "digits_for", "honest", "places_for", "relative_change", "sig", "throughput",
-           "with_band"]
+           "versus_best", "with_band"]

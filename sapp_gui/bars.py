@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, Qt, Signal
-from PySide6.QtGui import QColor, QCursor, QKeySequence, QPen
-from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QCursor, QFontMetricsF, QKeySequence, QPen
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedWidget, QToolTip, QVBoxLayout, QWidget
 
 from estimator.result import CATEGORIES
 from estimator.units import GiB
@@ -36,7 +36,7 @@ class StackedBarChart(ExportableChart, QWidget):
     segment_clicked = Signal(int, str)  # bar index, category
     hovered = Signal(int)               # bar index under the mouse (-1: none)
 
-    def __init__(self, title: str, x_label: str, parent: QWidget | None = None) -> None:
+    def __init__(self, title: str, x_label: str | tuple[str, ...], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.title = bold_label(title)
         self.title.setTextFormat(Qt.TextFormat.RichText)
@@ -50,8 +50,8 @@ class StackedBarChart(ExportableChart, QWidget):
         item.hideButtons()
         item.getViewBox().setMouseEnabled(False, False)
         item.showGrid(x=False, y=True, alpha=0.18)
-        item.setLabel("left", translate("Charts", "Memory per device (GiB)"))
-        item.setLabel("bottom", x_label)
+        self._axis_texts: dict[str, tuple[str, ...]] = {}
+        self._axis_shown: dict[str, str] = {}
         style_axes(item, self)
         self.view = item.getViewBox()
         self.bars: dict[str, pg.BarGraphItem] = {}
@@ -66,6 +66,7 @@ class StackedBarChart(ExportableChart, QWidget):
         item.addItem(self.selection_item)
         self.x = np.zeros(0)
         self.width = 0.7
+        self.widths = np.zeros(0)  # per bar (the layer chart's stage-level rows are wider)
         self.stack = np.zeros((0, len(CATEGORIES)))
         self.selected: tuple[int, str] | None = None
         self.hover_index = -1
@@ -77,13 +78,29 @@ class StackedBarChart(ExportableChart, QWidget):
         layout.setSpacing(2)
         layout.addWidget(self.title)
         self.header_layout = layout
-        layout.addWidget(self.plot, 1)
+        # no numbers to draw (before the first estimate, or when the plan cannot be priced): a message where the
+        # plot would be, never empty axes autoscaled to nothing
+        self.empty = QLabel()
+        self.empty.setObjectName("chartEmpty")
+        self.empty.setProperty("sappRole", "chartEmpty")
+        self.empty.setWordWrap(True)
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.empty.setTextFormat(Qt.TextFormat.PlainText)  # the estimator's messages quote the user's values
+        self.empty.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.empty.setMinimumHeight(self.plot.minimumHeight())
+        self.empty.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)  # a long reason wraps
+        self.plot_area = QStackedWidget()
+        self.plot_area.addWidget(self.plot)
+        self.plot_area.addWidget(self.empty)
+        layout.addWidget(self.plot_area, 1)
         scene = self.plot.scene()
         scene.sigMouseMoved.connect(self._on_mouse_moved)
         scene.sigMouseClicked.connect(self._on_mouse_clicked)
         self.plot.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.plot.customContextMenuRequested.connect(self._context_menu)
         self.plot.installEventFilter(self)
+        self.view.sigResized.connect(self.fit_axis_labels)
+        self.set_axis_texts(y_label_texts(), x_label)
 
     # ------------------------------------------------------------------------------ capacity and budget
     def add_limit_lines(self, line_width: float, over_width: float, over_pen_width: float) -> None:
@@ -122,20 +139,49 @@ class StackedBarChart(ExportableChart, QWidget):
                                            translate("Charts", "capacity {0} GiB").format(cap))
         self.budget_line.label.setFormat(translate("Charts", "budget {0} GiB").format(f"{budget / GiB:,.2f}"))
 
-    def set_labels(self, title: str, x_label: str) -> None:
+    def set_labels(self, title: str, x_label: str | tuple[str, ...]) -> None:
         """Title and axis names (again after a language change)."""
         self.title.setText(title)
         self.plot.setAccessibleName(title)
+        self.set_axis_texts(y_label_texts(), x_label)
+
+    def set_axis_texts(self, left: tuple[str, ...], bottom: str | tuple[str, ...]) -> None:
+        """The axis titles, each a tuple from the longest to the shortest: the longest that fits is shown."""
+        self._axis_texts = {"left": left, "bottom": (bottom,) if isinstance(bottom, str) else bottom}
+        self.fit_axis_labels()
+
+    def fit_axis_labels(self) -> None:
+        """Each axis shows the longest of its titles that fits along it (a short chart on a 640-px window would
+        cut "Memory per device (GiB)" at both ends)."""
         item = self.plot.getPlotItem()
-        item.setLabel("left", translate("Charts", "Memory per device (GiB)"))
-        item.setLabel("bottom", x_label)
+        for side, texts in self._axis_texts.items():
+            axis = item.getAxis(side)
+            length = axis.height() if side == "left" else axis.width()
+            metrics = QFontMetricsF(axis.label.font())
+            text = next((t for t in texts if metrics.horizontalAdvance(t) + 8 <= length), texts[-1])
+            if self._axis_shown.get(side) != text:
+                self._axis_shown[side] = text
+                item.setLabel(side, text)
 
     # ------------------------------------------------------------------------------------ data
-    def set_stack(self, x: np.ndarray, stack: np.ndarray, width: float = 0.7) -> None:
-        """Draw ``stack`` (bars × categories, bytes) at positions ``x``."""
+    def show_empty(self, message: str) -> None:
+        """No bars: ``message`` (why there is nothing to draw) where the plot was."""
+        self.set_stack(np.zeros(0), np.zeros((0, len(CATEGORIES))))
+        self.empty.setText(message)
+        self.plot_area.setCurrentWidget(self.empty)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.plot_area.currentWidget() is self.empty
+
+    def set_stack(self, x: np.ndarray, stack: np.ndarray, width: float | np.ndarray = 0.7) -> None:
+        """Draw ``stack`` (bars × categories, bytes) at positions ``x``, ``width`` wide (one or one per bar)."""
         self.x = np.asarray(x, dtype=float)
         self.stack = np.asarray(stack, dtype=float).reshape(len(self.x), len(CATEGORIES))
-        self.width = width
+        self.widths = np.broadcast_to(np.asarray(width, dtype=float), self.x.shape).copy()
+        self.width = float(width) if np.isscalar(width) else float(self.widths.min(initial=0.7))
+        if len(self.x):
+            self.plot_area.setCurrentWidget(self.plot)
         gib = self.stack / GiB
         bottom = np.zeros(len(self.x))
         for k, cat in enumerate(CATEGORIES):
@@ -177,7 +223,7 @@ class StackedBarChart(ExportableChart, QWidget):
         if not len(self.x):
             return None
         i = int(np.argmin(np.abs(self.x - xv)))
-        if abs(self.x[i] - xv) > self.width / 2:
+        if abs(self.x[i] - xv) > self.widths[i] / 2:
             return None
         y = yv * GiB
         bottom = 0.0
@@ -236,7 +282,7 @@ class StackedBarChart(ExportableChart, QWidget):
         k = CATEGORIES.index(cat)
         bottom = self.stack[i, :k].sum() / GiB
         self.selection_item.setOpts(x=np.array([self.x[i]]), height=np.array([self.stack[i, k] / GiB]),
-                                    y0=np.array([bottom]), width=self.width)
+                                    y0=np.array([bottom]), width=float(self.widths[i]))
 
     def hover_html(self, index: int, category: str) -> str:
         """Tooltip text for a bar: every category in GiB and % of the bar (subclasses add a title)."""
@@ -299,6 +345,11 @@ class StackedBarChart(ExportableChart, QWidget):
     def _context_menu(self, pos: QPoint) -> None:
         menu = self.export_menu(self)
         menu.exec(self.plot.mapToGlobal(pos))
+
+
+def y_label_texts() -> tuple[str, ...]:
+    """The memory axis's title, long to short."""
+    return (translate("Charts", "Memory per device (GiB)"), translate("Charts", "GiB per device"), "GiB")
 
 
 def nice_ceil(value: float) -> float:

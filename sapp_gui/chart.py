@@ -20,12 +20,12 @@ from PySide6.QtWidgets import QLabel, QWidget
 
 from estimator.result import CATEGORIES, PEAK_FIELDS, Result
 from estimator.session import SessionEvent
-from estimator.session.events import CLOSED, ESTIMATED, OPENED, PINNED
+from estimator.session.events import CLOSED, ESTIMATE_FAILED, ESTIMATED, OPENED, PINNED
 from estimator.units import GiB
 
 from .bars import StackedBarChart, category_brush, device_scale, nice_ceil, outline_pen
 from .language import category_label, translate
-from .panel import plan_difference, plan_text
+from .panel import plan_difference, plan_text, refused_text
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET
 
 PINNED_COLOR = "#6e6e6e"
@@ -137,20 +137,24 @@ class StageChart(StackedBarChart):
 
     # -------------------------------------------------------------------------------------- data
     def on_session(self, event: SessionEvent) -> None:
-        """The session's estimate on screen (beside the pinned baseline); nothing for a new document."""
+        """The session's estimate on screen (beside the pinned baseline); nothing for a new document, and the
+        reason instead of bars when the plan cannot be priced and no earlier estimate is on screen (one that is
+        stays, greyed by the StaleFrame around the charts)."""
         session = event.session
         if event.kind in (OPENED, CLOSED):
             self.clear()
+        elif event.kind == ESTIMATE_FAILED and session.shown is None and event.error is not None:
+            self.clear(refused_text(event.error))
         elif event.kind in (ESTIMATED, PINNED) and session.shown is not None:
             pinned = session.pinned.parsed if session.pinned else None
             self.pinned_text = plan_text(pinned) if pinned is not None else ""
             self.pinned_diff = plan_difference(pinned, session.shown.parsed) if pinned is not None else ""
             self.set_result(session.shown.result, session.pinned.result if session.pinned else None)
 
-    def clear(self) -> None:
-        """No bars (a new document until its first estimate, or none open)."""
+    def clear(self, message: str = "") -> None:
+        """No bars (a new document until its first estimate, none open, or a plan that cannot be priced):
+        ``message`` says why (by default: the estimate is on its way)."""
         self.result, self.pinned = None, None
-        self.set_stack(np.zeros(0), np.zeros((0, len(CATEGORIES))))
         empty = {"x": np.zeros(0), "height": np.zeros(0), "y0": np.zeros(0)}
         self.over_item.setOpts(**empty)
         self.opt_item.setOpts(**empty)
@@ -159,7 +163,9 @@ class StageChart(StackedBarChart):
         self.peak_label.setHtml("")
         self.capacity_line.setVisible(False)
         self.budget_line.setVisible(False)
+        self.shown = CATEGORIES
         self.legend.setText(legend_html(False))
+        self.show_empty(message or translate("Charts", "Estimating…"))
 
     def set_result(self, result: Result, pinned: Result | None = None) -> None:
         self.result, self.pinned = result, pinned

@@ -20,7 +20,7 @@ from estimator.session import CURRENT, FAILED, PENDING, REJECTED_EDIT, Freshness
 from estimator.session.events import ESTIMATED, OPENED
 from estimator.strategy import Strategy
 
-from .language import translate
+from .language import error_text, translate
 
 PENDING_GRACE_MS = 400  # an estimate arriving sooner is not announced
 
@@ -79,6 +79,11 @@ def plan_difference(plan: ParsedConfig, other: ParsedConfig) -> str:
     parts = [f"{name} {value:,}" if isinstance(value, int) else f"{name} {value}".strip()
              for name, value, then in fields if value != then]
     return " · ".join(parts)
+
+
+def refused_text(error: BaseException) -> str:
+    """What a chart shows instead of bars when the plan cannot be priced: that, and the estimator's reason."""
+    return translate("Stale", "No estimate: this plan cannot be priced.") + "\n" + error_text(error)
 
 
 def stale_reason(fresh: Freshness) -> str:

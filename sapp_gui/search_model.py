@@ -17,6 +17,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 
+from estimator.honest import versus_best
 from estimator.search import RankedRow, SearchResult
 from estimator.units import GiB
 
@@ -34,6 +35,7 @@ class SearchRow:
     row: RankedRow
     pareto: bool
     current: bool = False    # the plan as opened (always a row; its rank may be beyond the top K)
+    best_step: float = 0.0   # the fastest step time that fits (the first ranked row's): "vs best" is against it
 
     @property
     def decisive_peak(self) -> float:
@@ -67,6 +69,12 @@ COLUMNS: list[Column] = [
      QT_TRANSLATE_NOOP("SearchTable", "step time, seconds, with the low–high band the device's efficiency ranges "
                                       "give; sorted by the full value"),
      lambda r: r.row.throughput.step.with_band(), lambda r: r.row.step_time_s),
+    ("vs", QT_TRANSLATE_NOOP("SearchTable", "vs best"),
+     QT_TRANSLATE_NOOP("SearchTable", "step time against the fastest strategy that fits, in per cent, with the "
+                                      "decimals that tell rows apart where their step times round alike (the "
+                                      "plans share the device's efficiencies, so their ratio is known better "
+                                      "than either step time)"),
+     lambda r: versus_best(r.row.step_time_s, r.best_step) if r.best_step else "–", lambda r: vs_percent(r)),
     ("dp", "DP", QT_TRANSLATE_NOOP("SearchTable", "data-parallel degree"),
      lambda r: str(r.row.strategy.dp), lambda r: r.row.strategy.dp),
     ("tp", "TP", QT_TRANSLATE_NOOP("SearchTable", "tensor-parallel degree"),
@@ -106,8 +114,13 @@ COLUMNS: list[Column] = [
      lambda r: "●" if r.pareto else "", lambda r: int(r.pareto)),
 ]
 COLUMN_KEYS = [c[0] for c in COLUMNS]
-NUMERIC = {"rank", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "peak", "stage", "step", "tok", "mfu",
-           "headroom"}
+NUMERIC = {"rank", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "peak", "stage", "step", "vs", "tok",
+           "mfu", "headroom"}
+
+
+def vs_percent(row: SearchRow) -> float:
+    """The step time against the fastest that fits, in per cent (sorting and ``vs<5`` filters)."""
+    return (row.row.step_time_s / row.best_step - 1) * 100 if row.best_step else float("inf")
 
 
 def strategy_key(row: RankedRow) -> tuple[Any, ...]:
@@ -122,16 +135,17 @@ def build_rows(result: SearchResult) -> list[SearchRow]:
     """Ranked rows first (by step time) with the plan as opened among them (marked), then the Pareto rows that
     did not make the top K."""
     pareto_keys = {strategy_key(r) for r in result.pareto}
+    best = result.ranked[0].step_time_s if result.ranked else 0.0
     current = result.current
     here = current.ranked_index if current is not None else None
-    rows = [SearchRow(k + 1, r, strategy_key(r) in pareto_keys, current=k == here)
+    rows = [SearchRow(k + 1, r, strategy_key(r) in pareto_keys, current=k == here, best_step=best)
             for k, r in enumerate(result.ranked)]
     if current is not None and here is None:
         at = current.rank - 1 if current.rank is not None and current.rank <= len(rows) else len(rows)
         rows.insert(at, SearchRow(current.rank, current.row, strategy_key(current.row) in pareto_keys,
-                                  current=True))
+                                  current=True, best_step=best))
     ranked_keys = {strategy_key(r) for r in result.ranked}
-    rows += [SearchRow(None, r, True) for r in result.pareto if strategy_key(r) not in ranked_keys]
+    rows += [SearchRow(None, r, True, best_step=best) for r in result.pareto if strategy_key(r) not in ranked_keys]
     return rows
 
 
@@ -192,8 +206,8 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {"<=": operator.le, ">=": operator
                                                "==": operator.eq, "=": operator.eq, "<": operator.lt,
                                                ">": operator.gt}
 _COND = re.compile(r"^([a-z_/%]+)\s*(<=|>=|!=|==|=|<|>)\s*([^\s]+)$")
-_ALIASES = {"recompute": "rec", "mb": "m", "peakgib": "peak", "step_s": "step", "steps": "step", "tokens": "tok",
-            "tok/s": "tok", "mfu%": "mfu", "sched": "schedule", "#": "rank"}
+_ALIASES = {"vs_best": "vs", "recompute": "rec", "mb": "m", "peakgib": "peak", "step_s": "step", "steps": "step",
+            "tokens": "tok", "tok/s": "tok", "mfu%": "mfu", "sched": "schedule", "#": "rank"}
 
 
 def parse_filter(text: str) -> tuple[list[tuple[str, Callable[[Any, Any], bool], Any]], list[str]]:

@@ -384,15 +384,15 @@ class SearchPanel(QWidget):
         self._show_selected_title()
         if row.row.result is not None:
             self._draw_row(row.row.result)
-        elif self.searched is not None:
-            self.stage_chart.title.setText(translate("SearchPanel", "Estimating the selected strategy…"))
+        elif self.searched is not None:  # the bars of the row selected before are not this row's
+            self.stage_chart.clear(translate("SearchPanel", "Estimating the selected strategy…"))
             self.row_runner.submit(_estimate_strategy, self.searched, row.row.strategy, tag=source_row)
 
     def _on_row_estimated(self, outcome: TaskOutcome) -> None:
         if outcome.tag != self.current_row or outcome.value is None:
-            if outcome.error is not None:
-                self.stage_chart.title.setText(translate("SearchPanel", "Cannot estimate it: {0}").format(
-                    outcome.error))
+            if outcome.error is not None and outcome.tag == self.current_row:
+                self.stage_chart.clear(translate("SearchPanel", "Cannot estimate it: {0}").format(
+                    error_text(outcome.error)))
             return
         row = self.rows[outcome.tag]
         row.row.result = outcome.value  # keep it: selecting the row again draws at once

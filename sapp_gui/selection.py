@@ -11,7 +11,7 @@ from estimator.host import host_explain
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
 from estimator.session import SessionEvent
-from estimator.session.events import CLOSED, ESTIMATED, OPENED
+from estimator.session.events import CLOSED, ESTIMATE_FAILED, ESTIMATED, OPENED
 
 from .chart import StageChart
 from .explain_view import ExplainView, find_trace
@@ -44,15 +44,18 @@ class SelectionController(QObject):
         """A new document starts with no selection; a new estimate keeps the selection where it still exists."""
         if event.kind in (OPENED, CLOSED):
             self.reset()
+        elif event.kind == ESTIMATE_FAILED and event.session.shown is None and event.error is not None:
+            self.reset(translate("Selection", "No layers to show: the plan cannot be priced (the reason is above)."))
         elif event.kind == ESTIMATED and event.session.shown is not None:
             shown = event.session.shown
             self.set_result(shown.result, shown.parsed, self.runner.generation)
 
-    def reset(self) -> None:
+    def reset(self, why: str = "") -> None:
+        """No result: no selection, no layers (``why``: the chart's message)."""
         self.result, self.parsed, self.explained, self.selection = None, None, None, None
         self.host_shown = False
         self.generation = -1
-        self.layer_chart.clear()
+        self.layer_chart.clear(why)
         self.explain.show_message(hint())
 
     def _chunks(self) -> int:

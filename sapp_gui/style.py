@@ -58,4 +58,6 @@ QLabel[sappRole="banner"] {{ background-color: #FDE7DC; color: #5A1E00; border: 
 QLabel[sappRole="note"] {{ color: #555555; }}
 QLabel[sappRole="stale"] {{ background-color: #EFEFEF; color: #444444; border-left: 4px solid #8a8a8a;
                            padding: 3px 6px; }}
+QLabel[sappRole="chartEmpty"] {{ background-color: #FAFAFA; color: #444444; border: 1px dashed #B0B0B0;
+                                padding: 8px; }}
 """

@@ -46,7 +46,7 @@ class WorkspaceTabs(QTabWidget):
         self._panels: dict[str, QWidget] = {}
         self._hosts: dict[str, QWidget] = {}
         self._frames: list[StaleFrame] = []
-        self.addTab(memory_page, "")
+        self.addTab(scrolling(memory_page, "memoryScroll"), "")  # a banner above it must not grow the window
         for name in TAB_NAMES[1:]:
             host = QWidget()
             host.setObjectName(f"{name}Tab")

@@ -5,6 +5,7 @@ and the band's ends."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from estimator.cli import main
 from estimator.formats import parse
-from estimator.honest import digits_for, honest, relative_change, sig, throughput
+from estimator.honest import digits_for, honest, relative_change, sig, throughput, versus_best
 from estimator.search import SearchSpace, parse_dims, search
 from estimator.search.report import render_search
 
@@ -58,6 +59,42 @@ def test_relative_change_keeps_a_decimal() -> None:
     assert relative_change(100.0, 98.8) == "−1.2 %"
     assert relative_change(100.0, 103.0) == "+3.0 %"
     assert relative_change(100.0, 100.001) == "0.0 %"
+
+
+def test_versus_best_has_the_decimals_that_tell_rows_apart() -> None:
+    assert versus_best(15.0, 15.0) == "0 %"
+    assert versus_best(15.06, 15.0) == "+0.40 %"    # both step times show as "15"
+    assert versus_best(15.0045, 15.0) == "+0.030 %"
+    assert versus_best(15.00009, 15.0) == "+<0.001 %"
+    assert versus_best(15.6, 15.0) == "+4.0 %"
+    assert versus_best(34.3, 15.0) == "+128.7 %"
+    assert versus_best(14.0, 15.0) == "−6.7 %"      # the plan as opened may be priced faster than no row
+    assert versus_best(15.0, 0.0) == ""
+
+
+def test_rows_whose_step_times_round_alike_differ_in_the_vs_best_column(searched) -> None:
+    """The search table's "vs best" column (issue 11): rows showing the same step time at the band's precision
+    are told apart, in the CLI table and its Pareto table alike, and the CSV keeps the full values instead."""
+    parsed, space, result = searched
+    from estimator.search.report import COLUMNS, TIMES, csv_text, ranked_cells
+
+    best = result.ranked[0].step_time_s
+    cells = ranked_cells(result)
+    column = COLUMNS.index("vs best")
+    assert column == COLUMNS.index("step s (low–high)") + 1
+    assert cells[0][column] == "0 %"
+    for row, line in zip(result.ranked, cells, strict=False):
+        assert line[column] == versus_best(row.step_time_s, best)
+    same = [(a, b) for a, b in itertools.pairwise(result.ranked)
+            if a.throughput.step.text == b.throughput.step.text and a.step_time_s != b.step_time_s]
+    for a, b in same:
+        assert versus_best(a.step_time_s, best) != versus_best(b.step_time_s, best)
+    text = render_search(parsed, space, result)
+    assert "vs best" in text.split("Pareto front")[1]
+    header = next(csv.reader(csv_text(result).splitlines()))
+    assert "vs best" not in header and header[-7:] == ["step s", "step s low", "step s high", "tok/s/dev", "MFU",
+                                                       "peak bytes", "headroom bytes"]
+    assert header[1:-7] == list(COLUMNS[1:-TIMES])
 
 
 @pytest.fixture(scope="module")

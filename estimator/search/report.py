@@ -6,17 +6,20 @@ import csv
 import io
 from pathlib import Path
 
+from ..honest import versus_best
 from ..messages import msg
 from ..parsed import ParsedConfig
 from ..units import GiB, fmt_bytes
 from . import RankedRow, SearchResult, SearchSpace
 
 COLUMNS = ("rank", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "sp", "recompute", "shard", "schedule",
-           "peak GiB", "stage", "step s (low–high)", "tok/s/dev", "MFU")
+           "peak GiB", "stage", "step s (low–high)", "vs best", "tok/s/dev", "MFU")
+TIMES = 4  # the last columns: step, vs best, tok/s/dev, MFU (the CSV writes them in full instead)
 
 
-def row_cells(rank: int | str, row: RankedRow) -> list[str]:
-    """One row of the table: step time, tokens/s and MFU at the precision the row's step band allows."""
+def row_cells(rank: int | str, row: RankedRow, best: float | None = None) -> list[str]:
+    """One row of the table: step time, tokens/s and MFU at the precision the row's step band allows, and the
+    step time against the fastest row ``best`` with the decimals that tell rows apart (``versus_best``)."""
     st = row.strategy
     shown = row.throughput
     return [str(rank), str(st.dp), str(st.tp), str(st.pp), str(st.vpp), str(st.cp), str(st.ep), str(row.etp),
@@ -24,7 +27,8 @@ def row_cells(rank: int | str, row: RankedRow) -> list[str]:
             st.recompute.default_mode if st.recompute.full_counts is None else "per-stage",
             str(row.shard_size) if row.shard_size is not None else "-", st.schedule_name,
             f"{max(row.peak_bytes, row.optimizer_step_peak) / GiB:.2f}", str(row.peak_stage),
-            shown.step.with_band(), shown.tokens.text, shown.mfu.text + "%"]
+            shown.step.with_band(), versus_best(row.step_time_s, best) if best else "-", shown.tokens.text,
+            shown.mfu.text + "%"]
 
 
 def _table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
@@ -53,7 +57,7 @@ def render_search(parsed: ParsedConfig, space: SearchSpace, result: SearchResult
         lines.append(current_text(result))
         lines.append("")
         lines.append(f"Pareto front, step time vs peak memory ({len(result.pareto)} strategies):")
-        lines += _table(COLUMNS, [row_cells("P", r) for r in result.pareto[:12]])
+        lines += _table(COLUMNS, [row_cells("P", r, best_step(result)) for r in result.pareto[:12]])
     else:
         lines.append("no strategy fits the budget; the smallest overshoots:")
         lines += [f"  {c}  over by {o / GiB:.2f} GiB" for c, o in result.over_budget[:10]]
@@ -63,16 +67,22 @@ def render_search(parsed: ParsedConfig, space: SearchSpace, result: SearchResult
 
 def ranked_cells(result: SearchResult) -> list[list[str]]:
     """The ranked rows with the plan as opened among them (marked *): at its rank by step time, or last."""
-    rows = [row_cells(k + 1, r) for k, r in enumerate(result.ranked)]
+    best = best_step(result)
+    rows = [row_cells(k + 1, r, best) for k, r in enumerate(result.ranked)]
     current = result.current
     if current is None:
         return rows
     if current.ranked_index is not None:
         rows[current.ranked_index][0] += "*"
         return rows
-    cells = row_cells(f"{current.rank}*" if current.rank is not None else "-*", current.row)
+    cells = row_cells(f"{current.rank}*" if current.rank is not None else "-*", current.row, best)
     at = current.rank - 1 if current.rank is not None and current.rank <= len(rows) else len(rows)
     return [*rows[:at], cells, *rows[at:]]
+
+
+def best_step(result: SearchResult) -> float | None:
+    """The fastest step time that fits (the ranked table's first row): what "vs best" is relative to."""
+    return result.ranked[0].step_time_s if result.ranked else None
 
 
 def current_text(result: SearchResult) -> str:
@@ -96,13 +106,13 @@ def csv_text(result: SearchResult) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     # the times in full (a CSV is read by programs): step time and its band, tokens/s/device, MFU as a fraction
-    writer.writerow(("list", *COLUMNS[1:-3], "step s", "step s low", "step s high", "tok/s/dev", "MFU",
+    writer.writerow(("list", *COLUMNS[1:-TIMES], "step s", "step s low", "step s high", "tok/s/dev", "MFU",
                      "peak bytes", "headroom bytes"))
     current = [result.current.row] if result.current is not None else []
     for name, rows in (("ranked", result.ranked), ("pareto", result.pareto), ("current", current)):
         for row in rows:
             low, high = row.step_band if row.step_band is not None else ("", "")
-            writer.writerow((name, *row_cells("", row)[1:-3], row.step_time_s, low, high,
+            writer.writerow((name, *row_cells("", row)[1:-TIMES], row.step_time_s, low, high,
                              row.tokens_per_s_per_device, row.mfu, round(row.peak_bytes), round(row.headroom)))
     return buffer.getvalue()
 

@@ -390,6 +390,8 @@ class FieldForm(QWidget):
         self.rows: dict[str, FieldRow] = {}
         self.layout_ = QFormLayout(self)
         self.layout_.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        # a narrow panel (a 1024-px window) puts a field under its label rather than past the panel's edge
+        self.layout_.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         self.layout_.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
         self.layout_.setContentsMargins(6, 6, 6, 6)
         self.layout_.setVerticalSpacing(4)

@@ -373,6 +373,10 @@
         <translation>图例</translation>
     </message>
     <message>
+        <source>Estimating…</source>
+        <translation>正在估算…</translation>
+    </message>
+    <message>
         <source>peak {0} GiB</source>
         <translation>峰值 {0} GiB</translation>
     </message>
@@ -403,6 +407,10 @@
     <message>
         <source>budget {0} GiB</source>
         <translation>预算 {0} GiB</translation>
+    </message>
+    <message>
+        <source>GiB per device</source>
+        <translation>每卡 GiB</translation>
     </message>
     <message>
         <source>Stage {0}: {1} GiB ({2}% of the {3} GiB budget)</source>
@@ -1502,6 +1510,14 @@
     <message>
         <source>Layer  (emb = embedding, d/m = dense/MoE layer; recompute ·F full, ·S selective, ·C comm)</source>
         <translation>层（emb = 嵌入层，d/m = 稠密/MoE 层；重计算 ·F 完全，·S 选择性，·C 通信）</translation>
+    </message>
+    <message>
+        <source>Layer  (d/m = dense/MoE; recompute ·F full, ·S selective, ·C comm)</source>
+        <translation>层（d/m = 稠密/MoE；重计算 ·F 完全、·S 选择性、·C 通信）</translation>
+    </message>
+    <message>
+        <source>Layer</source>
+        <translation>层</translation>
     </message>
     <message>
         <source>, chunk {0}</source>
@@ -2763,6 +2779,14 @@
         <translation>在满足预算的策略中按单步时间的排名（P：仅在帕累托前沿上；*：打开的计划，超出预算时为 –*）</translation>
     </message>
     <message>
+        <source>vs best</source>
+        <translation>对比最快</translation>
+    </message>
+    <message>
+        <source>step time against the fastest strategy that fits, in per cent, with the decimals that tell rows apart where their step times round alike (the plans share the device&apos;s efficiencies, so their ratio is known better than either step time)</source>
+        <translation>相对于满足预算的最快策略的单步时间（百分比），单步时间取整后相同的行也保留足以区分它们的小数位（这些方案共享设备的效率，其比值比任一单步时间都更可靠）</translation>
+    </message>
+    <message>
         <source>data-parallel degree</source>
         <translation>数据并行度</translation>
     </message>
@@ -2882,6 +2906,10 @@
         <translation>点击柱形中的一段（或在图中用方向键选择），查看其数值的计算方式。</translation>
     </message>
     <message>
+        <source>No layers to show: the plan cannot be priced (the reason is above).</source>
+        <translation>没有可显示的层：该方案无法估算（原因见上方）。</translation>
+    </message>
+    <message>
         <source>Nothing is kept in host memory: no offload or swap.</source>
         <translation>主机内存中没有数据:未启用卸载或换出。</translation>
     </message>
@@ -2908,6 +2936,10 @@
 </context>
 <context>
     <name>Stale</name>
+    <message>
+        <source>No estimate: this plan cannot be priced.</source>
+        <translation>没有估算结果：该方案无法估算。</translation>
+    </message>
     <message>
         <source>Estimating the plan in the forms… These numbers are of the previous plan ({0}).</source>
         <translation>正在估算表单中的计划…这些数字属于之前的计划（{0}）。</translation>

@@ -5,6 +5,7 @@ exports, and a large space does not freeze the GUI thread."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import time
 
@@ -84,6 +85,37 @@ def test_run_fills_the_ranked_table_sorted_and_filterable(qtbot, window, dsv3_pl
     assert shown == result.refusals
     assert all(panel.refused.item(i, 2).text() for i in range(panel.refused.rowCount()))
     assert panel.first_results_s is not None
+
+
+def test_the_vs_best_column_tells_apart_rows_whose_step_times_round_alike(qtbot, window, dsv3_plan) -> None:
+    """Issue 11: the step time against the fastest row that fits, with the decimals that tell apart rows whose
+    step times differ by 0.1 % of the best or more (finer near the best); sorted and filtered by the number (in
+    per cent)."""
+    from estimator.honest import versus_best
+    from sapp_gui.search_model import COLUMN_KEYS, COLUMNS
+
+    open_and_wait(qtbot, window, [dsv3_plan])
+    panel = window.workspace_tabs.search
+    result = run_search(qtbot, window, DIMS)
+    best = result.ranked[0].step_time_s
+    show = COLUMNS[COLUMN_KEYS.index("vs")][3]
+    assert COLUMN_KEYS.index("vs") == COLUMN_KEYS.index("step") + 1  # beside the step time
+    first = next(r for r in panel.rows if r.rank == 1)
+    assert show(first) == "0 %"
+    for row in panel.rows:  # ranked, the plan as opened and Pareto-only rows: all against the same best
+        assert show(row) == versus_best(row.row.step_time_s, best)
+    ranked = sorted((r for r in panel.rows if r.rank is not None), key=lambda r: r.row.step_time_s)
+    alike = 0
+    for a, b in itertools.pairwise(ranked):
+        if a.row.throughput.step.text == b.row.throughput.step.text and \
+                b.row.step_time_s - a.row.step_time_s >= 0.001 * best:  # apart by 0.1 % of the best or more
+            alike += 1
+            assert show(a) != show(b)
+    assert alike  # the table has such rows (DeepSeek-V3: "15", "16", "27", … s at two digits)
+    panel.filter.setText("vs<5")
+    rows = [panel.rows[i] for i in panel.visible_rows()]
+    assert rows and all(r.row.step_time_s < best * 1.05 for r in rows)
+    assert len(rows) == sum(1 for r in panel.rows if r.row.step_time_s < best * 1.05)
 
 
 def test_click_on_a_pareto_point_selects_the_strategy(qtbot, window, dsv3_plan) -> None:
