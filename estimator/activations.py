@@ -477,7 +477,8 @@ class ActivationTable:
         """The SP norm outputs are saved all-gathered unless the gather switch is recomputed."""
         return self.f.saves_gathered and "gather" not in option_switches(option, self.sel)
 
-    def sums(self, kind: str, option: str, offload: bool | None = None, zero: str | None = None) -> ClassSums:
+    def sums(self, kind: str, option: str, offload: bool | tuple[str, ...] | None = None,
+             zero: str | None = None) -> ClassSums:
         """Kept class sums of one layer of ``kind`` under ``option`` (full: the kept input only); ``offload`` and
         ``zero`` are the layer's own activation offload and --moe-zero-memory level (None: the plan's)."""
         key = (kind, option, offload, zero)
@@ -508,16 +509,19 @@ class ActivationTable:
         off = option_switches(option, self.sel) if kind not in ("embedding", "output") else frozenset()
         return sum_slots(slots, off, gathered)
 
-    def offloaded_ids(self, kind: str, offload: bool | None = None) -> frozenset[str]:
+    def offloaded_ids(self, kind: str, offload: bool | tuple[str, ...] | None = None) -> frozenset[str]:
         """Slot ids of a layer of ``kind`` whose saved activations an offload/swap sends to host memory (none
         when the layer is not one the plan offloads, ``offload`` False)."""
         groups = self.f.feat.offload_groups
         if not groups or offload is False or kind in ("embedding", "output", "noop", "vision", "vision_frozen"):
             return frozenset()
+        if isinstance(offload, tuple):  # [A-OFFLOAD-LAYERS] the plan's groups whose layer lists name this layer
+            groups = groups & frozenset(offload)
         ids = {s.id for s in self.slots(kind)}
         return frozenset(i for i in ids if offload_group(i) in groups or (offload_group(i) and "layer" in groups))
 
-    def zero_memory_ids(self, kind: str, offload: bool | None = None, zero: str | None = None) -> frozenset[str]:
+    def zero_memory_ids(self, kind: str, offload: bool | tuple[str, ...] | None = None,
+                        zero: str | None = None) -> frozenset[str]:
         """Slot ids MindSpeed's --moe-zero-memory frees after a MoE layer's forward at the layer's level ``zero``
         (None: the plan's), those of ZERO_MEMORY_LEVELS the layer has, and MindSpeed-LLM's --mla-zero-memory
         those of an MLA attention (MLA_ZERO_MEMORY_SLOTS)."""
@@ -529,14 +533,15 @@ class ActivationTable:
             return frozenset()
         return frozenset(s.id for s in self.slots(kind) if s.id in freed) - self.offloaded_ids(kind, offload)
 
-    def zero_memory(self, kind: str, option: str, offload: bool | None = None, zero: str | None = None) -> ClassSums:
+    def zero_memory(self, kind: str, option: str, offload: bool | tuple[str, ...] | None = None,
+                    zero: str | None = None) -> ClassSums:
         """[A-ZERO-MEMORY] class sums of what --moe-zero-memory frees in a layer of ``kind`` under ``option``."""
         freed = self.zero_memory_ids(kind, offload, zero)
         if not freed or option == "full":
             return ZERO
         return self._kept(kind, option, tuple(s for s in self.slots(kind) if s.id in freed))
 
-    def offloaded(self, kind: str, option: str, offload: bool | None = None) -> ClassSums:
+    def offloaded(self, kind: str, option: str, offload: bool | tuple[str, ...] | None = None) -> ClassSums:
         """[A-OFFLOAD] class sums of what a layer of ``kind`` keeps in host memory under ``option`` (a fully
         recomputed layer keeps its input on the device)."""
         moved = self.offloaded_ids(kind, offload)

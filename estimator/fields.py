@@ -32,6 +32,7 @@ from .strategy import (
     SCHEDULES,
     SELECTIVE_RULES,
     SHARDING_MODES,
+    OffloadLayers,
     RecomputePlan,
     RecomputeRange,
     ShardingSpec,
@@ -95,7 +96,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "strategy.cp_algo": CP_ALGOS, "strategy.schedule": SCHEDULES, "strategy.sharding": SHARDING_MODES,
     "strategy.fp8": FP8_RECIPES, "strategy.compile": COMPILE_COMPONENTS, "strategy.loss_fusion": LOSS_FUSIONS,
     "strategy.peft": PEFT_METHODS, "strategy.lora_targets": LORA_TARGETS,
-    "strategy.offload_activations": OFFLOAD_GROUPS, "strategy.moe_zero_memory": MOE_ZERO_MEMORY,
+    "strategy.offload_activations": OFFLOAD_GROUPS, "strategy.offload_layers": OFFLOAD_GROUPS,
+    "strategy.moe_zero_memory": MOE_ZERO_MEMORY,
     "strategy.selective_rule": SELECTIVE_RULES,
     "strategy.offset_rule": ("broadcast", "split"), "strategy.fsdp_layout": ("torchtitan", "root"),
     "options.grad_persistence": ("persistent", "upstream_rule", "progressive"),
@@ -226,6 +228,9 @@ def _within_bounds(info: FieldInfo, value: Any, where: str | None) -> Any:
         for item in value:
             check_number(item.first, Bound(0, MAX_LAYERS, "a first layer"), path=where, key=key)
             check_number(item.count, Bound(0, MAX_LAYERS, "a layer count"), path=where, key=key)
+    elif info.attr == "offload_layers":
+        for item in value:
+            check_list(item.layers, path=where, key=key, bound=Bound(0, MAX_LAYERS, "a layer index"))
     elif key == "model.layers":
         total = sum(int(g["count"] if isinstance(g, dict) else g.count) for g in value
                     if isinstance(g, dict | LayerGroup))
@@ -276,6 +281,8 @@ def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
                          for v in value)
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(msg("fields.bad-recompute-range", exc=exc), path=where, key=key) from None
+    if info.attr == "offload_layers":
+        return _offload_layers(value, key, where)
     if kind is bool:
         return _bool(value, key, where)
     if kind is int:
@@ -298,6 +305,25 @@ def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
             return tuple(_choice(str(v), key, where) for v in value)
         return tuple(value)
     return value
+
+
+def _offload_layers(value: Any, key: str, where: str | None) -> tuple[OffloadLayers, ...]:
+    """``strategy.offload_layers``: ``{group: [layer, …]}`` or a list of ``{group, layers}`` records."""
+    if isinstance(value, dict):
+        value = [{"group": g, "layers": ids} for g, ids in value.items()]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(msg("fields.expected-offload-layers", value=short_repr(value)), path=where, key=key)
+    out = []
+    for item in value:
+        if not isinstance(item, OffloadLayers):
+            if not isinstance(item, dict) or set(item) != {"group", "layers"} or \
+                    not isinstance(item["layers"], (list, tuple)):
+                raise ConfigError(msg("fields.expected-offload-layers", value=short_repr(item)), path=where,
+                                  key=key)
+            item = OffloadLayers(_choice(str(item["group"]), key, where),
+                                 tuple(sorted({_int(v, key, where) for v in item["layers"]})))
+        out.append(item)
+    return tuple(out)
 
 
 def _choice(value: str, key: str, where: str | None) -> str:

@@ -32,7 +32,9 @@ class Item:
     option: str = "none"  # none | selective | comm | both | full
     group: int = 1       # uniform recompute group size this layer belongs to (1: no group)
     keeps_input: bool = True  # full recompute: whether this layer stores its input (first of a group)
-    offload: bool | None = None  # activation offload of this layer (None: as the plan says, every layer)
+    # activation offload of this layer: None as the plan says (every layer), False none, True the plan's groups,
+    # a tuple those of the plan's groups (strategy.offload_layers)
+    offload: bool | tuple[str, ...] | None = None
     zero: str | None = None      # --moe-zero-memory level of this layer (None: the plan's level)
 
 
@@ -309,6 +311,7 @@ class LayoutInputs:
     vision_layers: int = 0
     vision_partition: tuple[int, ...] | None = None
     offload_counts: object = None        # which layers offload (strategy.offload_counts; None: every layer)
+    # or, per group, which model indices offload it (strategy.offload_layers)
     zero_memory_layers: int | None = None  # level1 layers of --moe-zero-memory level1 per stage (None: every one)
 
 
@@ -325,19 +328,47 @@ def layout_inputs(r: Resolved) -> LayoutInputs:
                                                           saving_counts(r), strict=True)))
 
 
+@dataclass(frozen=True)
+class LayerLists:
+    """[A-OFFLOAD-LAYERS] ``strategy.offload_layers`` as the layout reads it: per group, the model indices (body +
+    MTP) that offload it. A layer offloads the listed groups whose lists name it and the plan's groups that have
+    no list (``everywhere``); nothing when there is none."""
+
+    groups: tuple[tuple[str, frozenset[int]], ...]
+    everywhere: tuple[str, ...] = ()
+
+    def of(self, index: int) -> tuple[str, ...] | bool:
+        found = self.everywhere + tuple(group for group, ids in self.groups if index in ids)
+        return found or False
+
+    @property
+    def top(self) -> int:
+        return max((max(ids) for _group, ids in self.groups if ids), default=-1)
+
+
 def saving_counts(r: Resolved) -> tuple[object, int | None]:
-    """What picks the layers that save activations: ``offload_counts`` when the plan offloads and not every layer,
-    the level1 layer count of --moe-zero-memory level1; None each where every layer follows the plan."""
+    """What picks the layers that save activations: the plan's layer lists (``LayerLists``) or ``offload_counts``
+    when the plan offloads and not every layer, the level1 layer count of --moe-zero-memory level1; None each
+    where every layer follows the plan."""
     st, feat = r.strategy, r.flags.feat
-    offload = st.offload_counts if feat.offload_groups and st.offload_counts is not True else None
+    offload: object = st.offload_counts if feat.offload_groups and st.offload_counts is not True else None
+    if feat.offload_groups and st.offload_layers:
+        if offload is not None:
+            raise LayoutError("E-OFFLOAD-LAYERS", msg("E-OFFLOAD-LAYERS.counts", counts=st.offload_counts))
+        listed = {o.group for o in st.offload_layers}
+        offload = LayerLists(tuple((o.group, frozenset(o.layers)) for o in st.offload_layers),
+                             tuple(sorted(feat.offload_groups - listed)))
     return offload, st.moe_zero_memory_layers if feat.moe_zero_memory == "level1" else None
 
 
 def layer_saving(counts: tuple[object, int | None], k: int, stage: int, chunk: int, vp: int,
-                 layers: int) -> tuple[bool | None, str | None]:
-    """(offload, zero) of the k-th of ``layers`` layers of the slot at (stage, chunk) — the balancer's rule, which
-    prices candidate slots one at a time (``slot_count``); the layout deals them with ``_counts_grid``."""
+                 layers: int, index: int) -> tuple[bool | tuple[str, ...] | None, str | None]:
+    """(offload, zero) of the k-th of ``layers`` layers (model index ``index``) of the slot at (stage, chunk) —
+    the balancer's rule, which prices candidate slots one at a time (``slot_count``); the layout deals them with
+    ``_counts_grid``."""
     offload, zero = counts
+    if isinstance(offload, LayerLists):
+        return offload.of(index), zero_level(k, chunk, vp, zero)
     return (None if offload is None else k < slot_count(offload, stage, chunk, vp, layers),
             zero_level(k, chunk, vp, zero))
 
@@ -491,26 +522,33 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
 
 
 def _assign_savings(inp: LayoutInputs, rec_layers: list[list[int]], slot_items: list[list[tuple[str, str, int]]],
-                    warnings: list[EstimateWarning]) -> dict[int, tuple[bool | None, str | None]]:
+                    warnings: list[EstimateWarning]) -> dict[int, tuple[bool | tuple[str, ...] | None, str | None]]:
     """Per model index, whether the layer offloads its activations ([A-OFFLOAD]: the first n layers of each slot
-    from ``offload_counts``, as Megatron's --cpu-offloading-num-layers) and its --moe-zero-memory level
-    ([A-ZERO-MEMORY], ``zero_level``). Empty when every layer follows the plan."""
+    from ``offload_counts``, as Megatron's --cpu-offloading-num-layers; [A-OFFLOAD-LAYERS]: the groups whose
+    layer lists name it) and its --moe-zero-memory level ([A-ZERO-MEMORY], ``zero_level``). Empty when every
+    layer follows the plan."""
     if inp.offload_counts is None and inp.zero_memory_layers is None:
         return {}
     p, vp = inp.p, inp.vp
+    lists = inp.offload_counts if isinstance(inp.offload_counts, LayerLists) else None
+    if lists is not None:
+        top = len(inp.body_kinds) + len(inp.mtp_kinds) - 1
+        if lists.top > top:
+            raise LayoutError("E-OFFLOAD-LAYERS", msg("E-OFFLOAD-LAYERS.range", layer=lists.top, top=top))
     grid: list[list[int]] | None = None
     if inp.offload_counts is False:
         grid = [[0] * p for _ in range(vp)]
-    elif inp.offload_counts is not None:
+    elif inp.offload_counts is not None and lists is None:
         grid = _counts_grid("offload_counts", inp.offload_counts, rec_layers, p, vp, inp.strict, warnings)
-    out: dict[int, tuple[bool | None, str | None]] = {}
+    out: dict[int, tuple[bool | tuple[str, ...] | None, str | None]] = {}
     for q, items in enumerate(slot_items):
         i, j = slot_position(inp.schedule, p, vp, q)
         k = 0
         for _kind, _block, idx in items:
             if idx < 0:
                 continue
-            out[idx] = (None if grid is None else k < grid[j][i], zero_level(k, j, vp, inp.zero_memory_layers))
+            offload = lists.of(idx) if lists is not None else None if grid is None else k < grid[j][i]
+            out[idx] = (offload, zero_level(k, j, vp, inp.zero_memory_layers))
             k += 1
     return out
 

@@ -37,7 +37,7 @@ MOE_ZERO_MEMORY = ("disable", "level0", "level1")
 FEATURE_FIELDS = ("fp8", "fp8_param", "fp8_experts", "fp8_amax_history", "compile", "loss_fusion", "async_tp",
                   "overlap_grad_reduce", "overlap_param_gather", "cp_load_balance", "peft", "lora_rank",
                   "lora_targets", "lora_dropout", "lora_param_bytes", "qlora_double_quant", "offload_activations",
-                  "offload_counts", "offload_optimizer", "offload_params", "moe_zero_memory",
+                  "offload_counts", "offload_layers", "offload_optimizer", "offload_params", "moe_zero_memory",
                   "moe_zero_memory_layers", "mla_zero_memory")
 # DeepSpeed ZeRO buffer sizes (writers for other frameworks refuse a change of them)
 ZERO_BUFFER_FIELDS = ("reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_params", "overlap_comm")
@@ -57,6 +57,15 @@ class RecomputeRange(Record):
     count: int
     option: str
     switches: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class OffloadLayers(Record):
+    """The model-order body+MTP indices of the layers that offload ``group``'s saved activations (MindFormers
+    swap_config ``layers: [...]`` lists, read as global layer ids)."""
+
+    group: str
+    layers: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -168,6 +177,9 @@ class Strategy(Record):
     # offload and swap to host memory
     offload_activations: tuple[str, ...] = ()
     offload_counts: Counts = None
+    # per group, the layers that offload it; a group of offload_activations without a list offloads in every
+    # layer (empty: every layer offload_counts picks offloads every group)
+    offload_layers: tuple[OffloadLayers, ...] = ()
     offload_optimizer: bool = False
     offload_params: bool = False
     moe_zero_memory: str = "disable"
@@ -181,7 +193,7 @@ class Strategy(Record):
     max_live_params: int | None = None
     overlap_comm: bool | None = None
 
-    _nested: ClassVar = {"recompute": RecomputePlan, "sharding": ShardingSpec}
+    _nested: ClassVar = {"recompute": RecomputePlan, "sharding": ShardingSpec, "offload_layers": OffloadLayers}
 
     @property
     def world_size(self) -> int:

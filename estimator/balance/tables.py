@@ -10,7 +10,7 @@ estimate's rule at the stage's replay points), time (F + B + W + Rc per micro-ba
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,18 @@ from ..assembly import ChunkSums, chunk_sums, profile_points, stage_memory
 from ..assembly.form import StageForm, build_form, stack_forms
 from ..assembly.memory import combine
 from ..device.ratio import with_slack_ratio
-from ..layout import EMBEDDING, MTP, NOOP, OUTPUT, Item, build_layout, layer_saving, layout_inputs, saving_counts
+from ..layout import (
+    EMBEDDING,
+    MTP,
+    NOOP,
+    OUTPUT,
+    Item,
+    LayerLists,
+    build_layout,
+    layer_saving,
+    layout_inputs,
+    saving_counts,
+)
 from ..parsed import ParsedConfig
 from ..resolve import resolve
 from ..rowtime import TimeContext
@@ -69,10 +80,12 @@ def layer_positions(parsed: ParsedConfig) -> list[Position]:
 
 
 def slot_items(parsed: ParsedConfig, positions: list[Position], assign: Assignment, holds_e: bool,
-               holds_o: bool, savings: tuple[tuple[bool | None, str | None], ...] = ()) -> list[Item]:
+               holds_o: bool, savings: tuple[tuple[bool | tuple[str, ...] | None, str | None], ...] = (),
+               mtp_offload: Callable[[int], bool | tuple[str, ...] | None] = lambda index: None) -> list[Item]:
     """The layout items of one slot in model order: the embedding first when it holds it, the body positions
     with their recompute options (and ``savings``, each one's activation offload and --moe-zero-memory level,
-    ``slot_savings``), the head after the last body layer, then MTP modules that do not count in the offsets."""
+    ``slot_savings``), the head after the last body layer, then MTP modules that do not count in the offsets
+    (each offloading as ``mtp_offload`` says of its model index)."""
     items: list[Item] = [Item(EMBEDDING, "")] if holds_e else []
     k = 0
     for pos in positions:
@@ -87,7 +100,8 @@ def slot_items(parsed: ParsedConfig, positions: list[Position], assign: Assignme
         items.insert(at + 1, Item(OUTPUT, ""))
         if not parsed.strategy.mtp_in_offset:
             model = parsed.model
-            items.extend(Item(MTP, kind, model.num_layers + n, "none") for n, kind in enumerate(model.mtp_kinds()))
+            items.extend(Item(MTP, kind, model.num_layers + n, "none", offload=mtp_offload(model.num_layers + n))
+                         for n, kind in enumerate(model.mtp_kinds()))
     return items
 
 
@@ -135,13 +149,20 @@ class PlanTables:
         self.positions: list[Position] = layer_positions(parsed)
         self.saving = saving_counts(self.r)
 
-    def slot_savings(self, i: int, j: int, positions: list[Position]) -> tuple[tuple[bool | None, str | None], ...]:
+    def mtp_offload(self, index: int) -> bool | tuple[str, ...] | None:
+        """The activation offload of the MTP module at model index ``index`` when it sits outside the offsets:
+        what the plan's layer lists say of it (``LayerLists``), else the plan's."""
+        lists = self.saving[0]
+        return lists.of(index) if isinstance(lists, LayerLists) else None
+
+    def slot_savings(self, i: int, j: int, positions: list[Position]
+                     ) -> tuple[tuple[bool | tuple[str, ...] | None, str | None], ...]:
         """Per body position of the slot at (stage i, chunk j): its activation offload and --moe-zero-memory
         level (``layout.layer_saving``); () when every layer follows the plan."""
         if self.saving == (None, None):
             return ()
-        n = sum(1 for pos in positions if pos.kind != NOOP)
-        return tuple(layer_saving(self.saving, k, i, j, self.vp, n) for k in range(n))
+        body = [pos.index for pos in positions if pos.kind != NOOP]
+        return tuple(layer_saving(self.saving, k, i, j, self.vp, len(body), index) for k, index in enumerate(body))
 
 
 class StageTables(PlanTables):
@@ -162,7 +183,8 @@ class StageTables(PlanTables):
         tie = self.r.dims.tie
         first, last = i == 0, i == self.p - 1
         positions = self.positions[a:a + c]
-        items = slot_items(self.parsed, positions, assign, first, last, self.slot_savings(i, 0, positions))
+        items = slot_items(self.parsed, positions, assign, first, last, self.slot_savings(i, 0, positions),
+                           self.mtp_offload)
         out = [Entry(it, 0, not (tie and first)) for it in items]
         kinds = {it.kind for it in items}
         if MTP in kinds and EMBEDDING not in kinds and not (tie and OUTPUT in kinds):
@@ -181,10 +203,11 @@ class StageTables(PlanTables):
             # the layout puts the head after the last body layer (layout.build_layout): a last stage of MTP or
             # noop positions alone would move it to the stage before, which these per-stage slots do not price
             return []
-        listed = self._list_cache.get((i, kinds))
+        savings = self.slot_savings(i, 0, self.positions[a:a + c])  # layer lists: which layers, not only kinds
+        listed = self._list_cache.get((i, kinds, savings))
         if listed is not None:
             return listed
-        key = (i == 0, i == self.p - 1, kinds, self.slot_savings(i, 0, self.positions[a:a + c]))
+        key = (i == 0, i == self.p - 1, kinds, savings)
         slot = self._slot_cache.get(key)
         if slot is None:
             chosen: list[Assignment] = []
@@ -202,7 +225,7 @@ class StageTables(PlanTables):
         times, totals, opt_peaks = self._price(i, slot)
         out = [Choice(t, max(total, opt), assign)
                for t, total, opt, assign in zip(snap_times(times), totals, opt_peaks, slot.assigns, strict=True)]
-        self._list_cache[(i, kinds)] = out
+        self._list_cache[(i, kinds, savings)] = out
         return out
 
     def _sums(self, table: list[list[Entry]], assigns: tuple[Assignment, ...] = ()) -> _Slot:

@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..messages import msg, reason
 from ..units import parse_size
 from ..warnings import Assumption
-from .mindformers_features import FeatureReader, counts_of_layers, layer_slots
+from .mindformers_features import FeatureReader, counts_of_layers, layer_slots, ranges_of
 from .mindformers_model import ModelReader
 from .mindformers_schema import (
     CP_ALGOS,
@@ -262,16 +262,22 @@ class MindFormersReader(ModelReader, FeatureReader):
             raise self.fail(keys, bad)
         return tuple(v if isinstance(v, bool) else self.as_int(keys, v, 0, MAX_COUNT) for v in value)
 
+    def recompute_ids(self, keys: tuple[str, ...], value: list[int]) -> list[int]:
+        """The model-order indices (body + MTP) a recompute list under swap names: MindFormers' global layer ids,
+        an mcore model's MTP layers following the last body layer's id (``swap_layer_ids``)."""
+        return sorted(self.swap_layer_ids(keys, value))
+
     def layer_ids(self, keys: tuple[str, ...], value: list[int]) -> Any:
         """MindFormers with ``swap_config.swap`` on reads recompute lists as global layer ids (LayerSetting
         ``_format_recompute_list_select_layer_index``): counted per stage (per chunk and stage when interleaved)."""
-        mtp = self.values.get("model.mtp_layers", 0) if self.values.get("strategy.mtp_in_offset") else 0
-        layers = int(self.values.get("model.num_layers", 0)) + int(mtp)  # what LayerSetting splits
-        bad = [i for i in value if not 0 <= i < layers]
+        total = self.model_layers()  # body + MTP: an mcore model's MTP ids are said by mcore_mtp_ids
+        layers = total if self.values.get("strategy.mtp_in_offset") else int(self.values.get("model.num_layers", 0))
+        bad = [i for i in value if not 0 <= i < total]  # layers: what LayerSetting splits
         if bad:
-            raise self.fail(keys, msg("mindformers_read.swap-layer-ids", ids=bad, layers=layers))
+            raise self.fail(keys, msg("mindformers_read.swap-layer-ids", ids=bad, layers=total))
+        ids = self.mcore_mtp_ids(keys, set(value))
         vp = int(self.values.get("strategy.vpp", 1))
-        return counts_of_layers(value, layer_slots(layers, self.pp, vp, self.values.get("strategy.offset", 0)))
+        return counts_of_layers(sorted(ids), layer_slots(layers, self.pp, vp, self.values.get("strategy.offset", 0)))
 
     def merge_counts(self, keys: tuple[str, ...], found: list[tuple[str, Any]]) -> Any:
         """One count value from several op patterns; differing values are combined by the largest."""
@@ -322,7 +328,13 @@ class MindFormersReader(ModelReader, FeatureReader):
         if full is not MISSING:
             if isinstance(full, dict):
                 raise self.fail(full_keys, msg("mindformers_read.recompute-takes-true"))
-            self.put_at("strategy.recompute", self.counts(full_keys, full), full_keys)
+            if self.bool_at(("swap_config", "swap")) and isinstance(full, list) and \
+                    all(isinstance(v, int) and not isinstance(v, bool) for v in full):
+                # layer ids under swap: kept as the layers they name ([A-OFFLOAD-LAYERS] prices swap per layer)
+                self.put_at("strategy.recompute_ranges", ranges_of(self.recompute_ids(full_keys, full), "full"),
+                            full_keys)
+            else:
+                self.put_at("strategy.recompute", self.counts(full_keys, full), full_keys)
         for name, field, comm in (("select_recompute", "strategy.sel_counts", False),
                                   ("select_comm_recompute", "strategy.comm_counts", True)):
             keys = (*RC, name)

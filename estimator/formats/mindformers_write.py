@@ -26,7 +26,7 @@ from ..strategy import FEATURE_FIELDS, ZERO_BUFFER_FIELDS, RecomputePlan, Strate
 from .common import dig, has_key, load_yaml
 from .mindformers import read
 from .mindformers_base import resolve_base
-from .mindformers_features import layer_slots, layers_of_counts
+from .mindformers_features import counts_of_layers, ids_of_ranges, layer_slots, layers_of_counts
 from .mindformers_schema import CP_ALGOS, DATASET_SEQ, MC, PC, PIPE, POC, RC, RUN, mindformers_dtype
 from .support import original_strategy, plain_lists, refusal
 from .yaml_patch import YamlPatch
@@ -61,7 +61,7 @@ _MF_DEFAULTS = {"cp": 1, "ep": 1, "cp_algo": "colossalai_cp", "sp": False, "voca
 _FIXED = ("d_rep", "d_sh", "vpp_group", "overlap_moe_ep_comm", "vision_partition", "noop_layers",
           "emb_out_in_offset", "grad_bytes", "master_bytes", "optimizer_state_bytes", "n_optimizer_states",
           "dropout_mask_bytes", "loss_bytes", "reduce_bytes", "vocab_parallel_loss", "swap_optimizer", "swap_times",
-          "reuse_fp32_param", "frozen_modules", "recompute.ranges", "recompute.uniform_group",
+          "reuse_fp32_param", "frozen_modules", "recompute.uniform_group",
           "recompute.switches", "recompute.rule", "sharding.os_e", "sharding.span_cp",
           "sharding.fp32_grad_partition", *(f for f in FEATURE_FIELDS if f not in (*_PET_WRITABLE, *_SWAP_WRITABLE)),
           *ZERO_BUFFER_FIELDS)
@@ -187,7 +187,7 @@ class _Settings:
 
         full = rec.full_counts if rec.full_counts is not None else rec.default_mode == "full"
         sel = rec.sel_counts if rec.sel_counts is not None else rec.default_mode == "selective"
-        out["rec_full"] = counts(full)
+        out["rec_full"] = self.full_ranges(st, slots, problems) if rec.ranges else counts(full)
         out["rec_sel"] = counts(sel)
         out["rec_comm"] = counts(rec.comm_counts if rec.comm_counts is not None else False)
         out["rec_slice"] = st.recompute_slice_activation
@@ -225,6 +225,24 @@ class _Settings:
             problems.append("LoRA settings without a pet_config of pet_type lora in the file")
         self.swap(st, out, problems)
         return out
+
+    def full_ranges(self, st: Strategy, slots: list[list[range]], problems: list[str]) -> Any:
+        """Full-recompute ranges (layer ids read under swap): with swap_config.swap on, MindFormers' global layer
+        ids (an mcore model's MTP layers follow the last layer's id, so their indices are not written); with swap
+        off, the per-stage counts of those layers at the strategy's pipeline layout."""
+        rec, model = st.recompute, self.t.model
+        if any(r.option != "full" for r in rec.ranges) or rec.full_counts is not None or \
+                rec.default_mode != "none":
+            problems.append("strategy.recompute_ranges with other recompute settings (MindFormers' recompute "
+                            "lists name full-recompute layers only)")
+            return False
+        ids = [i for i in ids_of_ranges(rec.ranges, "full") if self.t.mtp_counted or i < model.num_layers]
+        if st.offload_activations:
+            return ids
+        placed = model.num_layers + (model.mtp_layers if self.t.mtp_counted else 0)
+        offset = self.offsets(st) if st.pp * st.vpp > 1 else 0
+        counts = counts_of_layers(ids, layer_slots(placed, st.pp, st.vpp, 0 if offset is None else offset))
+        return plain_lists(counts)
 
     def swap(self, st: Strategy, out: dict[str, Any], problems: list[str]) -> None:
         """``swap_config.swap`` turns MindFormers' default policy (every layer's flash-attention activations) on
