@@ -8,6 +8,7 @@ arrays, so the search prices with the same code.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -319,6 +320,31 @@ LINEAR_INPUTS = {"a.norm_out": frozenset({"q", "k", "v", "qkv", "q_a", "kv_a"}),
                  "m.norm_out_fp8": frozenset({"gate", "up", "fc1"})}
 
 
+FROZEN_SUFFIX = ":frozen"  # an activation-table kind whose layer's weights are all frozen ([A-FREEZE])
+
+
+def frozen_slots(f: Flags, kind: str, slots: Sequence[SlotDef], readers_kept: frozenset[str] = frozenset()
+                 ) -> list[SlotDef]:
+    """[A-LORA], [A-FREEZE] The slots a layer with frozen weights still saves for its input gradients: no norm's
+    pre-weight copy (nothing computes the norm weights' gradient) and no input of a frozen linear layer (read
+    only for its weight gradient; PyTorch autograd and Transformer Engine save it only when the weight requires a
+    gradient, Megatron's local linears always: ``frozen_inputs_freed``) unless a linear in ``readers_kept``
+    reads it (a LoRA adapter on the module), flash attention's output (its backward reads O) and a MoE layer's
+    FFN input (the routed experts: kept, conservative)."""
+    out: list[SlotDef] = []
+    for slot in slots:
+        if slot.id.endswith(".norm_hat"):
+            continue
+        readers = LINEAR_INPUTS.get(slot.id)
+        keep_for_fa = slot.id == "a.out" and f.flash_attention  # flash attention's backward reads O
+        moe_ffn_input = slot.id == "m.norm_out" and kind.endswith("moe")
+        if readers is not None and f.feat.frozen_inputs_freed and not keep_for_fa and not moe_ffn_input and \
+                not readers & readers_kept:
+            continue
+        out.append(slot)
+    return out
+
+
 def lora_slots(d: Dims, w: Widths, f: Flags, kind: str, slots: list[SlotDef]) -> list[SlotDef]:
     """[A-LORA] A body layer's slots under LoRA on a frozen base: the inputs of frozen linear layers no adapter
     reads are dropped (where the framework frees them), and every adapted module saves its adapter path —
@@ -330,17 +356,7 @@ def lora_slots(d: Dims, w: Widths, f: Flags, kind: str, slots: list[SlotDef]) ->
     modules = lora_modules(d, kind)
     active = {name: spec for name, spec in modules.items() if name in feat.lora_targets}
     reads_x = not feat.lora_dropout and w.a <= w.c  # lora_A reads the base input itself
-    out: list[SlotDef] = []
-    for slot in slots:
-        if slot.id.endswith(".norm_hat"):  # PEFT freezes the norm weights: nothing reads the pre-weight copy
-            continue
-        readers = LINEAR_INPUTS.get(slot.id)
-        keep_for_fa = slot.id == "a.out" and f.flash_attention  # flash attention's backward reads O
-        moe_ffn_input = slot.id == "m.norm_out" and kind.endswith("moe")  # routed experts: kept (conservative)
-        if readers is not None and feat.frozen_inputs_freed and not keep_for_fa and not moe_ffn_input and \
-                not (reads_x and readers & active.keys()):
-            continue
-        out.append(slot)
+    out = frozen_slots(f, kind, slots, frozenset(active) if reads_x else frozenset())
     for name, (n_in, _n_out, placement) in sorted(active.items()):
         cls = "tp" if placement == "row" else "gsp"  # the module's input: a TP-split or a norm output
         if feat.lora_dropout:
@@ -445,7 +461,10 @@ class ActivationTable:
     def slots(self, kind: str) -> tuple[SlotDef, ...]:
         got = self._slots.get(kind)
         if got is None:
-            if kind == "embedding":
+            if kind.endswith(FROZEN_SUFFIX):  # [A-FREEZE] a frozen layer behind a trainable one
+                base = kind[:-len(FROZEN_SUFFIX)]
+                got = tuple(frozen_slots(self.f, base[4:] if base.startswith("mtp:") else base, self.slots(base)))
+            elif kind == "embedding":
                 got = embedding_slots(self.d, self.w)
             elif kind == "output":
                 got = head_slots(self.d, self.w, self.f)

@@ -20,6 +20,9 @@ FORMULAS: dict[str, str] = {
     "S-LAYER.params.peft": "(β_p·(E_d − E_a − E_q) + β_a·E_a + β_q·E_q)/sh_p + (β_p·(E_e − E_qe) + β_q·E_qe)/sh_pe",
     "S-LAYER.grads.peft": "γ·β_g·E_a/sh_g (the frozen base has none)",
     "S-LAYER.opt.peft": "(n_os·β_os + β_m)·E_a/sh_o (adapters only)",
+    "S-LAYER.params.freeze": "(β_pf·(E_d − E_t) + β_p·E_t)/sh_p + (β_pf·(E_e − E_te) + β_p·E_te)/sh_pe",
+    "S-LAYER.grads.freeze": "γ·β_g·(E_t/sh_g + E_te/sh_ge) (frozen weights have none)",
+    "S-LAYER.opt.freeze": "(n_os·β_os + β_m)·(E_t/sh_o + E_te/sh_oe) (trainable weights only)",
     "P-LORA": "E_a = Σ over adapted modules r·(d_in + d_out), column-parallel B and row-parallel A ÷ t",
     "P-NF4": "β_q = 0.5 + 1/64 + 4/(64·256) with double quantisation, else 0.5 + 4/64",
     "S-FP8": "TE: 2·β_8·E_8 (cached rowwise + columnwise FP8 weights) | with FP8 weights (β_8 − β_p)·E_8/sh_p + "

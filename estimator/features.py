@@ -85,6 +85,11 @@ class Features:
     offload_params: bool = False
     moe_zero_memory: str = "disable"  # MindSpeed --moe-zero-memory: disable | level0 | level1 (ZERO_MEMORY_SLOTS)
     mla_zero_memory: bool = False     # MindSpeed-LLM --mla-zero-memory (MLA_ZERO_MEMORY_SLOTS)
+    # freeze fine-tuning [A-FREEZE]: the body layers that train (None: every layer), their training module groups
+    # (empty: all), and whether activation checkpointing skips layers without trainable weights
+    trainable_layers: frozenset[int] | None = None
+    trainable_parts: frozenset[str] = field(default_factory=frozenset)
+    checkpoint_trainable_only: bool = False
 
     @property
     def fp8_on(self) -> bool:
@@ -152,7 +157,9 @@ def resolve_features(st: Strategy, fw: FrameworkDefaults, moe: bool, assumptions
         offload_groups=frozenset(st.offload_activations),
         offload_optimizer=st.offload_optimizer, offload_params=st.offload_params,
         moe_zero_memory=st.moe_zero_memory if st.moe_zero_memory in ("level0", "level1") else "disable",
-        mla_zero_memory=st.mla_zero_memory)
+        mla_zero_memory=st.mla_zero_memory,
+        trainable_layers=None if st.trainable_layers is None else frozenset(st.trainable_layers),
+        trainable_parts=frozenset(st.trainable_parts), checkpoint_trainable_only=st.checkpoint_trainable_only)
 
 
 def fp8_problem(recipe: str | None, framework: str, peak_flops: tuple[tuple[str, float], ...],
@@ -171,9 +178,12 @@ def fp8_problem(recipe: str | None, framework: str, peak_flops: tuple[tuple[str,
 
 
 def peft_problem(st: Strategy) -> Text:
-    """Why a PEFT plan cannot be priced ('' when it can): adapters need a rank and target modules."""
+    """Why a PEFT plan cannot be priced ('' when it can): adapters need a rank and target modules; adapters and
+    a freeze fine-tuning's layer choice are two methods (LLaMA-Factory's finetuning_type is one or the other)."""
     if st.peft in (None, "none"):
         return ""
+    if st.trainable_layers is not None:
+        return msg("R-PEFT.freeze", peft=st.peft)
     if st.lora_rank < 1:
         return msg("R-PEFT.rank", peft=st.peft, rank=st.lora_rank)
     if not st.lora_targets:
@@ -183,11 +193,13 @@ def peft_problem(st: Strategy) -> Text:
     return ""
 
 
-def unpriced_warnings(st: Strategy) -> list[EstimateWarning]:
+def unpriced_warnings(st: Strategy, fsdp2: bool = False) -> list[EstimateWarning]:
     """What a plan states that the estimator prices only in part: said out loud, never silently dropped."""
     out = []
     if st.offload_optimizer or st.offload_params:
         out.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.optimizer-step-host")))
+    if fsdp2 and st.trainable_layers is not None:
+        out.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.freeze-fsdp2")))
     return out
 
 

@@ -32,6 +32,7 @@ from .strategy import (
     SCHEDULES,
     SELECTIVE_RULES,
     SHARDING_MODES,
+    TRAINABLE_PARTS,
     OffloadLayers,
     RecomputePlan,
     RecomputeRange,
@@ -97,7 +98,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "strategy.fp8": FP8_RECIPES, "strategy.compile": COMPILE_COMPONENTS, "strategy.loss_fusion": LOSS_FUSIONS,
     "strategy.peft": PEFT_METHODS, "strategy.lora_targets": LORA_TARGETS,
     "strategy.offload_activations": OFFLOAD_GROUPS, "strategy.offload_layers": OFFLOAD_GROUPS,
-    "strategy.moe_zero_memory": MOE_ZERO_MEMORY,
+    "strategy.moe_zero_memory": MOE_ZERO_MEMORY, "strategy.trainable_parts": TRAINABLE_PARTS,
     "strategy.selective_rule": SELECTIVE_RULES,
     "strategy.offset_rule": ("broadcast", "split"), "strategy.fsdp_layout": ("torchtitan", "root"),
     "options.grad_persistence": ("persistent", "upstream_rule", "progressive"),
@@ -242,7 +243,8 @@ def _within_bounds(info: FieldInfo, value: Any, where: str | None) -> Any:
                 check_number(item, bound, path=where, key=f"{key}.{name}")
     elif isinstance(value, tuple):
         check_list(value, path=where, key=key, bound=Bound(0, MAX_LAYERS, "a layer index")
-                   if key == "strategy.noop_layers" else Bound(-(1 << 40), 1 << 40, "an entry"))
+                   if key == "strategy.noop_layers" else Bound(-MAX_LAYERS, MAX_LAYERS, "a layer index")
+                   if key == "strategy.trainable_layers" else Bound(-(1 << 40), 1 << 40, "an entry"))
     elif isinstance(value, int | float):
         check_number(value, bound_of(key, int if isinstance(value, int) else float), path=where, key=key)
     return value

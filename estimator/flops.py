@@ -139,6 +139,17 @@ def _mixer_flops(c: FlopContext, kind: str) -> tuple[Num, Num]:
     return mm, core
 
 
+def part_wgrad_flops(c: FlopContext, kind: str, parts: frozenset[str]) -> Num:
+    """[T-FLOP.freeze] The weight-gradient FLOPs of a layer whose module groups ``parts`` alone train: those
+    groups' matmuls (P.trainable_part), the routed experts' with the FFN."""
+    d = c.dims
+    el = P.trainable_part(d, kind, parts)
+    out = matmul_flops(c.T, el.tp_mm, el.rep_mm, c.t)
+    if kind.endswith("moe") and "mlp" in parts:
+        out = out + expert_flops(c.R, d.g, d.h, d.hff_exp, c.etp)
+    return out
+
+
 def _core_flops(c: FlopContext, kind: str) -> Num:
     """The attention core over κ·s keys, or over the keys a kind described as data attends (estimator/kinds)."""
     d = c.dims

@@ -36,6 +36,7 @@ class Item:
     # a tuple those of the plan's groups (strategy.offload_layers)
     offload: bool | tuple[str, ...] | None = None
     zero: str | None = None      # --moe-zero-memory level of this layer (None: the plan's level)
+    grad: str | None = None      # [A-FREEZE] None: trains; frozen: frozen weights, backward passes; off: no graph
 
 
 @dataclass(frozen=True)
@@ -313,6 +314,9 @@ class LayoutInputs:
     offload_counts: object = None        # which layers offload (strategy.offload_counts; None: every layer)
     # or, per group, which model indices offload it (strategy.offload_layers)
     zero_memory_layers: int | None = None  # level1 layers of --moe-zero-memory level1 per stage (None: every one)
+    trainable_layers: frozenset[int] | None = None  # freeze fine-tuning: the body layers that train (None: all)
+    embedding_trains: bool = True      # whether the embedding's weights train (a graph from the first layer on)
+    checkpoint_trainable_only: bool = False  # activation checkpointing skips layers without trainable weights
 
 
 def layout_inputs(r: Resolved) -> LayoutInputs:
@@ -325,7 +329,51 @@ def layout_inputs(r: Resolved) -> LayoutInputs:
         emb_out_in_offset=st.emb_out_in_offset, noop_layers=st.noop_layers, recompute=st.recompute,
         strict=r.options.strict, vision_layers=vision.num_layers if vision else 0,
         vision_partition=st.vision_partition, **dict(zip(("offload_counts", "zero_memory_layers"),
-                                                          saving_counts(r), strict=True)))
+                                                          saving_counts(r), strict=True)),
+        **freeze_inputs(r))
+
+
+def freeze_inputs(r: Resolved) -> dict[str, object]:
+    """What decides each layer's [A-FREEZE] state: the trainable layers, whether the embedding trains, and
+    whether checkpointing skips frozen layers."""
+    feat = r.flags.feat
+    if feat.trainable_layers is None:
+        return {}
+    frozen = (*r.flags.frozen, "embedding", "output") if feat.lora else r.flags.frozen
+    return {"trainable_layers": trainable_indices(feat.trainable_layers, r.model.num_layers),
+            "embedding_trains": "embedding" not in frozen,
+            "checkpoint_trainable_only": feat.checkpoint_trainable_only}
+
+
+def trainable_indices(layers: frozenset[int], body: int) -> frozenset[int]:
+    """``strategy.trainable_layers`` as model indices: a negative entry counts from the last body layer (−1: the
+    last), and one before the first layer names none (LLaMA-Factory's last n layers of a shorter model: all)."""
+    return frozenset(i if i >= 0 else body + i for i in layers if i >= 0 or body + i >= 0)
+
+
+def graph_start(trainable: frozenset[int] | None, embedding_trains: bool) -> float:
+    """The model index from which autograd records the forward: the first trainable layer (−1 when the embedding
+    trains; ∞ when nothing in the body does)."""
+    if trainable is None or embedding_trains:
+        return -1
+    return min(trainable, default=float("inf"))
+
+
+def layer_grad(index: int, trainable: frozenset[int] | None, start: float) -> str | None:
+    """[A-FREEZE] A body/MTP layer's gradient state: None when it trains; 'frozen' when its weights are frozen but
+    a trainable layer before it needs the input gradients it passes back (it saves what those need); 'off' when
+    nothing before it trains — its input needs no gradient and its weights none, so autograd records nothing."""
+    if trainable is None or index in trainable:
+        return None
+    return "frozen" if index > start else "off"
+
+
+def grad_option(option: str, grad: str | None, checkpoint_trainable_only: bool) -> str:
+    """A layer's recompute option under [A-FREEZE]: a layer without a graph is never checkpointed, nor a frozen
+    one where checkpointing skips layers without trainable weights (LLaMA-Factory's gradient checkpointing)."""
+    if grad == "off" or (grad == "frozen" and checkpoint_trainable_only):
+        return "none"
+    return option
 
 
 @dataclass(frozen=True)
@@ -488,6 +536,9 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
     if not inp.mtp_in_offset and n_mtp:
         slot_items[out_slot].extend((MTP, kind, n_lay + k) for k, kind in enumerate(inp.mtp_kinds))
 
+    if inp.trainable_layers and max(inp.trainable_layers) >= n_lay + n_mtp:
+        raise LayoutError("E-TRAINABLE-LAYERS", msg("E-TRAINABLE-LAYERS", layer=max(inp.trainable_layers),
+                                                     top=n_lay + n_mtp - 1))
     # per [chunk][stage] count of recomputable (body + MTP) layers
     rec_layers = [[0] * p for _ in range(vp)]
     for q in range(n_slots):
@@ -508,13 +559,16 @@ def _build_layout(inp: LayoutInputs, signature: object) -> Layout:
             slot_items[q][0:0] = [(VISION, VISION, -1)] * c
 
     slots = []
+    start = graph_start(inp.trainable_layers, inp.embedding_trains)
     for q in range(n_slots):
         i, j = slot_position(schedule, p, vp, q)
         items = []
         for kind, block, idx in slot_items[q]:
             if idx >= 0:
                 option, group, keeps = options[idx]
-                items.append(Item(kind, block, idx, option, group, keeps, *savings.get(idx, (None, None))))
+                grad = layer_grad(idx, inp.trainable_layers, start)
+                items.append(Item(kind, block, idx, grad_option(option, grad, inp.checkpoint_trainable_only), group,
+                                  keeps, *savings.get(idx, (None, None)), grad))
             else:
                 items.append(Item(kind, block, idx))
         slots.append(Slot(q, i, j, tuple(items)))

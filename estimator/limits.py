@@ -180,6 +180,7 @@ FIELD_BOUNDS: dict[str, Bound] = {
     "strategy.grad_bytes": _BYTES, "strategy.master_bytes": _BYTES, "strategy.optimizer_state_bytes": _BYTES,
     "strategy.softmax_bytes": _BYTES, "strategy.dropout_mask_bytes": _BYTES, "strategy.norm_bytes": _BYTES,
     "strategy.residual_bytes": _BYTES, "strategy.loss_bytes": _BYTES, "strategy.reduce_bytes": _BYTES,
+    "strategy.frozen_param_bytes": _BYTES_POSITIVE,
     "hardware.capacity": Bound(0, MAX_CAPACITY, "a device memory size", low_open=True),
     "hardware.eff_matmul": Bound(0, 1, "an efficiency", low_open=True),
     "hardware.eff_hbm": Bound(0, 1, "an efficiency", low_open=True),

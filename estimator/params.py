@@ -103,6 +103,20 @@ def block(d: Dims, kind: str) -> Elements:
                                              tp_mm=extra["tp_mm"], rep_mm=extra["rep_mm"])
 
 
+def trainable_part(d: Dims, kind: str, parts: frozenset[str]) -> Elements:
+    """[A-FREEZE] The elements of a body layer of ``kind`` in its module groups ``parts`` (TRAINABLE_PARTS): the
+    mixer (self_attention), the FFN with its router and experts (mlp), and each of the two norms."""
+    out = Elements()
+    if "self_attention" in parts and has_mixer(kind):
+        out = out + (linear_attention(d) if kind.startswith("lin_") else attention(d))
+    if "mlp" in parts:
+        out = out + (moe_ffn(d) if kind.endswith("moe") else dense_ffn(d))
+    for name in ("input_norm", "post_attention_norm"):
+        if name in parts:
+            out = out + Elements(rep=d.c_norm * d.h, largest_rep=d.h)
+    return out
+
+
 def linear_modules(d: Dims, kind: str) -> dict[str, tuple[int, int, str]]:
     """The linear layers of a body layer of ``kind`` as Megatron builds them (fused q/k/v and gate/up): name ->
     (in, out, placement), placement ``col`` (column-parallel: split output), ``row`` (row-parallel: split input)

@@ -46,6 +46,11 @@ class Widths:
     rd: float  # β_rd FSDP2 reduce dtype
     a: float = 2.0   # β_a LoRA adapter stored width (default β_p)
     q: float = 0.5   # β_q QLoRA base weight bytes per element, quantisation constants included
+    pf: float | None = None  # β_pf stored frozen weight (freeze fine-tuning; None: β_p)
+
+    @property
+    def p_frozen(self) -> float:
+        return self.p if self.pf is None else self.pf
 
 
 @dataclass(frozen=True)
@@ -334,7 +339,8 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     feat = resolve_features(st, fw, dims.moe, rec.assumptions)
     ba = float(st.lora_param_bytes if st.lora_param_bytes is not None else bp)
     widths = Widths(p=bp, c=bc, g=bg, m=bm, os=bos, n_os=nos, sm=bsm, dm=bdm, n=bn, r=br, l=bl, rd=brd, a=ba,
-                    q=nf4_bytes(st.qlora_double_quant))
+                    q=nf4_bytes(st.qlora_double_quant),
+                    pf=float(st.frozen_param_bytes) if st.frozen_param_bytes is not None else None)
 
     # implementation flags (docs/model.md#slot-table): strategy / options > profile > framework
     fa = bool(rec.take("strategy.flash_attention", _pick(st.flash_attention, profile.flash_attention), True,
@@ -407,7 +413,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
 
     capacity = hardware.capacity
     budget = plan_budget(capacity, options)
-    warnings = unpriced_warnings(st) + lora_warnings(model, dims, feat) + zero_warnings
+    warnings = unpriced_warnings(st, fsdp2) + lora_warnings(model, dims, feat) + zero_warnings
     if feat.async_tp:
         if st.tp > 1 and not st.sequence_parallel:
             warnings.append(EstimateWarning("W-ASYNC-TP", msg("W-ASYNC-TP")))

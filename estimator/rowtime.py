@@ -8,7 +8,7 @@ Overlap and efficiency knobs are editable data: read from ``RunOptions`` when it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from . import comm as C
@@ -23,6 +23,7 @@ from .flops import (
     attention_backward_factor,
     causal_factor,
     moe_zero_memory_on,
+    part_wgrad_flops,
     row_flops,
 )
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
@@ -282,6 +283,12 @@ def _flops(ctx: TimeContext, row: Row) -> RowFlops:
                           vision_dims=ctx.vision_extra_dims() if item.kind == VISION_EXTRAS else ctx.vision_dims)
     else:
         flops = row_flops(ctx.fc, item, frozen=bool(row.local.frozen))
+    if item.grad == "off":  # [T-FLOP.freeze] no graph: the layer runs its forward only
+        flops = RowFlops(fwd_mm=flops.fwd_mm, fwd_attn=flops.fwd_attn, fwd_fp8=flops.fwd_fp8)
+    elif row.local.partial:
+        block = item.block if item.kind == MTP else item.kind
+        share = part_wgrad_flops(ctx.fc, block, ctx.r.flags.feat.trainable_parts)
+        flops = replace(flops, wgrad_mm=share, wgrad_fp8=minimum(flops.wgrad_fp8, share))
     ctx.flops_cache[key] = (row.cost, flops)
     return flops
 
@@ -291,7 +298,7 @@ def _row_time(ctx: TimeContext, row: Row) -> RowTime:
     kind = item.kind
     vision = kind in (VISION, VISION_EXTRAS)
     flops = _flops(ctx, row)
-    backward = not (vision and row.local.frozen)
+    backward = not (vision and row.local.frozen) and item.grad != "off"
     a_none = row.act_none
     if item.option == "none":
         rc_bytes: Num = 0.0

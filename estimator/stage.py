@@ -7,12 +7,12 @@ look-ups per distinct layer kind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from . import params as P
+from .activations import FROZEN_SUFFIX, ActivationTable, ClassSums, combine
 from .activations import ZERO as ZERO_SUMS
-from .activations import ActivationTable, ClassSums, combine
 from .arr import Num, gt, maximum, minimum, where
 from .device.overlap import mc2_workspace
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout
@@ -61,7 +61,8 @@ class Entry(NamedTuple):
 
 def cost_key(item: Item, with_head: bool = True) -> tuple:
     """What a row's cost depends on (its model index does not matter): rows with one key share one RowCost."""
-    return (item.kind, item.block, item.option, item.group, item.keeps_input, item.offload, item.zero, with_head)
+    return (item.kind, item.block, item.option, item.group, item.keeps_input, item.offload, item.zero, with_head,
+            item.grad)
 
 
 class Row(NamedTuple):
@@ -130,8 +131,9 @@ class StagePricer:
         self.vision_frozen = bool(vision is not None and (vision.frozen or "vision" in f.frozen or f.feat.lora))
 
     # ---------------------------------------------------------------------------------- locals
-    def local(self, kind: str, block: str, with_head: bool = True) -> Local:
-        key = (kind, block, with_head)
+    def local(self, kind: str, block: str, with_head: bool = True, grad: str | None = None) -> Local:
+        """A row's local elements; ``grad`` its [A-FREEZE] state (frozen / off: the layer's weights are frozen)."""
+        key = (kind, block, with_head, grad)
         got = self._local.get(key)
         if got is not None:
             return got
@@ -156,11 +158,11 @@ class StagePricer:
             got = local_elements(P.vision_extras(vision, d.h), par,
                                  frozen=vision.projector_frozen or "projector" in frozen_modules)
         elif kind == MTP:
-            got = local_elements(P.mtp_module(d, block), par, frozen="mtp" in frozen_modules,
-                                 **self._peft(block), **self._fp8(block))
+            got = local_elements(P.mtp_module(d, block), par, frozen="mtp" in frozen_modules or grad is not None,
+                                 **self._peft(block), **self._fp8(block), **self._part(block, grad))
         else:
-            got = local_elements(P.block(d, kind), par, frozen="body" in frozen_modules, **self._peft(kind),
-                                 **self._fp8(kind))
+            got = local_elements(P.block(d, kind), par, frozen="body" in frozen_modules or grad is not None,
+                                 **self._peft(kind), **self._fp8(kind), **self._part(kind, grad))
         self._local[key] = got
         return got
 
@@ -172,6 +174,14 @@ class StagePricer:
             return {}
         return {"adapters": P.lora_adapters(self.r.dims, kind, feat.lora_targets, feat.lora_rank),
                 "quantize": feat.peft == "qlora"}
+
+    def _part(self, kind: str, grad: str | None) -> dict:
+        """local_elements' freeze argument for a trainable layer of ``kind`` whose trainable module groups are
+        only some (``trainable_parts``): the elements of those groups ([A-FREEZE] P.trainable_part)."""
+        parts = self.r.flags.feat.trainable_parts
+        if grad is not None or not parts:
+            return {}
+        return {"part": P.trainable_part(self.r.dims, kind, parts)}
 
     def _fp8(self, kind: str) -> dict:
         """local_elements' FP8 arguments for a body layer of ``kind``: its FP8 linears and GEMM count (two per
@@ -185,32 +195,31 @@ class StagePricer:
             gemms = gemms + 2 * d.n_exp / par.ep
         return {"fp8": P.fp8_linear(d, kind), "fp8_experts": experts, "fp8_gemms": gemms}
 
-    def static(self, kind: str, block: str, with_head: bool = True) -> StaticBytes:
-        key = (kind, block, with_head)
+    def static(self, kind: str, block: str, with_head: bool = True, grad: str | None = None) -> StaticBytes:
+        key = (kind, block, with_head, grad)
         got = self._static.get(key)
         if got is None:
-            got = static_bytes(self.local(kind, block, with_head), self.r.widths, self.r.flags, self.r.par,
+            got = static_bytes(self.local(kind, block, with_head, grad), self.r.widths, self.r.flags, self.r.par,
                                self.divisors)
             self._static[key] = got
         return got
 
     # ---------------------------------------------------------------------------------- activations
     def act_key(self, item: Item) -> str:
-        if item.kind == MTP:
-            return "mtp:" + item.block
-        return item.kind
+        key = "mtp:" + item.block if item.kind == MTP else item.kind
+        return key + FROZEN_SUFFIX if item.grad == "frozen" else key
 
     def activation(self, item: Item, option: str | None = None) -> float:
         """A(ℓ, option) of one micro-batch."""
         option = option or item.option
-        if item.kind in (NOOP, "vision_extras", EMBEDDING_COPY):
-            return 0.0
+        if item.kind in (NOOP, "vision_extras", EMBEDDING_COPY) or item.grad == "off":
+            return 0.0  # [A-FREEZE] off: autograd records nothing, so nothing is saved
         if item.kind == VISION:
             return 0.0 if self.vision_frozen else self._vision_activation()
         if option == "full" and not item.keeps_input:
             return 0.0
         sums = self.acts.sums(self.act_key(item), option, item.offload, item.zero)
-        local = self.local(item.kind, item.block)
+        local = self.local(item.kind, item.block, grad=item.grad)
         out = combine(sums, self.T, self.R, self.r.par, self.vpad, self.t_v, local.cast, self.r.widths.c)
         if option != "full" and self.r.flags.cp_keeps_kv and item.kind not in (EMBEDDING, OUTPUT):
             out = out + self.kept_remote_kv(item)
@@ -220,8 +229,7 @@ class StagePricer:
         """[A-OFFLOAD] the activations of one micro-batch a layer keeps in host memory; the backward holds the
         layer's own and the next one's prefetch on the device (2× in its working set [W-OFFLOAD])."""
         option = option or item.option
-        if item.kind not in (MTP,) and item.kind in (NOOP, EMBEDDING, OUTPUT, VISION, "vision_extras",
-                                                     EMBEDDING_COPY):
+        if item.kind in (NOOP, EMBEDDING, OUTPUT, VISION, "vision_extras", EMBEDDING_COPY) or item.grad == "off":
             return 0.0
         sums = self.acts.offloaded(self.act_key(item), option, item.offload)
         if sums is ZERO_SUMS:
@@ -232,7 +240,7 @@ class StagePricer:
         """[A-ZERO-MEMORY] the activations of one micro-batch --moe-zero-memory frees after a MoE layer's forward
         and rebuilds in its backward (held there: Gw)."""
         option = option or item.option
-        if item.kind in (NOOP, EMBEDDING, OUTPUT, VISION, "vision_extras", EMBEDDING_COPY):
+        if item.kind in (NOOP, EMBEDDING, OUTPUT, VISION, "vision_extras", EMBEDDING_COPY) or item.grad == "off":
             return 0.0
         sums = self.acts.zero_memory(self.act_key(item), option, item.offload, item.zero)
         return 0.0 if sums is ZERO_SUMS else self.combine(sums, item)
@@ -251,7 +259,7 @@ class StagePricer:
         return self.acts.sums(self.act_key(item), option, item.offload, item.zero)
 
     def combine(self, sums: ClassSums, item: Item) -> float:
-        local = self.local(item.kind, item.block)
+        local = self.local(item.kind, item.block, grad=item.grad)
         return combine(sums, self.T, self.R, self.r.par, self.vpad, self.t_v, local.cast, self.r.widths.c)
 
     def _vision_tokens(self) -> float:
@@ -296,6 +304,7 @@ class StagePricer:
         T = self.T
         kind = item.block if item.kind == MTP else item.kind
         frozen_vision = item.kind == VISION and self.vision_frozen
+        backward = backward and item.grad != "off"  # [A-FREEZE] no graph: only the forward's working set
         if item.kind in (NOOP, EMBEDDING, EMBEDDING_COPY, "vision_extras") or frozen_vision:
             out = 0.0
         elif item.kind == OUTPUT:
@@ -315,7 +324,7 @@ class StagePricer:
                 out = maximum(out, self.loss_working(backward))
         if backward and f.persistence == "upstream_rule":
             # D5 upstream rule without held gradients (γ = 0): the executing layer's own gradient
-            out = out + (1 - self.gamma) * self.static(item.kind, item.block).gradients
+            out = out + (1 - self.gamma) * self.static(item.kind, item.block, grad=item.grad).gradients
         return out
 
     def loss_working(self, backward: bool = True) -> Num:
@@ -400,14 +409,14 @@ class StagePricer:
     def gathered_bytes(self, item: Item) -> Num:
         """β_c·gathered elements, FP8 weights at β_8 when the recipe gathers them in FP8."""
         par = self.r.par
-        return gather_bytes(self.local(item.kind, item.block), self.r.flags, self.r.widths.c, gt(par.os, 1),
-                            gt(par.os_e, 1))
+        return gather_bytes(self.local(item.kind, item.block, grad=item.grad), self.r.flags, self.r.widths.c,
+                            gt(par.os, 1), gt(par.os_e, 1))
 
     def gathered_elements(self, item: Item) -> Num:
         """Local elements that sharding actually splits, hence must gather: dense ones when the dense shard
         size os > 1, expert ones when the expert shard size os_e > 1 (a 1-way shard is the weight itself)."""
         par = self.r.par
-        local = self.local(item.kind, item.block)
+        local = self.local(item.kind, item.block, grad=item.grad)
         return local.dense * gt(par.os, 1) + local.expert * gt(par.os_e, 1)
 
     # ---------------------------------------------------------------------------------- rows
@@ -420,9 +429,11 @@ class StagePricer:
             terms = self.buffer_terms(item)
             act, offload, rebuilt = self.activation(item), self.offloaded(item), self.rebuilt(item)
             # A(ℓ, none) counts what the layer produces, on the device, sent to the host or freed for a rebuild
-            act_none = self.activation(item, "none") + self.offloaded(item, "none") + self.rebuilt(item, "none")
-            got = RowCost(local=self.local(item.kind, item.block, head),
-                          static=self.static(item.kind, item.block, head), act=act, act_none=act_none,
+            # (a layer without a graph produces what a trainable one does: its forward's traffic, T-COMP)
+            made = replace(item, grad=None) if item.grad == "off" else item
+            act_none = self.activation(made, "none") + self.offloaded(made, "none") + self.rebuilt(made, "none")
+            got = RowCost(local=self.local(item.kind, item.block, head, item.grad),
+                          static=self.static(item.kind, item.block, head, item.grad), act=act, act_none=act_none,
                           gw=self.gw(item) + 2 * offload + rebuilt, gf=self.gw(item, False), transient=sum(terms),
                           resident=self.resident(item), parts=terms, rc=self.rc(item), offload=offload,
                           rebuilt=rebuilt, mc2=self.mc2(item) if self.r.flags.feat.async_tp else 0.0)

@@ -30,6 +30,9 @@ class Local:
     fp8: Num = 0        # dense weights of FP8 linears (part of dense)
     fp8_expert: Num = 0  # routed-expert weights run in FP8 (part of expert)
     fp8_gemms: Num = 0  # FP8 GEMMs of the row (each keeps its scaling state)
+    partial: bool = False  # freeze fine-tuning: only ``part`` / ``part_expert`` train ([A-FREEZE] trainable_parts)
+    part: Num = 0       # trainable dense elements of a partial row (part of dense)
+    part_expert: Num = 0  # … expert elements (part of expert)
 
     @property
     def total(self) -> Num:
@@ -40,26 +43,34 @@ class Local:
         """Dense elements that get gradients and optimizer states."""
         if self.frozen:
             return 0
+        if self.partial:
+            return self.part
         return self.adapters if self.base_frozen else self.dense
 
     @property
     def trainable_expert(self) -> Num:
+        if self.partial and not self.frozen:
+            return self.part_expert
         return 0 if (self.frozen or self.base_frozen) else self.expert
 
 
 def local_elements(el: P.Elements, par: Par, frozen: bool = False, adapters: P.Elements | None = None,
                    quantize: bool = False, fp8: P.Elements | None = None, fp8_experts: bool = False,
-                   fp8_gemms: Num = 0) -> Local:
+                   fp8_gemms: Num = 0, part: P.Elements | None = None) -> Local:
     """A row's local elements; ``adapters``: LoRA on a frozen base (PEFT), ``quantize``: the base's matmul
     weights stored as NF4 (QLoRA), ``fp8``: the weights of its FP8 linears (with ``fp8_experts`` the routed
-    experts' too; ``fp8_gemms`` GEMMs with scaling state)."""
+    experts' too; ``fp8_gemms`` GEMMs with scaling state), ``part``: the elements that train when only some of
+    the row's module groups do (freeze fine-tuning)."""
     expert = el.exp / (par.ep * par.etp) if el.exp else 0
     largest = maximum(maximum(el.largest_tp / par.t, el.largest_rep), el.largest_exp / par.etp if el.exp else 0)
     cast = el.tp_mm / par.t + el.rep_mm + expert
-    eight = {}
+    eight: dict = {}
     if fp8 is not None:
         eight = {"fp8": fp8.tp / par.t + fp8.rep, "fp8_expert": expert if fp8_experts else 0,
                  "fp8_gemms": fp8_gemms}
+    if part is not None:
+        eight.update(partial=True, part=part.tp / par.t + part.rep,
+                     part_expert=part.exp / (par.ep * par.etp) if part.exp else 0)
     if adapters is None:
         return Local(dense=el.tp / par.t + el.rep, expert=expert, largest=largest, cast=cast, frozen=frozen, **eight)
     ad = adapters.tp / par.t + adapters.rep
@@ -100,6 +111,11 @@ def stored_bytes(loc: Local, w: Widths, divisors: tuple[Num, ...]) -> Num:
     """[S-LAYER.params] β_p·(E_d/sh_p + E_e/sh_pe); with PEFT the adapters at β_a and, under QLoRA, the quantised
     base weights at β_q (NF4 with its constants, features.nf4_bytes)."""
     sh_p, sh_pe = divisors[0], divisors[3]
+    if loc.frozen and not loc.base_frozen:  # [S-LAYER.params.freeze] at their own width (freeze: the load dtype)
+        return w.p_frozen * (loc.dense / sh_p + loc.expert / sh_pe)
+    if loc.partial:
+        return (w.p_frozen * (loc.dense - loc.part) + w.p * loc.part) / sh_p + \
+            (w.p_frozen * (loc.expert - loc.part_expert) + w.p * loc.part_expert) / sh_pe
     if not loc.base_frozen:
         return w.p * (loc.dense / sh_p + loc.expert / sh_pe)
     plain = loc.dense - loc.adapters - loc.quantized

@@ -31,6 +31,9 @@ LORA_TARGETS = ("q", "k", "v", "qkv", "o", "gate", "up", "fc1", "down", "q_a", "
 # module groups whose saved activations an offload/swap sends to the host (MindSpeed --swap-modules names,
 # MindFormers swap_config layer_swap = every group of the layer)
 OFFLOAD_GROUPS = ("input_norm", "self_attention", "post_attention_norm", "mlp", "layer")
+# freeze (partial-parameter) fine-tuning: module groups of a trainable layer that train (LLaMA-Factory
+# freeze_trainable_modules: self_attn, mlp, input_layernorm, post_attention_layernorm)
+TRAINABLE_PARTS = ("self_attention", "mlp", "input_norm", "post_attention_norm")
 # MindSpeed --moe-zero-memory: the routed experts' dispatched input and activation output freed after the forward
 MOE_ZERO_MEMORY = ("disable", "level0", "level1")
 # the Strategy fields of issue 11 (writers that do not express one refuse a change of it)
@@ -38,7 +41,8 @@ FEATURE_FIELDS = ("fp8", "fp8_param", "fp8_experts", "fp8_amax_history", "compil
                   "overlap_grad_reduce", "overlap_param_gather", "cp_load_balance", "peft", "lora_rank",
                   "lora_targets", "lora_dropout", "lora_param_bytes", "qlora_double_quant", "offload_activations",
                   "offload_counts", "offload_layers", "offload_optimizer", "offload_params", "moe_zero_memory",
-                  "moe_zero_memory_layers", "mla_zero_memory")
+                  "moe_zero_memory_layers", "mla_zero_memory", "trainable_layers", "trainable_parts",
+                  "frozen_param_bytes", "checkpoint_trainable_only")
 # DeepSpeed ZeRO buffer sizes (writers for other frameworks refuse a change of them)
 ZERO_BUFFER_FIELDS = ("reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_params", "overlap_comm")
 SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act", "mlp", "moe",
@@ -174,6 +178,14 @@ class Strategy(Record):
     lora_dropout: float = 0.0
     lora_param_bytes: float | None = None
     qlora_double_quant: bool = True
+    # freeze fine-tuning: the body layers whose weights train (model order, a negative index counted from the last
+    # layer; None: every layer), the module groups
+    # of those that train ((): all), the stored width of frozen weights (None: param_bytes), and whether
+    # activation checkpointing skips layers without trainable weights (LLaMA-Factory's gradient checkpointing)
+    trainable_layers: tuple[int, ...] | None = None
+    trainable_parts: tuple[str, ...] = ()
+    frozen_param_bytes: float | None = None
+    checkpoint_trainable_only: bool = False
     # offload and swap to host memory
     offload_activations: tuple[str, ...] = ()
     offload_counts: Counts = None

@@ -295,8 +295,10 @@ def test_nvme_offload_is_said_to_be_priced_as_host_offload(tmp_path):
     assert said and "offload_optimizer" in said[0] and "host memory" in said[0]
 
 
-@pytest.mark.parametrize("layers, which", [(None, "the last 2"), (4, "the last 4"), (-3, "the first 3")])
-def test_freeze_fine_tuning_is_said_to_be_priced_as_full(tmp_path, layers, which):
+@pytest.mark.parametrize("layers, trainable", [(None, (-2, -1)), (4, (-4, -3, -2, -1)), (-3, (0, 1, 2))])
+def test_freeze_fine_tuning_reads_the_trainable_layers(tmp_path, layers, trainable):
+    """LLaMA-Factory's _setup_freeze_tuning: freeze_trainable_layers n > 0 trains the last n layers (kept as
+    indices from the end), n < 0 the first −n; the rest is priced frozen (tests/test_features_freeze.py)."""
     text = (LF / "qwen3_qlora_sft.yaml").read_text()
     text = text.replace("finetuning_type: lora", "finetuning_type: freeze")
     target = tmp_path / "freeze.yaml"
@@ -310,12 +312,13 @@ def test_freeze_fine_tuning_is_said_to_be_priced_as_full(tmp_path, layers, which
     target = tmp_path / "freeze.yaml"
     target.write_text(text)
     parsed = parse([str(target)], devices=8)
-    said = [w.text for w in parsed.warnings if w.code == "W-NOT-PRICED" and "freeze" in w.text]
-    assert said and f"only {which} layers train" in said[0] and "priced as full fine-tuning, an upper bound" in said[0]
+    assert not [w for w in parsed.warnings if w.code == "W-NOT-PRICED" and "freeze" in w.text]
     assert parsed.strategy.peft in (None, "none", "")
-    # as LLaMA-Factory runs a full fine-tune under DDP with bf16: fp32 trainable weights and gradients, autocast
     s = parsed.strategy
-    assert (s.param_bytes, s.grad_bytes, s.compute_bytes, s.master_bytes) == (4.0, 4.0, 2.0, 0.0)
+    assert s.trainable_layers == trainable and s.frozen_modules == ("embedding", "output")
+    # trainable weights in fp32 with fp32 gradients under autocast, frozen ones in the load dtype (bf16)
+    assert (s.param_bytes, s.grad_bytes, s.compute_bytes, s.master_bytes, s.frozen_param_bytes) == \
+        (4.0, 4.0, 2.0, 0.0, 2.0)
 
 
 def test_qlora_to_lora_writes_the_quantization_off(tmp_path):

@@ -161,6 +161,8 @@ def _row_leaf(pricer: StagePricer, category: str, label: Text, value: float, row
     local = {"E_d": loc.dense, "E_e": loc.expert}
     if loc.base_frozen and category in ("parameters", "gradients", "optimizer_states"):
         return _peft_leaf(pricer, category, label, value, loc)
+    if (loc.frozen or loc.partial) and category in ("parameters", "gradients", "optimizer_states"):
+        return _freeze_leaf(pricer, category, label, value, loc)
     if category == "parameters":
         stored = Quantity(msg("explain.stored"), value, "S-LAYER.params", {"β_p": w.p, **local, "sh_p": sh[0],
                                                                            "sh_pe": sh[3]})
@@ -195,8 +197,10 @@ def _row_leaf(pricer: StagePricer, category: str, label: Text, value: float, row
             if row.cost.offload else ""
         rebuilt = msg("explain.activations.rebuilt", bytes=fmt_bytes(float(row.cost.rebuilt)),
                       what=zero_memory_said(pricer, row)) if row.cost.rebuilt else ""
+        freeze = msg("explain.activations.freeze.frozen") if row.item.grad == "frozen" else \
+            msg("explain.activations.freeze.off") if row.item.grad == "off" else ""  # [A-FREEZE]
         return Quantity(label, value, "A-LAYER", inputs, note=msg("explain.activations", option=lr.option, fp8=fp8,
-                                                                   offload=offload, rebuilt=rebuilt,
+                                                                   offload=offload, rebuilt=rebuilt, freeze=freeze,
                                                                    kinds=kind_notes(row.item.block)))
     return Quantity(label, value, "C-BUF.resident", {"β_c": w.c, **local}, note=msg("explain.weights-kept-gathered"))
 
@@ -241,6 +245,22 @@ def _peft_leaf(pricer: StagePricer, category: str, label: Text, value: float, lo
     master = 0.0 if w.a >= 4 else w.m
     return Quantity(label, value, "S-LAYER.opt.peft", {"n_os": w.n_os, "β_os": w.os, "β_m": master, **adapters,
                                                         "sh_o": sh[2]})
+
+
+def _freeze_leaf(pricer: StagePricer, category: str, label: Text, value: float, loc: Local) -> Quantity:
+    """A row with frozen weights (all of them, or all but its trainable module groups): the frozen ones at β_pf
+    without gradients or optimizer states (S-LAYER.*.freeze, [A-FREEZE])."""
+    w, sh = pricer.r.widths, pricer.divisors
+    trained = {"E_t": loc.trainable_dense, "E_te": loc.trainable_expert}
+    if category == "parameters":
+        return Quantity(label, value, "S-LAYER.params.freeze", {"β_pf": w.p_frozen, "β_p": w.p, "E_d": loc.dense,
+                                                                 "E_e": loc.expert, **trained, "sh_p": sh[0],
+                                                                 "sh_pe": sh[3]})
+    if category == "gradients":
+        return Quantity(label, value, "S-LAYER.grads.freeze", {"γ": pricer.gamma, "β_g": w.g, **trained,
+                                                                "sh_g": sh[1], "sh_ge": sh[4]})
+    return Quantity(label, value, "S-LAYER.opt.freeze", {"n_os": w.n_os, "β_os": w.os, "β_m": w.m, **trained,
+                                                          "sh_o": sh[2], "sh_oe": sh[5]})
 
 
 def _stage_leaf(category: str, label: Text, value: float, lr: LayerRow, rows: Sequence[Row], zero: bool) -> Quantity:

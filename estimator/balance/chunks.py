@@ -95,7 +95,7 @@ class ChunkedTables(PlanTables):
         holds_o = (i, j) == (self.o_stage, self.o_chunk)
         positions = self._slot_positions(i, j, c)
         items = slot_items(self.parsed, positions, assign, holds_e, holds_o, self.slot_savings(i, j, positions),
-                           self.mtp_offload)
+                           self.mtp_offload, self.freeze)
         out = [Entry(it, j, not (tie and i == 0)) for it in items]
         # a stage with MTP but not the embedding holds a copy of the table (unless a tied head serves)
         if any(it.kind == MTP for it in items) and i != 0 and not (tie and i == self.o_stage):

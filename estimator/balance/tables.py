@@ -27,6 +27,10 @@ from ..layout import (
     Item,
     LayerLists,
     build_layout,
+    freeze_inputs,
+    grad_option,
+    graph_start,
+    layer_grad,
     layer_saving,
     layout_inputs,
     saving_counts,
@@ -79,29 +83,46 @@ def layer_positions(parsed: ParsedConfig) -> list[Position]:
     return out
 
 
+@dataclass(frozen=True)
+class Freeze:
+    """[A-FREEZE] what decides a layer's gradient state (``layout.layer_grad``, ``layout.grad_option``)."""
+
+    trainable: frozenset[int] | None = None
+    start: float = -1
+    checkpoint_trainable_only: bool = False
+
+    def grad(self, index: int) -> str | None:
+        return layer_grad(index, self.trainable, self.start)
+
+    def option(self, option: str, grad: str | None) -> str:
+        return grad_option(option, grad, self.checkpoint_trainable_only)
+
+
 def slot_items(parsed: ParsedConfig, positions: list[Position], assign: Assignment, holds_e: bool,
                holds_o: bool, savings: tuple[tuple[bool | tuple[str, ...] | None, str | None], ...] = (),
-               mtp_offload: Callable[[int], bool | tuple[str, ...] | None] = lambda index: None) -> list[Item]:
+               mtp_offload: Callable[[int], bool | tuple[str, ...] | None] = lambda index: None,
+               freeze: Freeze = Freeze()) -> list[Item]:
     """The layout items of one slot in model order: the embedding first when it holds it, the body positions
     with their recompute options (and ``savings``, each one's activation offload and --moe-zero-memory level,
-    ``slot_savings``), the head after the last body layer, then MTP modules that do not count in the offsets
-    (each offloading as ``mtp_offload`` says of its model index)."""
+    ``slot_savings``; ``freeze``, each one's gradient state), the head after the last body layer, then MTP
+    modules that do not count in the offsets (each offloading as ``mtp_offload`` says of its model index)."""
     items: list[Item] = [Item(EMBEDDING, "")] if holds_e else []
     k = 0
     for pos in positions:
         if pos.kind == NOOP:
             items.append(Item(NOOP, ""))
             continue
-        items.append(Item(pos.kind, pos.block, pos.index, assign.option(k), 1, True,
-                          *(savings[k] if savings else (None, None))))
+        grad = freeze.grad(pos.index)
+        items.append(Item(pos.kind, pos.block, pos.index, freeze.option(assign.option(k), grad), 1, True,
+                          *(savings[k] if savings else (None, None)), grad))
         k += 1
     if holds_o:
         at = max((n for n, it in enumerate(items) if it.index >= 0 and it.kind != MTP), default=len(items) - 1)
         items.insert(at + 1, Item(OUTPUT, ""))
         if not parsed.strategy.mtp_in_offset:
             model = parsed.model
-            items.extend(Item(MTP, kind, model.num_layers + n, "none", offload=mtp_offload(model.num_layers + n))
-                         for n, kind in enumerate(model.mtp_kinds()))
+            items.extend(Item(MTP, kind, model.num_layers + n, "none", offload=mtp_offload(model.num_layers + n),
+                              grad=freeze.grad(model.num_layers + n)) for n, kind in enumerate(model.mtp_kinds()))
     return items
 
 
@@ -148,6 +169,9 @@ class PlanTables:
         self.points = [profile_points(prof) for prof in profile]
         self.positions: list[Position] = layer_positions(parsed)
         self.saving = saving_counts(self.r)
+        got = freeze_inputs(self.r)
+        self.freeze = Freeze(got["trainable_layers"], graph_start(got["trainable_layers"], got["embedding_trains"]),
+                             got["checkpoint_trainable_only"]) if got else Freeze()  # type: ignore[arg-type]
 
     def mtp_offload(self, index: int) -> bool | tuple[str, ...] | None:
         """The activation offload of the MTP module at model index ``index`` when it sits outside the offsets:
@@ -184,7 +208,7 @@ class StageTables(PlanTables):
         first, last = i == 0, i == self.p - 1
         positions = self.positions[a:a + c]
         items = slot_items(self.parsed, positions, assign, first, last, self.slot_savings(i, 0, positions),
-                           self.mtp_offload)
+                           self.mtp_offload, self.freeze)
         out = [Entry(it, 0, not (tie and first)) for it in items]
         kinds = {it.kind for it in items}
         if MTP in kinds and EMBEDDING not in kinds and not (tie and OUTPUT in kinds):
@@ -203,7 +227,10 @@ class StageTables(PlanTables):
             # the layout puts the head after the last body layer (layout.build_layout): a last stage of MTP or
             # noop positions alone would move it to the stage before, which these per-stage slots do not price
             return []
-        savings = self.slot_savings(i, 0, self.positions[a:a + c])  # layer lists: which layers, not only kinds
+        # layer lists and frozen layers: which layers, not only their kinds
+        savings = (self.slot_savings(i, 0, self.positions[a:a + c]),
+                   tuple(self.freeze.grad(pos.index) for pos in self.positions[a:a + c])
+                   if self.freeze.trainable is not None else ())
         listed = self._list_cache.get((i, kinds, savings))
         if listed is not None:
             return listed

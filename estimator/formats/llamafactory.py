@@ -133,8 +133,11 @@ def _trainer(out: Collector, data: dict[str, Any], path: str, devices: int) -> N
                                                                if trainer.gradient_accumulation else
                                                                "the Trainer's default 1")
     half = trainer.bf16 or trainer.fp16
-    # freeze is priced as full fine-tuning (W-NOT-PRICED.freeze-*): every weight as a trainable one, an upper bound
-    full = data.get("finetuning_type", DEFAULTS["finetuning_type"]) in ("full", "freeze")
+    method = data.get("finetuning_type", DEFAULTS["finetuning_type"])
+    full = method in ("full", "freeze")
+    if method == "freeze":  # frozen weights stay in the load dtype (the compute dtype), without the fp32 cast
+        out.derive("strategy.frozen_param_bytes", 2.0 if half else 4.0,
+                   "LLaMA-Factory casts only trainable weights to fp32 (model/adapter.py _setup_freeze_tuning)")
     key = "bf16" if trainer.bf16 else "fp16" if trainer.fp16 else "bf16/fp16"
     if half and full and not data.get("pure_bf16"):
         # LLaMA-Factory casts the trainable weights to fp32 (full and freeze alike, model/adapter.py init_adapter);
@@ -193,6 +196,69 @@ def _mcore(out: Collector, data: dict[str, Any], path: str, devices: int) -> Non
             out.put(key, 2.0, "bf16", True)
 
 
+# freeze_trainable_modules names (the module after ``.{layer}.`` in a parameter name) -> TRAINABLE_PARTS groups
+FREEZE_MODULES = {"self_attn": "self_attention", "attention": "self_attention", "attn": "self_attention",
+                  "mlp": "mlp", "block_sparse_moe": "mlp", "feed_forward": "mlp",
+                  "input_layernorm": "input_norm", "post_attention_layernorm": "post_attention_norm"}
+# freeze_extra_modules names (the module of a parameter outside the layers) -> the row whose weights train
+FREEZE_EXTRAS = {"embed_tokens": "embedding", "wte": "embedding", "lm_head": "output"}
+
+
+def _names(value: Any) -> list[str]:
+    """A comma-separated argument (LLaMA-Factory's split_arg) or a list, as names."""
+    items = value if isinstance(value, list) else str(value).split(",")
+    return [str(v).strip() for v in items if str(v).strip()]
+
+
+def _freeze(out: Collector, data: dict[str, Any], path: str) -> None:
+    """finetuning_type freeze as LLaMA-Factory's ``_setup_freeze_tuning`` (model/adapter.py) sets it up
+    ([A-FREEZE], D-FREEZE): the trainable layers (``freeze_trainable_layers`` n: the last n, −n the first n;
+    ``use_llama_pro``: every (L/n)-th layer, the last of each block), the trainable module groups
+    (``freeze_trainable_modules``), the embedding and head (``freeze_extra_modules``); every other weight is frozen
+    in the load dtype, and its gradient checkpointing skips layers without trainable weights."""
+    key = "freeze_trainable_layers"
+    n = to_int(data.get(key, 2), path, key, minimum=-MAX_LAYERS, maximum=MAX_LAYERS)
+    layers = out.values.get("model.num_layers")
+    if data.get("use_llama_pro"):
+        if not isinstance(layers, int):
+            raise ConfigError(msg("llamafactory.llama-pro-layers"), path=path, key="use_llama_pro")
+        if n <= 0 or layers % n:
+            raise ConfigError(msg("llamafactory.llama-pro-divisible", layers=layers, n=n), path=path, key=key)
+        stride = layers // n
+        trainable: tuple[int, ...] = tuple(range(stride - 1, layers, stride))
+        out.put("strategy.trainable_layers", trainable, "use_llama_pro", True)
+    else:
+        # the last n as indices from the end (valid for any layer count); the first n clipped to the layers
+        trainable = tuple(range(-n, 0)) if n > 0 else tuple(range(min(-n, layers) if isinstance(layers, int)
+                                                                  else -n))
+        (out.put if key in data else out.assume)("strategy.trainable_layers", trainable,
+                                                 key if key in data else msg("llamafactory.freeze-default"))
+    modules = _names(data.get("freeze_trainable_modules", "all"))
+    parts = [FREEZE_MODULES.get(m) for m in modules]
+    if "all" not in modules:
+        unknown = [m for m, part in zip(modules, parts, strict=True) if part is None]
+        if unknown:
+            out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.freeze-module", names=", ".join(unknown),
+                                         known=", ".join(FREEZE_MODULES)))
+        out.put("strategy.trainable_parts", tuple(sorted({p for p in parts if p})), "freeze_trainable_modules",
+                data.get("freeze_trainable_modules"))
+    elif out.values.get("model.num_experts"):
+        out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.freeze-experts"))
+    extras = _names(data.get("freeze_extra_modules") or [])
+    trains = {FREEZE_EXTRAS[m] for m in extras if m in FREEZE_EXTRAS}
+    other = [m for m in extras if m not in FREEZE_EXTRAS]
+    if other:
+        out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.freeze-extra", names=", ".join(other)))
+    frozen = tuple(m for m in ("embedding", "output") if m not in trains)
+    (out.put if "freeze_extra_modules" in data else out.derive)(
+        "strategy.frozen_modules", frozen, "freeze_extra_modules" if "freeze_extra_modules" in data else
+        "finetuning_type freeze: the embedding and the head train only when freeze_extra_modules names them")
+    if not data.get("disable_gradient_checkpointing"):
+        out.derive("strategy.checkpoint_trainable_only", True,
+                   "LLaMA-Factory's gradient checkpointing runs a layer without trainable weights unchecked "
+                   "(model_utils/checkpointing.py get_custom_gradient_checkpointing_func)")
+
+
 def _method(out: Collector, data: dict[str, Any], path: str) -> None:
     """finetuning_type, LoRA / QLoRA, gradient checkpointing, attention kernel."""
     kind = str(data.get("finetuning_type", DEFAULTS["finetuning_type"])).lower()
@@ -202,15 +268,7 @@ def _method(out: Collector, data: dict[str, Any], path: str) -> None:
         raise ConfigError(msg("llamafactory.quantization_bit-finetuning_type-llama", kind=kind), path=path,
                           key="quantization_bit")
     if kind == "freeze":
-        n = to_int(data.get("freeze_trainable_layers", 2), path, "freeze_trainable_layers", minimum=-MAX_LAYERS,
-                   maximum=MAX_LAYERS)
-        # LLaMA-Factory: the last n layers, or with a negative count the first -n
-        if n > 0:
-            out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.freeze-last", n=n))
-        elif n < 0:
-            out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.freeze-first", n=-n))
-        else:
-            out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.freeze-none"))
+        _freeze(out, data, path)
     elif kind == "lora":
         if "finetuning_type" in data:
             out.put("strategy.peft", "lora", "finetuning_type")
