@@ -52,7 +52,8 @@ FORMULAS: dict[str, str] = {
                   "ZeRO-1/2 f·(β_g·reduce + β_p·allgather), f = 4.5 with overlap_comm else 1",
     "C-BUF.pp": "2·β_c·h·T/sp_div (send and receive)",
     "D-UB": "[t>1]·(bytes_per_row·S·h + fixed + 132 B·world), S = s·b/cp; bytes_per_row = Σ over TE's 12 "
-            "overlapped GEMMs of β_buf (2: bf16; 1 for the 8 all-gather ones under FP8)",
+            "overlapped GEMMs of β_buf, ×(2t − 1)/t for a ring_exchange reduce-scatter (β_buf 2: bf16; 1 for an "
+            "fp8_buf one under FP8 — by default the 8 all-gather ones; --tp-comm-overlap-cfg as TE applies it)",
     "RESERVE": "reserve_fixed + frag_fraction·(activations + working) + comm_lib_per_group·groups",
     "S-OPT": "parameters + gradients + optimizer_states/swap_times + temporaries + resident gathered + "
              "reserve_fixed + comm-library reserve",

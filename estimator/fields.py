@@ -38,6 +38,7 @@ from .strategy import (
     RecomputeRange,
     ShardingSpec,
     Strategy,
+    UbGemm,
 )
 from .units import parse_size
 
@@ -285,6 +286,8 @@ def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
             raise ConfigError(msg("fields.bad-recompute-range", exc=exc), path=where, key=key) from None
     if info.attr == "offload_layers":
         return _offload_layers(value, key, where)
+    if info.attr == "tp_comm_overlap_cfg":
+        return _ub_settings(value, key, where)
     if kind is bool:
         return _bool(value, key, where)
     if kind is int:
@@ -324,6 +327,33 @@ def _offload_layers(value: Any, key: str, where: str | None) -> tuple[OffloadLay
                                   key=key)
             item = OffloadLayers(_choice(str(item["group"]), key, where),
                                  tuple(sorted({_int(v, key, where) for v in item["layers"]})))
+        out.append(item)
+    return tuple(out)
+
+
+UB_METHOD_NAMES = ("ring_exchange", "pipeline", "bulk", "external")
+
+
+def _ub_settings(value: Any, key: str, where: str | None) -> tuple[UbGemm, ...]:
+    """``strategy.tp_comm_overlap_cfg``: ``{gemm: {method, is_reduce_scatter, fp8_buf}}`` (the YAML's shape) or a
+    list of ``{name, method, is_reduce_scatter, fp8_buf}`` records."""
+    if isinstance(value, dict):
+        value = [{"name": name, **(dict(v) if isinstance(v, dict) else {})} for name, v in value.items()]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(msg("fields.expected-ub-settings", value=short_repr(value)), path=where, key=key)
+    out = []
+    for item in value:
+        if not isinstance(item, UbGemm):
+            if not isinstance(item, dict) or not set(item) <= {"name", "method", "is_reduce_scatter", "fp8_buf"} \
+                    or "name" not in item:
+                raise ConfigError(msg("fields.expected-ub-settings", value=short_repr(item)), path=where, key=key)
+            method = item.get("method")
+            if method is not None and method not in UB_METHOD_NAMES:
+                raise ConfigError(msg("fields.one", value=method, allowed=", ".join(UB_METHOD_NAMES), hint=""),
+                                  path=where, key=key)
+            item = UbGemm(str(item["name"]), method,
+                          *(None if item.get(k) is None else _bool(item[k], key, where)
+                            for k in ("is_reduce_scatter", "fp8_buf")))
         out.append(item)
     return tuple(out)
 

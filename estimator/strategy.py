@@ -42,7 +42,7 @@ FEATURE_FIELDS = ("fp8", "fp8_param", "fp8_experts", "fp8_amax_history", "compil
                   "lora_targets", "lora_dropout", "lora_param_bytes", "qlora_double_quant", "offload_activations",
                   "offload_counts", "offload_layers", "offload_optimizer", "offload_params", "moe_zero_memory",
                   "moe_zero_memory_layers", "mla_zero_memory", "trainable_layers", "trainable_parts",
-                  "frozen_param_bytes", "checkpoint_trainable_only")
+                  "frozen_param_bytes", "checkpoint_trainable_only", "tp_comm_overlap_cfg")
 # DeepSpeed ZeRO buffer sizes (writers for other frameworks refuse a change of them)
 ZERO_BUFFER_FIELDS = ("reduce_bucket", "allgather_bucket", "prefetch_bucket", "max_live_params", "overlap_comm")
 SWITCHES = ("core", "head_cast", "dropout", "norm_out", "gather", "act", "qk_v", "mla_up", "moe_act", "mlp", "moe",
@@ -70,6 +70,17 @@ class OffloadLayers(Record):
 
     group: str
     layers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class UbGemm(Record):
+    """One GEMM's Transformer Engine userbuffer setting from Megatron's ``--tp-comm-overlap-cfg`` YAML (None:
+    TE's default): the overlap method, whether it reduce-scatters, whether its buffer is FP8."""
+
+    name: str
+    method: str | None = None
+    is_reduce_scatter: bool | None = None
+    fp8_buf: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +179,7 @@ class Strategy(Record):
     loss_fusion: str | None = None
     # communication overlaps
     async_tp: bool = False
+    tp_comm_overlap_cfg: tuple[UbGemm, ...] = ()  # TE userbuffer settings per GEMM (Megatron --tp-comm-overlap-cfg)
     overlap_grad_reduce: bool | None = None
     overlap_param_gather: bool | None = None
     cp_load_balance: bool | None = None
@@ -205,7 +217,8 @@ class Strategy(Record):
     max_live_params: int | None = None
     overlap_comm: bool | None = None
 
-    _nested: ClassVar = {"recompute": RecomputePlan, "sharding": ShardingSpec, "offload_layers": OffloadLayers}
+    _nested: ClassVar = {"recompute": RecomputePlan, "sharding": ShardingSpec, "offload_layers": OffloadLayers,
+                         "tp_comm_overlap_cfg": UbGemm}
 
     @property
     def world_size(self) -> int:

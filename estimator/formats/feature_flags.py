@@ -5,12 +5,16 @@ the script reader so that each feature's flags live in one place: ``FEATURE_FLAG
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from ..device.overlap import UB_GEMMS, UB_SETTINGS, ub_gemms
 from ..errors import ConfigError
 from ..features import MEGATRON_LORA_NAMES, lora_targets_of
-from ..messages import msg
-from ..strategy import Strategy
+from ..fields import UB_METHOD_NAMES
+from ..inputs import load_yaml, read_text
+from ..messages import Text, msg
+from ..strategy import Strategy, UbGemm
 from .launch_command import FlagSet
 from .support import Collector, refusal
 
@@ -34,7 +38,9 @@ SWITCH_FLAGS = {"--cross-entropy-loss-fusion": ("strategy.loss_fusion", "fused",
                 "--use-mc2": ("strategy.async_tp", True, None),
                 "--overlap-grad-reduce": ("strategy.overlap_grad_reduce", True, False),
                 "--overlap-param-gather": ("strategy.overlap_param_gather", True, False)}
-FEATURE_FLAGS = LORA_FLAGS + FP8_FLAGS + tuple(FP8_UNMODELLED) + tuple(SWITCH_FLAGS) + ("--cross-entropy-fusion-impl",)
+UB_CFG_FLAG = "--tp-comm-overlap-cfg"
+FEATURE_FLAGS = LORA_FLAGS + FP8_FLAGS + tuple(FP8_UNMODELLED) + tuple(SWITCH_FLAGS) + \
+    ("--cross-entropy-fusion-impl", UB_CFG_FLAG)
 MINDSPEED_LORA_RANK = 16  # MindSpeed-LLM's --lora-r default
 
 
@@ -43,6 +49,63 @@ def read_feature_flags(fl: FlagSet, out: Collector, put: Put) -> None:
     _fp8(fl, out, put)
     _lora(fl, out, put)
     _switches(fl, out, put)
+    _ub_config(fl, out, put)
+
+
+def _ub_config(fl: FlagSet, out: Collector, put: Put) -> None:
+    """``--tp-comm-overlap-cfg``: the YAML Megatron hands Transformer Engine's ``initialize_ub`` as ``ub_cfgs``
+    (``yaml.safe_load``, megatron/training/initialize.py), read — never executed — from beside the script (or its
+    absolute path): each known GEMM's method, is_reduce_scatter and fp8_buf into ``strategy.tp_comm_overlap_cfg``
+    ([D-UB] prices them). A file that cannot be read, an entry TE would ignore or refuse, is said naming the file
+    and key, and priced with TE's defaults."""
+    value = fl.text(UB_CFG_FLAG)
+    if value is None:
+        return
+    where = Path(value) if Path(value).is_absolute() else Path(out.path).parent / value
+    try:
+        data = load_yaml(read_text(where), str(where))
+    except ConfigError as exc:
+        out.warn("W-UB-CFG", msg("W-UB-CFG.unreadable", path=out.path, flag=UB_CFG_FLAG, file=str(where),
+                                 reason=exc.bare_message))
+        return
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        out.warn("W-UB-CFG", msg("W-UB-CFG.not-mapping", file=str(where), got=type(data).__name__))
+        return
+    known = {name for name, _fp8 in UB_GEMMS}
+    settings: list[UbGemm] = []
+    for name, entry in data.items():
+        said = _ub_entry_problem(str(name), entry, known)
+        if said is not None:
+            out.warn("W-UB-CFG", msg("W-UB-CFG.entry", file=str(where), key=str(name), problem=said))
+            continue
+        settings.append(UbGemm(str(name), entry.get("method"), entry.get("is_reduce_scatter"), entry.get("fp8_buf")))
+    try:
+        ub_gemms(tuple(settings))
+    except ValueError as exc:
+        out.warn("W-UB-CFG", msg("W-UB-CFG.refused", file=str(where), problem=str(exc)))
+        return
+    if settings:
+        put("strategy.tp_comm_overlap_cfg", [s.to_dict() for s in settings], UB_CFG_FLAG)
+
+
+def _ub_entry_problem(name: str, entry: Any, known: set[str]) -> Text | None:
+    """Why TE would not take one ``--tp-comm-overlap-cfg`` entry as written (None: it would)."""
+    if name not in known:
+        return msg("W-UB-CFG.unknown-gemm", known=", ".join(sorted(known)))
+    if not isinstance(entry, dict):
+        return msg("W-UB-CFG.not-settings", got=type(entry).__name__)
+    extra = sorted(str(k) for k in entry if k not in UB_SETTINGS)
+    if extra:
+        return msg("W-UB-CFG.unknown-setting", names=", ".join(extra))
+    if entry.get("method") is not None and entry["method"] not in UB_METHOD_NAMES:
+        return msg("W-UB-CFG.method", method=entry["method"], methods=", ".join(UB_METHOD_NAMES))
+    bad = [k for k in ("is_reduce_scatter", "fp8_buf") if entry.get(k) is not None and
+           not isinstance(entry[k], bool)]
+    if bad:
+        return msg("W-UB-CFG.not-bool", names=", ".join(bad))
+    return None
 
 
 def _switches(fl: FlagSet, out: Collector, put: Put) -> None:

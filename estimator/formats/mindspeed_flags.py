@@ -27,5 +27,6 @@ RECOMPUTE_FLAGS = ("--recompute-granularity", "--recompute-method", "--recompute
 # Strategy fields a launch script has no flag for, and those a MindSpeed-MM model.json owns
 FIXED_FIELDS = ("d_rep", "d_sh", "n_s", "offset", "offset_rule", "mtp_in_offset", "emb_out_in_offset",
                 "master_bytes", "n_optimizer_states", "dropout_mask_bytes", "norm_bytes", "loss_bytes", "reduce_bytes",
-                "vocab_emb_dp", "vocab_parallel_loss", "recompute_slice_activation", "offload_layers")
+                "vocab_emb_dp", "vocab_parallel_loss", "recompute_slice_activation", "offload_layers",
+                "tp_comm_overlap_cfg")
 MODEL_JSON_FIELDS = ("vision_partition", "frozen_modules")
