@@ -420,6 +420,8 @@ def _is_read(section: str, key: str) -> bool:
         return key in ("dim", "target_modules", "dropout")
     if section == "dataset":
         return key in ("seq_length", "sequence_length")
+    if key == "tp_comm_overlap_cfg":  # a path is read (D-UB-CFG); Bridge's inline mapping of settings is not
+        return False
     arg = INVERTED.get(key) or RENAMES.get(key, key)
     return f"--{arg.replace('_', '-')}" in READ_FLAGS or key in ("num_query_groups", "gated_linear_unit")
 
