@@ -187,7 +187,7 @@ class _Settings:
 
         full = rec.full_counts if rec.full_counts is not None else rec.default_mode == "full"
         sel = rec.sel_counts if rec.sel_counts is not None else rec.default_mode == "selective"
-        out["rec_full"] = self.full_ranges(st, slots, problems) if rec.ranges else counts(full)
+        out["rec_full"] = self.full_ranges(st, problems) if rec.ranges else counts(full)
         out["rec_sel"] = counts(sel)
         out["rec_comm"] = counts(rec.comm_counts if rec.comm_counts is not None else False)
         out["rec_slice"] = st.recompute_slice_activation
@@ -226,7 +226,7 @@ class _Settings:
         self.swap(st, out, problems)
         return out
 
-    def full_ranges(self, st: Strategy, slots: list[list[range]], problems: list[str]) -> Any:
+    def full_ranges(self, st: Strategy, problems: list[str]) -> Any:
         """Full-recompute ranges (layer ids read under swap): with swap_config.swap on, MindFormers' global layer
         ids (an mcore model's MTP layers follow the last layer's id, so their indices are not written); with swap
         off, the per-stage counts of those layers at the strategy's pipeline layout."""
