@@ -1,13 +1,15 @@
 """Old-vs-new check for speed work: dump every number the estimator gives for a fixed set of plans — the estimate
-(with and without Explain, and after an edit of the micro-batch count) of every bundled example, benchmark input
-and fixture plan, and a set of searches (counts per rule, examples, ranked and Pareto rows, the current plan) —
-then compare two dumps made by two checkouts. A speed change must leave the dump identical to the byte.
+(with and without Explain, and after an edit of the micro-batch count) of every bundled example, benchmark input,
+fixture plan and (where ../shared is present) real config, and a set of searches (counts per rule, examples,
+ranked and Pareto rows, the current plan) — then compare two dumps made by two checkouts. A speed change must
+leave the dump identical to the byte.
 
     PYTHONPATH=. .venv/bin/python benchmarks/result_dump.py dump before.json      # in the old checkout
     PYTHONPATH=. .venv/bin/python benchmarks/result_dump.py dump after.json       # in the new one
     .venv/bin/python benchmarks/result_dump.py compare before.json after.json
 
-(``PYTHONPATH=.``: the checkout's own ``estimator``, whichever worktree the virtual environment was installed from.)
+(``PYTHONPATH=.``: the checkout's own ``estimator``, whichever worktree the virtual environment was installed from.
+Both dumps must come from the same version of this file: copy it into the old checkout first.)
 """
 
 from __future__ import annotations
@@ -19,13 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from estimator import estimate
-from estimator.errors import SappError
+from estimator.errors import ConfigError, SappError
 from estimator.formats import parse
+from estimator.messages import Message
 from estimator.parsed import ParsedConfig
 from estimator.search import SearchSpace, parse_dims, search
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "resources" / "examples"
+REAL = (ROOT.parent / "shared").resolve() / "real-configs"
+REAL_DEVICES = (8, 64, 256, 1024)  # device counts to try where a real config leaves it to the launcher
+REAL_MODEL = REAL / "hf_config" / "hf_llama3_1_8b_config.json"  # where it leaves the model to another file
+HF_TRAINER = EXAMPLES / "torchtitan_llama3_8b_longctx_cp.toml"  # a Hugging Face config.json is a model only
 PAIRS = {"mindspeed_qwen2_5vl_7b_finetune.sh": "mindspeed_qwen2_5vl_7b_model.json"}
 DEVICES = {".toml": 256}  # torchtitan TOMLs do not state the device count
 SEARCHES = [  # (plan, devices, global batch; None: the plan's), dimensions
@@ -47,11 +54,68 @@ def plan_files() -> list[list[Path]]:
            if p.name != "index.yaml" and p.name not in paired]
     out += [[p] for p in sorted((ROOT / "benchmarks" / "inputs").glob("*.plan.yaml"))]
     out += [[p] for p in sorted((ROOT / "tests" / "fixtures").rglob("*.plan.yaml"))]
+    return out + real_files()
+
+
+def real_files() -> list[list[Path]]:
+    """Every real config (../shared/real-configs, when present): a MindSpeed-MM script with its model.json, each
+    recipe of a Python config module (``FILE.py:FUNCTION``)."""
+    if not REAL.is_dir():
+        return []
+    out = []
+    for path in sorted(REAL.rglob("*")):
+        if not path.is_file() or path.suffix == ".md" or path.name.endswith("_model.json"):
+            continue
+        model = path.with_name(path.name.replace("_finetune.sh", "_model.json"))
+        if path.name.endswith("_finetune.sh") and model.is_file():
+            out.append([path, model])
+        else:
+            out += [[Path(f"{path}:{name}")] if name else [path] for name in recipes(path)]
     return out
 
 
+def recipes(path: Path) -> list[str]:
+    """The recipe functions of a Python config module that holds several (the first 12, which its refusal
+    lists), else [""]: the file itself."""
+    if path.suffix != ".py":
+        return [""]
+    try:
+        parse([str(path)], devices=REAL_DEVICES[0])
+    except ConfigError as err:
+        said = err.bare
+        if isinstance(said, Message) and said.key == "torchtitan_py.name-recipe-read":
+            return [name.removesuffix(" …") for name in dict(said.params)["shown"].split(", ")]
+    return [""]
+
+
 def read(paths: list[Path]) -> ParsedConfig:
+    if paths[0].is_relative_to(REAL):
+        return read_real(paths)
     return parse([str(p) for p in paths], devices=DEVICES.get(paths[0].suffix))
+
+
+def read_real(paths: list[Path]) -> ParsedConfig:
+    """A real config as a user would open it: a Hugging Face config.json as the model of a torchtitan TOML; a
+    file that leaves the device count to the launcher with the first of REAL_DEVICES that reads, and one that
+    also leaves the model and sequence length to other files with Llama-3.1-8B's config and 4096 (the first
+    error when none reads)."""
+    if paths[0].parent.name == "hf_config":
+        return parse([str(HF_TRAINER)], devices=DEVICES[".toml"], model=paths[0])
+    tries: list[dict[str, Any]] = [{}, *({"devices": n} for n in REAL_DEVICES),
+                                   *({"devices": n, "model": REAL_MODEL, "overrides": {"strategy.seq_length": 4096}}
+                                     for n in REAL_DEVICES)]
+    first: SappError | None = None
+    for extra in tries:
+        try:
+            return parse([str(p) for p in paths], **extra)
+        except SappError as err:
+            first = first or err
+    assert first is not None
+    raise first
+
+
+def plan_name(path: Path) -> str:
+    return str(path.relative_to(REAL.parent) if path.is_relative_to(REAL) else path.relative_to(ROOT))
 
 
 def as_text(value: Any) -> str:
@@ -61,7 +125,7 @@ def as_text(value: Any) -> str:
 def dump() -> dict[str, str]:
     out: dict[str, str] = {}
     for paths in plan_files():
-        name = str(paths[0].relative_to(ROOT))
+        name = plan_name(paths[0])
         try:
             parsed = read(paths)
         except SappError as err:

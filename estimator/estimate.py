@@ -31,7 +31,7 @@ from .result import Result, StageResult
 from .rowtime import ROW_FLOPS
 from .schedules import inflight_profile
 from .stage import StagePricer, stage_rows
-from .steptime import StepTime, step_time
+from .steptime import CHUNK_HOLDINGS, StepTime, step_time
 from .strategy import Strategy
 from .units import fmt_bytes
 from .validate import RuleContext, violations
@@ -69,7 +69,8 @@ def step_band(pricer: StagePricer) -> tuple[float, float]:
     for end in ("high", "low"):
         at = copy.copy(pricer)  # the rows and their costs do not depend on the efficiencies; only the times do
         at.r = replace(pricer.r, hardware=pricer.r.hardware.at_band(end))
-        at.memo = {ROW_FLOPS: pricer.memo.get(ROW_FLOPS, {})}  # the FLOPs are the device's at any efficiency
+        # the FLOPs and what the chunks hold are the device's at any efficiency
+        at.memo = {key: pricer.memo.get(key, {}) for key in (ROW_FLOPS, CHUNK_HOLDINGS)}
         out.append(float(step_time(at).step_time_s))
     return out[0], out[1]
 

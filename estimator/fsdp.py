@@ -23,6 +23,9 @@ from .static import gather_bytes
 # slots live at instant (a): the block's A(ℓ, none) minus the down-projection input, released by its backward
 FC2_INPUTS = frozenset({"m.fc2_in", "e.fc2_in", "s.fc2_in"})
 ATTN_INPUTS = frozenset({"a.norm_in", "a.norm_out"})
+# a block's instants, named by ``Instant.named`` with each stage's layer index (made once: a walk makes four a block)
+BLOCK_A, BLOCK_B, BLOCK_C, BLOCK_C_OUTPUT = (msg("fsdp.block.a", block=None), msg("fsdp.block.b", block=None),
+                                             msg("fsdp.block.c", block=None), msg("fsdp.block.c-output", block=None))
 
 
 @dataclass(frozen=True)
@@ -287,12 +290,12 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
                 released = released + block_bytes[pos]
             continue
         comm_ab = res + gather + pf + rs  # each stage names its own layer in the instants (Instant.named)
-        out.append(Instant(msg("fsdp.block.a", block=None), grads, before + stored_a, comm_ab, head_grad + work_a, k))
-        out.append(Instant(msg("fsdp.block.b", block=None), grads, before + stored_b, comm_ab, head_grad + work_b, k))
+        out.append(Instant(BLOCK_A, grads, before + stored_a, comm_ab, head_grad + work_a, k))
+        out.append(Instant(BLOCK_B, grads, before + stored_b, comm_ab, head_grad + work_b, k))
         res_c = res - (0.0 if reshard else block_bytes[pos])
-        out.append(Instant(msg("fsdp.block.c", block=None), grads, before, res_c + brd * e_l + pf,
+        out.append(Instant(BLOCK_C, grads, before, res_c + brd * e_l + pf,
                            head_grad + work_c, k))
-        out.append(Instant(msg("fsdp.block.c-output", block=None), grads_after(done + w.g * e_l / os), before,
+        out.append(Instant(BLOCK_C_OUTPUT, grads_after(done + w.g * e_l / os), before,
                            res_c + brd * e_l + pf + brd * e_l / os * beside, head_grad + work_c - bc * e_l, k))
         done = done + w.g * e_l / os
         if not reshard:

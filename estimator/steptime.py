@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import comm as C
 from .arr import Num, is_array, maximum, where
@@ -107,17 +108,26 @@ class ChunkTimes:
 NOT_LAYERS = (EMBEDDING, OUTPUT, NOOP, VISION, "embedding_copy", "vision_extras")
 
 
+CHUNK_HOLDINGS = "chunk-holdings"  # the pricer's memo key of its chunks' device-independent sums
+
+
+class Holdings(NamedTuple):
+    """What a chunk's rows hold, apart from any time: the per-step terms' inputs (``ChunkTimes`` fields)."""
+
+    elements: tuple[Num, ...]
+    static: Num
+    states: Num
+    layers: Num
+    params: Num
+    grads: Num
+
+
 def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
-    F = B = W = Rc = fwd = bwd = rec = model = hardware = layers = params = grads = 0.0
+    F = B = W = Rc = fwd = bwd = rec = model = hardware = 0.0
     comm: dict[str, Num] = {"tp": 0.0, "cp": 0.0, "ep": 0.0, "host": 0.0}
-    elements = [0.0] * 6
-    static = states = 0.0
-    f = ctx.r.flags
-    bc, bp = ctx.r.widths.c, ctx.r.widths.p
     for k, n in form.counts[j]:
         item, with_head = form.keys[k]
-        cost = ctx.pricer.cost(item, with_head)
-        rt = row_time(ctx, Row(item, j, cost, with_head))
+        rt = row_time(ctx, Row(item, j, ctx.pricer.cost(item, with_head), with_head))
         f_ = b_ = rc_ = 0.0
         for kind, (cf, cb, crc) in rt.comm.items():
             f_, b_, rc_ = f_ + cf, b_ + cb, rc_ + crc
@@ -125,6 +135,25 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
         F, B, W, Rc = F + n * (rt.F + f_), B + n * (rt.B + b_), W + n * rt.W, Rc + n * (rt.Rc + rc_)
         fwd, bwd, rec = fwd + n * rt.F, bwd + n * (rt.B + rt.W), rec + n * rt.Rc
         model, hardware = model + n * rt.flops.model, hardware + n * rt.flops.hardware
+    held = chunk_holdings(ctx, form, j)
+    return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, model, hardware, *held)
+
+
+def chunk_holdings(ctx: TimeContext, form: StageForm, j: int) -> Holdings:
+    """The chunk's trainable elements, gathered bytes and static bytes; they do not depend on the device's
+    efficiencies, so the band's step times (``estimate.step_band``) reuse the plan's (kept per pricer)."""
+    memo = ctx.pricer.memo.setdefault(CHUNK_HOLDINGS, {})
+    key = (id(form), j)
+    got = memo.get(key)  # type: ignore[union-attr]
+    if got is not None and got[0] is form:
+        return got[1]
+    elements = [0.0] * 6
+    static = states = layers = params = grads = 0.0
+    f = ctx.r.flags
+    bc, bp = ctx.r.widths.c, ctx.r.widths.p
+    for k, n in form.counts[j]:
+        item, with_head = form.keys[k]
+        cost = ctx.pricer.cost(item, with_head)
         local, st = cost.local, cost.static
         for i, value in enumerate((local.trainable_dense, local.trainable_expert, gather_bytes(local, f, bc, 1, 0),
                                    gather_bytes(local, f, bc, 0, 1), gather_trainable_bytes(local, f, bp, 1, 0),
@@ -135,18 +164,28 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
         params, grads = params + n * st.parameters, grads + n * st.gradients
         if item.kind not in NOT_LAYERS:
             layers = layers + n
-    return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, model, hardware, tuple(elements), static, states, layers,
-                      params, grads)
+    held = Holdings(tuple(elements), static, states, layers, params, grads)
+    memo[key] = (form, held)  # type: ignore[index]
+    return held
 
 
 def pp_sends(r: Resolved, stage: int, chunk: int) -> tuple[int, int]:
     """(forward, backward) hand-overs of a chunk that leave the stage (V schedules turn on the last stage)."""
-    sched, p, vp = r.flags.schedule, r.par.p, r.par.vp
-    q = slot_index(sched, p, vp, stage, chunk)
+    return stage_sends(r.flags.schedule, r.par.p, r.par.vp)[stage][chunk]
+
+
+@lru_cache(maxsize=256)
+def stage_sends(sched: str, p: int, vp: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """``pp_sends`` of every (stage, chunk) of a schedule, built once per (schedule, p, vp)."""
     n = p * vp
-    fwd = int(q < n - 1 and slot_position(sched, p, vp, q + 1)[0] != stage)
-    bwd = int(q > 0 and slot_position(sched, p, vp, q - 1)[0] != stage)
-    return fwd, bwd
+
+    def sends(stage: int, chunk: int) -> tuple[int, int]:
+        q = slot_index(sched, p, vp, stage, chunk)
+        fwd = int(q < n - 1 and slot_position(sched, p, vp, q + 1)[0] != stage)
+        bwd = int(q > 0 and slot_position(sched, p, vp, q - 1)[0] != stage)
+        return fwd, bwd
+
+    return tuple(tuple(sends(stage, chunk) for chunk in range(vp)) for stage in range(p))
 
 
 def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes]) -> StageTimes:
@@ -363,14 +402,22 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
                 built[signature] = build_form(rows, par.vp)
             forms.append(built[signature])
     # stages holding the same rows that send the same pipeline hand-overs take the same time: price each such
-    # stage once (most middle stages of a uniform stack)
+    # stage once (most middle stages of a uniform stack); chunks holding the same rows, each such chunk once
     seen: dict[tuple, StageTimes] = {}
+    chunks: dict[tuple, ChunkTimes] = {}
+    sends = stage_sends(sched, par.p, par.vp)
     timed = []
     for i, form in enumerate(forms):
-        key = (id(form), tuple(pp_sends(r, i, j) for j in range(par.vp)))
+        key = (id(form), sends[i])
         got = seen.get(key)
         if got is None:
-            got = seen[key] = stage_times(ctx, i, [chunk_times(ctx, form, j) for j in range(par.vp)])
+            parts = []
+            for j in range(par.vp):
+                held = (id(form), form.counts[j])
+                if held not in chunks:
+                    chunks[held] = chunk_times(ctx, form, j)
+                parts.append(chunks[held])
+            got = seen[key] = stage_times(ctx, i, parts)
         timed.append(got)
     stages = tuple(timed)
     units = par.m * par.n_s  # micro-batches (slices) per flush

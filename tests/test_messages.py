@@ -343,3 +343,26 @@ def test_explain_headings_keep_english_labels_and_say_them_in_chinese() -> None:
     assert "layer 3 = " in text  # a label written as plain text stays as written
     leaf.label = "renamed"  # plain text replacing a catalogued label wins over the message
     assert leaf.localized("label", CHINESE) == "renamed"
+
+
+def test_a_kept_text_is_the_one_its_values_render(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendered texts are kept by template, language and parameters (estimator.messages._RENDERED): values Python
+    calls equal but that render differently (1, 1.0, True; 0.0 and -0.0; a nested message's) never share a text,
+    and a kept text is the one rendering afresh gives."""
+    import estimator.messages as messages
+
+    monkeypatch.setattr(messages, "catalogue", lambda: {"x.value": {ENGLISH: "{v} here", CHINESE: "{v} 在此"},
+                                                         "x.inner": {ENGLISH: "inner {v}", CHINESE: "内 {v}"}})
+    values = [1, 1.0, True, 0.0, -0.0, "1", None, (1, 2), (1.0, 2), msg("x.inner", v=1), msg("x.inner", v=1.0),
+              msg("x.inner", v=True)]
+    expected = {(repr(v), language): Message("x.value", (("v", v),)).render(language) for v in values
+                for language in LANGUAGES}
+    assert len(set(expected.values())) == len(expected) - 2  # only 1 and "1" say the same, in each language
+    for _ in range(2):  # the second round reads what the first kept
+        for v in values:
+            for language in LANGUAGES:
+                assert Message("x.value", (("v", v),)).render(language) == expected[(repr(v), language)]
+    assert expected[("True", ENGLISH)] == "True here" and expected[("-0.0", ENGLISH)] == "-0.0 here"
+    kept = {key for key in messages._RENDERED if key[0] == "{v} here"}
+    assert len(kept) == len(values)  # every value its own entry, a list or a numpy number none
+    assert messages._plain_key((("v", [1]),)) is None and messages._plain_key((("v", msg("x.inner", v=[1])),)) is None

@@ -258,6 +258,32 @@ def test_vectorised_equals_scalar():
         assert np.allclose(vec.parts[name], [s.parts[name] for s in scalars], rtol=1e-12, atol=1e-15)
 
 
+
+@pytest.mark.parametrize(("model", "strategy", "framework"), PLANS)
+def test_shared_stages_and_chunks_equal_each_priced_alone(model, strategy, framework):
+    """``step_time`` prices each distinct stage (rows and hand-overs) and each distinct chunk once, and the band's
+    step times reuse what the chunks hold (``CHUNK_HOLDINGS``): every stage equals its own assembly from fresh
+    chunk times, and each band end equals a step timed from scratch on the device at that end."""
+    from estimator.assembly.form import stage_plan
+    from estimator.estimate import step_band
+    from estimator.rowtime import TimeContext
+    from estimator.steptime import chunk_times, stage_times
+
+    r = resolve(model, strategy, H100, RunOptions(framework=framework))
+    layout = build_layout(layout_inputs(r))
+    shared = step_time(StagePricer(r, layout))
+    for i, (form, _entries) in enumerate(stage_plan(layout, r.dims.tie)):
+        ctx = TimeContext(StagePricer(r, layout))
+        alone = stage_times(ctx, i, [chunk_times(ctx, form, j) for j in range(r.par.vp)])
+        assert shared.stages[i] == alone
+    assert H100.has_band
+    fresh = [float(step_time(StagePricer(dataclasses.replace(r, hardware=H100.at_band(end)), layout)).step_time_s)
+             for end in ("high", "low")]
+    pricer = StagePricer(r, layout)
+    step_time(pricer)  # as estimate: the plan's step first, then its band from what that kept
+    assert step_band(pricer) == tuple(fresh)
+
+
 # ----------------------------------------------------------------------------------------- T-UPSTREAM
 def test_score_upstream_structure():
     kw = {"h": 4096, "a": 32, "s": 4096, "b": 1, "hff": 11008, "v": 32000, "t": 4, "sp": True, "m": 8}

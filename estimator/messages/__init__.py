@@ -46,12 +46,24 @@ class Message:
         if entry is None:  # tests/test_messages.py keeps this from happening; never lose the words if it does
             return f"{self.key} {dict(self.params)}" if self.params else self.key
         template = entry.get(language) or entry[ENGLISH]
+        # an estimate says the same things again and again (its warnings, each stage's peak instant): a text
+        # whose parameters are plain values is kept, keyed by its template, language and typed parameters
+        key = _plain_key(self.params)
+        if key is not None:
+            got = _RENDERED.get((template, language, key))
+            if got is not None:
+                return got
         try:
-            return _Formatter(language).vformat(template, (), dict(self.params))
+            text = _Formatter(language).vformat(template, (), dict(self.params))
         except (KeyError, IndexError, ValueError, TypeError, AttributeError):
             if language != ENGLISH:
                 return self.render(ENGLISH)
             return f"{template} {dict(self.params)}"
+        if key is not None:
+            if len(_RENDERED) >= RENDERED_KEPT:
+                _RENDERED.clear()
+            _RENDERED[(template, language, key)] = text
+        return text
 
     def localized(self, language: str) -> str:
         return self.render(language)
@@ -62,6 +74,37 @@ class Message:
 
 class Listing(tuple):
     """Items said as one list: ", " between them in English, "、" in Chinese, each item in the language."""
+
+
+RENDERED_KEPT = 4096
+_RENDERED: dict[tuple, str] = {}
+_PLAIN = (str, int, bool, type(None))
+
+
+def _plain_key(params: tuple[tuple[str, Any], ...]) -> tuple | None:
+    """The parameters as a key that tells apart every value that renders differently (1, 1.0 and True are equal
+    in Python, 0.0 and -0.0 too): each value with its exact type, floats by their bits, nested messages and
+    tuples by their own keys; None when a value is of another kind (a list, an error, a numpy number, …)."""
+    out = []
+    for name, value in params:
+        kind = type(value)
+        if kind in _PLAIN:
+            out.append((name, kind, value))
+        elif kind is float:
+            out.append((name, kind, value.hex()))
+        elif kind is Message:
+            inner = _plain_key(value.params)
+            if inner is None:
+                return None
+            out.append((name, kind, value.key, inner))
+        elif kind is tuple or kind is Listing:
+            inner = _plain_key(tuple(("", v) for v in value))
+            if inner is None:
+                return None
+            out.append((name, kind, inner))
+        else:
+            return None
+    return tuple(out)
 
 
 def msg(key: str, /, **params: Any) -> Message:
