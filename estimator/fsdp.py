@@ -87,21 +87,25 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
         fields_j, dynamic_j, k_j, walk = cached
         picked.append((fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3]))
         totals.append(a_h + dynamic_j)
-        where_ = str(tuple(points[point].counts)) if point >= 0 else ""
-        walks.append((a_h, walk, where_, k_j))
+        walks.append((a_h, walk, point, k_j))
     c = argmax_first(totals)
     won = _gather(c, picked)
     several = len(points) > 1
     if isinstance(c, int) and not is_array(*won):
-        a_h, walk, where_, k_j = walks[c]
+        a_h, walk, point, k_j = walks[c]
         named = walk[k_j].named(rows)
-        name = msg("explain.instant-after", name=named, where=where_) if several else named
+        name = msg("explain.instant-after", name=named, where=_where(points, point)) if several else named
         counts = max(points, key=lambda pt: sum(pt.counts)).counts
     else:
         name, counts = "", points[0].counts
-    shown = tuple((a_h, [replace(inst, name=inst.named(rows), focus=-1) for inst in walk], where_)
-                  for a_h, walk, where_, _k in walks) if explain else ()
+    shown = tuple((a_h, [replace(inst, name=inst.named(rows), focus=-1) for inst in walk], _where(points, point))
+                  for a_h, walk, point, _k in walks) if explain else ()
     return Peak(Instant(name, *won), tuple(counts), shown, several)
+
+
+def _where(points: list, point: int) -> str:
+    """The replay point an instant follows, as its in-flight counts (one element; "" for arrays)."""
+    return str(tuple(points[point].counts)) if point >= 0 else ""
 
 
 def _gather(index: Num, options: list[tuple[Num, ...]]) -> tuple[Num, ...]:
@@ -132,7 +136,8 @@ def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
     for k, pt in enumerate(points):
         groups.setdefault(id(pt.valid), []).append((k, pt))
     if not is_array(*act_chunk, *(pt.valid for pt in points)):
-        return {j: _largest(points, act_chunk, j) for j in chunks}
+        held = [_held(pt, act_chunk) for pt in points]
+        return {j: _largest(points, held, act_chunk, j) for j in chunks}
     size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *[np.shape(pt.valid) for pt in points])
     acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
         len(act_chunk), -1)
@@ -154,18 +159,23 @@ def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
     return {j: (v.reshape(size), -1) for j, v in out.items()}
 
 
-def _largest(points: list, act_chunk: list[Num], chunk: int) -> tuple[Num, int]:
-    """One element: max over the points followed by ``chunk``'s backward of Σ_i n_i·A_chunk(i) − A_chunk(chunk),
-    ties to the earliest, and that point's index."""
+def _held(point: Any, act_chunk: list[Num]) -> Num:
+    """One element: Σ_i n_i·A_chunk(i) at a replay point."""
+    value: Num = 0
+    for n, a in zip(point.counts, act_chunk, strict=True):
+        value = value + n * a
+    return value
+
+
+def _largest(points: list, held: list[Num], act_chunk: list[Num], chunk: int) -> tuple[Num, int]:
+    """One element: max over the points followed by ``chunk``'s backward of Σ_i n_i·A_chunk(i) − A_chunk(chunk)
+    (``held``: the sums per point), ties to the earliest, and that point's index."""
     best: Num = -np.inf
     at = -1
     for k, pt in enumerate(points):
         if pt.backward_chunk != chunk:
             continue
-        value: Num = 0
-        for n, a in zip(pt.counts, act_chunk, strict=True):
-            value = value + n * a
-        value = value - act_chunk[chunk]
+        value = held[k] - act_chunk[chunk]
         if value > best:
             best, at = value, k
     return best, at

@@ -353,9 +353,11 @@ def _select(S: Sequence[Num], values: Sequence[Num]) -> Num:
     return out
 
 
-def pipeline_time(schedule: str, stages: Sequence[StageTimes], m: Num, vp: Num, n_s: Num) -> Num:
-    """[T-PIPE] One flush of the pipeline (stage values per micro-batch; per slice for sliced schedules)."""
-    S = [st.S for st in stages]
+def pipeline_time(schedule: str, stages: Sequence[StageTimes], m: Num, vp: Num, n_s: Num,
+                  S: Sequence[Num] | None = None) -> Num:
+    """[T-PIPE] One flush of the pipeline (stage values per micro-batch; per slice for sliced schedules); ``S``:
+    the stages' S when the caller has them."""
+    S = [st.S for st in stages] if S is None else S
     p = len(stages)
     if schedule == "1f1b":
         return pipe_1f1b(S, m)
@@ -420,18 +422,23 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
             got = seen[key] = stage_times(ctx, i, parts)
         timed.append(got)
     stages = tuple(timed)
+    # the slowest stage's parts are picked among the distinct stages (first occurrences, in stage order): a
+    # stage priced once has one S, and a later copy never beats an earlier one (ties go to the earliest)
+    distinct = list({id(st): st for st in stages}.values())
+    S_of = {id(st): st.S for st in distinct}
+    S = [S_of[id(st)] for st in stages]
+    S_distinct = [S_of[id(st)] for st in distinct]
     units = par.m * par.n_s  # micro-batches (slices) per flush
-    t_pipe = pipeline_time(sched, stages, par.m, par.vp, par.n_s)
-    S = [st.S for st in stages]
+    t_pipe = pipeline_time(sched, stages, par.m, par.vp, par.n_s, S)
     dp_step = _max([st.comm["dp"] for st in stages])
     t_opt = _max([st.optimizer for st in stages])
     total = par.n_acc * t_pipe + dp_step + t_opt
     reps = par.n_acc * units
     parts: dict[str, Num] = {}
-    split = {id(st): st.parts() for st in stages}  # stages priced once share their parts
+    split = {id(st): st.parts() for st in distinct}  # stages priced once share their parts
     for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp", "host"):
-        parts[name] = reps * _select(S, [split[id(st)][name] for st in stages])
-    parts["dp"] = dp_step + reps * _select(S, [st.comm["fsdp"] for st in stages])
+        parts[name] = reps * _select(S_distinct, [split[id(st)][name] for st in distinct])
+    parts["dp"] = dp_step + reps * _select(S_distinct, [st.comm["fsdp"] for st in distinct])
     parts["bubble"] = par.n_acc * t_pipe - reps * _max(S)
     parts["optimizer"] = t_opt
     parts = {k: parts[k] for k in PARTS}

@@ -276,6 +276,11 @@ def test_shared_stages_and_chunks_equal_each_priced_alone(model, strategy, frame
         ctx = TimeContext(StagePricer(r, layout))
         alone = stage_times(ctx, i, [chunk_times(ctx, form, j) for j in range(r.par.vp)])
         assert shared.stages[i] == alone
+    # the parts are the slowest stage's (the first of the largest S), picked among the distinct stages
+    slowest = shared.stages[min(range(r.par.p), key=lambda i: (-shared.stages[i].S, i))]
+    reps = r.par.n_acc * r.par.m * r.par.n_s
+    for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp", "host"):
+        assert shared.parts[name] == reps * slowest.parts()[name]
     assert H100.has_band
     fresh = [float(step_time(StagePricer(dataclasses.replace(r, hardware=H100.at_band(end)), layout)).step_time_s)
              for end in ("high", "low")]

@@ -277,8 +277,9 @@ def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence
     counts, working, point = peak_point(points, [c.act for c in chunks], work, memo)
     transient, transient_from = _stage_transient(f.comm_buffer_mode, chunks)
     cat = {name: 0.0 for name in CATEGORIES}
+    held = chunk_totals(pricer, chunks)
     for term in terms.ROW_TERMS:
-        cat[term.category] = cat[term.category] + _chunk_total(chunks, lambda c, t=term: c.rows[t.id])
+        cat[term.category] = cat[term.category] + held.rows[term.id]
     acts: Num = 0.0
     for n, c in zip(counts, chunks, strict=True):
         acts = acts + n * c.act
@@ -310,12 +311,41 @@ def _chunk_total(chunks: Sequence[ChunkSums], get) -> Num:
     return out
 
 
+class ChunkTotals(NamedTuple):
+    """Sums over a stage's chunks that do not depend on its peak point: per ROW_TERMS id what the rows hold,
+    what they hold at the optimizer step (all terms), the optimizer's temporaries, per HOST_TERMS id."""
+
+    rows: dict[str, Num]
+    step: Num
+    temps: Num
+    host: dict[str, Num]
+
+
+def chunk_totals(pricer: StagePricer, chunks: Sequence[ChunkSums]) -> ChunkTotals:
+    """The chunks' totals, kept per pricer with the chunks they sum: the stages holding the same rows share one
+    list of chunk sums (``stage_chunks``), and the slack replay prices each stage twice."""
+    key = ("chunk-totals", id(chunks))
+    got = pricer.memo.get(key)
+    if got is not None and got[0] is chunks:  # type: ignore[index]
+        return got[1]  # type: ignore[index]
+    step: Num = 0.0
+    for term in terms.ROW_TERMS:
+        step = step + _chunk_total(chunks, lambda c, t=term: c.step[t.id])
+    temps = _chunk_total(chunks, lambda c: c.temps) if pricer.r.flags.optimizer_impl == "foreach" else \
+        max_all([c.temps for c in chunks])
+    totals = ChunkTotals(rows={t.id: _chunk_total(chunks, lambda c, t=t: c.rows[t.id]) for t in terms.ROW_TERMS},
+                         step=step, temps=temps,
+                         host={t.id: _chunk_total(chunks, lambda c, t=t: (c.host or {})[t.id])
+                               for t in terms.HOST_TERMS})
+    pricer.memo[key] = (chunks, totals)
+    return totals
+
+
 def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
     """The stage terms, the total (M-STAGE) and the optimizer-step peak [S-OPT]."""
     cat, chunks, counts, working, transient = dict(tensors.categories), tensors.chunks, tensors.counts, \
         tensors.working, tensors.transient
     r = pricer.r
-    f = r.flags
     groups = process_groups(r, stage, pricer.memo)
     at_step: Num = 0.0
     added = []
@@ -332,25 +362,21 @@ def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
         cat = {name: value if np.shape(value) == total.shape else value + np.zeros_like(total)
                for name, value in cat.items()}
     # [S-OPT] what the rows hold at the optimizer step, the optimizer's temporaries, the stage terms' part
-    opt_peak: Num = 0.0
-    for term in terms.ROW_TERMS:
-        opt_peak = opt_peak + _chunk_total(chunks, lambda c, t=term: c.step[t.id])
-    temps = _chunk_total(chunks, lambda c: c.temps) if f.optimizer_impl == "foreach" else \
-        max_all([c.temps for c in chunks])
-    opt_peak = opt_peak + temps + at_step
+    held = chunk_totals(pricer, chunks)
+    opt_peak = held.step + held.temps + at_step
     return StageMemory(categories=cat, total=total, optimizer_step_peak=opt_peak, counts=tuple(counts),
                        working=working, transient=transient, groups=groups, stage_terms=tuple(added),
-                       host=_host(chunks, counts), **tensors.where)
+                       host=_host(chunks, counts, held), **tensors.where)
 
 
-def _host(chunks: Sequence[ChunkSums], counts: Sequence[Num]) -> dict[str, Num]:
+def _host(chunks: Sequence[ChunkSums], counts: Sequence[Num], held: ChunkTotals) -> dict[str, Num]:
     """[H-DEVICE] host memory of one device: Σ_j n_j·offload(j) at the stage's peak point (pinned buffers of
     every micro-batch in flight) and the HOST_TERMS summed over the chunks, by HOST_KINDS."""
     out: dict[str, Num] = {kind: 0.0 for kind in terms.HOST_KINDS}
     for n, c in zip(counts, chunks, strict=True):
         out["activations"] = out["activations"] + n * c.offload
     for term in terms.HOST_TERMS:
-        out[term.category] = out[term.category] + _chunk_total(chunks, lambda c, t=term: (c.host or {})[t.id])
+        out[term.category] = out[term.category] + held.host[term.id]
     return out
 
 
@@ -382,9 +408,10 @@ def _tensors(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[
     rows = stage_rows(pricer, stage) if rows is None else rows
     peak = fsdp.peak_instant(pricer, list(rows), [c.act for c in chunks], points, explain)
     cat = {name: 0.0 for name in CATEGORIES}
+    held = chunk_totals(pricer, chunks)
     for term in terms.ROW_TERMS:
         if term.category not in INSTANT_CATEGORIES:
-            cat[term.category] = cat[term.category] + _chunk_total(chunks, lambda c, t=term: c.rows[t.id])
+            cat[term.category] = cat[term.category] + held.rows[term.id]
     best = peak.best
     cat["gradients"], cat["activations"] = best.gradients, best.activations
     cat["communication_buffers"], cat["working_overhead"] = best.comm, best.working
