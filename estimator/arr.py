@@ -122,5 +122,11 @@ def mask_index(valid: object, size: tuple[int, ...], memo: dict) -> slice | np.n
     return index
 
 
+def valid_shapes(points: Any) -> list[tuple[int, ...]]:
+    """The shapes of the points' validity masks, one per mask object (the points of one micro-batch count share
+    theirs): what the elements' shape is broadcast from."""
+    return [np.shape(valid) for valid in {id(pt.valid): pt.valid for pt in points}.values()]
+
+
 def index_size(index: slice | np.ndarray) -> int:
     return index.stop - index.start if isinstance(index, slice) else len(index)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximum, minimum, pick, where
+from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximum, minimum, pick, valid_shapes, where
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .messages import Message, Text, msg
 from .stage import EMBEDDING_COPY, Row, StagePricer
@@ -138,7 +138,7 @@ def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
     if not is_array(*act_chunk, *(pt.valid for pt in points)):
         held = [_held(pt, act_chunk) for pt in points]
         return {j: _largest(points, held, act_chunk, j) for j in chunks}
-    size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *[np.shape(pt.valid) for pt in points])
+    size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *valid_shapes(points))
     acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
         len(act_chunk), -1)
     n = acts.shape[1]

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import fsdp
-from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, where
+from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, valid_shapes, where
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
 from ..stage import Row, StagePricer, stage_rows
@@ -194,7 +194,7 @@ def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
     groups: dict[int, list[Any]] = {}
     for pt in points:
         groups.setdefault(id(pt.valid), []).append(pt)
-    size = np.broadcast_shapes(*[np.shape(x) for x in (*act, *work)], *[np.shape(pt.valid) for pt in points])
+    size = np.broadcast_shapes(*[np.shape(x) for x in (*act, *work)], *valid_shapes(points))
     vp = len(act)
     acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act]).reshape(vp, -1)
     works = np.stack([np.broadcast_to(np.asarray(w, dtype=np.float64), size) for w in work]).reshape(vp, -1)
