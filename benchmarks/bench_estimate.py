@@ -4,6 +4,10 @@ time of this process (a shared machine's wall clock also counts other processes)
 change of the micro-batch count (new inputs, the layout's stage structure reused). Prints only.
 
     .venv/bin/python benchmarks/bench_estimate.py [--repeat N]
+
+Last measured (2026-12-02, CPU ms per estimate alternating with the previous main in one process, best of seven
+rounds at a load of 6; ranges at a load of 8–9 in docs/decisions.md P-SCALAR-SPEED): DeepSeek-V3 2.56 (was
+2.86), Llama-3-70B 2.82 (was 3.61); goal 0.2 ms missed by 12–15×.
 """
 
 from __future__ import annotations

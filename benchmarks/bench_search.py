@@ -5,6 +5,11 @@ processes), time per phase, the pricing cost per candidate in µs next to one pl
 as many float64 elements, and the latency of a cancel issued mid-pricing. Prints only.
 
     .venv/bin/python benchmarks/bench_search.py
+
+Last measured (2026-12-02, alternating with the previous main in one process, four rounds at a load of 8–9,
+min/median/max CPU; docs/decisions.md P-SEARCH-SPEED): DeepSeek-V3 1.30/1.51/1.77 s (was 1.50/1.61/1.88),
+pricing 4.9/5.3/6.3 µs per surviving candidate ≈ 17,000–22,000 numpy additions over as many elements;
+Llama-3-70B 1.46/1.65/1.99 s (was 1.92/2.01/2.21), 53/63/79 µs per survivor. Goal ≤ 1 s: missed.
 """
 
 from __future__ import annotations
