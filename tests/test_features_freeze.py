@@ -200,12 +200,46 @@ def test_fsdp2_says_its_gradients_are_an_upper_bound() -> None:
     assert any(w.code == "W-UNMODELLED" and "FSDP2" in w.text for w in res.warnings)
 
 
-def test_export_refuses_a_changed_freeze_and_plan_files_keep_it(tmp_path) -> None:
+def _export_yaml(parsed, changes: dict) -> str:
+    from estimator.export import export
+
+    texts = export(apply_changes(parsed, changes))
+    assert len(texts) == 1
+    return next(iter(texts.values()))
+
+
+def test_export_writes_the_freeze_keys_that_train_the_chosen_layers(tmp_path) -> None:
+    """A what-if on the trainable layers writes the freeze_trainable_layers (and use_llama_pro) value that makes
+    LLaMA-Factory's _setup_freeze_tuning train exactly them; the written file reads back to the same plan."""
+    parsed = _parse(tmp_path)
+    last4 = _export_yaml(parsed, {"strategy.trainable_layers": (-4, -3, -2, -1)})
+    assert "freeze_trainable_layers: 4" in last4 and "finetuning_type: freeze" in last4
+    assert "freeze_trainable_layers: 4" in _export_yaml(parsed, {"strategy.trainable_layers": (32, 33, 34, 35)})
+    first3 = _export_yaml(parsed, {"strategy.trainable_layers": (0, 1, 2)})
+    assert "freeze_trainable_layers: -3" in first3
+    # every 9th layer of 36 (the last of 4 blocks): LLaMA Pro's expansion layers
+    pro = _export_yaml(parsed, {"strategy.trainable_layers": (8, 17, 26, 35)})
+    assert "freeze_trainable_layers: 4" in pro and "use_llama_pro: true" in pro
+    (tmp_path / "freeze.yaml").write_text(pro, encoding="utf-8")
+    assert parse([str(tmp_path / "freeze.yaml")], devices=8).strategy.trainable_layers == (8, 17, 26, 35)
+    parts = _export_yaml(parsed, {"strategy.trainable_parts": ("mlp",), "strategy.frozen_modules": ("output",)})
+    assert 'freeze_trainable_modules: "mlp"' in parts and 'freeze_extra_modules: "embed_tokens"' in parts
+    assert "freeze_trainable_layers" not in parts  # LLaMA-Factory's default (2) left as the file has it
+    every = _export_yaml(parsed, {"strategy.trainable_layers": tuple(range(-36, 0))})  # head and embedding frozen
+    assert "freeze_trainable_layers: 36" in every
+    with pytest.raises(ConfigError, match="freeze_trainable_layers 36"):
+        _export_yaml(parsed, {"strategy.trainable_layers": None})
+    full = _export_yaml(parsed, {"strategy.trainable_layers": None, "strategy.frozen_modules": ()})
+    assert "finetuning_type: full" in full
+
+
+def test_export_refuses_a_layer_set_llamafactory_cannot_train_and_plan_files_keep_it(tmp_path) -> None:
     from estimator.export import export
 
     parsed = _parse(tmp_path)
-    with pytest.raises(ConfigError, match="trainable_layers"):
-        export(apply_changes(parsed, {"strategy.trainable_layers": (-4, -3, -2, -1)}))
+    with pytest.raises(ConfigError, match="freeze_trainable_layers") as caught:
+        export(apply_changes(parsed, {"strategy.trainable_layers": (3, 10)}))
+    assert "3, 10" in str(caught.value) and "freeze.yaml" in str(caught.value)
     plan = tmp_path / "house.plan.yaml"
     plan.write_text(PLAN.read_text(encoding="utf-8"), encoding="utf-8")
     edited = apply_changes(parse([plan]), {"strategy.trainable_layers": (-1, 0), "strategy.trainable_parts": ("mlp",),

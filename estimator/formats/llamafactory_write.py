@@ -1,23 +1,25 @@
 """Writing a strategy back into a LLaMA-Factory YAML (docs/model.md#frameworks): the Trainer keys (micro-batch,
-accumulation, cutoff_len, precision, gradient checkpointing), the LoRA / QLoRA keys and, for MCoreAdapter runs, the
-Megatron keys, patched in place. What the DeepSpeed config it names decides (ZeRO stage, offload, buckets) is refused
-with the file to edit; the new text is read again."""
+accumulation, cutoff_len, precision, gradient checkpointing), the LoRA / QLoRA keys, the freeze keys and, for
+MCoreAdapter runs, the Megatron keys, patched in place. What the DeepSpeed config it names decides (ZeRO stage,
+offload, buckets) is refused with the file to edit; the new text is read again."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..messages import msg
 from ..parsed import ParsedConfig, SourceFile
-from ..strategy import Strategy
+from ..strategy import TRAINABLE_PARTS, Strategy
 from .common import load_yaml
 from .flag_source import ArgsMapping
-from .llamafactory import ALL_LINEAR, LORA_TARGETS, megatron_keys, read
+from .llamafactory import ALL_LINEAR, FREEZE_EXTRAS, FREEZE_MODULES, LORA_TARGETS, megatron_keys, read
 from .support import changed_fields, refusal
 from .yaml_patch import YamlPatch
 
 TRAINER_FIELDS = {"dp", "micro_batch_size", "micro_batches", "seq_length", "peft", "lora_rank", "lora_targets",
                   "lora_dropout", "qlora_double_quant", "recompute.default_mode", "param_bytes", "compute_bytes",
                   "grad_bytes", "master_bytes", "lora_param_bytes"}
+FREEZE_FIELDS = {"trainable_layers", "trainable_parts", "frozen_modules"}
 DEEPSPEED_FIELDS = {"sharding.mode", "offload_optimizer", "offload_params", "reduce_bucket", "allgather_bucket",
                     "prefetch_bucket", "max_live_params", "overlap_comm", "tp"}
 
@@ -39,7 +41,7 @@ def write_yaml(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> 
     patch = YamlPatch(source.text, path)
     if mcore:
         _megatron(path, data, old, strategy, parsed, patch)
-    extra = sorted(set(changed) - TRAINER_FIELDS - (set(changed) if mcore else set()))
+    extra = sorted(set(changed) - TRAINER_FIELDS - FREEZE_FIELDS - (set(changed) if mcore else set()))
     if extra:
         raise refusal(f"a LLaMA-Factory YAML cannot express {', '.join(extra)}", path)
     if "micro_batch_size" in changed:
@@ -50,6 +52,8 @@ def write_yaml(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> 
         patch.set(("cutoff_len",), strategy.seq_length)
     if changed.keys() & {"peft", "lora_rank", "lora_targets", "lora_dropout", "qlora_double_quant"}:
         _peft(path, data, strategy, patch)
+    if changed.keys() & FREEZE_FIELDS:
+        _freeze(path, data, strategy, parsed.model.num_layers, patch)
     if "recompute.default_mode" in changed:
         if strategy.recompute.default_mode not in ("none", "full"):
             raise refusal("the Trainer's gradient checkpointing recomputes whole layers (full) or nothing", path)
@@ -92,6 +96,63 @@ def _peft(path: str, data: dict[str, Any], new: Strategy, patch: YamlPatch) -> N
         patch.set(("quantization_bit",), None)
 
 
+def _freeze(path: str, data: dict[str, Any], new: Strategy, layers: int, patch: YamlPatch) -> None:
+    """The freeze keys that make ``_setup_freeze_tuning`` (LLaMA-Factory model/adapter.py) train the layers, module
+    groups and tables ``new`` names (D-FREEZE, read by llamafactory._freeze); a set it cannot produce is refused."""
+    if new.peft != "none":
+        return  # adapters with trainable layers are refused by the estimate (R-PEFT.freeze) before an export
+    if new.trainable_layers is None:
+        if not new.trainable_parts and not new.frozen_modules:  # every weight trains: full fine-tuning
+            patch.set(("finetuning_type",), "full")
+            return
+        # every layer, some module groups or tables frozen: LLaMA-Factory states it as freeze over all L layers,
+        # which reads back as the layers −L…−1; the plan must name them so (the exported file reads as written)
+        raise refusal(msg("llamafactory-write.freeze-every-layer", layers=layers), path, "freeze_trainable_layers")
+    patch.set(("finetuning_type",), "freeze")
+    count = _freeze_layer_count(path, data, new.trainable_layers, layers, patch)
+    if count != data.get("freeze_trainable_layers", 2):  # LLaMA-Factory's default: the last 2 layers
+        patch.set(("freeze_trainable_layers",), count)
+    names = {part: name for name, part in FREEZE_MODULES.items() if name not in ("attention", "attn",
+                                                                                    "block_sparse_moe",
+                                                                                    "feed_forward")}
+    parts = tuple(new.trainable_parts)
+    modules = "all" if not parts or set(parts) == set(TRAINABLE_PARTS) else ",".join(names[p] for p in parts)
+    if modules != str(data.get("freeze_trainable_modules", "all")).replace(" ", ""):
+        patch.set(("freeze_trainable_modules",), modules)
+    tables = {row: name for name, row in FREEZE_EXTRAS.items() if name != "wte"}
+    extras = [tables[row] for row in ("embedding", "output") if row not in new.frozen_modules]
+    if extras or "freeze_extra_modules" in data:
+        patch.set(("freeze_extra_modules",), ",".join(extras) if extras else None)
+
+
+def _freeze_layer_count(path: str, data: dict[str, Any], trainable: tuple[int, ...], layers: int,
+                        patch: YamlPatch) -> int:
+    """``freeze_trainable_layers`` for the model-order layer set ``trainable`` (negative: from the last layer):
+    n for the last n layers, −n for the first n, or n with ``use_llama_pro`` for every (L/n)-th layer."""
+    chosen = sorted({i % layers if i < 0 else i for i in trainable})
+    n = len(chosen)
+    if n and chosen == list(range(layers - n, layers)):
+        if data.get("use_llama_pro"):
+            patch.set(("use_llama_pro",), False)
+        return n
+    if n and chosen == list(range(n)):
+        if data.get("use_llama_pro"):
+            patch.set(("use_llama_pro",), False)
+        return -n
+    if n and layers % n == 0 and chosen == _llama_pro(layers, n):
+        if not data.get("use_llama_pro"):
+            patch.set(("use_llama_pro",), True)
+        return n
+    raise refusal(msg("llamafactory-write.freeze-layers", layers=", ".join(str(i) for i in chosen) or "none"),
+                  path, "freeze_trainable_layers")
+
+
+def _llama_pro(layers: int, n: int) -> list[int]:
+    """The layers ``use_llama_pro`` trains: the last of each of n equal blocks."""
+    stride = layers // n
+    return list(range(stride - 1, layers, stride))
+
+
 def _megatron(path: str, data: dict[str, Any], old: Strategy, new: Strategy, parsed: ParsedConfig,
               patch: YamlPatch) -> None:
     from .mindspeed_script_write import desired_flags
@@ -115,7 +176,21 @@ def _verify(text: str, source: SourceFile, parsed: ParsedConfig, strategy: Strat
     from .mindspeed_script_write import same_plan_as_read
 
     reading = read(text, source.path, load_yaml(text, source.path), strategy.world_size)
-    same_plan_as_read(reading.values, source, parsed, strategy)
+    same_plan_as_read(reading.values, source, parsed, _as_read(strategy, parsed.model.num_layers))
+
+
+def _as_read(strategy: Strategy, layers: int) -> Strategy:
+    """``strategy`` in the form the reader gives the same training: the last n layers as −n…−1, and, when every
+    weight trains, no frozen width and no trainable-only checkpointing (nothing is frozen for them to describe)."""
+    if strategy.trainable_layers is None:
+        if strategy.frozen_modules or strategy.trainable_parts:
+            return strategy
+        return strategy.replace(frozen_param_bytes=None, checkpoint_trainable_only=False)
+    chosen = sorted({i % layers if i < 0 else i for i in strategy.trainable_layers})
+    n = len(chosen)
+    if n and chosen == list(range(layers - n, layers)):
+        return strategy.replace(trainable_layers=tuple(range(-n, 0)))
+    return strategy
 
 
 __all__ = ["write_yaml"]
