@@ -274,6 +274,7 @@ def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
         rest = [a for a in args if a is not type(None)]
         kind = rest[0] if len(rest) == 1 else kind
         origin = typing.get_origin(kind)
+        args = typing.get_args(kind)  # the element type of an optional tuple (tuple[int, ...] | None)
     if info.attr in COUNT_ATTRS:
         return _counts(value, key, where)
     if info.attr == "ranges":

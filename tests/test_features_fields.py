@@ -88,3 +88,14 @@ def test_partly_priced_features_are_said_out_loud():
     st = Strategy(seq_length=4096, offload_optimizer=True)
     got = estimate(LLAMA_8B, st, H100, RunOptions(framework="megatron"))
     assert any(w.code == "W-UNMODELLED" and "CPU compute is not" in w.text for w in got.warnings)
+
+
+@pytest.mark.parametrize("key", ["strategy.trainable_layers", "strategy.vision_partition"])
+def test_an_optional_list_of_integers_checks_its_entries(key) -> None:
+    """tuple[int, ...] | None fields: entries are whole numbers (text digits converted), names refused naming the
+    key — the optional wrapper once hid the element type, so ('one', 'two') was kept as layer indices."""
+    info = lookup(key)
+    assert coerce(info, ["1", 2]) == (1, 2)
+    assert coerce(info, None) is None
+    with pytest.raises(ConfigError, match=f"{key}.*expected an integer, got 'one'"):
+        coerce(info, "one, two")

@@ -10,7 +10,14 @@ from typing import Any
 from PySide6.QtWidgets import QWidget
 
 from estimator.session import PlanSession
-from estimator.strategy import FP8_RECIPES, LOSS_FUSIONS, MOE_ZERO_MEMORY, OFFLOAD_GROUPS, PEFT_METHODS
+from estimator.strategy import (
+    FP8_RECIPES,
+    LOSS_FUSIONS,
+    MOE_ZERO_MEMORY,
+    OFFLOAD_GROUPS,
+    PEFT_METHODS,
+    TRAINABLE_PARTS,
+)
 
 from ..language import translate
 from ..style import QT_TRANSLATE_NOOP
@@ -34,7 +41,7 @@ LOSS_LABELS = {"none": QT_TRANSLATE_NOOP("FeaturesForm", "unfused"),
 ZERO_MEMORY_LABELS = {"disable": QT_TRANSLATE_NOOP("FeaturesForm", "off"),
                       "level0": QT_TRANSLATE_NOOP("FeaturesForm", "level0 — expert input and activation rebuilt"),
                       "level1": QT_TRANSLATE_NOOP("FeaturesForm", "level1 — also the fc1 outputs rebuilt")}
-PEFT_LABELS = {"none": QT_TRANSLATE_NOOP("FeaturesForm", "none — full fine-tuning"),
+PEFT_LABELS = {"none": QT_TRANSLATE_NOOP("FeaturesForm", "none — no adapters"),
                "lora": QT_TRANSLATE_NOOP("FeaturesForm", "LoRA"),
                "qlora": QT_TRANSLATE_NOOP("FeaturesForm", "QLoRA — 4-bit NF4 base")}
 
@@ -43,9 +50,14 @@ class ListEditor(TextEditor):
     """A tuple of names as comma-separated text (``q, v``); the session checks the names and says which one is
     not known under the field."""
 
-    def __init__(self, placeholder: str) -> None:
+    def __init__(self, placeholder: str, *, context: str | None = None, **params: str) -> None:
         super().__init__()
-        self.setPlaceholderText(placeholder)
+        self._placeholder = (placeholder, context, params)  # with a context: a source text, retranslated
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        text, context, params = self._placeholder
+        self.setPlaceholderText(translate(context, text).format(**params) if context else text)
 
     def set_field_value(self, value: Any, none_text: str = "") -> None:
         super().set_field_value(", ".join(value) if isinstance(value, (tuple, list)) else value, none_text)
@@ -56,6 +68,49 @@ class ListEditor(TextEditor):
     def _finish(self) -> None:
         if self.text().strip() != self._shown.strip():
             self.committed.emit(self.field_value())
+
+
+class LayerListEditor(ListEditor):
+    """Model-order layer indices as text (``-2, -1``: the last two); empty: None (the field's "every layer").
+    Text that is not whole numbers goes to the estimator as typed, which says what is wrong under the field."""
+
+    def set_field_value(self, value: Any, none_text: str = "") -> None:
+        TextEditor.set_field_value(self, ", ".join(str(v) for v in value) if isinstance(value, (tuple, list))
+                                   else value, none_text)
+
+    def field_value(self) -> Any:
+        parts = [p.strip() for p in self.text().strip().strip("[]").replace(";", ",").split(",") if p.strip()]
+        if not parts:
+            return None
+        try:
+            return tuple(int(p) for p in parts)
+        except ValueError:
+            return self.text()
+
+
+class GroupLayersEditor(ListEditor):
+    """Per offload group, the layers that offload it: ``self_attention: 0, 1; mlp: 4`` (empty: every layer of
+    every group). Text that does not have that shape goes to the estimator as typed, which says what is wrong."""
+
+    def set_field_value(self, value: Any, none_text: str = "") -> None:
+        shown = "; ".join(f"{item.group}: {', '.join(str(i) for i in item.layers)}" for item in value) \
+            if isinstance(value, (tuple, list)) else value
+        TextEditor.set_field_value(self, shown, none_text)
+
+    def field_value(self) -> Any:
+        text = self.text().strip()
+        if not text:
+            return ()
+        groups: dict[str, list[int]] = {}
+        for entry in (e.strip() for e in text.split(";") if e.strip()):
+            group, sep, layers = entry.partition(":")
+            try:
+                groups[group.strip()] = [int(p) for p in layers.split(",") if p.strip()]
+            except ValueError:
+                return text
+            if not sep:
+                return text
+        return groups
 
 
 class FeaturesForm(FieldForm):
@@ -113,18 +168,35 @@ class FeaturesForm(FieldForm):
               IntEditor("strategy.lora_rank", minimum=0),
               QT_TRANSLATE_NOOP("FeaturesForm", "rank r of every adapter"))
         field("strategy.lora_targets", QT_TRANSLATE_NOOP("FeaturesForm", "LoRA targets"),
-              ListEditor(translate("FeaturesForm", "e.g. q, k, v, o")),
+              ListEditor(QT_TRANSLATE_NOOP("FeaturesForm", "e.g. q, k, v, o"), context=CONTEXT),
               QT_TRANSLATE_NOOP("FeaturesForm", "adapted modules: q k v qkv o gate up fc1 down (MLA: q_a q_b "
                                                 "kv_a kv_b)"))
         field("strategy.qlora_double_quant", QT_TRANSLATE_NOOP("FeaturesForm", "Double quantisation"),
               BoolEditor(QT_TRANSLATE_NOOP("FeaturesForm", "on"), CONTEXT),
               QT_TRANSLATE_NOOP("FeaturesForm", "QLoRA's quantisation constants quantised again (NF4 base "
                                                 "weights: 0.5 B per parameter plus the constants)"))
+        field("strategy.trainable_layers", QT_TRANSLATE_NOOP("FeaturesForm", "Trainable layers"),
+              LayerListEditor(QT_TRANSLATE_NOOP("FeaturesForm", "every layer — e.g. -2, -1 for the last two"),
+                              context=CONTEXT),
+              QT_TRANSLATE_NOOP("FeaturesForm", "freeze fine-tuning: the layers whose weights train (model order, "
+                                                "negative from the last; LLaMA-Factory freeze_trainable_layers); "
+                                                "the others keep no gradients or optimizer states"))
+        field("strategy.trainable_parts", QT_TRANSLATE_NOOP("FeaturesForm", "Trainable parts"),
+              ListEditor(QT_TRANSLATE_NOOP("FeaturesForm", "all — e.g. {parts}"), context=CONTEXT,
+                         parts=", ".join(TRAINABLE_PARTS)),
+              QT_TRANSLATE_NOOP("FeaturesForm", "the module groups of the trainable layers that train "
+                                                "(LLaMA-Factory freeze_trainable_modules); empty: all"))
         field("strategy.offload_activations", QT_TRANSLATE_NOOP("FeaturesForm", "&Offload activations"),
               ListEditor(", ".join(OFFLOAD_GROUPS)),
               QT_TRANSLATE_NOOP("FeaturesForm", "module groups whose saved activations go to host memory "
                                                 "(MindSpeed --swap-attention, MindFormers swap_config, Megatron "
                                                 "activation offloading); copies over the host link"))
+        field("strategy.offload_layers", QT_TRANSLATE_NOOP("FeaturesForm", "Offload layers"),
+              GroupLayersEditor(QT_TRANSLATE_NOOP("FeaturesForm", "every layer — e.g. self_attention: 0, 1; mlp: 4"),
+                                context=CONTEXT),
+              QT_TRANSLATE_NOOP("FeaturesForm", "per offload group, the model-order layers that offload it "
+                                                "(MindFormers swap_config layers lists); a group not named "
+                                                "offloads in every layer"))
         field("strategy.moe_zero_memory", QT_TRANSLATE_NOOP("FeaturesForm", "MoE zero memory"),
               ChoiceEditor([(ZERO_MEMORY_LABELS.get(x, x), x) for x in MOE_ZERO_MEMORY], context=CONTEXT),
               QT_TRANSLATE_NOOP("FeaturesForm", "MindSpeed --moe-zero-memory: the experts' dispatched input and "
@@ -149,4 +221,4 @@ class FeaturesForm(FieldForm):
                                                 "each gather (FSDP2 CPUOffloadPolicy, DeepSpeed offload_param)"))
 
 
-__all__ = ["FeaturesForm", "ListEditor"]
+__all__ = ["FeaturesForm", "GroupLayersEditor", "LayerListEditor", "ListEditor"]

@@ -863,10 +863,6 @@
         <translation>level1 — fc1 输出也重建</translation>
     </message>
     <message>
-        <source>none — full fine-tuning</source>
-        <translation>无 — 全参微调</translation>
-    </message>
-    <message>
         <source>LoRA</source>
         <translation>LoRA</translation>
     </message>
@@ -999,12 +995,48 @@
         <translation>QLoRA 的量化常数再量化(NF4 基座权重:每参数 0.5 B 加常数)</translation>
     </message>
     <message>
+        <source>Trainable layers</source>
+        <translation>可训练层</translation>
+    </message>
+    <message>
+        <source>every layer — e.g. -2, -1 for the last two</source>
+        <translation>所有层——例如 -2, -1 表示最后两层</translation>
+    </message>
+    <message>
+        <source>freeze fine-tuning: the layers whose weights train (model order, negative from the last; LLaMA-Factory freeze_trainable_layers); the others keep no gradients or optimizer states</source>
+        <translation>冻结微调:权重参与训练的层(按模型顺序,负数从最后一层倒数;LLaMA-Factory freeze_trainable_layers);其余层不保留梯度和优化器状态</translation>
+    </message>
+    <message>
+        <source>Trainable parts</source>
+        <translation>可训练部分</translation>
+    </message>
+    <message>
+        <source>all — e.g. {parts}</source>
+        <translation>全部——例如 {parts}</translation>
+    </message>
+    <message>
+        <source>the module groups of the trainable layers that train (LLaMA-Factory freeze_trainable_modules); empty: all</source>
+        <translation>可训练层中参与训练的模块组(LLaMA-Factory freeze_trainable_modules);留空:全部</translation>
+    </message>
+    <message>
         <source>&amp;Offload activations</source>
         <translation>激活卸载(&amp;O)</translation>
     </message>
     <message>
         <source>module groups whose saved activations go to host memory (MindSpeed --swap-attention, MindFormers swap_config, Megatron activation offloading); copies over the host link</source>
         <translation>保存的激活换出到主机内存的模块组(MindSpeed --swap-attention、MindFormers swap_config、Megatron 激活卸载);经主机链路拷贝</translation>
+    </message>
+    <message>
+        <source>Offload layers</source>
+        <translation>卸载层</translation>
+    </message>
+    <message>
+        <source>every layer — e.g. self_attention: 0, 1; mlp: 4</source>
+        <translation>所有层——例如 self_attention: 0, 1; mlp: 4</translation>
+    </message>
+    <message>
+        <source>per offload group, the model-order layers that offload it (MindFormers swap_config layers lists); a group not named offloads in every layer</source>
+        <translation>每个卸载组对应的卸载层(按模型顺序;MindFormers swap_config 的 layers 列表);未列出的组在所有层卸载</translation>
     </message>
     <message>
         <source>MoE zero memory</source>
@@ -1029,6 +1061,10 @@
     <message>
         <source>Zero memory level1 layers</source>
         <translation>零内存 level1 层数</translation>
+    </message>
+    <message>
+        <source>none — no adapters</source>
+        <translation>无——不使用适配器</translation>
     </message>
     <message>
         <source>MindSpeed --moe-zero-memory-num-layers: level1 (which also frees the experts&apos; fc1 outputs) on that many layers of each stage, level0 on the others; empty: every layer</source>

@@ -110,3 +110,59 @@ def test_lora_fields_edit_as_one_plan(qtbot, window, tmp_path: Path) -> None:
     assert window.doc.shown.result.stages[0].bytes_by_category["gradients"] * 8 == pytest.approx(grads)
     edit_and_wait(qtbot, window, lambda: type_into(qtbot, targets, "qkv, o"))
     assert window.doc.value("strategy.lora_targets") == ("qkv", "o")
+
+
+FREEZE_YAML = """model_name_or_path: Qwen/Qwen3-8B
+stage: sft
+do_train: true
+finetuning_type: freeze
+freeze_trainable_layers: 2
+dataset: alpaca_en_demo
+template: qwen3
+cutoff_len: 2048
+per_device_train_batch_size: 4
+gradient_accumulation_steps: 4
+bf16: true
+"""
+
+
+def test_trainable_layers_edit_reprices_and_exports(qtbot, window, tmp_path: Path) -> None:
+    """Freeze fine-tuning (D-FREEZE) on the form: the trainable layers and parts read from the LLaMA-Factory YAML
+    with their key, an edit to the last four layers doubles the gradients (two trainable layers' worth each), a
+    set LLaMA-Factory cannot train is refused at export, and the last four are written as freeze_trainable_layers."""
+    path = tmp_path / "freeze.yaml"
+    path.write_text(FREEZE_YAML, encoding="utf-8")
+    before = open_and_wait(qtbot, window, [path], devices=8)
+    form = window.forms.features
+    layers = form.rows["strategy.trainable_layers"].editor
+    assert layers.text() == "-2, -1"
+    assert "freeze_trainable_layers" in layers.toolTip()
+    assert form.rows["strategy.trainable_parts"].editor.text() == ""  # all module groups
+    grads = before.stages[0].bytes_by_category["gradients"]
+    after = edit_and_wait(qtbot, window, lambda: type_into(qtbot, layers, "-4, -3, -2, -1"))
+    assert window.doc.value("strategy.trainable_layers") == (-4, -3, -2, -1)
+    assert after.stages[0].bytes_by_category["gradients"] == pytest.approx(2 * grads)
+    assert form.rows["strategy.trainable_layers"].mark == "edited"
+    dialog = window.export_strategy()
+    assert dialog is not None
+    assert "freeze_trainable_layers: 4" in dialog.view.toPlainText()
+    dialog.close()
+    type_into(qtbot, layers, "one, two")
+    qtbot.waitUntil(lambda: bool(form.rows["strategy.trainable_layers"].error.text()), timeout=5000)
+    assert window.doc.value("strategy.trainable_layers") == (-4, -3, -2, -1)
+
+
+def test_offload_layers_field_shows_and_edits_the_swap_lists(qtbot, window) -> None:
+    """MindFormers swap_config layer lists (D-SWAP-LAYERS) on the form: shown per group; naming fewer layers for a
+    group offloads less: layer 4 (stage 4 of 8, one layer per stage) no longer swaps, so that stage's host holds
+    nothing and its device keeps the layer's activations."""
+    before = open_and_wait(qtbot, window, [FIXTURES / "mindformers" / "swap_layers.yaml"])
+    editor = window.forms.features.rows["strategy.offload_layers"].editor
+    assert editor.text() == "layer: 0, 4; self_attention: 5, 6"
+    assert "swap_config" in editor.toolTip()
+    after = edit_and_wait(qtbot, window, lambda: type_into(qtbot, editor, "layer: 0; self_attention: 5, 6"))
+    assert [(g.group, g.layers) for g in window.doc.value("strategy.offload_layers")] == \
+        [("layer", (0,)), ("self_attention", (5, 6))]
+    assert before.host.stages[4].activations > 0 and after.host.stages[4].activations == 0
+    assert after.stages[4].bytes_by_category["activations"] > before.stages[4].bytes_by_category["activations"]
+    assert after.host.stages[0].activations == before.host.stages[0].activations  # layer 0 still swaps
