@@ -498,3 +498,18 @@ def test_the_2026_token_counted_batch_is_read_and_written_in_tokens(tmp_path):
     path.write_text(TOKENS_TOML.replace("16384", "10000"))
     with pytest.raises(ConfigError, match="not a whole number of 8192-token sequences"):
         parse([str(path)], devices=16)
+
+
+def test_optimizer_in_backward_is_said_and_refused_where_torchtitan_refuses_it(tmp_path) -> None:
+    """optimizer.early_step_in_backward: an upper bound said out loud (the gradients are priced as held until a
+    step after the backward), refused with pp > 1 as torchtitan's build_optimizers refuses it."""
+    base = (FIXTURES / "hsdp_zbv.toml").read_text(encoding="utf-8")
+    path = tmp_path / "in_bwd.toml"
+    path.write_text(base.replace("[optimizer]", "[optimizer]\nearly_step_in_backward = true", 1), encoding="utf-8")
+    with pytest.raises(ConfigError, match="pp 2") as caught:
+        parse([str(path)], devices=64)
+    assert caught.value.key == "optimizer.early_step_in_backward"
+    flat = base.replace("pipeline_parallel_degree = 2", "pipeline_parallel_degree = 1")
+    path.write_text(flat.replace("[optimizer]", "[optimizer]\nearly_step_in_backward = true", 1), encoding="utf-8")
+    parsed = parse([str(path)], devices=64)
+    assert any(w.code == "W-UNMODELLED" and "early_step_in_backward" in w.text for w in parsed.warnings)

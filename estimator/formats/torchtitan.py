@@ -57,6 +57,7 @@ LOCATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "ac_budget": (("activation_checkpoint", "memory_budget"),),
     "opt_impl": (("optimizer", "implementation"),),
     "opt_name": (("optimizer", "name"),),
+    "opt_in_bwd": (("optimizer", "early_step_in_backward"),),
     "compile": (("compile", "enable"), ("training", "compile")),
     "compile_components": (("compile", "components"),),
     "cp_rotate": (("parallelism", "context_parallel_rotate_method"),),
@@ -471,6 +472,14 @@ def _read_options(c: Collector, data: dict[str, Any]) -> None:
     raw, key = find_key(data, "opt_name")
     if key and str(raw).lower() not in ("adamw", "adam"):
         c.warn("W-UNMODELLED", msg("W-UNMODELLED.optimizer-priced-adamw-2", raw=raw))
+    raw, key = find_key(data, "opt_in_bwd")
+    if key and raw is True:
+        # torchtitan's build_optimizers refuses the optimizer in the backward with PP or EP (NotImplementedError)
+        refused = [f"{name} {c.values[f'strategy.{name}']}" for name in ("pp", "ep")
+                   if c.values.get(f"strategy.{name}", 1) > 1]
+        if refused:
+            raise ConfigError(msg("torchtitan.early-step-refused", degrees=", ".join(refused)), path=c.path, key=key)
+        c.warn("W-UNMODELLED", msg("W-UNMODELLED.early-step-in-backward"))
     raw, key = find_key(data, "compile")
     if key and raw is True:
         components, c_key = find_key(data, "compile_components")
