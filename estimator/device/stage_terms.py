@@ -7,6 +7,7 @@ and transient buffers (set by ``base_slack_ratio`` before they price)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..arr import Num, gt, is_array
@@ -26,9 +27,10 @@ from .communicators import (
     rank_groups,
 )
 from .memory import DEFAULT_CONTEXT, allocator_kind, allocator_slack, calibrated_options
-from .workspaces import library_workspaces, uses_transformer_engine
+from .workspaces import LibraryWorkspaces, library_workspaces, uses_transformer_engine
 
 if TYPE_CHECKING:
+    from ..options import RunOptions
     from ..resolve import Resolved
     from ..stage import StagePricer
 
@@ -50,17 +52,50 @@ def _runtime(view: StageView) -> str:
     return runtime_of(view.r.flags.framework)
 
 
+@dataclass(frozen=True)
+class _Rules:
+    """What the device terms read of a plan that does not depend on the stage: every stage of every pricing pass
+    asks, so a pricer keeps one (``_rules``)."""
+
+    options: RunOptions           # calibrated_options
+    runtime: str
+    workspaces: LibraryWorkspaces
+    library: LibraryRule
+    comm_factor: float
+    nvls: NvlsRule | None
+
+
+_RULES = "device-rules"  # the pricer's memo key of its _Rules
+
+
+def _rules(view: StageView) -> _Rules:
+    pricer = view.pricer
+    got = pricer.memo.get(_RULES) if pricer is not None else None
+    if got is None:
+        r = view.r
+        opts = calibrated_options(r)
+        runtime = _runtime(view)
+        got = _Rules(opts, runtime, library_workspaces(r),
+                     library_rule(r.hardware.comm_library, runtime, opts.hccl_buffsize, opts.p2p_hccl_buffsize,
+                                  opts.nccl_buffsize),
+                     1.0 if opts.comm_library_factor is None else opts.comm_library_factor,  # 0 is a stated value
+                     nvls_rule(r))
+        if pricer is not None:
+            pricer.memo[_RULES] = got
+    return got  # type: ignore[return-value]
+
+
 def workspaces(view: StageView) -> Num:
     """[D-WORKSPACE] library workspaces handed out by the caching allocator (PyTorch's cuBLAS handles, Transformer
     Engine's cuBLASLt workspaces; ``workspaces``): part of the tensor peak."""
-    return library_workspaces(view.r).total
+    return _rules(view).workspaces.total
 
 
 def context(view: StageView) -> Num:
     """[D-CONTEXT] runtime context and library handles outside the allocator."""
-    opts = calibrated_options(view.r)
-    value = opts.runtime_context if opts.runtime_context is not None else \
-        view.r.hardware.context_bytes(_runtime(view))
+    rules = _rules(view)
+    value = rules.options.runtime_context if rules.options.runtime_context is not None else \
+        view.r.hardware.context_bytes(rules.runtime)
     return DEFAULT_CONTEXT if value is None else value
 
 
@@ -68,12 +103,9 @@ def comm_library(view: StageView) -> Num:
     """[D-COMM] Σ communicators × the library's documented bytes (× a calibration's factor), + NCCL's NVLS buffers
     [D-NVLS] with their band (none allocated … also the 2-rank communicators of NCCL ≥ 2.29)."""
     r = view.r
-    opts = calibrated_options(r)
-    rule = library_rule(r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
-                        opts.nccl_buffsize)
-    factor = 1.0 if opts.comm_library_factor is None else opts.comm_library_factor  # 0 is a stated value
-    nvls = nvls_rule(r)
-    library, nominal, high = _comm_bytes(r, view.stage, rule, nvls, view.pricer)
+    rules = _rules(view)
+    factor, nvls = rules.comm_factor, rules.nvls
+    library, nominal, high = _comm_bytes(r, view.stage, rules.library, nvls, view.pricer)
     pricer = view.pricer
     if nvls is not None and pricer is not None and not is_array(nominal):
         pricer.memo.setdefault(("device", view.stage), {}).update(
@@ -84,16 +116,17 @@ def comm_library(view: StageView) -> Num:
 def _comm_bytes(r: Resolved, stage: int, rule: LibraryRule, nvls: NvlsRule | None,
                 pricer: StagePricer | None) -> tuple[Num, Num, Num]:
     """(library bytes, NVLS bytes, NVLS bytes at the band's high end) of a rank of ``stage``: its communicators
-    differ between the end stages and the others only (``rank_groups``), so a pricer keeps one of each."""
+    differ between the end stages and the others only, and not at all over an array of pipeline degrees
+    (``rank_groups``), so a pricer keeps one of each."""
     p = r.par.p
-    key = ("comm-bytes", stage in (0, p - 1)) if pricer is not None and isinstance(p, int) else None
-    got = pricer.memo.get(key) if pricer is not None and key is not None else None
+    key = ("comm-bytes", stage in (0, int(p) - 1) if isinstance(p, (int, float)) else None)
+    got = pricer.memo.get(key) if pricer is not None else None
     if got is None:
         groups = rank_groups(r, stage)
         nominal = nvls_bytes(groups, nvls)
         high = nvls_bytes(groups, nvls, min_local=2) if nvls is not None and not is_array(nominal) else nominal
         got = (library_bytes(groups, rule), nominal, high)
-        if pricer is not None and key is not None:
+        if pricer is not None:
             pricer.memo[key] = got
     return got  # type: ignore[return-value]
 
@@ -129,38 +162,44 @@ def _dynamic(view: StageView) -> Num:
 
 
 # pricer memo keys set by ``device.stages.price_stages``: the stages replayed exactly, and for the others the slack
-# per dynamic byte of those (with the band's relative ends and a note naming them)
+# per dynamic byte of those (with the band's relative ends and a note naming them; None in the pass that prices
+# every stage without slack to choose them: nothing is said of that pass)
 REPLAYED = "allocator-replayed"
 STAGE_RATIO = "allocator-stage-ratio"
+_SAID = "allocator-said"  # the pricer's memo key of its last allocator note, rendered once for the stages sharing it
 
 
 def slack(view: StageView) -> Num:
     """[D-SLACK] the caching allocator's slack: replayed for the stages of one plan that can decide its peak, their
     slack per dynamic byte for its other stages, the current plan's ratio in the search and the balancer."""
     r = view.r
-    opts = calibrated_options(r)
+    opts = _rules(view).options
     kind, config, source = allocator_kind(r)
     ratio = r.options.allocator_slack_ratio
     pricer = view.pricer
     vector = is_array(r.par.d, r.par.t, r.par.cp, r.par.b, r.par.m, view.dynamic)
     replayed = pricer.memo.get(REPLAYED) if pricer is not None and not vector else None
+    exact = kind != "static" and ratio is None and pricer is not None and not vector and \
+        (replayed is None or view.stage in replayed)
     band: tuple[float, float, float] | None = None
+    entry: tuple | None = None  # the replayed stages' ratio this stage takes
+    said = pricer is not None and not vector
     if kind == "static":
         value: Num = 0.0
-    elif ratio is None and pricer is not None and not vector and (replayed is None or view.stage in replayed):
+    elif exact:
         from ..stage import stage_rows
 
-        band = allocator_slack(pricer, view.stage, stage_rows(pricer, view.stage), config,
-                               library_workspaces(r))
+        band = allocator_slack(pricer, view.stage, stage_rows(pricer, view.stage), config,  # type: ignore[arg-type]
+                               _rules(view).workspaces)
         value = band[0]
     else:
         low_rel = high_rel = 1.0
         if ratio is None and replayed is not None:  # a stage this estimate did not replay
-            ratio, low_rel, high_rel, note = pricer.memo[STAGE_RATIO]  # type: ignore[index]
-            source = msg("device.allocator-ratio", source=source, ratio=ratio, note=note)
-        else:
-            source = msg("device.allocator-ratio", source=source, ratio=ratio or 0.0,
-                         note=msg("device.allocator-ratio-current"))
+            entry = pricer.memo[STAGE_RATIO]  # type: ignore[union-attr]
+            if entry is None:  # the pass without slack
+                ratio, said = 0.0, False
+            else:
+                ratio, low_rel, high_rel, _note = entry
         value = (ratio or 0.0) * _dynamic(view)
         if not vector:
             band = (float(value), float(value) * low_rel, float(value) * high_rel)
@@ -169,15 +208,35 @@ def slack(view: StageView) -> Num:
     scale = (lambda x: x * factor) if factor is not None else (lambda x: x)
     extra = fraction * _tensors(view) if fraction is not None else 0.0
     value = scale(value) + extra
-    if pricer is not None and not vector:
+    if said:
         low, high = (band[1], band[2]) if band else (value, value)
-        pricer.memo[("device", view.stage)] = {
+        pricer.memo[("device", view.stage)] = {  # type: ignore[union-attr]
             "allocator": kind, "allocator_slack_low": float(scale(low) + extra),
-            "allocator_slack_high": float(scale(high) + extra), "allocator_source": str(source),
-            "allocator_replayed": bool(kind != "static" and ratio is None and
-                                       (replayed is None or view.stage in replayed)),
+            "allocator_slack_high": float(scale(high) + extra),
+            "allocator_source": _allocator_said(pricer, source, kind == "static" or exact, entry, ratio),
+            "allocator_replayed": exact,
             **({"calibration": r.options.calibration} if r.options.calibration else {})}
     return value
+
+
+def _allocator_said(pricer: StagePricer, source: Message, plain: bool, entry: tuple | None,
+                    ratio: float | None) -> str:
+    """The allocator note of a stage: where the allocator's configuration came from, and for a stage priced by a
+    ratio which one (the replayed stages', ``entry``, or the current plan's); rendered once per pricer for the
+    stages that share it."""
+    key = (source, plain, entry, None if plain or entry is not None else ratio)
+    got = pricer.memo.get(_SAID)
+    if got is not None and all(a is b or a == b for a, b in zip(got[0], key, strict=True)):
+        return got[1]  # type: ignore[index]
+    if plain:
+        text = str(source)
+    elif entry is not None:
+        text = str(msg("device.allocator-ratio", source=source, ratio=entry[0], note=entry[3]))
+    else:
+        text = str(msg("device.allocator-ratio", source=source, ratio=ratio or 0.0,
+                       note=msg("device.allocator-ratio-current")))
+    pricer.memo[_SAID] = (key, text)
+    return text
 
 
 def inputs_workspaces(view: StageView) -> dict[str, Any]:

@@ -44,7 +44,7 @@ def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> t
         return tuple(price_stage(pricer, i, points[i], explain) for i in range(p))
     # pass 1: no slack, to see which stages can decide
     pricer.memo[REPLAYED] = frozenset()
-    pricer.memo[STAGE_RATIO] = (0.0, 1.0, 1.0, "")
+    pricer.memo[STAGE_RATIO] = None
     first = [_unslacked(pricer, i, points[i]) for i in range(p)]
     chosen = sorted({max(range(p), key=lambda i: (max(first[i].total, first[i].optimizer_step_peak), -i)),
                      max(range(p), key=lambda i: (_dynamic(first[i].categories), -i))})
