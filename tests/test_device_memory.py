@@ -208,20 +208,23 @@ def test_device_notes_speak_english_and_chinese() -> None:
     from estimator.messages import CHINESE
 
     st = Strategy(seq_length=4096, dp=4, tp=2, pp=4, ep=4, micro_batches=8)
-    npu = SimpleNamespace(r=resolve(MOE, st, find_preset("A2"), RunOptions(framework="megatron")), stage=1)
+    npu = SimpleNamespace(r=resolve(MOE, st, find_preset("A2"), RunOptions(framework="megatron")), stage=1, pricer=None)
     comm = note_comm(npu)  # type: ignore[arg-type]
     assert str(comm) == ("5 communicators + 2 point-to-point (2 × HCCL_BUFFSIZE per communicator, "
                          "2 × P2P_HCCL_BUFFSIZE per point-to-point communicator)")
     assert comm.localized(CHINESE) == ("5 个通信域 + 2 个点对点（每个通信域 2 × HCCL_BUFFSIZE，"
                                        "每个点对点通信域 2 × P2P_HCCL_BUFFSIZE）")
-    gpu = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")), stage=0)
+    gpu = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")),
+                          stage=0, pricer=None)
     assert ("(32 channels × 2 connections × (NCCL_BUFFSIZE + LL128 + LL) per communicator, 2 channels per "
             "point-to-point communicator); NCCL NVLS buffers") in str(note_comm(gpu))  # type: ignore[arg-type]
     assert str(note_slack(gpu)) == "default (PyTorch's default)"  # type: ignore[arg-type]
     assert note_slack(gpu).localized(CHINESE) == "默认（PyTorch 的默认值）"  # type: ignore[arg-type]
-    titan = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="torchtitan")), stage=0)
+    titan = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="torchtitan")),
+                            stage=0, pricer=None)
     assert str(note_slack(titan)) == "expandable_segments:True (torchtitan's launcher default)"  # type: ignore[arg-type]
-    mind = SimpleNamespace(r=resolve(MOE, st, find_preset("A2"), RunOptions(framework="mindformers")), stage=0)
+    mind = SimpleNamespace(r=resolve(MOE, st, find_preset("A2"), RunOptions(framework="mindformers")),
+                           stage=0, pricer=None)
     assert str(note_slack(mind)).startswith("MindSpore graph mode plans device memory statically (SOMAS)")  # type: ignore[arg-type]
     assert note_slack(mind).localized(CHINESE).startswith("MindSpore 图模式静态规划设备内存")  # type: ignore[arg-type]
     assert str(note_comm(mind)) == ("5 communicators + 1 point-to-point (2 × HCCL_BUFFSIZE per communicator "  # type: ignore[arg-type]
@@ -274,7 +277,8 @@ def test_nvls_note_speaks_english_and_chinese() -> None:
     from estimator.messages import CHINESE
 
     st = Strategy(seq_length=4096, dp=2, tp=4, pp=2, micro_batches=4, sequence_parallel=True)
-    view = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")), stage=0)
+    view = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")),
+                           stage=0, pricer=None)
     note = note_comm(view)  # type: ignore[arg-type]
     assert ("; NCCL NVLS buffers 518 MiB for 3 communicator(s) with more than 2 ranks in a node (band: none until an "
             "NVLS algorithm first runs, up to 650 MiB with NCCL ≥ 2.29's 2-rank ones; NCCL_NVLS_ENABLE=0 removes them)"

@@ -74,14 +74,16 @@ def test_explain_names_the_te_workspaces() -> None:
 
     from estimator.device.stage_terms import inputs_workspaces, note_workspaces
 
-    view = SimpleNamespace(r=resolve(DENSE, ST, find_preset("H200"), RunOptions(framework="megatron")), stage=0)
+    view = SimpleNamespace(r=resolve(DENSE, ST, find_preset("H200"), RunOptions(framework="megatron")),
+                           stage=0, pricer=None)
     inputs = inputs_workspaces(view)  # type: ignore[arg-type]
     assert inputs["transformer_engine"] is True and inputs["te_workspaces"] == 1
     assert inputs["te_workspace"] == TE_HOPPER and inputs["compute_capability"] == 9.0
     note = note_workspaces(view)  # type: ignore[arg-type]
     assert str(note).startswith("cuBLAS handles 64 MiB; Transformer Engine 1 × 32 MiB cuBLASLt workspace(s)")
     assert note.localized(CHINESE).startswith("cuBLAS 句柄 64 MiB；Transformer Engine 1 × 32 MiB cuBLASLt 工作区")
-    npu = SimpleNamespace(r=resolve(DENSE, ST, find_preset("A2"), RunOptions(framework="megatron")), stage=0)
+    npu = SimpleNamespace(r=resolve(DENSE, ST, find_preset("A2"), RunOptions(framework="megatron")),
+                          stage=0, pricer=None)
     assert "the device has no CUDA" in str(note_workspaces(npu))  # type: ignore[arg-type]
     assert uses_transformer_engine(npu.r)[0] is False
 

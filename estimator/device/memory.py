@@ -59,10 +59,10 @@ def _allocator_kind(framework: str, alloc_conf: str | None) -> tuple[str, Alloca
 
 
 @lru_cache(maxsize=256)
-def replayed_slack(events: tuple, config: AllocatorConfig, scale: float = 1.0) -> float:
+def replayed_slack(events: tuple, config: AllocatorConfig, scale: float) -> float:
     """Reserved − allocated of a trace at its steady step, transient tensors × ``scale``; kept for traces seen
     before (an edit that does not change a stage's tensors does not replay it again, and the search's ratio
-    reuses the estimate's replay)."""
+    reuses the estimate's replay). ``scale`` has no default: the cache keys on the arguments as passed."""
     steady = replay(events, config, scale)[-1]
     return float(steady.max_reserved - steady.max_allocated)
 
@@ -83,15 +83,21 @@ _EVENTS: OrderedDict[tuple, tuple] = OrderedDict()  # recent plans' stage traces
 _EVENTS_KEPT = 64
 _EVENTS_LOCK = threading.Lock()
 TRACE_PLAN = "trace-plan"  # the pricer's memo key of its plan's records, hashed once
+# options that scale the slack, not the tensors: a trace does not depend on them (the search's ratio, priced with
+# allocator_slack_ratio 0, finds the trace and the replay of the plan's own estimate)
+SLACK_OPTIONS = ("allocator_slack_ratio", "allocator_slack_factor", "allocator_slack_fraction")
 
 
 def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: LibraryWorkspaces) -> tuple:
     """The stage's allocation trace, kept for the recent plans (the same plan estimated again is not traced
-    again: the trace is a function of the plan's records and the stage)."""
+    again: the trace is a function of the plan's records, less ``SLACK_OPTIONS``, and the stage)."""
     r = pricer.r
     plan = pricer.memo.get(TRACE_PLAN)
     if plan is None:
-        plan = pricer.memo[TRACE_PLAN] = HashedOnce((r.model, r.strategy, r.hardware, r.options))
+        opts = r.options
+        if any(getattr(opts, name) is not None for name in SLACK_OPTIONS):
+            opts = opts.replace(**dict.fromkeys(SLACK_OPTIONS))
+        plan = pricer.memo[TRACE_PLAN] = HashedOnce((r.model, r.strategy, r.hardware, opts))
     key = (plan, stage, workspace)
     with _EVENTS_LOCK:  # estimates run on several worker threads in the app
         got = _EVENTS.get(key)

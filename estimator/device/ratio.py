@@ -46,7 +46,7 @@ def _ratio(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: Ru
         return 0.0
     pricer = StagePricer(r, build_layout(layout_inputs(r)))
     events = stage_events(pricer, stage.index, stage_rows(pricer, stage.index), library_workspaces(r))
-    return replayed_slack(events, config) / amount
+    return replayed_slack(events, config, 1.0) / amount
 
 
 def base_slack_ratio(parsed: ParsedConfig) -> float:

@@ -241,7 +241,7 @@ def _allocator_said(pricer: StagePricer, source: Message, plain: bool, entry: tu
 
 def inputs_workspaces(view: StageView) -> dict[str, Any]:
     r = view.r
-    ws = library_workspaces(r)
+    ws = _rules(view).workspaces
     return {"runtime": _runtime(view), "cublas": ws.cublas, "transformer_engine": uses_transformer_engine(r)[0],
             "compute_capability": r.hardware.compute_capability, "te_workspaces": len(ws.te),
             "te_workspace": ws.te[0] if ws.te else 0.0, "ub_workspace": ws.ub}
@@ -249,7 +249,7 @@ def inputs_workspaces(view: StageView) -> dict[str, Any]:
 
 def note_workspaces(view: StageView) -> Message:
     r = view.r
-    ws = library_workspaces(r)
+    ws = _rules(view).workspaces
     te = msg("device.te-workspaces", count=len(ws.te), size=fmt_bytes(ws.te[0])) if ws.te else msg("device.te-none")
     if ws.ub and not is_array(ws.ub):
         te = msg("device.te-ub-workspace", te=te, size=fmt_bytes(float(ws.ub)))
@@ -261,15 +261,12 @@ def inputs_context(view: StageView) -> dict[str, Any]:
 
 
 def inputs_comm(view: StageView) -> dict[str, Any]:
-    opts = calibrated_options(view.r)
-    rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
-                        opts.nccl_buffsize)
+    rules = _rules(view)
+    rule, nvls = rules.library, rules.nvls
     groups = rank_groups(view.r, view.stage)
     collective, p2p = communicator_count(groups)
-    nvls = nvls_rule(view.r)
     return {"library": rule.library, "communicators": collective, "p2p_communicators": p2p,
-            "per_communicator": rule.per_collective, "per_p2p": rule.per_p2p,
-            "factor": 1.0 if opts.comm_library_factor is None else opts.comm_library_factor,
+            "per_communicator": rule.per_collective, "per_p2p": rule.per_p2p, "factor": rules.comm_factor,
             "nvls": nvls is not None, "nvls_bytes": nvls_bytes(groups, nvls),
             "nvls_chunk": nvls.chunk if nvls else 0.0, "nvls_channels": nvls.channels if nvls else None}
 
@@ -277,19 +274,17 @@ def inputs_comm(view: StageView) -> dict[str, Any]:
 def inputs_slack(view: StageView) -> dict[str, Any]:
     kind, _config, _source = allocator_kind(view.r)
     return {"allocator": kind, "ratio": view.r.options.allocator_slack_ratio,
-            "calibration_factor": calibrated_options(view.r).allocator_slack_factor}
+            "calibration_factor": _rules(view).options.allocator_slack_factor}
 
 
 def note_comm(view: StageView) -> Message | str:
-    opts = calibrated_options(view.r)
-    rule = library_rule(view.r.hardware.comm_library, _runtime(view), opts.hccl_buffsize, opts.p2p_hccl_buffsize,
-                        opts.nccl_buffsize)
+    rules = _rules(view)
     groups = rank_groups(view.r, view.stage)
     collective, p2p = communicator_count(groups)
     if is_array(collective, p2p):
         return ""
-    note = msg("device.note-comm", collective=int(collective), p2p=int(p2p), rule=rule.rule)
-    nvls = nvls_rule(view.r)
+    note = msg("device.note-comm", collective=int(collective), p2p=int(p2p), rule=rules.library.rule)
+    nvls = rules.nvls
     nominal = nvls_bytes(groups, nvls)
     if nvls is None or not nominal:
         return note
