@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from .assembly import profile_points
+from .device.communicators import nvls_assumption
 from .device.stages import price_stages
 from .device.workspaces import te_assumption
 from .errors import StrategyError
@@ -120,7 +121,8 @@ def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step:
         fits=headroom >= 0, headroom=headroom, limit=limit,
         world_size=int(r.par.world), global_batch_size=int(r.strategy.global_batch_size),
         parameters_total=counts.total, parameters_mtp=counts.mtp, parameters_active=counts.active,
-        warnings=tuple(dict.fromkeys(warnings)), assumptions=(*r.assumptions, *filter(None, [te_assumption(r)])),
+        warnings=tuple(dict.fromkeys(warnings)),
+        assumptions=(*r.assumptions, *filter(None, [te_assumption(r), nvls_assumption(r)])),
         echo_source=partial(_echo, r, counts),
         step=step, host=host, framework_limit=pool, step_band=band, device_limit=device_budget)
 

@@ -94,6 +94,7 @@ ALIASES = {
     "strategy.m": "strategy.micro_batches", "strategy.seq_len": "strategy.seq_length",
 }
 # the values a text field (or each member of a list field) may take
+VERSION_FIELDS = {"options.nccl_version"}  # text only: a number would lose its trailing zeros
 CHOICES: dict[str, tuple[str, ...]] = {
     "strategy.cp_algo": CP_ALGOS, "strategy.schedule": SCHEDULES, "strategy.sharding": SHARDING_MODES,
     "strategy.fp8": FP8_RECIPES, "strategy.compile": COMPILE_COMPONENTS, "strategy.loss_fusion": LOSS_FUSIONS,
@@ -298,6 +299,8 @@ def _convert(info: FieldInfo, value: Any, where: str | None) -> Any:
     if kind is str:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ConfigError(msg("fields.expected-string-got", value=value), path=where, key=key)
+        if key in VERSION_FIELDS and not isinstance(value, str):  # YAML reads 2.20 as the number 2.2
+            raise ConfigError(msg("fields.version-as-text", value=value), path=where, key=key)
         return _choice(str(value), key, where)
     if origin is tuple:
         if isinstance(value, str):

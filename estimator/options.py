@@ -67,6 +67,7 @@ class RunOptions(Record):
     nccl_nvls_enable: bool | None = None
     nccl_nvls_chunksize: float | None = None
     nccl_nvls_nchannels: int | None = None
+    nccl_version: str | None = None  # "2.21.5": NCCL ≤ 2.21 allocates its NVLS buffers at start; None: not stated
     # Transformer Engine's layers (Megatron --transformer-impl transformer_engine): its cuBLASLt workspaces
     # [D-WORKSPACE]; None: the framework's default on a CUDA device
     transformer_engine: bool | None = None

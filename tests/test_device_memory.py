@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from estimator.device.allocator import AllocatorConfig, CachingAllocator, allocation_size, replay, round_size
-from estimator.device.communicators import library_bytes, library_rule, rank_groups
+from estimator.device.communicators import library_bytes, library_rule, nvls_bytes, nvls_rule, rank_groups
 from estimator.device.knobs import env_options, parse_alloc_conf
 from estimator.device.trace import stage_trace
 from estimator.device.workspaces import library_workspaces
@@ -236,7 +236,6 @@ def test_nvls_buffers_priced_from_nccls_source() -> None:
     × L heads of unicast buffer plus channels × 2 × 64 B × L of credits, each rounded up to 2 MiB; 16 channels on
     cc 9.x, 24 (one node) / 32 (across nodes) on cc ≥ 10; L > 2 (NCCL ≤ 2.28), L = 2 too from 2.29 (the high end);
     allocated when an NVLS algorithm first runs (the low end holds none)."""
-    from estimator.device.communicators import nvls_bytes, nvls_rule
 
     def comm(L: int, channels: int, chunk: int = 128 * KiB) -> int:
         up = 2 * MiB
@@ -259,7 +258,8 @@ def test_nvls_buffers_priced_from_nccls_source() -> None:
                             ("A100", RunOptions(framework="megatron")), ("A2", RunOptions(framework="megatron"))):
         assert nvls_rule(resolve(MOE, st, find_preset(device), options)) is None, device
     # the estimate: nominal in the device peak (outside the allocator), band from none to the 2-rank groups too
-    on = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron"))
+    # (NCCL ≥ 2.29; an unstated version: test_old_nccl_allocates_larger_nvls_buffers_at_start)
+    on = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron", nccl_version="2.29.2"))
     off = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron", nccl_nvls_enable=False))
     nominal = comm(8, 16) + 2 * comm(4, 16)
     s_on, s_off = on.stages[0], off.stages[0]
@@ -280,13 +280,98 @@ def test_nvls_note_speaks_english_and_chinese() -> None:
     view = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron")),
                            stage=0, pricer=None)
     note = note_comm(view)  # type: ignore[arg-type]
-    assert ("; NCCL NVLS buffers 518 MiB for 3 communicator(s) with more than 2 ranks in a node (band: none until an "
-            "NVLS algorithm first runs, up to 650 MiB with NCCL ≥ 2.29's 2-rank ones; NCCL_NVLS_ENABLE=0 removes them)"
-            ) in str(note)
+    assert ("; NCCL NVLS buffers 518 MiB for 3 communicator(s) with more than 2 ranks in a node, allocated when an "
+            "NVLS algorithm first runs on one (") in str(note)
+    new = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron",
+                                                                             nccl_version="2.29.2")),
+                          stage=0, pricer=None)
+    assert ("(NCCL 2.29.2; band: none until then, up to 650 MiB with NCCL ≥ 2.29's 2-rank communicators; "
+            "NCCL_NVLS_ENABLE=0 removes them)") in str(note_comm(new))  # type: ignore[arg-type]
     assert "NCCL NVLS 缓冲区 518 MiB，用于 3 个节点内多于 2 个 rank 的通信域" in note.localized(CHINESE)
-    # the NCCL versions the sizes hold for are said, and what older ones allocate (above the band)
-    assert "Sizes of NCCL ≥ 2.22 (PyTorch ≥ 2.7): NCCL 2.18–2.21 allocates them at start and larger" in str(note)
-    assert "NCCL 2.18–2.21 在启动时即分配且更大" in note.localized(CHINESE)
+    # the NCCL versions the sizes hold for are said, and that the high end is older NCCL's eager buffers
+    assert "sizes of NCCL ≥ 2.22 (PyTorch ≥ 2.7), options.nccl_version not stated; band: none until then, up to " \
+           "6.00 GiB: the larger of NCCL ≥ 2.29" in str(note)
+    assert "NCCL 2.17–2.21 (PyTorch ≤ 2.6), which allocates larger buffers for every such communicator at start" \
+        in str(note)
+    assert "未给出 options.nccl_version；区间：此前为零，最多 6.00 GiB" in note.localized(CHINESE)
+    old = SimpleNamespace(r=resolve(MOE, st, find_preset("H200"), RunOptions(framework="megatron",
+                                                                             nccl_version="2.21.5")),
+                          stage=0, pricer=None)
+    eager = note_comm(old)  # type: ignore[arg-type]
+    assert ("NCCL 2.21.5 allocates NVLS buffers when a communicator is created: 3.00 GiB for 3 communicator(s) "
+            "(32 channels × 2 × (1 MiB + 2 MiB) × ranks in a node each") in str(eager)
+    assert "NCCL 2.21.5 在创建通信域时即分配 NVLS 缓冲区：3 个通信域共 3.00 GiB" in eager.localized(CHINESE)
+
+
+def test_old_nccl_allocates_larger_nvls_buffers_at_start() -> None:
+    """[D-NVLS] NCCL 2.17–2.21 ``ncclNvlsSetup`` (src/transport/nvls.cc at each tag) allocates, when a communicator
+    is created, channels × 2 × (buffer + NVLS_MEM_ALIGN_SIZE 2 MiB) × L per rank: 16 channels and NCCL_BUFFSIZE
+    (4 MiB) in 2.17–2.19, the communicator's collective channels (≤ MAXCHANNELS 32) and NCCL_BUFFSIZE in 2.20,
+    those channels and NCCL_NVLS_CHUNKSIZE × 8 (1 MiB) in 2.21; L ≥ 2 within one node in 2.17, L > 2 from 2.18.
+    A stated old version holds them at every end of the band; an unstated one on cc 9.x reaches them at the high
+    end only (nominal stays NCCL ≥ 2.22's, said as an assumption)."""
+    st = Strategy(seq_length=4096, dp=2, tp=4, pp=2, micro_batches=4, sequence_parallel=True)  # 2 nodes of 8
+    # stage 0's communicators (rank_groups): world 16 (8 in a node, spans 2 nodes), TP 4, DP 2 (in a node),
+    # expert TP 4, expert DP 2 (in a node); ranks in a node L = 8, 4, 2, 4, 2
+    per_rank = {  # MiB per communicator of L ranks in a node, by hand from the rule above
+        "2.18.3": {8: 16 * 2 * 6 * 8, 4: 16 * 2 * 6 * 4},   # 1536, 768
+        "2.20.5": {8: 32 * 2 * 6 * 8, 4: 32 * 2 * 6 * 4},   # 3072, 1536
+        "2.21.5": {8: 32 * 2 * 3 * 8, 4: 32 * 2 * 3 * 4},   # 1536, 768
+    }
+    held = {version: (size[8] + 2 * size[4]) * MiB for version, size in per_rank.items()}  # world, TP, ETP
+    held["2.17.1"] = 16 * 2 * 6 * (4 + 2 + 4 + 2) * MiB  # one node only: not the world; 2-rank DP and EDP too
+    assert held == {"2.18.3": 3072 * MiB, "2.20.5": 6144 * MiB, "2.21.5": 3072 * MiB, "2.17.1": 2304 * MiB}
+    off = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron", nccl_nvls_enable=False)).stages[0]
+    for version, nvls in held.items():
+        got = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron", nccl_version=version))
+        s = got.stages[0]
+        assert s.device_peak - off.device_peak == pytest.approx(nvls), version
+        assert s.device_peak_low - off.device_peak_low == pytest.approx(nvls), version   # held from the start
+        assert s.device_peak_high - off.device_peak_high == pytest.approx(nvls), version
+        assert not [a for a in got.assumptions if a.field == "options.nccl_version"]
+    # not stated: nominal NCCL ≥ 2.22's (3 communicators × 258 MiB … 172 MiB), high end the largest: 2.20's
+    unknown = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron"))
+    s = unknown.stages[0]
+    assert s.device_peak - off.device_peak == pytest.approx((258 + 2 * 130) * MiB)
+    assert s.device_peak_low == pytest.approx(off.device_peak_low)
+    assert s.device_peak_high - off.device_peak_high == pytest.approx(6144 * MiB)
+    assert [a.value for a in unknown.assumptions if a.field == "options.nccl_version"] == ["≥ 2.22"]
+    # NCCL 2.22–2.28: lazy, no 2-rank communicators at the high end; before 2.17: no NVLS at all
+    lazy = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron", nccl_version="2.26.2")).stages[0]
+    assert lazy.device_peak_high - off.device_peak_high == pytest.approx((258 + 2 * 130) * MiB)
+    none = estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron", nccl_version="2.16.5")).stages[0]
+    assert none.device_peak_high == pytest.approx(off.device_peak_high)
+    # cc ≥ 10 (B200): no NCCL before 2.25 runs there, so the high end stays NCCL ≥ 2.29's 2-rank communicators
+    b_off = estimate(MOE, st, find_preset("B200"), RunOptions(framework="megatron", nccl_nvls_enable=False))
+    b = estimate(MOE, st, find_preset("B200"), RunOptions(framework="megatron"))
+    two_rank = nvls_bytes(rank_groups(resolve(MOE, st, find_preset("B200"), RunOptions(framework="megatron")), 0),
+                          nvls_rule(resolve(MOE, st, find_preset("B200"), RunOptions(framework="megatron"))),
+                          min_local=2)
+    assert b.stages[0].device_peak_high - b_off.stages[0].device_peak_high == pytest.approx(two_rank)
+    # no NVLS switch (A100), no assumption
+    a100 = estimate(MOE, st, find_preset("A100"), RunOptions(framework="megatron"))
+    assert not [a for a in a100.assumptions if a.field == "options.nccl_version"]
+
+
+def test_nccl_version_read_as_text(tmp_path: Path) -> None:
+    from estimator.device.communicators import nccl_version
+
+    assert nccl_version("2.21.5") == (2, 21)
+    assert nccl_version(" 2.27 ") == (2, 27)
+    assert nccl_version("2.21.5-1") == (2, 21)
+    assert nccl_version("2.26.2+cuda12.8") == (2, 26)
+    assert nccl_version(None) is None
+    st = Strategy(seq_length=4096, dp=2, tp=4, pp=2, micro_batches=4, sequence_parallel=True)
+    with pytest.raises(ConfigError, match=r"options.nccl_version takes a version like 2.21.5, not 'two'"):
+        estimate(MOE, st, find_preset("H200"), RunOptions(framework="megatron", nccl_version="two"))
+    plan = tmp_path / "p.plan.yaml"
+    plan.write_text("model: {name: m, hidden_size: 2048, num_layers: 8, num_attention_heads: 16, vocab_size: 32000}\n"
+                    "strategy: {dp: 8, seq_length: 4096}\nhardware: {device: H200}\n"
+                    "options: {framework: megatron, nccl_version: 2.20}\n")
+    with pytest.raises(ConfigError, match=r"got the number 2.2 \(YAML reads 2.20 as 2.2\): quote it"):
+        parse([str(plan)])
+    plan.write_text(plan.read_text().replace("2.20}", '"2.20"}'))
+    assert parse([str(plan)]).options.nccl_version == "2.20"
 
 
 def test_nvls_knobs_read_from_launch_scripts(tmp_path: Path) -> None:

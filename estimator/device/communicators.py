@@ -26,18 +26,29 @@ Priced by the libraries' documented rules:
   communicator. NCCL allocates them when an NVLS algorithm first runs on the communicator (runtime connect), so the
   band's low end holds none; the nominal value holds them for every communicator with L > 2, the high end also for
   L = 2 (NCCL ≥ 2.29).
+- NCCL 2.17–2.21 allocated its NVLS buffers when a communicator was created, larger (``ncclNvlsSetup``, read at
+  each tag): channels × 2 × (buffer + ``NVLS_MEM_ALIGN_SIZE`` 2 MiB) × heads per rank, with channels =
+  ``NCCL_NVLS_NCHANNELS`` (16) and buffer = ``NCCL_BUFFSIZE`` in 2.17–2.19, the communicator's collective channels
+  (at most ``MAXCHANNELS`` = 32: NCCL doubles its rings) and ``NCCL_BUFFSIZE`` in 2.20, those channels and
+  ``NCCL_NVLS_CHUNKSIZE`` × ``NCCL_STEPS`` in 2.21; L ≥ 2 and one node in 2.17, L > 2 from 2.18 (``gpuCount <=
+  2`` turns NVLS off); no NCCL before 2.25 runs on cc ≥ 10. ``options.nccl_version`` says which NCCL the run
+  uses: an old one holds them at every end of the band; unknown, the nominal value is NCCL ≥ 2.22's and the high
+  end the largest any version allocates (``nvls_band``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..arr import Num, ceil_div, gt, is_array, maximum, minimum
+from ..errors import ConfigError
 from ..messages import Message, msg
 from ..resolve import Resolved, dense_domain
 from ..units import KiB, MiB
+from ..warnings import Assumption
 
 HCCL_BUFFSIZE = 200 * MiB
 P2P_HCCL_BUFFSIZE = 20 * MiB
@@ -54,6 +65,8 @@ NVLS_GRANULARITY = 2 * MiB      # cuMemGetAllocationGranularity (recommended) of
 NVLS_CHANNELS_SM90 = 16
 NVLS_CHANNELS_SM100_NVL = 24    # cc ≥ 10, the communicator inside one node
 NVLS_CHANNELS_SM100 = 32        # cc ≥ 10, across nodes
+NVLS_MEM_ALIGN = 2 * MiB        # NCCL 2.17–2.21: head and tail credits beside each eager NVLS buffer
+NCCL_MAX_CHANNELS = 32          # MAXCHANNELS of NCCL ≤ 2.21: a communicator's collective channels at most
 LIBRARIES = ("hccl", "nccl")
 
 
@@ -140,6 +153,34 @@ def library_rule(library: str, framework_runtime: str, hccl_buffsize: float | No
 
 
 @dataclass(frozen=True)
+class EagerNvls:
+    """How an NCCL release that allocated the NVLS buffers at communicator creation sized them."""
+
+    first: tuple[int, int]
+    last: tuple[int, int]
+    channels: int | None      # NCCL_NVLS_NCHANNELS' default; None: the communicator's collective channels
+    chunked: bool             # buffer = NCCL_NVLS_CHUNKSIZE × NCCL_STEPS, else NCCL_BUFFSIZE
+    min_local: int            # ranks of the communicator in a node NVLS needs
+    one_node: bool            # only communicators inside one node
+
+
+EAGER_NVLS = (EagerNvls((2, 17), (2, 17), 16, False, 2, True), EagerNvls((2, 18), (2, 19), 16, False, 3, False),
+              EagerNvls((2, 20), (2, 20), None, False, 3, False), EagerNvls((2, 21), (2, 21), None, True, 3, False))
+LAZY_NVLS = (2, 22)     # from this release on: allocated when an NVLS algorithm first runs on the communicator
+TWO_RANK_NVLS = (2, 29)  # from this release on: communicators with 2 ranks in a node too
+
+
+def nccl_version(text: str | None) -> tuple[int, int] | None:
+    """``options.nccl_version`` ("2.21.5", "2.27") → (2, 21); None when not stated."""
+    if text is None:
+        return None
+    got = re.fullmatch(r"\s*(\d+)\.(\d+)(\.\d+)?([-+][\w.+-]*)?\s*", text)
+    if got is None:
+        raise ConfigError(msg("device.nccl-version-form", value=text), key="options.nccl_version")
+    return int(got.group(1)), int(got.group(2))
+
+
+@dataclass(frozen=True)
 class NvlsRule:
     """[D-NVLS] what NCCL's NVLS transport keeps per communicator, by its ranks in one node."""
 
@@ -148,6 +189,19 @@ class NvlsRule:
     channels: int | None      # NCCL_NVLS_NCHANNELS, None: NCCL's default by compute capability
     compute_capability: float
     per_node: int
+    version: tuple[int, int] | None = None  # options.nccl_version; None: not stated
+    simple: float = NCCL_BUFFSIZE           # NCCL_BUFFSIZE (the eager buffers of NCCL 2.17–2.20)
+
+    def eager(self) -> EagerNvls | None:
+        """The eager rule of the stated NCCL version, None when it allocates lazily (or has no NVLS)."""
+        v = self.version
+        return next((e for e in EAGER_NVLS if v is not None and e.first <= v <= e.last), None)
+
+    def eager_bytes(self, era: EagerNvls, local: Num) -> Num:
+        """What ``era`` allocates per rank for a communicator with ``local`` ranks in a node (heads = local)."""
+        channels = (self.channels or era.channels) if era.channels is not None else NCCL_MAX_CHANNELS
+        buffer = self.chunk * NCCL_STEPS if era.chunked else self.simple
+        return ceil_div(channels * 2 * (buffer + NVLS_MEM_ALIGN) * local, NVLS_GRANULARITY) * NVLS_GRANULARITY
 
     def channels_for(self, nodes_spanned: Num) -> Num:
         if self.channels is not None:
@@ -172,7 +226,20 @@ def nvls_rule(r: Resolved) -> NvlsRule | None:
     if hw.comm_library != "nccl" or not hw.nvlink_sharp or cc is None or cc < 9.0 or opts.nccl_nvls_enable is False:
         return None
     chunk = NVLS_CHUNKSIZE if opts.nccl_nvls_chunksize is None else opts.nccl_nvls_chunksize
-    return NvlsRule(True, chunk, opts.nccl_nvls_nchannels, cc, hw.devices_per_node)
+    version = nccl_version(opts.nccl_version)
+    if version is not None and version < EAGER_NVLS[0].first:  # before NVLS existed
+        return None
+    return NvlsRule(True, chunk, opts.nccl_nvls_nchannels, cc, hw.devices_per_node, version,
+                    NCCL_BUFFSIZE if opts.nccl_buffsize is None else opts.nccl_buffsize)
+
+
+def nvls_assumption(r: Resolved) -> Assumption | None:
+    """The assumption said when NVLS buffers are priced and the NCCL version is not stated."""
+    rule = nvls_rule(r)
+    if r.options.nccl_version is not None or rule is None:
+        return None
+    return Assumption("options.nccl_version", "≥ 2.22", msg("device.nccl-version-assumed")
+                      if rule.compute_capability < 10 else msg("device.nccl-version-assumed-new"))
 
 
 def _floor(x: Num) -> Num:
@@ -199,20 +266,62 @@ def nvls_bytes(groups: list[Group], rule: NvlsRule | None, min_local: int = 3) -
     return out
 
 
+def eager_nvls_bytes(groups: list[Group], rule: NvlsRule, era: EagerNvls) -> Num:
+    """Σ over the collective communicators NVLS serves in ``era`` of what it allocated at their creation."""
+    out: Num = 0.0
+    for g in groups:
+        if g.p2p:
+            continue
+        local = local_ranks(g, rule.per_node)
+        served = gt(local, era.min_local - 1) * g.count
+        if era.one_node:
+            served = served * gt(2, ceil_div(g.size * g.stride, rule.per_node))
+        out = out + served * rule.eager_bytes(era, local)
+    return out
+
+
+def nvls_band(groups: list[Group], rule: NvlsRule | None, band: bool = True) -> tuple[Num, Num, Num]:
+    """[D-NVLS] (low, nominal, high) NVLS bytes of a rank by ``options.nccl_version``: NCCL 2.17–2.21 holds its
+    eager buffers at every end; NCCL ≥ 2.22 none until an NVLS algorithm runs, nominally the communicators with more
+    than 2 ranks in a node, the 2-rank ones too at the high end from 2.29; an unstated version takes NCCL ≥ 2.22's
+    nominal value and the largest any version allocates at the high end (NCCL ≤ 2.21 never runs on cc ≥ 10).
+    Without ``band`` the nominal value only (arrays of the search)."""
+    if rule is None:
+        return 0.0, 0.0, 0.0
+    era = rule.eager()
+    if era is not None:
+        held = eager_nvls_bytes(groups, rule, era)
+        return held, held, held
+    nominal = nvls_bytes(groups, rule)
+    if not band:
+        return nominal, nominal, nominal
+    v = rule.version
+    high = nvls_bytes(groups, rule, min_local=2) if v is None or v >= TWO_RANK_NVLS else nominal
+    if v is None and rule.compute_capability < 10:
+        high = max([high, *(eager_nvls_bytes(groups, rule, e) for e in EAGER_NVLS)])
+    return 0.0, nominal, high
+
+
 def library_bytes(groups: list[Group], rule: LibraryRule) -> Num:
     collective, p2p = communicator_count(groups)
     return collective * rule.per_collective + p2p * rule.per_p2p
 
 
 __all__ = [
+    "EAGER_NVLS",
     "LIBRARIES",
+    "EagerNvls",
     "Group",
     "LibraryRule",
     "NvlsRule",
     "communicator_count",
+    "eager_nvls_bytes",
     "library_bytes",
     "library_rule",
     "local_ranks",
+    "nccl_version",
+    "nvls_assumption",
+    "nvls_band",
     "nvls_bytes",
     "nvls_rule",
     "rank_groups",

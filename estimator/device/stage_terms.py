@@ -16,13 +16,16 @@ from ..messages import Message, joined, msg
 from ..result import TENSOR_CATEGORIES
 from ..units import fmt_bytes
 from .communicators import (
+    NCCL_MAX_CHANNELS,
+    NCCL_STEPS,
     LibraryRule,
     NvlsRule,
     communicator_count,
+    eager_nvls_bytes,
     library_bytes,
     library_rule,
     local_ranks,
-    nvls_bytes,
+    nvls_band,
     nvls_rule,
     rank_groups,
 )
@@ -101,31 +104,31 @@ def context(view: StageView) -> Num:
 
 def comm_library(view: StageView) -> Num:
     """[D-COMM] Σ communicators × the library's documented bytes (× a calibration's factor), + NCCL's NVLS buffers
-    [D-NVLS] with their band (none allocated … also the 2-rank communicators of NCCL ≥ 2.29)."""
+    [D-NVLS] with their band by the NCCL version (``nvls_band``)."""
     r = view.r
     rules = _rules(view)
     factor, nvls = rules.comm_factor, rules.nvls
-    library, nominal, high = _comm_bytes(r, view.stage, rules.library, nvls, view.pricer)
+    library, low, nominal, high = _comm_bytes(r, view.stage, rules.library, nvls, view.pricer)
     pricer = view.pricer
     if nvls is not None and pricer is not None and not is_array(nominal):
         pricer.memo.setdefault(("device", view.stage), {}).update(
-            {"comm_library_low": float(-nominal * factor), "comm_library_high": float((high - nominal) * factor)})
+            {"comm_library_low": float((low - nominal) * factor),
+             "comm_library_high": float((high - nominal) * factor)})
     return (library + nominal) * factor
 
 
 def _comm_bytes(r: Resolved, stage: int, rule: LibraryRule, nvls: NvlsRule | None,
-                pricer: StagePricer | None) -> tuple[Num, Num, Num]:
-    """(library bytes, NVLS bytes, NVLS bytes at the band's high end) of a rank of ``stage``: its communicators
-    differ between the end stages and the others only, and not at all over an array of pipeline degrees
-    (``rank_groups``), so a pricer keeps one of each."""
+                pricer: StagePricer | None) -> tuple[Num, Num, Num, Num]:
+    """(library bytes, NVLS bytes at the band's low end, nominal, at the high end) of a rank of ``stage``: its
+    communicators differ between the end stages and the others only, and not at all over an array of pipeline
+    degrees (``rank_groups``), so a pricer keeps one of each."""
     p = r.par.p
     key = ("comm-bytes", stage in (0, int(p) - 1) if isinstance(p, (int, float)) else None)
     got = pricer.memo.get(key) if pricer is not None else None
     if got is None:
         groups = rank_groups(r, stage)
-        nominal = nvls_bytes(groups, nvls)
-        high = nvls_bytes(groups, nvls, min_local=2) if nvls is not None and not is_array(nominal) else nominal
-        got = (library_bytes(groups, rule), nominal, high)
+        band = not any(is_array(g.size, g.count, g.stride) for g in groups)  # not the search's arrays
+        got = (library_bytes(groups, rule), *nvls_band(groups, nvls, band))
         if pricer is not None:
             pricer.memo[key] = got
     return got  # type: ignore[return-value]
@@ -267,7 +270,8 @@ def inputs_comm(view: StageView) -> dict[str, Any]:
     collective, p2p = communicator_count(groups)
     return {"library": rule.library, "communicators": collective, "p2p_communicators": p2p,
             "per_communicator": rule.per_collective, "per_p2p": rule.per_p2p, "factor": rules.comm_factor,
-            "nvls": nvls is not None, "nvls_bytes": nvls_bytes(groups, nvls),
+            "nvls": nvls is not None, "nvls_bytes": nvls_band(groups, nvls)[1],
+            "nccl_version": view.r.options.nccl_version,
             "nvls_chunk": nvls.chunk if nvls else 0.0, "nvls_channels": nvls.channels if nvls else None}
 
 
@@ -285,12 +289,31 @@ def note_comm(view: StageView) -> Message | str:
         return ""
     note = msg("device.note-comm", collective=int(collective), p2p=int(p2p), rule=rules.library.rule)
     nvls = rules.nvls
-    nominal = nvls_bytes(groups, nvls)
-    if nvls is None or not nominal:
+    if nvls is None:
         return note
+    _low, nominal, high = nvls_band(groups, nvls)
+    if not nominal and not high:
+        return note
+    era = nvls.eager()
+    stated = (view.r.options.nccl_version or "").strip()
+    if era is not None:
+        count = sum(int(eager_nvls_bytes([g], nvls, era) > 0) * int(g.count) for g in groups if not g.p2p)
+        channels = (nvls.channels or era.channels) if era.channels is not None else NCCL_MAX_CHANNELS
+        buffer = nvls.chunk * NCCL_STEPS if era.chunked else nvls.simple
+        return joined([note, msg("device.note-nvls-eager", version=stated, nvls=fmt_bytes(nominal),
+                                 count=count, channels=channels, buffer=fmt_bytes(buffer))])
     count = sum(int(g.count) for g in groups if not g.p2p and local_ranks(g, nvls.per_node) > 2)
-    return joined([note, msg("device.note-nvls", nvls=fmt_bytes(nominal), count=count,
-                                  high=fmt_bytes(nvls_bytes(groups, nvls, min_local=2)))])
+    version = msg("device.nvls-version-assumed") if nvls.version is None else \
+        msg("device.nvls-version-stated", version=stated)
+    if high == nominal:
+        why: Message | str = ""
+    elif nvls.version is None and nvls.compute_capability < 10:
+        why = msg("device.nvls-high-eager")
+    else:
+        why = msg("device.nvls-high-two-rank")
+    return joined([note, msg("device.note-nvls", nvls=fmt_bytes(nominal), count=count, version=version,
+                             high=fmt_bytes(high), why=why)])
+
 
 
 def note_slack(view: StageView) -> Message:
