@@ -8,6 +8,7 @@ and transient buffers (set by ``base_slack_ratio`` before they price)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..arr import Num, gt, is_array
@@ -18,6 +19,7 @@ from ..units import fmt_bytes
 from .communicators import (
     NCCL_MAX_CHANNELS,
     NCCL_STEPS,
+    Group,
     LibraryRule,
     NvlsRule,
     communicator_count,
@@ -127,11 +129,19 @@ def _comm_bytes(r: Resolved, stage: int, rule: LibraryRule, nvls: NvlsRule | Non
     got = pricer.memo.get(key) if pricer is not None else None
     if got is None:
         groups = rank_groups(r, stage)
-        band = not any(is_array(g.size, g.count, g.stride) for g in groups)  # not the search's arrays
-        got = (library_bytes(groups, rule), *nvls_band(groups, nvls, band))
+        if any(is_array(g.size, g.count, g.stride) for g in groups):  # the search's arrays: nominal only
+            got = (library_bytes(groups, rule), *nvls_band(groups, nvls, band=False))
+        else:
+            got = _scalar_comm_bytes(tuple(groups), rule, nvls)
         if pricer is not None:
             pricer.memo[key] = got
     return got  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=256)
+def _scalar_comm_bytes(groups: tuple[Group, ...], rule: LibraryRule, nvls: NvlsRule | None) -> tuple:
+    """``_comm_bytes`` of one plan's rank, kept across estimates (every edit that keeps the communicators)."""
+    return library_bytes(list(groups), rule), *nvls_band(list(groups), nvls)
 
 
 def symmetric_memory(view: StageView) -> Num:
@@ -169,7 +179,6 @@ def _dynamic(view: StageView) -> Num:
 # every stage without slack to choose them: nothing is said of that pass)
 REPLAYED = "allocator-replayed"
 STAGE_RATIO = "allocator-stage-ratio"
-_SAID = "allocator-said"  # the pricer's memo key of its last allocator note, rendered once for the stages sharing it
 
 
 def slack(view: StageView) -> Num:
@@ -216,30 +225,27 @@ def slack(view: StageView) -> Num:
         pricer.memo[("device", view.stage)] = {  # type: ignore[union-attr]
             "allocator": kind, "allocator_slack_low": float(scale(low) + extra),
             "allocator_slack_high": float(scale(high) + extra),
-            "allocator_source": _allocator_said(pricer, source, kind == "static" or exact, entry, ratio),
+            "allocator_source": _allocator_said(source, kind == "static" or exact, entry, ratio),
             "allocator_replayed": exact,
             **({"calibration": r.options.calibration} if r.options.calibration else {})}
     return value
 
 
-def _allocator_said(pricer: StagePricer, source: Message, plain: bool, entry: tuple | None,
-                    ratio: float | None) -> str:
+def _allocator_said(source: Message, plain: bool, entry: tuple | None, ratio: float | None) -> str:
     """The allocator note of a stage: where the allocator's configuration came from, and for a stage priced by a
-    ratio which one (the replayed stages', ``entry``, or the current plan's); rendered once per pricer for the
-    stages that share it."""
-    key = (source, plain, entry, None if plain or entry is not None else ratio)
-    got = pricer.memo.get(_SAID)
-    if got is not None and all(a is b or a == b for a, b in zip(got[0], key, strict=True)):
-        return got[1]  # type: ignore[index]
+    ratio which one (the replayed stages', ``entry``, or the current plan's)."""
     if plain:
-        text = str(source)
-    elif entry is not None:
-        text = str(msg("device.allocator-ratio", source=source, ratio=entry[0], note=entry[3]))
-    else:
-        text = str(msg("device.allocator-ratio", source=source, ratio=ratio or 0.0,
-                       note=msg("device.allocator-ratio-current")))
-    pricer.memo[_SAID] = (key, text)
-    return text
+        return _english(source)
+    if entry is not None:
+        return _english(msg("device.allocator-ratio", source=source, ratio=entry[0], note=entry[3]))
+    return _english(msg("device.allocator-ratio", source=source, ratio=ratio or 0.0,
+                        note=msg("device.allocator-ratio-current")))
+
+
+@lru_cache(maxsize=64)
+def _english(message: Message) -> str:
+    """A note rendered once for the stages (and the estimates) that share it."""
+    return str(message)
 
 
 def inputs_workspaces(view: StageView) -> dict[str, Any]:
