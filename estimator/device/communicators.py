@@ -166,8 +166,7 @@ class EagerNvls:
 
 EAGER_NVLS = (EagerNvls((2, 17), (2, 17), 16, False, 2, True), EagerNvls((2, 18), (2, 19), 16, False, 3, False),
               EagerNvls((2, 20), (2, 20), None, False, 3, False), EagerNvls((2, 21), (2, 21), None, True, 3, False))
-LAZY_NVLS = (2, 22)     # from this release on: allocated when an NVLS algorithm first runs on the communicator
-TWO_RANK_NVLS = (2, 29)  # from this release on: communicators with 2 ranks in a node too
+TWO_RANK_NVLS = (2, 29)  # from this release on (lazy, as from 2.22): communicators with 2 ranks in a node too
 
 
 def nccl_version(text: str | None) -> tuple[int, int] | None:
@@ -197,10 +196,15 @@ class NvlsRule:
         v = self.version
         return next((e for e in EAGER_NVLS if v is not None and e.first <= v <= e.last), None)
 
+    def eager_sizes(self, era: EagerNvls) -> tuple[int, float]:
+        """(channels, buffer per channel and direction) of ``era``'s eager NVLS buffers."""
+        channels = NCCL_MAX_CHANNELS if era.channels is None else \
+            era.channels if self.channels is None else self.channels
+        return channels, self.chunk * NCCL_STEPS if era.chunked else self.simple
+
     def eager_bytes(self, era: EagerNvls, local: Num) -> Num:
         """What ``era`` allocates per rank for a communicator with ``local`` ranks in a node (heads = local)."""
-        channels = (self.channels or era.channels) if era.channels is not None else NCCL_MAX_CHANNELS
-        buffer = self.chunk * NCCL_STEPS if era.chunked else self.simple
+        channels, buffer = self.eager_sizes(era)
         return ceil_div(channels * 2 * (buffer + NVLS_MEM_ALIGN) * local, NVLS_GRANULARITY) * NVLS_GRANULARITY
 
     def channels_for(self, nodes_spanned: Num) -> Num:

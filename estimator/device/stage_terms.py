@@ -17,8 +17,6 @@ from ..messages import Message, joined, msg
 from ..result import TENSOR_CATEGORIES
 from ..units import fmt_bytes
 from .communicators import (
-    NCCL_MAX_CHANNELS,
-    NCCL_STEPS,
     Group,
     LibraryRule,
     NvlsRule,
@@ -304,8 +302,7 @@ def note_comm(view: StageView) -> Message | str:
     stated = (view.r.options.nccl_version or "").strip()
     if era is not None:
         count = sum(int(eager_nvls_bytes([g], nvls, era) > 0) * int(g.count) for g in groups if not g.p2p)
-        channels = (nvls.channels or era.channels) if era.channels is not None else NCCL_MAX_CHANNELS
-        buffer = nvls.chunk * NCCL_STEPS if era.chunked else nvls.simple
+        channels, buffer = nvls.eager_sizes(era)
         return joined([note, msg("device.note-nvls-eager", version=stated, nvls=fmt_bytes(nominal),
                                  count=count, channels=channels, buffer=fmt_bytes(buffer))])
     count = sum(int(g.count) for g in groups if not g.p2p and local_ranks(g, nvls.per_node) > 2)
