@@ -265,3 +265,16 @@ def test_a_broken_user_profile_folder_is_refused_and_not_registered(tmp_path):
         profiles.add_profile_dir(tmp_path)
     assert tmp_path not in profiles._USER_DIRS
     assert "default" in profiles.all_profiles()
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["estimate", "--help"]])
+def test_version_and_help_import_no_command(argv):
+    """`sapp --version` and `--help` build the parser alone: no numpy, no YAML, no reader, no command module."""
+    code = ("import sys\nfrom estimator.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'yaml', 'ruamel', 'PySide6')\n"
+            "               or m.startswith(('estimator.formats', 'estimator.estimate', 'estimator.session',\n"
+            "                                'estimator.cli.estimate', 'estimator.cli.plan')))\n"
+            "print('HEAVY', heavy, file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY []" in proc.stderr, proc.stderr

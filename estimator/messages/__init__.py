@@ -25,8 +25,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-import yaml
-
 ENGLISH = "en"
 CHINESE = "zh_CN"
 LANGUAGES = (ENGLISH, CHINESE)
@@ -158,6 +156,8 @@ def reason(exc: BaseException) -> Text:
 @cache
 def catalogue() -> Mapping[str, Mapping[str, str]]:
     """Every key of every catalogue file: ``{key: {language: template}}`` (a key in two files is an error)."""
+    import yaml  # read on the first rendered message: ``sapp --version`` and ``--help`` never need it
+
     out: dict[str, Mapping[str, str]] = {}
     for path in catalogue_files():
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
