@@ -197,3 +197,64 @@ def test_mla_qk_nope_head_dim_wins_over_head_dim(tmp_path):
     plain = {k: v for k, v in config.items() if k not in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                                                            "q_lora_rank", "kv_lora_rank")}
     assert read_hf(plain, "plain.json")[0]["model.head_dim"] == 64
+
+
+# ------------------------------------------------------------------------- GPT-2-style and OPT configs
+def test_gpt2_style_keys_are_read_with_their_provenance():
+    """GPT2Config's names (n_embd, n_layer, n_head, n_positions, n_inner null) are read; the total matches
+    transformers' count for gpt2 (124,439,808: 12·(4h²+4h + 8h²+5h + 4h) + 50257h + 1024h + 2h, h = 768)."""
+    path = FIXTURES / "gpt2_style_small.json"
+    values, prov, notes = read_hf(json.loads(path.read_text()), str(path))
+    assert {k: prov[f"model.{k}"].key for k in ("hidden_size", "num_layers", "num_attention_heads",
+                                                 "learned_positions")} == \
+        {"hidden_size": "n_embd", "num_layers": "n_layer", "num_attention_heads": "n_head",
+         "learned_positions": "n_positions"}
+    assert prov["model.ffn_hidden_size"].source == "derived" and values["model.ffn_hidden_size"] == 4 * 768
+    assert prov["model.tie_embeddings"].source == "derived" and values["model.tie_embeddings"] is True and not notes
+    model, _ = _spec(path)
+    h = 768
+    assert _counts(model).total == 12 * (4 * h * h + 4 * h + 8 * h * h + 5 * h + 4 * h) + 50257 * h + 1024 * h + 2 * h \
+        == 124_439_808
+    parsed = parse([STRATEGY], model=path)  # detected as a config.json, not refused as an unknown kind
+    assert parsed.model.hidden_size == 768 and parsed.model.learned_positions == 1024
+    assert not [w for w in parsed.warnings if w.code == "W-KEY-UNKNOWN"]
+
+
+def test_opt_ffn_dim_positions_and_tied_head():
+    """OPT states its FFN width as ffn_dim and has a learned position table of max_position_embeddings + 2 rows;
+    transformers' count for opt-125m is 125,239,296 (written out below)."""
+    path = FIXTURES / "opt_style_small.json"
+    values, prov, notes = read_hf(json.loads(path.read_text()), str(path))
+    assert values["model.ffn_hidden_size"] == 3072 and prov["model.ffn_hidden_size"].key == "ffn_dim"
+    assert values["model.learned_positions"] == 2050 and values["model.tie_embeddings"] is True and not notes
+    model, _ = _spec(path)
+    h, f = 768, 3072
+    layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    assert _counts(model).total == 12 * layer + 50272 * h + 2050 * h + 2 * h == 125_239_296
+
+
+def test_a_config_stating_both_names_uses_the_common_one():
+    config = {"model_type": "gpt2", "hidden_size": 512, "n_embd": 768, "num_hidden_layers": 2, "n_layer": 3,
+              "num_attention_heads": 8, "n_head": 12, "vocab_size": 1000, "tie_word_embeddings": False}
+    values, _, _ = read_hf(config, "both.json")
+    assert (values["model.hidden_size"], values["model.num_layers"], values["model.num_attention_heads"]) == (512, 2, 8)
+    assert "model.ffn_hidden_size" not in values and values["model.tie_embeddings"] is False  # the file's word
+
+
+def test_gpt_j_style_rotary_model_has_no_learned_positions():
+    config = {"model_type": "gptj", "architectures": ["GPTJForCausalLM"], "n_embd": 256, "n_layer": 2, "n_head": 4,
+              "n_inner": 1024, "n_positions": 2048, "rotary_dim": 64, "vocab_size": 1000}
+    values, prov, _ = read_hf(config, "gptj.json")
+    assert values["model.ffn_hidden_size"] == 1024 and prov["model.ffn_hidden_size"].key == "n_inner"
+    assert "model.learned_positions" not in values and "model.tie_embeddings" not in values
+
+
+def test_opt_embedding_projection_is_said(tmp_path):
+    data = json.loads((FIXTURES / "opt_style_small.json").read_text())
+    data["word_embed_proj_dim"] = 512
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    parsed = parse([STRATEGY], model=path)
+    notes = [w for w in parsed.warnings if w.code == "W-MODEL-NOTE" and "word_embed_proj_dim" in str(w)]
+    assert len(notes) == 1 and "512" in str(notes[0]) and "768" in str(notes[0])
+    assert "未计入" in notes[0].localized("zh_CN")

@@ -5,7 +5,8 @@ Qwen-MoE ``num_experts`` with ``decoder_sparse_step`` / ``mlp_only_layers``, Mix
 whose experts use ``intermediate_size``), the Qwen3-Next / Qwen3.5 hybrids (``layer_types`` or
 ``full_attention_interval``, gated-delta ``linear_*`` keys, output gate, ``mtp_num_hidden_layers``), the
 multimodal configs that nest the language model under ``text_config`` with a ``vision_config`` (Qwen2-VL,
-Qwen2.5-VL, Qwen3-VL, Qwen3.5), and DeepSeek's own inference format (``dim``, ``n_layers``, …). File values
+Qwen2.5-VL, Qwen3-VL, Qwen3.5), GPT-2-style names (``n_embd``, ``n_layer``, ``n_head``, ``n_inner``: GPT-2, GPT-J,
+CodeGen, GPT-BigCode), OPT (``ffn_dim``), and DeepSeek's own inference format (``dim``, ``n_layers``, …). File values
 are used as written: DeepSeek-V3's vocabulary is 129280 here and 159744 in the hyper-parallel fixtures.
 """
 
@@ -17,7 +18,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..kinds import claims_layer_type
-from ..messages import msg
+from ..limits import MAX_SEQ_LENGTH
+from ..messages import Text, msg
 from ..parsed import Provenance
 from ..warnings import EstimateWarning
 from ..yamlio import load_data
@@ -47,7 +49,16 @@ _HF_KEYS: tuple[tuple[str, str], ...] = (
     ("mamba_n_heads", "mamba_num_heads"), ("mamba_d_state", "mamba_state_dim"), ("mamba_n_groups", "mamba_num_groups"),
     ("mamba_d_conv", "mamba_conv_kernel"), ("mamba_conv_bias", "mamba_conv_bias"),
     ("mamba_proj_bias", "mamba_proj_bias"),
+    # GPT-2-style names (GPT2Config and the configs modelled on it: GPT-J, CodeGen, GPT-BigCode; Bloom's n_layer /
+    # n_head) and OPT's FFN width; after the common names, which win when a file states both
+    ("n_embd", "hidden_size"), ("n_layer", "num_layers"), ("n_head", "num_attention_heads"),
+    ("n_inner", "ffn_hidden_size"), ("ffn_dim", "ffn_hidden_size"),
 )
+# model types with a learned absolute position table: the key stating its rows, and the rows the framework adds
+_LEARNED_POSITIONS = {"gpt2": ("n_positions", 0), "gpt_bigcode": ("n_positions", 0),
+                      "opt": ("max_position_embeddings", 2)}  # OPTLearnedPositionalEmbedding: offset of 2 rows
+# model types whose transformers configuration keeps PretrainedConfig's tie_word_embeddings = true
+_TIED_BY_DEFAULT = {"gpt2", "opt"}
 # DeepSeek's own inference format (inference/configs/config_*.json)
 _DEEPSEEK_KEYS: tuple[tuple[str, str], ...] = (
     ("dim", "hidden_size"), ("inter_dim", "ffn_hidden_size"), ("moe_inter_dim", "moe_ffn_hidden_size"),
@@ -71,12 +82,13 @@ def looks_like_hf(data: Any) -> bool:
         return False
     return ("hidden_size" in data and ("num_hidden_layers" in data or "text_config" in data)) or \
         ("dim" in data and "n_layers" in data and "n_heads" in data) or \
+        ("n_embd" in data and "n_layer" in data and "n_head" in data) or \
         isinstance(data.get("text_config"), dict)
 
 
-def read_hf(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, Provenance], list[str]]:
+def read_hf(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, Provenance], list[Text]]:
     """Model fields with their provenance, and notes for the user."""
-    notes: list[str] = []
+    notes: list[Text] = []
     source, prefix = data, ""
     if isinstance(data.get("text_config"), dict) and "hidden_size" not in data:
         source, prefix = data["text_config"], "text_config."
@@ -124,6 +136,8 @@ def read_hf(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, 
     types = {str(model_type), str(source.get("model_type"))}
     if deepseek_native:
         _deepseek_native(values, put, source, notes)
+    else:
+        _gpt_style(values, prov, put, source, prefix, path, str(source.get("model_type") or model_type), notes)
     if types & {"llama4", "llama4_text"}:
         _llama4(values, put, source, prefix, path)
     _moe(values, put, source, path, notes)
@@ -208,13 +222,38 @@ def _int(value: Any, path: str, key: str | None, minimum: int = 0, maximum: int 
     return number
 
 
-def _deepseek_native(values: dict[str, Any], put: Any, source: dict[str, Any], notes: list[str]) -> None:
+def _deepseek_native(values: dict[str, Any], put: Any, source: dict[str, Any], notes: list[Text]) -> None:
     """DeepSeek's inference format: MLA everywhere, no MTP module stated, fp8 weights."""
     values.setdefault("model.name", "deepseek")
     put("family", "deepseek", None, "DeepSeek inference config")
     if int(values.get("model.num_experts") or 0) and "model.first_k_dense" not in values:
         put("first_k_dense", 1, None, "DeepSeek inference default n_dense_layers = 1")
     notes.append("DeepSeek inference config: no MTP modules are stated (set model.mtp_layers if trained)")
+
+
+def _gpt_style(values: dict[str, Any], prov: dict[str, Provenance], put: Any, source: dict[str, Any], prefix: str,
+               path: str, model_type: str, notes: list[Text]) -> None:
+    """What GPT-2-style and OPT configs leave to transformers' code: the MLP width when ``n_inner`` is null
+    (4·n_embd in GPT2MLP, GPT-J, CodeGen, GPT-BigCode), the learned position table, the tied output layer, and
+    OPT's ``word_embed_proj_dim`` projections (not priced: said)."""
+    hidden = values.get("model.hidden_size")
+    read_as = prov["model.hidden_size"].key if "model.hidden_size" in prov else None
+    if read_as == prefix + "n_embd" and "model.ffn_hidden_size" not in values and isinstance(hidden, int) \
+            and not isinstance(hidden, bool):
+        put("ffn_hidden_size", 4 * hidden, None, "n_inner not given: 4·n_embd, as transformers builds GPT-2-style MLPs")
+    if model_type in _LEARNED_POSITIONS:
+        key, offset = _LEARNED_POSITIONS[model_type]
+        if source.get(key) is not None:
+            rows = _int(source[key], path, prefix + key, 1, MAX_SEQ_LENGTH) + offset
+            if offset:
+                put("learned_positions", rows, None, f"{key} + {offset} rows (OPTLearnedPositionalEmbedding)")
+            else:
+                put("learned_positions", rows, prefix + key)
+    if model_type in _TIED_BY_DEFAULT and source.get("tie_word_embeddings") is None:
+        put("tie_embeddings", True, None, f"tie_word_embeddings absent: transformers' {model_type} default is true")
+    projection = source.get("word_embed_proj_dim")
+    if model_type == "opt" and projection is not None and projection != hidden:
+        notes.append(msg("hf.opt-projection", width=projection, hidden=hidden))
 
 
 def _llama4(values: dict[str, Any], put: Any, source: dict[str, Any], prefix: str, path: str) -> None:
@@ -234,7 +273,7 @@ def _llama4(values: dict[str, Any], put: Any, source: dict[str, Any], prefix: st
         put("moe_layer_freq", step, prefix + "interleave_moe_layer_step")
 
 
-def _moe(values: dict[str, Any], put: Any, source: dict[str, Any], path: str, notes: list[str]) -> None:
+def _moe(values: dict[str, Any], put: Any, source: dict[str, Any], path: str, notes: list[Text]) -> None:
     experts = values.get("model.num_experts")
     if not isinstance(experts, int) or isinstance(experts, bool) or experts <= 0:
         for name in ("num_experts", "experts_per_token", "num_shared_experts", "moe_ffn_hidden_size",
@@ -344,7 +383,7 @@ def _layer_pattern(values: dict[str, Any], put: Any, source: dict[str, Any], pre
     put("layers", groups, None, "explicit layer groups (mlp_only_layers / decoder_sparse_step / moe_layer_freq)")
 
 
-def _vision(v: dict[str, Any], lm_hidden: Any, model_type: str, notes: list[str],
+def _vision(v: dict[str, Any], lm_hidden: Any, model_type: str, notes: list[Text],
             path: str) -> dict[str, Any] | None:
     """VisionSpec fields: Qwen2-VL (``embed_dim`` tower, ``hidden_size`` = merger output, ``mlp_ratio``),
     Qwen2.5-VL (gated SiLU FFN, RMSNorm, ``out_hidden_size``), Qwen3-VL / Qwen3.5 (GeLU FFN,
