@@ -102,6 +102,19 @@ def test_a_model_named_by_hub_id_or_local_copy_comes_from_the_catalogue(shared_d
     assert [w.code for w in unknown.warnings if w.code.startswith("W-MODEL")] == ["W-MODEL-SOURCE"]
 
 
+def test_model_source_warning_names_the_model_file_given_rather_than_asking_for_it():
+    """W-MODEL-SOURCE asks for --model only while no model file states what the strategy file leaves out."""
+    strategy = FIXTURES / "auto_hub_model.yaml"  # someorg/SomeModel-7B: not in the catalogue
+    config = Path(__file__).parent / "fixtures" / "hf" / "llama_small.json"
+    alone = [w for w in read_file(str(strategy)).warnings if w.code == "W-MODEL-SOURCE"]
+    assert len(alone) == 1 and "--model" in str(alone[0]) and "--model" in alone[0].localized("zh_CN")
+    parsed = parse([strategy], model=config)
+    said = [w for w in parsed.warnings if w.code == "W-MODEL-SOURCE"]
+    assert len(said) == 1 and "--model" not in str(said[0]) and "--model" not in said[0].localized("zh_CN")
+    assert f"taken from {config}" in str(said[0]) and "someorg/SomeModel-7B" in str(said[0])
+    assert str(config) in said[0].localized("zh_CN")
+
+
 @pytest.mark.parametrize("name", ["hp_am_qwen3_moe_tp2_ep2_cp4_hybrid.yaml", "hp_am_deepseekv3_codegen_ep8.yaml"])
 def test_world_not_stated_needs_devices(shared_dir, name):
     with pytest.raises(ConfigError, match="pass --devices N") as exc:

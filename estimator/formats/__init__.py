@@ -173,6 +173,8 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
         provenance.update({k: reading.provenance[k] for k in owned if k in reading.provenance})
         warnings.extend(reading.warnings)
         assumptions.extend(reading.assumptions)
+    warnings = [_model_source_answered(w, values, provenance) if w.code == "W-MODEL-SOURCE" else w
+                for w in warnings]
     for key in list(values):  # readers hand over raw values: give every field its type (idempotent)
         info = REGISTRY.get(key)
         if info is not None:
@@ -193,6 +195,19 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
 
         parsed = dataclasses.replace(parsed, assumptions=(*assumptions, *parsed.assumptions))
     return parsed
+
+
+def _model_source_answered(warning: EstimateWarning, values: dict[str, Any],
+                           provenance: dict[str, Provenance]) -> EstimateWarning:
+    """A strategy file's W-MODEL-SOURCE ("give its config.json with --model") once a model file given with it
+    (--model, or a config.json among the files) states what it left out: says where the dimensions come from."""
+    said = dict(warning.catalogued.params) if warning.catalogued is not None else {}
+    missing = [name.strip() for name in str(said.get("missing", "")).split(",") if name.strip()]
+    if not missing or any(f"model.{name}" not in values for name in missing):
+        return warning
+    model_path = provenance.get(f"model.{missing[0]}", Provenance("default")).path
+    return EstimateWarning("W-MODEL-SOURCE", msg("W-MODEL-SOURCE.given", missing=said["missing"],
+                                                 where=said.get("where"), model_path=model_path))
 
 
 def _register() -> None:
