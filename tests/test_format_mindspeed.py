@@ -390,3 +390,38 @@ def _mutations(draw):
 @given(_mutations())
 def test_fuzzed_inputs_raise_only_sapp_errors(tmp_path, case):
     read_estimate_export(tmp_path, *case, devices=64)
+
+
+def _pair_warnings(parsed) -> list:
+    return [w for w in parsed.warnings if w.code == "W-MODEL-PAIR"]
+
+
+def test_script_paired_with_another_models_model_json_is_said(tmp_path):
+    """The 7B script passes --mm-model ./mindspeed_qwen2_5vl_7b_model.json; a model.json named for 72B given with it
+    is said, naming both files (as a second path and through --model); the file it passes, or one whose name says
+    no size, is not."""
+    script = EXAMPLES / "mindspeed_qwen2_5vl_7b_finetune.sh"
+    text = (EXAMPLES / "mindspeed_qwen2_5vl_7b_model.json").read_text()
+    other = tmp_path / "qwen2_5vl_72b_model.json"
+    other.write_text(text)
+    for parsed in (parse([script, other]), parse([script], model=other)):
+        said = _pair_warnings(parsed)
+        assert len(said) == 1, parsed.warnings
+        assert str(script) in str(said[0]) and str(other) in str(said[0])
+        assert "--mm-model $MM_MODEL (line 58) ./mindspeed_qwen2_5vl_7b_model.json" in str(said[0])
+        assert str(other) in said[0].localized("zh_CN") and "混合" in said[0].localized("zh_CN")
+    assert not _pair_warnings(parse([script, EXAMPLES / "mindspeed_qwen2_5vl_7b_model.json"]))
+    unnamed = tmp_path / "model.json"
+    unnamed.write_text(text)
+    assert not _pair_warnings(parse([script, unnamed]))
+
+
+def test_a_checkpoint_named_for_another_size_is_said_too(tmp_path):
+    script = tmp_path / "finetune.sh"
+    script.write_text((EXAMPLES / "mindspeed_qwen2_5vl_7b_finetune.sh").read_text()
+                      .replace('MM_MODEL="./mindspeed_qwen2_5vl_7b_model.json"', 'MM_MODEL="./model.json"')
+                      .replace("    --bf16\n", "    --bf16 \\\n    --load ckpt/Qwen2.5-VL-32B-Instruct\n"))
+    seven = tmp_path / "qwen2_5vl_7b_model.json"
+    seven.write_text((EXAMPLES / "mindspeed_qwen2_5vl_7b_model.json").read_text())
+    said = _pair_warnings(parse([script, seven]))
+    assert len(said) == 1 and "--load" in str(said[0]) and "Qwen2.5-VL-32B-Instruct" in str(said[0])

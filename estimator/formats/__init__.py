@@ -18,7 +18,7 @@ from ..fields import REGISTRY, coerce, lookup
 from ..messages import msg
 from ..parsed import ParsedConfig, Provenance, SourceFile, build_plan
 from ..warnings import Assumption, EstimateWarning
-from .combination import check_combination
+from .combination import check_combination, mismatched_model
 from .common import load_json, load_toml, load_yaml, read_text
 from .hf import looks_like_hf, read_hf, unknown_hf_keys, unmodelled_features
 from .hub import is_model_name, model_reading
@@ -143,6 +143,7 @@ def parse(paths: Sequence[str | Path], framework: str | None = None, devices: in
     values: dict[str, Any] = {}
     provenance: dict[str, Provenance] = {}
     warnings: list[EstimateWarning] = [EstimateWarning("W-EXPORT-FINISHED", note) for note in finished]
+    warnings += mismatched_model(readings)
     assumptions: list[Assumption] = []
     for reading in strategy_sources:
         values.update(reading.values)

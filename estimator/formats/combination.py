@@ -8,10 +8,13 @@ can take its model from another file only through ``--model``, which says which 
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
 
 from ..errors import ConfigError
 from ..messages import msg
+from ..warnings import EstimateWarning
 from .support import Reading
 
 # (strategy file's format, model file's format) pairs that describe one job
@@ -50,3 +53,31 @@ def check_combination(readings: Sequence[Reading]) -> None:
             if (strategy.format, model.format) in KNOWN_PAIRS:
                 return
     raise ConfigError(msg("combination.one-plan-files", names=names, ALLOWED=ALLOWED))
+
+
+# a model size in a file or checkpoint name: 7b, 72B, 0.5b, 1_5b (not the 3b of "a3b", an active-parameter count)
+_SIZE = re.compile(r"(?<![a-z0-9])(\d+(?:[._]\d+)?)([bm])(?![a-z0-9])")
+
+
+def model_sizes(text: str) -> set[str]:
+    """The model sizes a path names ("Qwen2.5-VL-72B-Instruct" → {"72b"})."""
+    return {number.replace("_", ".") + unit for number, unit in _SIZE.findall(text.lower())}
+
+
+def mismatched_model(readings: Sequence[Reading]) -> list[EstimateWarning]:
+    """W-MODEL-PAIR when a launch script names its model (``--mm-model FILE``, ``--load CKPT``) by a size that the
+    name of the MindSpeed-MM model.json given with it contradicts (a 72B script with a 7B model.json): the plan
+    would price one model's strategy with another's shape."""
+    found: list[EstimateWarning] = []
+    for script in (r for r in readings if r.format == "mindspeed_script" and r.references):
+        for model in (r for r in readings if r.format == "mindspeed_model"):
+            given = os.path.basename(model.path)
+            if any(os.path.basename(value.strip()) == given for _, value in script.references):
+                continue  # the very file the script passes
+            named = model_sizes(given)
+            stated = [(where, value) for where, value in script.references if model_sizes(value)]
+            if named and stated and not any(model_sizes(value) & named for _, value in stated):
+                found.append(EstimateWarning("W-MODEL-PAIR", msg(
+                    "W-MODEL-PAIR", script=script.path, model=model.path,
+                    references="; ".join(f"{where} {value.strip()}" for where, value in stated))))
+    return found

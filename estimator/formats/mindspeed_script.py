@@ -22,6 +22,7 @@ from .shell import Script, problem_of, text_of
 from .support import Collector, Reading
 
 TITLES = {"megatron": "Megatron-LM", "mindspeed": "MindSpeed-LLM"}
+MODEL_REFERENCES = ("--mm-model", "--load")  # what a script says about its model besides the shape flags
 
 
 def resolve_script(text: str, path: str, devices: int | None) -> tuple[Script, FlagSet, int, str, list[str]]:
@@ -123,7 +124,9 @@ def read_script(text: str, path: str, devices: int | None, dialect: str, why: Te
     out.warnings.extend(flag_warnings(fl, READ_FLAGS, dialect))
     _device_env(script, out, path)
     role = "both" if any(k.startswith("model.") for k in out.values) else "strategy"
-    return out.reading(SCRIPT if dialect == "mindspeed" else MEGATRON_SCRIPT, role, text, path)
+    reading = out.reading(SCRIPT if dialect == "mindspeed" else MEGATRON_SCRIPT, role, text, path)
+    reading.references = tuple((fl.where(name), fl.raw(name)) for name in MODEL_REFERENCES if fl.raw(name).strip())
+    return reading
 
 
 def _device_env(script: Script, out: Collector, path: str) -> None:

@@ -37,6 +37,9 @@ class Reading:
     # model fields this file states as changes to a model loaded from elsewhere (a recipe's assignments over
     # ``--model``): they win over the model file, as the framework applies them on top
     model_overrides: frozenset[str] = frozenset()
+    # (where, value) of the files and checkpoints the file names for its model (a launch script's --mm-model and
+    # --load): a model file given with it that names another model is said (combination.mismatched_model)
+    references: tuple[tuple[str, str], ...] = ()
 
 
 # A format reader: (text, path, loaded data, --devices) -> Reading
