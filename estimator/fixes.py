@@ -8,10 +8,11 @@ Each carries the edit that makes it (the same edit the Search tab's Apply makes)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .honest import Honest, honest
+from .messages import ENGLISH, Listing, Message, Text, english, joined, msg
 from .parsed import ParsedConfig
 from .search import Cancel, SearchSpace, parse_dims, search
 from .session.edits import changes_to
@@ -28,12 +29,22 @@ class Fix:
     strategy: Strategy
     changes: dict[str, Any]     # the edit that makes it (canonical strategy.* keys, dp and m pinned)
     changed: tuple[str, ...]    # the settings a user changes (derived ones left out), e.g. ("tp", "recompute")
-    summary: str                # "tp 4 → 8, recompute none → full"
+    summary: Text               # "tp 4 → 8, recompute none → full" (English; summary_in: another language)
     peak_bytes: float           # the decisive peak (the optimizer step included)
     step_time_s: float
     budget: float
     step_band: tuple[float, float] | None = None  # [T-BAND] the step at the device's fast and slow ends
     headroom: float = 0.0       # [D-VERDICT]'s margin: with a framework pool the smaller of its two margins
+    catalogued: Message | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.summary, Message):
+            object.__setattr__(self, "catalogued", self.summary)
+            object.__setattr__(self, "summary", english(self.summary))
+
+    def summary_in(self, language: str = ENGLISH) -> str:
+        """The summary in ``language`` (the app's); ``summary`` is the English one."""
+        return self.catalogued.render(language) if self.catalogued is not None else str(self.summary)
 
     @property
     def step(self) -> Honest:
@@ -99,37 +110,62 @@ def _differs(old: Strategy, new: Strategy, key: str) -> bool:
     return getattr(old, name, None) != getattr(new, name, None)
 
 
-def _summary(old: Strategy, new: Strategy, changed: tuple[str, ...]) -> str:
-    parts = []
+def _summary(old: Strategy, new: Strategy, changed: tuple[str, ...]) -> Message:
+    parts: list[Message] = []
     for name in changed:
         if name in ("recompute", "full_counts", "sel_counts", "comm_counts"):
-            parts.append(f"recompute {_recompute(old)} → {_recompute(new)}")
+            # the same counts: what differs is the mode of the other layers, said on both sides
+            same = bool(_counts(old)) and list(map(str, _counts(old))) == list(map(str, _counts(new)))
+            before, after = _recompute(old, rest=same), _recompute(new, rest=same)
+            part = msg("fixes.recompute", old=before, new=after)
         else:
-            parts.append(f"{_label(name)} {_text(getattr(old, name, None))} → {_text(getattr(new, name, None))}")
-    follows = [f"{_label(n)} {_text(getattr(old, n))} → {_text(getattr(new, n))}" for n in ("dp", "micro_batches")
-               if getattr(old, n) != getattr(new, n)]
-    return ", ".join(dict.fromkeys(parts)) + (f" ({', '.join(follows)} follow)" if follows else "")
+            part = _change(name, old, new)
+        if str(part) not in map(str, parts):
+            parts.append(part)
+    follows = [_change(n, old, new) for n in ("dp", "micro_batches") if getattr(old, n) != getattr(new, n)]
+    return msg("fixes.follow", changes=Listing(parts), follows=Listing(follows)) if follows else \
+        msg("fixes.changes", changes=Listing(parts))
 
 
-def _recompute(st: Strategy) -> str:
+def _change(name: str, old: Strategy, new: Strategy) -> Message:
+    return msg("fixes.change", name=_label(name), old=_text(getattr(old, name, None)),
+               new=_text(getattr(new, name, None)))
+
+
+def _recompute(st: Strategy, rest: bool = False) -> Text:
     """The plan's recompute as a user states it: per-stage layer counts where it has them (full, selective,
-    communication), else the one mode of every layer."""
+    communication), with the mode of the layers beyond them where it is not "none" (or always, with ``rest``),
+    else the one mode of every layer."""
     plan = st.recompute
-    counts = [f"{kind} {_text(value)}" for kind, value in (("full", plan.full_counts), ("selective", plan.sel_counts),
-                                                          ("comm", plan.comm_counts)) if value is not None]
-    return f"per stage ({'; '.join(counts)})" if counts else plan.default_mode
+    counts = _counts(st)
+    if not counts:
+        return plan.default_mode
+    # docs/model.md#recompute-assignment: the default covers the layers beyond the counts of its own kind
+    applies = (plan.default_mode == "selective" and plan.sel_counts is None) or \
+        (plan.default_mode == "full" and plan.full_counts is None)
+    other = plan.default_mode if applies else "none"
+    if other != "none" or rest:
+        return msg("fixes.per-stage.rest", counts=joined(counts), mode=other)
+    return msg("fixes.per-stage", counts=joined(counts))
 
 
-def _label(name: str) -> str:
-    return {"micro_batch_size": "micro-batch size", "micro_batches": "micro-batches",
+def _counts(st: Strategy) -> list[Message]:
+    plan = st.recompute
+    return [msg("fixes.count", kind=kind, value=_text(value)) for kind, value in
+            (("full", plan.full_counts), ("selective", plan.sel_counts), ("comm", plan.comm_counts))
+            if value is not None]
+
+
+def _label(name: str) -> Text:
+    return {"micro_batch_size": msg("fixes.label.micro-batch-size"), "micro_batches": msg("fixes.label.micro-batches"),
             "sequence_parallel": "SP"}.get(name, name)
 
 
-def _text(value: Any) -> str:
+def _text(value: Any) -> Text:
     if isinstance(value, bool):
-        return "on" if value else "off"
+        return msg("fixes.on") if value else msg("fixes.off")
     if isinstance(value, tuple):
-        return ",".join(_text(v) for v in value)
+        return ",".join(str(_text(v)) for v in value)
     return str(value)
 
 

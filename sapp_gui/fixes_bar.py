@@ -14,7 +14,7 @@ from estimator.session import PlanSession, SessionEvent
 from estimator.session.events import CHANGED, CLOSED, ESTIMATE_FAILED, ESTIMATED, OPENED, REJECTED
 from estimator.units import GiB
 
-from .language import error_text, translate
+from .language import current, error_text, translate
 from .tasks import TaskOutcome, TaskRunner
 
 
@@ -25,7 +25,7 @@ def find_fixes(parsed: ParsedConfig) -> list[Fix]:
 
 def fix_text(fix: Fix) -> str:
     return translate("Fixes", "{0} — peak {1} GiB, step {2} s").format(
-        fix.summary, f"{fix.peak_bytes / GiB:,.2f}", fix.step.with_band())
+        fix.summary_in(current()), f"{fix.peak_bytes / GiB:,.2f}", fix.step.with_band())
 
 
 class FixesBar(QFrame):
@@ -110,7 +110,8 @@ class FixesBar(QFrame):
     def apply(self, k: int) -> None:
         fix = self.fixes[k]
         self.menu.hide()
-        self.apply_requested.emit(dict(fix.changes), translate("Fixes", "Apply fix: {0}").format(fix.summary))
+        self.apply_requested.emit(dict(fix.changes), translate("Fixes", "Apply fix: {0}").format(
+            fix.summary_in(current())))
 
     def shutdown(self) -> None:
         self.runner.shutdown()

@@ -69,7 +69,7 @@ def test_a_fix_states_the_recompute_it_leaves_and_the_margin_that_decides() -> N
     pp = st.pp
     selective = replace(st, recompute=replace(st.recompute, full_counts=None, sel_counts=tuple(range(pp, 0, -1)),
                                               comm_counts=None, default_mode="none"))
-    assert _recompute(selective) == "per stage (selective " + ",".join(str(k) for k in range(pp, 0, -1)) + ")"
+    assert str(_recompute(selective)) == "per stage (selective " + ",".join(str(k) for k in range(pp, 0, -1)) + ")"
     assert _recompute(replace(st, recompute=replace(st.recompute, full_counts=None, sel_counts=None,
                                                     comm_counts=None, default_mode="full"))) == "full"
     fixes = nearest_fixes(parse([CASES[0][0]], overrides=CASES[0][1]))
@@ -77,3 +77,40 @@ def test_a_fix_states_the_recompute_it_leaves_and_the_margin_that_decides() -> N
         plan = apply_changes(parse([CASES[0][0]], overrides=CASES[0][1]), fix.changes, hold="dp")
         result = estimate(plan.model, plan.strategy, plan.hardware, plan.options)
         assert fix.headroom == pytest.approx(result.headroom)
+
+
+def test_equal_counts_with_another_default_mode_are_told_apart() -> None:
+    """Per-stage full counts that stay while the other layers go from none to selective: the summary says the
+    mode of the other layers (it said 'per stage (full 2,2) → per stage (full 2,2)')."""
+    from dataclasses import replace
+
+    from estimator.fixes import _recompute, _summary
+    from estimator.strategy import RecomputePlan
+
+    st = parse([EXAMPLES / "mindformers_llama3_70b.yaml"]).strategy
+    counts = (2,) * st.pp
+    old = replace(st, recompute=replace(st.recompute, full_counts=counts, sel_counts=None, comm_counts=None,
+                                        ranges=(), default_mode="none"))
+    new = replace(old, recompute=replace(old.recompute, default_mode="selective"))
+    stated = ",".join(map(str, counts))
+    assert str(_summary(old, new, ("recompute",))) == \
+        f"recompute per stage (full {stated}), other layers none → per stage (full {stated}), other layers selective"
+    chinese = _summary(old, new, ("recompute",)).render("zh_CN")
+    assert chinese == f"重计算 按阶段（full {stated}），其余层 none → 按阶段（full {stated}），其余层 selective"
+    # a default the counts leave no layer to (selective beside selective counts) is not said as the rest's mode
+    sel = replace(old, recompute=replace(old.recompute, full_counts=None, sel_counts=counts, default_mode="selective"))
+    assert str(_recompute(sel)) == f"per stage (selective {stated})"
+    assert str(_summary(sel, replace(sel, recompute=RecomputePlan(default_mode="full")), ("recompute",))) == \
+        f"recompute per stage (selective {stated}) → full"
+
+
+def test_a_fix_is_summarised_in_the_apps_language() -> None:
+    parsed = parse([CASES[1][0]], overrides=CASES[1][1])
+    fixes = nearest_fixes(parsed)
+    assert fixes
+    for fix in fixes:
+        chinese = fix.summary_in("zh_CN")
+        assert fix.summary_in("en") == fix.summary == fix.to_dict()["summary"]  # English in the CLI and the JSON
+        assert chinese != fix.summary and "recompute" not in chinese and "follow" not in chinese
+        assert ("重计算" in chinese) == ("recompute" in fix.summary)
+        assert ("随之变化" in chinese) == ("follow" in fix.summary)
