@@ -266,6 +266,10 @@ def test_a_provider_recipe_s_model_fields_are_applied_over_model(tmp_path):
                for w in warning_texts(parsed, "W-MODEL"))
     est = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
     assert sum(sum(st.layer_counts) for st in est.stages) == 16
+    # each keyword of the provider call names its own line (the call starts on line 6, num_layers is on line 7)
+    assert parsed.provenance["strategy.tp"].key == "model.tensor_model_parallel_size (line 6)"
+    assert parsed.provenance["model.num_layers"].key == "model.num_layers (line 7)"
+    assert parsed.provenance["strategy.seq_length"].key == "model.seq_length (line 7)"
     changed = parse([f"{recipe}:changed_config"], devices=8, model="deepseek-ai/DeepSeek-V3")
     # an MLA field names an MLA config: it is applied (over DeepSeek-V3's 512) rather than dropped
     assert (changed.model.ffn_hidden_size, changed.model.kv_lora_rank, changed.model.q_lora_rank) == (8192, 256, 1536)

@@ -56,6 +56,22 @@ def test_converters_in_the_model_registry_call():
     assert (s.peft, s.lora_rank, s.lora_targets) == ("lora", 16, ("q", "k", "v", "o"))
 
 
+def test_a_converter_keyword_points_at_its_own_line(tmp_path):
+    """LoRAConverter.Config written over several lines: rank and target_modules name the lines they are on."""
+    text = REGISTRY.read_text().replace(
+        'LoRAConverter.Config(rank=16, alpha=32.0, target_modules=["wq", "wkv", "wo"])',
+        'LoRAConverter.Config(\n                alpha=32.0,\n                rank=16,\n'
+        '                target_modules=["wq", "wkv", "wo"],\n            )')
+    path = tmp_path / "config_registry.py"
+    path.write_text(text)
+    lines = text.splitlines()
+    call = next(i for i, line in enumerate(lines, 1) if "LoRAConverter.Config(" in line)
+    assert lines[call + 1].strip() == "rank=16,"  # the fixture as rewritten: call, alpha, rank, target_modules
+    parsed = parse([f"{path}:llama3_8b_float8_lora"], devices=64)
+    assert parsed.provenance["strategy.lora_rank"].key == f"LoRAConverter rank (line {call + 2})"
+    assert parsed.provenance["strategy.lora_targets"].key == f"LoRAConverter target_modules (line {call + 3})"
+
+
 def test_what_the_static_reading_cannot_know_is_named_with_its_line(tmp_path):
     parsed = recipe("llama3_8b_unresolved")
     unresolved = warning_texts(parsed, "W-PY-UNRESOLVED")

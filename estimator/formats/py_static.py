@@ -52,10 +52,11 @@ class Call:
     kwargs: dict[str, Any] = field(default_factory=dict)
     line: int = 0
     lines: dict[str, int] = field(default_factory=dict)  # attribute -> the line assigning it after the call
+    keyword_lines: dict[str, int] = field(default_factory=dict)  # keyword argument -> the line it is written on
 
     def where(self, key: str) -> int:
-        """The line that sets ``key``: its assignment, else the call itself."""
-        return self.lines.get(key, self.line)
+        """The line that sets ``key``: its assignment, else its keyword argument, else the call itself."""
+        return self.lines.get(key) or self.keyword_lines.get(key, self.line)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.kwargs.get(key, default)
@@ -269,6 +270,7 @@ class Module:
             for kw in node.keywords:
                 if kw.arg is not None:
                     call.kwargs[kw.arg] = self.value(kw.value, env, depth)
+                    call.keyword_lines[kw.arg] = kw.lineno
             if isinstance(node.func, ast.Name) and node.func.id in self.functions:
                 return self.evaluate(node.func.id, depth + 1, call.args, call.kwargs)
             return call

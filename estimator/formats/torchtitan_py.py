@@ -251,10 +251,10 @@ def _lora(conv: Call, out: Collector) -> None:
         out.warn("W-UNMODELLED", msg("W-UNMODELLED.lora-target-modules", map=', '.join(map(str, unknown))))
     where = f"LoRAConverter (line {conv.line})"
     out.put("strategy.peft", "lora", where, "LoRAConverter")
-    out.put("strategy.lora_rank", rank, f"{where} rank", rank)
+    out.put("strategy.lora_rank", rank, f"LoRAConverter rank (line {conv.where('rank')})", rank)
     out.put("strategy.lora_targets", tuple(dict.fromkeys(m for t in targets if t in LORA_MODULES
-                                                         for m in LORA_MODULES[t])), f"{where} target_modules",
-            targets)
+                                                         for m in LORA_MODULES[t])),
+            f"LoRAConverter target_modules (line {conv.where('target_modules')})", targets)
 
 
 def _loss(value: Any, out: Collector) -> None:
