@@ -417,11 +417,18 @@ def test_script_paired_with_another_models_model_json_is_said(tmp_path):
 
 
 def test_a_checkpoint_named_for_another_size_is_said_too(tmp_path):
-    script = tmp_path / "finetune.sh"
-    script.write_text((EXAMPLES / "mindspeed_qwen2_5vl_7b_finetune.sh").read_text()
-                      .replace('MM_MODEL="./mindspeed_qwen2_5vl_7b_model.json"', 'MM_MODEL="./model.json"')
-                      .replace("    --bf16\n", "    --bf16 \\\n    --load ckpt/Qwen2.5-VL-32B-Instruct\n"))
+    """--load names the model too: alone (--mm-model names no size) and beside --mm-model (both listed)."""
     seven = tmp_path / "qwen2_5vl_7b_model.json"
     seven.write_text((EXAMPLES / "mindspeed_qwen2_5vl_7b_model.json").read_text())
-    said = _pair_warnings(parse([script, seven]))
-    assert len(said) == 1 and "--load" in str(said[0]) and "Qwen2.5-VL-32B-Instruct" in str(said[0])
+    said = {}
+    for mm_model in ("./model.json", "./model_32b.json"):
+        script = tmp_path / "finetune.sh"
+        script.write_text((EXAMPLES / "mindspeed_qwen2_5vl_7b_finetune.sh").read_text()
+                          .replace('MM_MODEL="./mindspeed_qwen2_5vl_7b_model.json"', f'MM_MODEL="{mm_model}"')
+                          .replace("    --bf16\n", "    --bf16 \\\n    --load ckpt/Qwen2.5-VL-32B-Instruct\n"))
+        found = _pair_warnings(parse([script, seven]))
+        assert len(found) == 1 and "--load (line" in str(found[0]) and "Qwen2.5-VL-32B-Instruct" in str(found[0])
+        said[mm_model] = found[0]
+    assert "./model.json" not in str(said["./model.json"])  # a name without a size says nothing
+    assert "./model_32b.json, --load" in str(said["./model_32b.json"])
+    assert "./model_32b.json、--load" in said["./model_32b.json"].localized("zh_CN")

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from ..errors import ConfigError
-from ..messages import msg
+from ..messages import Listing, msg
 from ..warnings import EstimateWarning
 from .support import Reading
 
@@ -79,5 +79,5 @@ def mismatched_model(readings: Sequence[Reading]) -> list[EstimateWarning]:
             if named and stated and not any(model_sizes(value) & named for _, value in stated):
                 found.append(EstimateWarning("W-MODEL-PAIR", msg(
                     "W-MODEL-PAIR", script=script.path, model=model.path,
-                    references="; ".join(f"{where} {value.strip()}" for where, value in stated))))
+                    references=Listing(f"{where} {value.strip()}" for where, value in stated))))
     return found
