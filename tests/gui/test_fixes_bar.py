@@ -35,3 +35,17 @@ def test_fixes_of_an_older_plan_are_dropped(qtbot, window) -> None:
     edit_and_wait(qtbot, window, lambda: window.edit({"strategy.tp": 8}, "tp 8"))
     qtbot.wait(300)
     assert bar.fixes == []  # the request was for the plan before the edit
+
+
+@pytest.mark.qt_log_ignore("grabbing the keyboard", "does not support raise")
+def test_the_fixes_speak_the_apps_language(qtbot, window) -> None:
+    window.set_language("zh_CN")
+    open_and_wait(qtbot, window, [MF_DSV3])
+    edit_and_wait(qtbot, window, lambda: window.edit({"strategy.recompute": "none"}, "no recompute"))
+    bar = window.fixes_bar
+    with qtbot.waitSignal(bar.runner.finished, timeout=60000):
+        bar.button.click()
+    texts = [action.text() for action in bar.menu.actions()]
+    assert texts and texts[0].startswith("重计算 none → full") and not any("recompute" in t for t in texts)
+    edit_and_wait(qtbot, window, lambda: bar.menu.actions()[0].trigger())
+    assert window.undo_stack.text(window.undo_stack.index() - 1).endswith("重计算 none → full")
