@@ -204,4 +204,5 @@ def test_a_hub_model_s_unmodelled_features_and_unknown_keys_are_said(tmp_path, m
     monkeypatch.setenv("HF_HUB_CACHE", str(cached.parents[3]))
     parsed = parse([STRATEGY], model="acme/Window-8B")
     codes = {w.code for w in parsed.warnings if str(cached) in w.text}
-    assert codes == {"W-MODEL-FEATURE", "W-KEY-UNKNOWN"}, [w.text for w in parsed.warnings]
+    # the strategy file's W-MODEL-SOURCE names the model file its dimensions are taken from (cf91c1e)
+    assert codes == {"W-MODEL-FEATURE", "W-KEY-UNKNOWN", "W-MODEL-SOURCE"}, [w.text for w in parsed.warnings]
