@@ -353,6 +353,28 @@ def test_old_nccl_allocates_larger_nvls_buffers_at_start() -> None:
     assert not [a for a in a100.assumptions if a.field == "options.nccl_version"]
 
 
+def test_search_prices_old_nccls_eager_nvls_buffers_as_the_estimate() -> None:
+    """A stated NCCL 2.20 holds its eager NVLS buffers in the search's arrays too: every ranked row's device peak is
+    its own estimate's, and above the same row under an unstated version (lazy buffers, nominally)."""
+    from estimator.parsed import ParsedConfig
+    from estimator.search import SearchSpace, parse_dims, search
+
+    st = Strategy(seq_length=4096, dp=2, tp=4, pp=2, micro_batches=4, sequence_parallel=True)
+    space = SearchSpace(devices=16, global_batch=32, dims=parse_dims(["tp=auto", "pp=auto"]))
+    peaks = {}
+    for version in (None, "2.20.5"):
+        parsed = ParsedConfig(model=MOE, strategy=st, hardware=find_preset("H200"),
+                              options=RunOptions(framework="megatron", nccl_version=version))
+        rows = search(parsed, space).ranked
+        assert rows
+        for row in rows:
+            assert row.result is not None
+            assert row.peak_bytes == pytest.approx(row.result.device_peak_bytes, rel=1e-9)
+        peaks[version] = {(row.strategy.tp, row.strategy.pp): row.peak_bytes for row in rows}
+    shared = peaks[None].keys() & peaks["2.20.5"].keys()
+    assert shared and all(peaks["2.20.5"][k] > peaks[None][k] for k in shared)
+
+
 def test_nccl_version_read_as_text(tmp_path: Path) -> None:
     from estimator.device.communicators import nccl_version
 
