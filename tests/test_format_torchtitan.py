@@ -513,3 +513,54 @@ def test_optimizer_in_backward_is_said_and_refused_where_torchtitan_refuses_it(t
     path.write_text(flat.replace("[optimizer]", "[optimizer]\nearly_step_in_backward = true", 1), encoding="utf-8")
     parsed = parse([str(path)], devices=64)
     assert any(w.code == "W-UNMODELLED" and "early_step_in_backward" in w.text for w in parsed.warnings)
+
+
+SPLIT_TOML = (FIXTURES / "hsdp_zbv.toml").read_text(encoding="utf-8") if FIXTURES.is_dir() else ""
+
+
+def _split(tmp_path, parallelism: str = "", training: str = "") -> Path:
+    text = SPLIT_TOML.replace("pipeline_parallel_degree = 2", "pipeline_parallel_degree = 2\n" + parallelism)
+    path = tmp_path / "split.toml"
+    path.write_text(text.replace("seq_len = 8192", "seq_len = 8192\n" + training), encoding="utf-8")
+    return path
+
+
+def test_split_points_place_the_layers_of_every_stage(tmp_path) -> None:
+    """Qwen3-8B's 36 layers split at layers.4, 12 and 24 into 4 stages (ZBV, pp 2: stages 0 and 3 on rank 0, 1 and 2
+    on rank 1, the V): positions E+4, 8, 12 and 12+O — rank 0 holds layers 0–3 and 24–35, rank 1 layers 4–23."""
+    path = _split(tmp_path, 'pipeline_parallel_split_points = ["layers.4", "layers.12", "layers.24"]')
+    parsed = parse([str(path)], devices=64)
+    assert parsed.strategy.partition == ((5, 8), (13, 12)) and parsed.strategy.emb_out_in_offset
+    assert parsed.provenance["strategy.partition"].key == "parallelism.pipeline_parallel_split_points"
+    res = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    body = [sum(c for c in st.layer_counts) for st in res.stages]
+    assert body == [5 + 13, 8 + 12]  # positions: the embedding and the output count one each
+    fqns = [["tok_embeddings", *[f"layers.{i}" for i in range(4)]], [f"layers.{i}" for i in range(4, 12)],
+            [f"layers.{i}" for i in range(12, 24)], [*[f"layers.{i}" for i in range(24, 36)], "norm", "output"]]
+    path = _split(tmp_path, f"module_fqns_per_model_part = {fqns!r}".replace("'", '"'))
+    assert parse([str(path)], devices=64).strategy.partition == ((5, 8), (13, 12))
+
+
+@pytest.mark.parametrize("line, match", [
+    ('pipeline_parallel_split_points = ["layers.4"]', "2 stages"),
+    ('pipeline_parallel_split_points = ["layers.12", "layers.4", "layers.24"]', "ascending"),
+    ('pipeline_parallel_split_points = ["layers.4", "layers.12", "layers.40"]', "not a decoder layer"),
+    ('module_fqns_per_model_part = [["tok_embeddings", "layers.0"], ["layers.2"], ["layers.1"], ["norm"]]',
+     "every decoder layer once"),
+])
+def test_a_split_torchtitan_cannot_run_is_refused_naming_the_key(tmp_path, line, match) -> None:
+    with pytest.raises(ConfigError, match=match) as caught:
+        parse([str(_split(tmp_path, line))], devices=64)
+    assert caught.value.key.endswith(line.split(" =")[0])
+
+
+def test_training_dtype_and_switches_are_read_or_said(tmp_path) -> None:
+    """training.dtype bfloat16 builds the model in bf16: weights, gradients and AdamW states 2 B each; the CP load
+    balancer is read; a switch whose cost is not priced is said naming its key."""
+    path = _split(tmp_path, 'context_parallel_load_balancer = "ptrr"\nenable_fsdp_symm_mem = true',
+                  'dtype = "bfloat16"')
+    parsed = parse([str(path)], devices=64)
+    st = parsed.strategy
+    assert (st.param_bytes, st.grad_bytes, st.optimizer_state_bytes) == (2, 2, 2)
+    assert st.cp_load_balance is True
+    assert any("parallelism.enable_fsdp_symm_mem" in w.text for w in parsed.warnings)

@@ -22,6 +22,7 @@ from .common import dig
 from .known_keys import catalogue, check_sections
 from .support import Collector, Reading, check_micro_batches, dtype_bytes, to_int
 from .torchtitan_features import FEATURE_LOCATIONS, read_features
+from .torchtitan_split import read_split
 
 FORMAT = "torchtitan"
 
@@ -58,6 +59,11 @@ LOCATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "opt_impl": (("optimizer", "implementation"),),
     "opt_name": (("optimizer", "name"),),
     "opt_in_bwd": (("optimizer", "early_step_in_backward"),),
+    "split_points": (("parallelism", "pipeline_parallel_split_points"),
+                     ("experimental", "pipeline_parallel_split_points")),
+    "fqns_per_part": (("parallelism", "module_fqns_per_model_part"),),
+    "train_dtype": (("training", "dtype"),),
+    "cp_balancer": (("parallelism", "context_parallel_load_balancer"),),
     "compile": (("compile", "enable"), ("training", "compile")),
     "compile_components": (("compile", "components"),),
     "cp_rotate": (("parallelism", "context_parallel_rotate_method"),),
@@ -77,6 +83,13 @@ SCHEDULES: dict[str, tuple[str, int | None]] = {
 }
 WRITE_SCHEDULE = {"1f1b": "1F1B", "gpipe": "GPipe", "interleaved": "Interleaved1F1B", "zbv": "ZBVZeroBubble",
                   "dualpipev": "DualPipeV", "looped_bfs": "LoopedBFS", "interleaved_zb": "InterleavedZeroBubble"}
+# switches whose memory or time is not priced, said when on: (section, key, what is left out)
+UNPRICED_SWITCHES = (
+    ("parallelism", "enable_fsdp_symm_mem", msg("torchtitan.unpriced-fsdp-symm-mem")),
+    ("parallelism", "pipeline_parallel_expert_parallel_overlap", msg("torchtitan.unpriced-pp-ep-overlap")),
+    ("float8", "force_recompute_fp8_weight_in_bwd", msg("torchtitan.unpriced-fp8-weight-recompute")),
+    ("parallelism", "enable_compiled_autograd", msg("torchtitan.unpriced-compiled-autograd")),
+)
 OPTIMIZER_IMPLS = {"fused": "fused", "foreach": "foreach", "for-loop": "forloop", "forloop": "forloop",
                    "for_loop": "forloop"}
 
@@ -373,6 +386,9 @@ def _read_schedule(c: Collector, data: dict[str, Any], pp: int, n_layers: int | 
                                   path=path,
                                   key=lps_key)
             vp = per_rank
+    split = read_split(c, data, n_layers, pp, vp, schedule)
+    if split is not None:
+        vp = split
     if key and schedule != "1f1b":  # 1F1B is what an unset schedule means
         c.put("strategy.schedule", schedule, key, text)
     if schedule in ("interleaved", "interleaved_zb"):
@@ -386,6 +402,8 @@ def _read_schedule(c: Collector, data: dict[str, Any], pp: int, n_layers: int | 
                                                   f"m / max(1, m // pp) = {group}")
     c.derive("strategy.vpp", vp or 2, "torchtitan looped schedules: 2 stages per rank" if vp is None
              else "stages per rank")
+    if split is not None:
+        return  # the split states the positions (the embedding and the output count one each)
     c.derive("strategy.emb_out_in_offset", stage_weights(data, path) > 0,
              "torchtitan splits layers counting the embedding and output as layers "
              "(pipeline_parallel_first/last_stage_less_layers)")
@@ -449,6 +467,14 @@ def _read_recompute(c: Collector, data: dict[str, Any], n_layers: int | None) ->
 
 
 def _read_widths(c: Collector, data: dict[str, Any]) -> None:
+    raw, key = find_key(data, "train_dtype")
+    if key:
+        width = dtype_bytes(raw, c.path, key)
+        if width != 4:
+            # the model is built under set_default_dtype(training.dtype): its weights, their gradients and AdamW's
+            # states (zeros_like the weights) take that width, with no fp32 copy
+            for field in ("strategy.param_bytes", "strategy.grad_bytes", "strategy.optimizer_state_bytes"):
+                c.put(field, width, key, raw)
     raw, key = find_key(data, "mp_param")
     if key:
         c.put("strategy.compute_bytes", dtype_bytes(raw, c.path, key), key, raw)
@@ -480,6 +506,16 @@ def _read_options(c: Collector, data: dict[str, Any]) -> None:
         if refused:
             raise ConfigError(msg("torchtitan.early-step-refused", degrees=", ".join(refused)), path=c.path, key=key)
         c.warn("W-UNMODELLED", msg("W-UNMODELLED.early-step-in-backward"))
+    raw, key = find_key(data, "cp_balancer")
+    if key:
+        balancer = str(raw).strip().lower()
+        if balancer in ("headtail", "ptrr", "", "none"):
+            c.put("strategy.cp_load_balance", balancer in ("headtail", "ptrr"), key, raw)
+        else:
+            c.warn("W-NOT-PRICED", msg("W-NOT-PRICED.cp-balancer", raw=raw))
+    for section, name, text in UNPRICED_SWITCHES:
+        if dig(data, section, name) is True:
+            c.warn("W-UNMODELLED", msg("W-UNMODELLED.torchtitan-switch", key=f"{section}.{name}", effect=text))
     raw, key = find_key(data, "compile")
     if key and raw is True:
         components, c_key = find_key(data, "compile_components")
