@@ -67,6 +67,13 @@ class Layout:
         return self._chunk_counts
 
     @cached_property
+    def chunk_layers(self) -> tuple[tuple[int, ...], ...]:
+        """[stage][chunk] -> decoder and MTP layers: the positions less those the embedding, the output, no-op
+        layers and the vision tower take (what a user counts as a stage's layers)."""
+        return tuple(tuple(sum(1 for it in self.slot(i, j).items if it.index >= 0) for j in range(self.vp))
+                     for i in range(self.p))
+
+    @cached_property
     def _chunk_counts(self) -> tuple[tuple[int, ...], ...]:
         return tuple(tuple(self.counts[slot_index(self.schedule, self.p, self.vp, i, j)]
                            for j in range(self.vp)) for i in range(self.p))

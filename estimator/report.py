@@ -62,7 +62,7 @@ def render_table(parsed: ParsedConfig, result: Result) -> str:
     rows = []
     for s in result.stages:
         marker = "*" if s.index == result.peak_stage else " "
-        layers = "+".join(str(c) for c in s.layer_counts)
+        layers = "+".join(str(c) for c in s.layers_per_chunk)
         kinds = s.kinds
         if "embedding" in kinds:
             layers = "E+" + layers

@@ -69,7 +69,9 @@ class StageResult:
     peak_instant: str = ""
     optimizer_step_peak: float = 0.0
     peak_said: Message | None = field(default=None, compare=False, repr=False)  # peak_instant, to say in the app
-    layer_counts: tuple[int, ...] = ()  # body/MTP/noop positions per chunk
+    layer_counts: tuple[int, ...] = ()  # body/MTP/noop positions per chunk (the embedding/output ones included
+    # where the plan counts them as positions: emb_out_in_offset); what the balancer moves
+    layers_per_chunk: tuple[int, ...] = ()  # decoder and MTP layers per chunk: what the tables show
     kinds: frozenset[str] = frozenset()  # row kinds present (embedding, output, mtp, ...)
     explain: Quantity | None = None
     host_bytes: dict[str, float] = field(default_factory=dict)  # [H-DEVICE] host memory of one device, by kind
@@ -139,7 +141,7 @@ class StageResult:
         out: dict[str, Any] = {
             "index": self.index, "total": round_half_up(self.total), "peak_instant": self.peak_instant,
             "peak_vector": list(self.peak_vector), "optimizer_step_peak": round_half_up(self.optimizer_step_peak),
-            "layer_counts": list(self.layer_counts),
+            "layer_counts": list(self.layer_counts), "layers_per_chunk": list(self.layers_per_chunk),
             "bytes_by_category": {k: round_half_up(v) for k, v in self.bytes_by_category.items()},
             **{peak_key(name): round_half_up(getattr(self, name)) for name in PEAK_FIELDS},
             "device": {k: (round_half_up(v) if isinstance(v, float) else v) for k, v in self.device.items()},

@@ -223,7 +223,7 @@ class BalanceView(QWidget):
         self.table.setRowCount(rows)
         for i in range(rows):
             sb, sa = res.before.stages[i], res.after.stages[i]
-            cells = [str(i), f"{_layers(sb.layer_counts)} → {_layers(sa.layer_counts)}", f"{res.offsets[i]:+d}",
+            cells = [str(i), f"{_layers(sb.layers_per_chunk)} → {_layers(sa.layers_per_chunk)}", f"{res.offsets[i]:+d}",
                      f"{res.recompute['full'][i]} / {res.recompute['selective'][i]} / {res.recompute['comm'][i]}",
                      f"{sb.total / GiB:,.2f}", f"{sa.total / GiB:,.2f}", f"{before_ms[i]:,.1f}", f"{after_ms[i]:,.1f}"]
             for j, text in enumerate(cells):

@@ -18,6 +18,7 @@ from estimator.model import ModelSpec
 from estimator.options import RunOptions
 from estimator.params import parameter_counts
 from estimator.parsed import apply_changes
+from estimator.report import render_table
 from estimator.resolve import resolve
 
 FIXTURES = Path(__file__).parent / "fixtures" / "torchtitan"
@@ -533,8 +534,9 @@ def test_split_points_place_the_layers_of_every_stage(tmp_path) -> None:
     assert parsed.strategy.partition == ((5, 8), (13, 12)) and parsed.strategy.emb_out_in_offset
     assert parsed.provenance["strategy.partition"].key == "parallelism.pipeline_parallel_split_points"
     res = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
-    body = [sum(c for c in st.layer_counts) for st in res.stages]
-    assert body == [5 + 13, 8 + 12]  # positions: the embedding and the output count one each
+    assert [st.layer_counts for st in res.stages] == [(5, 13), (8, 12)]  # positions: E and O count one each
+    assert [st.layers_per_chunk for st in res.stages] == [(4, 12), (8, 12)]  # what the tables show
+    assert "E+4+12+O" in render_table(parsed, res)
     fqns = [["tok_embeddings", *[f"layers.{i}" for i in range(4)]], [f"layers.{i}" for i in range(4, 12)],
             [f"layers.{i}" for i in range(12, 24)], [*[f"layers.{i}" for i in range(24, 36)], "norm", "output"]]
     path = _split(tmp_path, f"module_fqns_per_model_part = {fqns!r}".replace("'", '"'))

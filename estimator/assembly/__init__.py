@@ -63,6 +63,7 @@ def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: b
     return StageResult(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
                        peak_vector=tuple(mem.counts), peak_instant=english(point), peak_said=message_of(point),
                        optimizer_step_peak=mem.optimizer_step_peak, layer_counts=pricer.layout.chunk_counts()[stage],
+                       layers_per_chunk=pricer.layout.chunk_layers[stage],
                        kinds=form.kinds, explain=tree, host_bytes=mem.host or {},
                        device=dict(pricer.memo.get(("device", stage), {})))  # type: ignore[call-overload]
 

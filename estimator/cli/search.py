@@ -71,7 +71,7 @@ def cmd_balance(args: argparse.Namespace) -> int:
         ta = [float(t.F + t.B + t.W + t.Rc) * 1e3 for t in res.after.step.stages]
         for i, (sb, sa) in enumerate(zip(res.before.stages, res.after.stages, strict=True)):
             layers = "→".join("+".join(map(str, c)) if len(c) > 1 else str(sum(c))
-                              for c in (sb.layer_counts, sa.layer_counts))
+                              for c in (sb.layers_per_chunk, sa.layers_per_chunk))
             rec = f"{res.recompute['full'][i]}/{res.recompute['selective'][i]}/{res.recompute['comm'][i]}"
             print(f"{i:>5}  {layers:>13}  {rec:>13}  {sb.total / GiB:>10.2f}  {sa.total / GiB:>9.2f}  "
                   f"{tb[i]:>9.1f}  {ta[i]:>8.1f}")

@@ -59,7 +59,7 @@ def _summary(parsed: ParsedConfig, result: Result) -> list[tuple[str, str]]:
 def _stage_rows(result: Result) -> list[list[str]]:
     out = []
     for s in result.stages:
-        cells = [("*" if s.index == result.peak_stage else "") + str(s.index), "+".join(map(str, s.layer_counts))]
+        cells = [("*" if s.index == result.peak_stage else "") + str(s.index), "+".join(map(str, s.layers_per_chunk))]
         cells += [f"{s.bytes_by_category[c] / GiB:.2f}" for c in CATEGORIES]
         cells += [f"{s.total / GiB:.2f}", f"{s.optimizer_step_peak / GiB:.2f}", f"{s.tensor_peak / GiB:.2f}",
                   f"{s.allocator_peak / GiB:.2f}", f"{s.device_peak / GiB:.2f}",
