@@ -84,9 +84,15 @@ class Hardware(Record):
         return int(self.levels[0].devices)
 
     def flops(self, dtype_bytes: float) -> float:
+        return self.mfu_peak(dtype_bytes)[1]
+
+    def mfu_peak(self, dtype_bytes: float) -> tuple[str, float]:
+        """(precision, dense peak FLOP/s) that MFU and the bf16 GEMM time divide by for compute at ``dtype_bytes``:
+        fp32 at 4 B where the preset states it, else bf16 — also for FP8 plans (P-MFU-PEAK)."""
         table = dict(self.peak_flops)
-        key = "fp32" if dtype_bytes >= 4 else "bf16"
-        return table.get(key) or table.get("bf16") or 0.0
+        if dtype_bytes >= 4 and table.get("fp32"):
+            return "fp32", float(table["fp32"])
+        return "bf16", float(table.get("bf16") or 0.0)
 
     def peak(self, precision: str) -> float | None:
         """Dense peak FLOP/s of ``precision`` (bf16, fp16, fp8, mxfp8, fp32, tf32), or None when the device has

@@ -19,7 +19,8 @@ def step_line(result: Result) -> str:
     """Step time, tokens/s/device and MFU with the band the device's efficiency ranges give, at the precision the
     band allows."""
     assert result.throughput is not None
-    return result.throughput.line + (" (low–high from the device's efficiency bands)" if result.step_band else "")
+    return (result.throughput.line + f" of the {result.mfu_peak} peak" +
+            (" (low–high from the device's efficiency bands)" if result.step_band else ""))
 
 
 def render_table(parsed: ParsedConfig, result: Result) -> str:

@@ -238,6 +238,12 @@ class Result:
         return self.throughput.tokens.band if self.throughput is not None else None
 
     @property
+    def mfu_peak(self) -> str | None:
+        """The precision whose dense peak MFU is against ("bf16"; "fp32" for 4-byte compute): FP8 matmuls run
+        above it, so an FP8 plan's MFU can pass 100 % (P-MFU-PEAK)."""
+        return str(self.step.mfu_peak) if self.step is not None else None
+
+    @property
     def mfu_band(self) -> tuple[float, float] | None:
         return self.throughput.mfu.band if self.throughput is not None else None
 
@@ -271,7 +277,7 @@ class Result:
             **{peak_key(name): round_half_up(self._over_stages(name)) for name in PEAK_FIELDS},
             "stages": [s.to_dict() for s in self.stages],
             **({"step_time_s": self.step_time_s, "parts": self.parts,
-                "tokens_per_s_per_device": self.tokens_per_s_per_device, "mfu": self.mfu,
+                "tokens_per_s_per_device": self.tokens_per_s_per_device, "mfu": self.mfu, "mfu_peak": self.mfu_peak,
                 **(self.throughput.to_dict() if self.throughput is not None else {})}
                if self.step is not None else {}),
             **({"host_memory": self.host.to_dict()} if self.host is not None and self.host.used else {}),

@@ -78,6 +78,7 @@ class StepTime:
     hardware_flops_per_step: Num = 0.0
     pipeline_s: Num = 0.0    # T_pipe of one flush
     schedule: str = "1f1b"
+    mfu_peak: str = "bf16"   # the precision whose dense peak MFU divides by (P-MFU-PEAK)
 
 
 # ------------------------------------------------------------------------------------------ stages
@@ -446,11 +447,11 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
     replicas = par.d * par.t * par.cp
     model = reps * replicas * sum(st.model_flops for st in stages)
     hardware = reps * replicas * sum(st.hardware_flops for st in stages)
-    peak = r.hardware.flops(r.widths.c)
+    mfu_peak, peak = r.hardware.mfu_peak(r.widths.c)
     tokens = par.b * par.d * par.m * par.n_acc * par.s
     return StepTime(step_time_s=total, parts=parts, stages=stages, tokens_per_s_per_device=tokens / (total * world),
                     mfu=model / (total * world * peak) if peak else 0.0, model_flops_per_step=model,
-                    hardware_flops_per_step=hardware, pipeline_s=t_pipe, schedule=sched)
+                    hardware_flops_per_step=hardware, pipeline_s=t_pipe, schedule=sched, mfu_peak=mfu_peak)
 
 
 def estimate_step_time(model: ModelSpec, strategy: Strategy, hardware: Hardware,

@@ -104,7 +104,8 @@ COLUMNS: list[Column] = [
     ("tok", QT_TRANSLATE_NOOP("SearchTable", "Tok/s/dev"),
      QT_TRANSLATE_NOOP("SearchTable", "tokens per second per device"),
      lambda r: r.row.throughput.tokens.text, lambda r: r.row.tokens_per_s_per_device),
-    ("mfu", "MFU %", QT_TRANSLATE_NOOP("SearchTable", "model FLOPs utilisation"),
+    ("mfu", "MFU %", QT_TRANSLATE_NOOP("SearchTable", "model FLOPs utilisation against the device's dense BF16 "
+                                                      "peak (FP8 matmuls run above it: an FP8 plan can pass 100 %)"),
      lambda r: r.row.throughput.mfu.text, lambda r: r.row.mfu * 100),
     ("headroom", QT_TRANSLATE_NOOP("SearchTable", "Headroom GiB"),
      QT_TRANSLATE_NOOP("SearchTable", "budget minus the peak"),

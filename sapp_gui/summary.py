@@ -259,7 +259,7 @@ class SummaryPanel(QFrame):
             limit_sub = translate("Summary", "budget {0} GiB").format(f"{result.budget / GiB:,.2f}")
         self.headroom.set(f"{result.headroom / GiB:,.2f} GiB", limit_sub,
                           FITS if result.headroom >= 0 else OVER_BUDGET)
-        self._set_time(result, pinned)
+        self._set_time(result, pinned, parsed)
         self.devices.set(f"{result.world_size:,}", f"dp {st.dp} × tp {st.tp} × pp {st.pp} × cp {st.cp}")
         self.batch.set(f"{result.global_batch_size:,}",
                        f"mbs {st.micro_batch_size} × dp {st.dp} × m {st.micro_batches}"
@@ -277,8 +277,9 @@ class SummaryPanel(QFrame):
             self.verdict.set(translate("Summary", "No verdict"), translate("Summary", "not the plan in the forms"),
                              MUTED, tip=self.stale)
 
-    def _set_time(self, result: Result, pinned: Result | None) -> None:
+    def _set_time(self, result: Result, pinned: Result | None, parsed: ParsedConfig) -> None:
         shown = result.throughput
+        self.mfu.caption.setText(translate("Summary", "MFU"))
         if shown is None:
             for card in (self.step_time, self.throughput, self.mfu):
                 card.set("–", translate("Summary", "not priced"))
@@ -295,9 +296,29 @@ class SummaryPanel(QFrame):
         cluster = translate("Summary", "{0} tokens/s in all").format(
             fmt_count(shown.tokens.value * result.world_size))
         self.throughput.set(shown.tokens.text, shown.tokens.band_text or cluster, tip=cluster)
-        mfu_name = translate("Summary", "model FLOPs utilisation")
+        self._set_mfu(result, parsed)
+
+    def _set_mfu(self, result: Result, parsed: ParsedConfig) -> None:
+        """MFU against the device's dense BF16 peak, said on the tile (P-MFU-PEAK): FP8 matmuls run above that
+        peak, so an FP8 plan's MFU can pass 100 % without being a bug."""
+        shown = result.throughput
+        assert shown is not None
+        precision = (result.mfu_peak or "bf16").upper()
+        self.mfu.caption.setText(translate("Summary", "MFU of {0} peak").format(precision))
+        hw = parsed.hardware
+        peak = hw.peak(precision.lower()) or 0.0
+        tip = translate("Summary", "Model FLOPs utilisation: the model's FLOPs per step ÷ (step time × devices × the "
+                                   "device's dense {0} peak, {1} TFLOP/s).").format(precision, f"{peak / 1e12:,.1f}")
+        fast = max((hw.peak(p) or 0.0 for p in ("fp8", "mxfp8")), default=0.0)
+        fp8 = parsed.strategy.fp8 != "none"
+        if fp8 and peak and fast > peak:
+            tip += " " + translate("Summary", "This plan's FP8 matmuls run at up to {0}× that peak, so its MFU can "
+                                              "pass 100 %.").format(f"{fast / peak:.3g}")
         band = shown.mfu.band_text
-        self.mfu.set(shown.mfu.text + "%", band + "%" if band is not None else mfu_name, tip=mfu_name)
+        sub = band + "%" if band is not None else translate("Summary", "model FLOPs utilisation")
+        if fp8 and shown.mfu.value > 1:
+            sub = translate("Summary", "{0} · FP8 runs above the {1} peak").format(sub, precision)
+        self.mfu.set(shown.mfu.text + "%", sub, tip=tip)
 
     def _set_host(self, result: Result) -> None:
         """[H-NODE] host memory per node (offload and swap) against the node's RAM from the device preset."""

@@ -148,6 +148,23 @@ def test_cli_estimate_text_and_json(capsys) -> None:
     expected = honest(data["step_time_s"], (data["step_time_s_low"], data["step_time_s_high"])).with_band(" s")
     assert line.startswith(f"step time {expected} · tokens/s/device ")
     assert not THREE_DECIMALS.search(line)
+    assert data["mfu_peak"] == "bf16" and " of the bf16 peak" in line  # P-MFU-PEAK: the MFU names its peak
+
+
+def test_an_fp8_plan_keeps_its_mfu_against_the_bf16_peak(capsys) -> None:
+    """P-MFU-PEAK: an FP8 plan's MFU divides by the dense BF16 peak (its FP8 matmuls run above it), and says so."""
+    tt = EXAMPLES / "torchtitan_llama3_70b.toml"
+    args = ["estimate", str(tt), "--devices", "256", "--json"]
+    assert main(args) == 0
+    bf16 = json.loads(capsys.readouterr().out)
+    assert main([*args, "--set", "strategy.fp8=tensorwise"]) == 0
+    fp8 = json.loads(capsys.readouterr().out)
+    assert fp8["mfu_peak"] == bf16["mfu_peak"] == "bf16"
+    assert fp8["step_time_s"] < bf16["step_time_s"]
+    # same model FLOPs over the same bf16 peak: MFU scales exactly as 1/step time
+    assert fp8["mfu"] * fp8["step_time_s"] == pytest.approx(bf16["mfu"] * bf16["step_time_s"], rel=1e-12)
+    hw = parse([tt], devices=256).hardware
+    assert hw.mfu_peak(2) == ("bf16", hw.peak("bf16")) and hw.peak("fp8") > 1.9 * hw.peak("bf16")
 
 
 def test_reports_show_the_parts_at_the_step_precision(tmp_path, capsys) -> None:

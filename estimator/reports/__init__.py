@@ -51,7 +51,7 @@ def _summary(parsed: ParsedConfig, result: Result) -> list[tuple[str, str]]:
     if result.throughput is not None:
         shown = result.throughput
         rows.append(("Step time", f"{shown.step.with_band(' s')}, {shown.tokens.with_band()} tokens/s/device, "
-                                  f"MFU {shown.mfu.with_band(' %')}"
+                                  f"MFU {shown.mfu.with_band(' %')} of the {result.mfu_peak} peak"
                                   + (" (low–high from the device's efficiency bands)" if result.step_band else "")))
     return rows
 

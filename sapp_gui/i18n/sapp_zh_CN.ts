@@ -2879,6 +2879,10 @@
         <translation>流水线调度</translation>
     </message>
     <message>
+        <source>model FLOPs utilisation against the device&apos;s dense BF16 peak (FP8 matmuls run above it: an FP8 plan can pass 100 %)</source>
+        <translation>模型 FLOPs 利用率，相对于设备的稠密 BF16 峰值（FP8 矩阵乘法可超过该峰值：FP8 方案可能超过 100 %）</translation>
+    </message>
+    <message>
         <source>Peak GiB</source>
         <translation>峰值 GiB</translation>
     </message>
@@ -2909,10 +2913,6 @@
     <message>
         <source>tokens per second per device</source>
         <translation>每卡每秒 token 数</translation>
-    </message>
-    <message>
-        <source>model FLOPs utilisation</source>
-        <translation>模型算力利用率（MFU）</translation>
     </message>
     <message>
         <source>Headroom GiB</source>
@@ -3226,8 +3226,24 @@
         <translation>全集群 {0} tokens/s</translation>
     </message>
     <message>
+        <source>MFU of {0} peak</source>
+        <translation>MFU（{0} 峰值）</translation>
+    </message>
+    <message>
+        <source>Model FLOPs utilisation: the model&apos;s FLOPs per step ÷ (step time × devices × the device&apos;s dense {0} peak, {1} TFLOP/s).</source>
+        <translation>模型 FLOPs 利用率：每步模型 FLOPs ÷（单步时间 × 设备数 × 设备的稠密 {0} 峰值 {1} TFLOP/s）。</translation>
+    </message>
+    <message>
+        <source>This plan&apos;s FP8 matmuls run at up to {0}× that peak, so its MFU can pass 100 %.</source>
+        <translation>该方案的 FP8 矩阵乘法最高可达该峰值的 {0} 倍，因此其 MFU 可能超过 100 %。</translation>
+    </message>
+    <message>
         <source>model FLOPs utilisation</source>
         <translation>模型算力利用率</translation>
+    </message>
+    <message>
+        <source>{0} · FP8 runs above the {1} peak</source>
+        <translation>{0} · FP8 超过 {1} 峰值</translation>
     </message>
     <message>
         <source>nothing offloaded</source>

@@ -11,6 +11,33 @@ from gui_helpers import open_and_wait, run_search
 from sapp_gui.tasks import TaskRunner
 
 
+def test_the_mfu_tile_names_its_peak_and_an_fp8_plan_above_100_percent_says_why(qtbot, window, tmp_path) -> None:
+    """P-MFU-PEAK: MFU is against the device's dense BF16 peak, for FP8 plans too; the tile says so, its tooltip
+    gives the peak and, for an FP8 plan, how far above it the FP8 matmuls run; past 100 % the tile says why."""
+    import dataclasses
+
+    from gui_helpers import EXAMPLES
+
+    path = tmp_path / "tt.toml"
+    path.write_text((EXAMPLES / "torchtitan_llama3_70b.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    result = open_and_wait(qtbot, window, [path], devices=256)
+    card = window.summary.mfu
+    assert card.caption.text() == "MFU of BF16 peak" and result.mfu_peak == "bf16"
+    assert "dense BF16 peak, 989.4 TFLOP/s" in card.toolTip() and "FP8" not in card.toolTip()
+    from gui_helpers import edit_and_wait
+
+    fp8 = edit_and_wait(qtbot, window, lambda: window.edit({"strategy.fp8": "tensorwise"}, "fp8"))
+    assert fp8.mfu_peak == "bf16" and card.caption.text() == "MFU of BF16 peak"
+    assert "FP8 matmuls run at up to 2× that peak" in card.toolTip()
+    assert "above" not in card.sub.text()
+    # an FP8 plan past 100 % of the BF16 peak (a calibrated fast device): a number that explains itself
+    fast = dataclasses.replace(fp8, step=dataclasses.replace(fp8.step, mfu=1.3), step_band=None)
+    window.summary.set_result(window.doc.shown.parsed, fast)
+    assert card.value.text() == "130%" and card.sub.text().endswith("FP8 runs above the BF16 peak")
+    window.set_language("zh_CN")
+    assert "BF16" in card.caption.text() and card.caption.text() != "MFU of BF16 peak"
+
+
 def test_summary_shows_step_time_throughput_and_mfu(qtbot, window, dsv3_plan) -> None:
     result = open_and_wait(qtbot, window, [dsv3_plan])
     tiles = window.summary.data()
