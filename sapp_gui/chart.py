@@ -215,7 +215,6 @@ class StageChart(StackedBarChart):
         item = self.plot.getPlotItem()
         self._base_top = max(tops) / GiB * 1.1
         self.set_y_top(self._base_top)
-        self._declutter_timer.start()
         slots = n
         pad = max(0.0, (4 - slots) / 2)  # one or two stages: keep the bars bar-shaped
         right = 0.0
@@ -223,6 +222,10 @@ class StageChart(StackedBarChart):
             per_slot = max(self.plot.width(), 300) / (slots + 1)
             right = min(float(slots), 150 / per_slot)
         item.setXRange(-0.6 - pad, slots - 0.4 + pad + right, padding=0)
+        # the labels placed before the paint, not after it (which painted every edit twice); a resize still
+        # declutters through the timer
+        self.view.prepareForPaint()
+        self.declutter()
 
     def _legend(self) -> str:
         """The legend; the pinned baseline is named by what differs from the plan on screen (its whole plan is

@@ -113,6 +113,7 @@ class LayerChart(StackedBarChart):
             stage.index, f"{stage.total / GiB:,.2f}", len(rows))
         peak = translate("LayerChart", "peak point: {0}").format(said(stage.peak_said or stage.peak_instant))
         self.title.setText(f"{head} <span style='font-weight:normal; color:#555'>({peak})</span>")
+        self.view.prepareForPaint()  # the new ranges reach the axes now: one paint per edit, not a second one
 
     def _place(self) -> None:
         """Bars and ticks for the plot's width (again on every resize). The layers sit one per unit, their ticks
