@@ -54,7 +54,7 @@ def cold_child(path: str) -> None:
     from sapp_gui.settings import Settings
 
     with tempfile.TemporaryDirectory() as tmp:
-        window = MainWindow(Settings.at(Path(tmp) / "s.ini"))
+        window = MainWindow(Settings.at(Path(tmp) / "s.ini"), session_file=Path(tmp) / "session.json")
         window.resize(1400, 900)
         window.show()
         loop = QEventLoop()
@@ -93,7 +93,8 @@ def edit_latency(n: int) -> dict[str, list[float]]:
     import tempfile
 
     tmp = tempfile.TemporaryDirectory()
-    window = MainWindow(Settings.at(Path(tmp.name) / "s.ini"))
+    # a session file of its own: the user's last session (its search space, say) must not leak into the runs
+    window = MainWindow(Settings.at(Path(tmp.name) / "s.ini"), session_file=Path(tmp.name) / "session.json")
     window.resize(1400, 900)
     window.show()
     marks: dict[str, float] = {}
@@ -158,7 +159,8 @@ def search_latency(runs: int) -> list[tuple[str, int, list[float], list[float], 
     import tempfile
 
     tmp = tempfile.TemporaryDirectory()
-    window = MainWindow(Settings.at(Path(tmp.name) / "s.ini"))
+    # a session file of its own: the user's last session (its search space, say) must not leak into the runs
+    window = MainWindow(Settings.at(Path(tmp.name) / "s.ini"), session_file=Path(tmp.name) / "session.json")
     window.resize(1400, 900)
     window.show()
     loop = QEventLoop()
