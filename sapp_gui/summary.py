@@ -309,8 +309,9 @@ class SummaryPanel(QFrame):
         peak = hw.peak(precision.lower()) or 0.0
         tip = translate("Summary", "Model FLOPs utilisation: the model's FLOPs per step ÷ (step time × devices × the "
                                    "device's dense {0} peak, {1} TFLOP/s).").format(precision, f"{peak / 1e12:,.1f}")
-        fast = max((hw.peak(p) or 0.0 for p in ("fp8", "mxfp8")), default=0.0)
-        fp8 = parsed.strategy.fp8 != "none"
+        recipe = parsed.strategy.fp8
+        fp8 = recipe != "none"
+        fast = hw.peak("mxfp8" if recipe == "mxfp8" else "fp8") or 0.0  # the recipe's own matmul peak
         if fp8 and peak and fast > peak:
             tip += " " + translate("Summary", "This plan's FP8 matmuls run at up to {0}× that peak, so its MFU can "
                                               "pass 100 %.").format(f"{fast / peak:.3g}")
