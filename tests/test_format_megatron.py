@@ -250,6 +250,67 @@ def test_flags_megatron_does_not_accept_are_named(tmp_path):
     assert "did you mean '--tensor-model-parallel-size'" in warning_texts(parsed, "W-KEY-UNKNOWN")[0]
 
 
+
+# ------------------------------------------------------------------------------------------ flags that were known
+# but not read (D-MG-UNREAD): each is read and priced now, or said with the direction of the error
+def test_fp16_gradients_stay_in_fp16_unless_accumulated_in_fp32(tmp_path):
+    fp16 = parse([str(DEFAULTS)])
+    assert fp16.strategy.grad_bytes == 2.0 and fp16.provenance["strategy.grad_bytes"].key.startswith("--fp16")
+    fp32 = parse([variant(tmp_path, DEFAULTS,
+                          ("    --fp16\n", "    --fp16\n    --accumulate-allreduce-grads-in-fp32\n"))])
+    assert fp32.strategy.grad_bytes == 4.0
+    a, b = (estimate(p.model, p.strategy, p.hardware, p.options) for p in (fp16, fp32))
+    assert b.stages[0].total > a.stages[0].total
+    assert parse([str(ARRAYS)]).strategy.grad_bytes is None  # --bf16: Megatron's fp32 main grads, the default
+
+
+@pytest.mark.parametrize("flags, states, said", [
+    ("--optimizer adam", None, None),
+    ("--optimizer sgd", 1, None),
+    ("--optimizer sgd --sgd-momentum 0", 0, None),
+    ("--optimizer lion", 1, None),
+    ("--optimizer muon", None, "--optimizer muon"),
+    ("--optimizer soap", None, "a lower bound"),
+    ("--optimizer adamw", None, "'adamw' is not one of Megatron-LM's optimizers"),
+])
+def test_the_optimizer_sets_its_state_count(tmp_path, flags, states, said):
+    parsed = parse([variant(tmp_path, ARRAYS, ("    --bf16\n", f"    --bf16\n    {flags}\n"))])
+    assert parsed.strategy.n_optimizer_states == states
+    texts = [t for t in warning_texts(parsed, "W-NOT-PRICED") if "--optimizer" in t]
+    assert (said is None and not texts) or (len(texts) == 1 and said in texts[0])
+    assert not any("--optimizer" in t for t in warning_texts(parsed, "W-FLAG-UNPRICED"))
+
+
+def test_sgd_prices_one_optimizer_state_instead_of_two(tmp_path):
+    adam = parse([str(ARRAYS)])
+    sgd = parse([variant(tmp_path, ARRAYS, ("    --bf16\n", "    --bf16\n    --optimizer sgd\n"))])
+    a, b = (estimate(p.model, p.strategy, p.hardware, p.options) for p in (adam, sgd))
+    assert b.stages[0].total < a.stages[0].total
+
+
+def test_use_custom_fsdp_is_megatron_fsdp(tmp_path):
+    path = variant(tmp_path, ARRAYS, ("    --use-distributed-optimizer\n",
+                                      "    --use-distributed-optimizer\n    --use-custom-fsdp\n"
+                                      "    --data-parallel-sharding-strategy optim_grads_params\n"),
+                   ("    --num-distributed-optimizer-instances 2\n", ""))
+    parsed = parse([path])
+    assert parsed.strategy.sharding.mode == "zero3"
+    assert not any("--use-custom-fsdp" in t for t in warning_texts(parsed, "W-FLAG-UNPRICED"))
+
+
+def test_unpriced_memory_and_overlap_flags_are_said_with_their_direction(tmp_path):
+    path = variant(tmp_path, ARRAYS, ("    --bf16\n", "    --bf16\n    --enable-cuda-graph\n    --moe-fb-overlap\n"
+                                                    "    --use-nccl-ub\n    --cuda-graph-impl none\n"))
+    parsed = parse([path])
+    said = warning_texts(parsed, "W-UNMODELLED")
+    by_flag = {flag: [t for t in said if t.startswith(f"{flag} is given")] for flag in
+               ("--enable-cuda-graph", "--moe-fb-overlap", "--use-nccl-ub", "--cuda-graph-impl")}
+    assert "device memory a lower bound" in by_flag["--enable-cuda-graph"][0]
+    assert "step time an upper bound" in by_flag["--moe-fb-overlap"][0]
+    assert "device memory a lower bound" in by_flag["--use-nccl-ub"][0]
+    assert by_flag["--cuda-graph-impl"] == []  # none: no graphs
+    assert not warning_texts(parsed, "W-FLAG-UNPRICED")
+
 # ------------------------------------------------------------------------------------------ writing
 @pytest.mark.parametrize("source, changes, lines", [
     (ARRAYS, {"strategy.tp": 4, "strategy.shard_size": None},  # dp 4 -> 2, one optimizer instance

@@ -49,7 +49,8 @@ STRATEGY_FLAGS = frozenset({
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--bf16", "--fp16",
     "--fp32-residual-connection", "--no-masked-softmax-fusion", "--attention-softmax-in-fp32", "--use-flash-attn",
     "--attention-backend", "--transformer-impl", "--use-distributed-optimizer",
-    "--num-distributed-optimizer-instances", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+    "--num-distributed-optimizer-instances", "--use-megatron-fsdp", "--use-custom-fsdp",
+    "--data-parallel-sharding-strategy", "--optimizer", "--sgd-momentum", "--accumulate-allreduce-grads-in-fp32",
     "--use-torch-fsdp2", "--megatron-fsdp-main-grads-dtype", "--moe-grouped-gemm", "--reuse-fp32-param",
     "--swap-optimizer", "--swap-optimizer-times", "--overlap-moe-expert-parallel-comm", "--o2-optimizer",
     "--o2-gradient", "--use-fused-swiglu", "--no-bias-swiglu-fusion", "--swap-attention", "--moe-zero-memory",
@@ -96,6 +97,7 @@ def read_strategy(fl: FlagQueries, out: Collector, world: int, how: str, dialect
     _pipeline(fl, out, put, p)
     _precision(fl, out, put, t, cp, dialect)
     _sharding(fl, out, put, d, cp)
+    _optimizer(fl, out, put)
     _recompute(fl, out, put, p)
     _features(fl, out, put)
     _not_priced(fl, out, dialect)
@@ -311,6 +313,12 @@ def _precision(fl: FlagQueries, out: Collector, put: Put, t: int, cp: int, diale
         put("strategy.residual_bytes", 4.0, "--fp32-residual-connection")
     if fl.has("--grad-reduce-in-bf16"):
         put("strategy.grad_bytes", 2.0, "--grad-reduce-in-bf16")
+    elif fl.has("--accumulate-allreduce-grads-in-fp32"):
+        put("strategy.grad_bytes", 4.0, "--accumulate-allreduce-grads-in-fp32")
+    elif fl.has("--fp16"):
+        # DDP's grad_dtype is fp32 only with grad_reduce_in_fp32 (= --accumulate-allreduce-grads-in-fp32), which
+        # Megatron turns on for --bf16 alone: fp16 gradients are accumulated and reduced in fp16
+        put("strategy.grad_bytes", 2.0, "--fp16")
     if fl.has("--use-precision-aware-optimizer"):
         _precision_aware(fl, out, put)
     elif any(fl.has(f) for f in ("--exp-avg-dtype", "--exp-avg-sq-dtype", "--main-params-dtype",
@@ -372,7 +380,7 @@ def _attention_kernel(fl: FlagQueries, out: Collector, put: Put, t: int, cp: int
 
 
 def _sharding(fl: FlagQueries, out: Collector, put: Put, d: int, cp: int) -> None:
-    if fl.has("--use-megatron-fsdp") or fl.has("--use-torch-fsdp2"):
+    if fl.has("--use-megatron-fsdp") or fl.has("--use-custom-fsdp") or fl.has("--use-torch-fsdp2"):
         if fl.has("--use-torch-fsdp2"):
             put("strategy.sharding", "fsdp", "--use-torch-fsdp2")
         else:
@@ -404,6 +412,27 @@ def _sharding(fl: FlagQueries, out: Collector, put: Put, d: int, cp: int) -> Non
                                domain=domain))
         out.put("strategy.shard_size", domain // instances, fl.where("--num-distributed-optimizer-instances"),
                 raw=f"dp·cp {domain} / {instances} instances")
+
+
+def _optimizer(fl: FlagQueries, out: Collector, put: Put) -> None:
+    """``--optimizer`` (Megatron's choices; megatron/core/optimizer/__init__.py): Adam's two states are the
+    default; SGD keeps one momentum buffer (none when ``--sgd-momentum`` is 0), Lion one (exp_avg). The Muon and
+    SOAP families keep other states per kind of parameter, which are not priced: said, priced as Adam."""
+    name = (fl.text("--optimizer") or "adam").lower()
+    if name == "adam":
+        return
+    if name == "sgd":
+        momentum = fl.float("--sgd-momentum")
+        put("strategy.n_optimizer_states", 0 if momentum == 0 else 1, "--sgd-momentum" if momentum == 0 else
+            "--optimizer")
+    elif name == "lion":
+        put("strategy.n_optimizer_states", 1, "--optimizer")
+    elif name in ("muon", "dist_muon", "adaptive_muon"):
+        out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.megatron-optimizer-muon", name=name))
+    elif name == "soap":
+        out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.megatron-optimizer-soap"))
+    else:  # a fork's own optimizer (Megatron's parser refuses any other name)
+        out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.megatron-optimizer-other", name=name))
 
 
 def _recompute(fl: FlagQueries, out: Collector, put: Put, p: int) -> None:
