@@ -318,6 +318,43 @@ def test_tiny_mcore_moe_fixture():
     assert not codes(parsed)
 
 
+
+# D-MF-UNREAD: keys the catalogue knew but the reader did not read, said naming the key and the direction
+@pytest.mark.parametrize("edit, key, said", [
+    ({"optimizer": {"type": "Came"}}, "optimizer.type", "optimizer memory an upper bound"),
+    ({"optimizer": {"type": "SGD"}}, "optimizer.type", "may be off either way"),
+    ({"recompute_config": {"mp_comm_recompute": False}}, "recompute_config.mp_comm_recompute",
+     "device memory a lower bound"),
+    ({"recompute_config": {"select_recompute_exclude": ["feed_forward.mul"]}},
+     "recompute_config.select_recompute_exclude", "device memory a lower bound"),
+    ({"model": {"model_config": {"moe_token_dispatcher_type": "allgather"}}},
+     "model.model_config.moe_token_dispatcher_type", "device memory a lower bound"),
+    ({"model": {"model_config": {"fine_grain_interleave": 2}}}, "model.model_config.fine_grain_interleave",
+     "step time an upper bound"),
+    ({"moe_config": {"comp_comm_parallel": True}}, "moe_config.comp_comm_parallel", "step time an upper bound"),
+    ({"parallel": {"parallel_mode": 0}}, "parallel.parallel_mode", "semi_auto_parallel"),
+    ({"context": {"mode": 1}}, "context.mode", "lower bounds"),
+    ({"parallel": {"parallel_optimizer_config": {"optimizer_level": "level3"}}},
+     "parallel.parallel_optimizer_config.optimizer_level", "may be off either way"),
+])
+def test_known_but_unpriced_keys_are_said(tmp_path, edit, key, said):
+    data = yaml.safe_load((FIXTURES / "tiny_mcore_moe.yaml").read_text(encoding="utf-8"))
+
+    def merge(into: dict, extra: dict) -> None:
+        for k, v in extra.items():
+            if isinstance(v, dict) and isinstance(into.get(k), dict):
+                merge(into[k], v)
+            else:
+                into[k] = v
+
+    merge(data, edit)
+    path = tmp_path / "edited.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    parsed = parse([path])
+    texts = [w.text for w in parsed.warnings if w.code in ("W-UNMODELLED", "W-NOT-PRICED") and key in w.text]
+    assert len(texts) == 1 and said in texts[0], [w.text for w in parsed.warnings]
+    assert not codes(parse([FIXTURES / "tiny_mcore_moe.yaml"]))  # the defaults say nothing
+
 def test_base_config_is_merged_with_provenance():
     parsed = parse([FIXTURES / "base_child.yaml"])
     s = parsed.strategy

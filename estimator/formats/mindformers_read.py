@@ -46,10 +46,11 @@ from .mindformers_schema import (
     selective_switch,
 )
 from .mindformers_source import MISSING
+from .mindformers_unpriced import UnpricedReader
 from .support import MAX_LAYERS, flatten_rows
 
 
-class MindFormersReader(ModelReader, FeatureReader):
+class MindFormersReader(ModelReader, FeatureReader, UnpricedReader):
     """Turns one merged MindFormers config into canonical values with provenance."""
 
     # -- sections -------------------------------------------------------------------------------------
@@ -66,6 +67,7 @@ class MindFormersReader(ModelReader, FeatureReader):
         self.read_widths()
         self.read_options()
         self.read_features()
+        self.read_unpriced()
         self.check_statements(devices)
 
     def degree(self, field: str, keys: tuple[str, ...], default: int = 1, note: bool = True) -> int:

@@ -1,0 +1,71 @@
+"""MindFormers keys that change memory or step time but are not priced (D-MF-UNREAD): the catalogue knows them, so
+they raise no W-KEY-UNKNOWN; each is said here when it departs from what the estimate assumes, naming the key and
+which way the estimate errs. A mixin of the MindFormers reader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..messages import Text, msg
+from .mindformers_schema import MC, POC, RC
+from .mindformers_source import MISSING, MindFormersSource
+
+# optimizer.type values priced as they are: AdamW and its fused / Adam variants (two states per parameter)
+ADAM_TYPES = frozenset({"adamw", "fusedadamw", "adamweightdecay", "fusedadamweightdecay", "adamweightdecayx",
+                        "fp32stateadamweightdecay", "pmaadamw", "adam"})
+MOE_BLOCKS = (("moe_config",), (*MC, "moe_config"))
+# switches said when true: (keys under a MoE block or the model, what is not priced)
+MOE_SWITCHES: tuple[tuple[str, Text], ...] = (
+    ("comp_comm_parallel", msg("mindformers_unpriced.moe-overlap")),
+    ("moe_shared_expert_overlap", msg("mindformers_unpriced.shared-expert-overlap")),
+    ("enable_deredundency", msg("mindformers_unpriced.deredundency")),
+    ("use_allgather_dispatcher", msg("mindformers_unpriced.allgather-dispatcher")),
+)
+
+
+class UnpricedReader(MindFormersSource):
+    def read_unpriced(self) -> None:
+        self._optimizer()
+        for block in MOE_BLOCKS:
+            for name, effect in MOE_SWITCHES:
+                self._said_if((*block, name), self.get((*block, name)) is True, effect)
+        dispatcher = self.get((*MC, "moe_token_dispatcher_type"))
+        self._said_if((*MC, "moe_token_dispatcher_type"), dispatcher == "allgather",
+                      msg("mindformers_unpriced.allgather-dispatcher"))
+        slices = self.get((*MC, "fine_grain_interleave"))
+        self._said_if((*MC, "fine_grain_interleave"), isinstance(slices, int) and not isinstance(slices, bool)
+                      and slices > 1, msg("mindformers_unpriced.fine-grain-interleave"))
+        self._said_if((*RC, "mp_comm_recompute"), self.get((*RC, "mp_comm_recompute")) is False,
+                      msg("mindformers_unpriced.mp-comm-kept"))
+        for name in ("select_recompute_exclude", "select_comm_recompute_exclude"):
+            value = self.get((*RC, name))
+            self._said_if((*RC, name), value not in (MISSING, None, False, [], {}),
+                          msg("mindformers_unpriced.recompute-exclude"))
+        mode = self.get(("parallel", "parallel_mode"))
+        self._said_if(("parallel", "parallel_mode"),
+                      mode is not MISSING and str(mode).strip().lower() not in ("1", "semi_auto_parallel"),
+                      msg("mindformers_unpriced.parallel-mode"))
+        context = self.get(("context", "mode"))
+        self._said_if(("context", "mode"),
+                      context is not MISSING and str(context).strip().upper() not in ("0", "GRAPH_MODE"),
+                      msg("mindformers_unpriced.pynative"))
+        level = self.get((*POC, "optimizer_level"))
+        self._said_if((*POC, "optimizer_level"), level is not MISSING and str(level).strip().lower() != "level1",
+                      msg("mindformers_unpriced.optimizer-level"))
+
+    def _said_if(self, keys: tuple[str, ...], on: bool, effect: Text) -> None:
+        if on:
+            self.warn("W-UNMODELLED", msg("W-UNMODELLED.mindformers-key", key=".".join(keys),
+                                          value=self.get(keys), effect=effect))
+
+    def _optimizer(self) -> None:
+        """``optimizer.type`` (the section is otherwise hyper-parameters): AdamW-like types are what is priced."""
+        kind: Any = self.get(("optimizer", "type"))
+        if kind is MISSING or not isinstance(kind, str) or kind.strip().lower() in ADAM_TYPES:
+            return
+        effect = msg("mindformers_unpriced.came") if kind.strip().lower() == "came" else \
+            msg("mindformers_unpriced.optimizer")
+        self.warn("W-NOT-PRICED", msg("W-NOT-PRICED.mindformers-optimizer", kind=kind, effect=effect))
+
+
+__all__ = ["ADAM_TYPES", "UnpricedReader"]
