@@ -58,6 +58,51 @@ def test_zero3_settings_are_read_with_their_keys():
     assert parsed.provenance["strategy.prefetch_bucket"].key == "zero_optimization.stage3_prefetch_bucket_size"
 
 
+
+# D-DS-UNREAD: keys the catalogue knew but the reader did not read, said naming the key and the direction
+@pytest.mark.parametrize("section, key, value, said", [
+    ("zero_optimization", "stage3_param_persistence_threshold", 1e7, "device memory a lower bound"),
+    ("zero_optimization", "zero_hpz_partition_size", 8, "device memory a lower bound"),
+    ("zero_optimization", "zero_quantized_gradients", True, "step time an upper bound"),
+    ("zero_optimization", "mics_shard_size", 8, "device memory a lower bound"),
+    ("zero_optimization.offload_optimizer", "ratio", 0.3, "host memory an upper bound"),
+    ("fp16", "fp16_master_weights_and_grads", True, "memory an upper bound"),
+    ("data_types", "grad_accum_dtype", "fp32", "device memory a lower bound"),
+    ("", "communication_data_type", "fp32", "step time a lower bound"),
+    ("tensor_parallel", "tp_size", 2, "autotp_size"),
+])
+def test_known_but_unpriced_keys_are_said(tmp_path, section, key, value, said):
+    data = json.loads((DS / "zero3_tuned.json").read_text(encoding="utf-8"))
+    data["zero_optimization"]["stage3_param_persistence_threshold"] = 1e5  # DeepSpeed's default
+    path = tmp_path / "ds.json"
+    where = f"{section}.{key}" if section else key
+
+    def said_here() -> list[str]:
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return [t for t in warning_texts(open_ds(path), "W-NOT-PRICED") if t.startswith(where)]
+
+    assert not said_here()
+    node = data
+    for part in section.split(".") if section else ():
+        node = node.setdefault(part, {})
+    node[key] = value
+    texts = said_here()
+    assert len(texts) == 1 and said in texts[0]
+
+
+def test_old_cpu_offload_spelling_offloads_the_optimizer(tmp_path):
+    data = json.loads((DS / "zero3_tuned.json").read_text(encoding="utf-8"))
+    data["zero_optimization"].pop("offload_optimizer", None)
+    data["zero_optimization"]["cpu_offload"] = True
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    parsed = open_ds(path)
+    assert parsed.strategy.offload_optimizer is True
+    assert parsed.provenance["strategy.offload_optimizer"].key == "zero_optimization.cpu_offload"
+    data["zero_optimization"]["cpu_offload"] = False
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert not open_ds(path).strategy.offload_optimizer
+
 def test_zero3_gathered_window_and_reduce_bucket_are_priced():
     """The largest row is the untied output head (128256 × 4096 elements): gathered window = min(head + prefetch,
     max(head, max_live)) at 2 bytes, plus the reduce bucket at 2 bytes."""

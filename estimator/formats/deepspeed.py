@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..messages import msg
+from .deepspeed_unpriced import read_unpriced
 from .known_keys import catalogue, check_sections
 from .support import Collector, Reading, check_micro_batches, to_int
 
@@ -86,6 +87,7 @@ def read_deepspeed(out: Collector, data: dict[str, Any], path: str, devices: int
     _batch(out, data, path, dp, trainer)
     _precision(out, data, path, trainer)
     _zero(out, data, path)
+    read_unpriced(out, data)
     optimizer = data.get("optimizer", {}).get("type") if isinstance(data.get("optimizer"), dict) else None
     if optimizer is not None and str(optimizer).lower() not in ("adam", "adamw", "fusedadam", "cpuadam"):
         out.warn("W-UNMODELLED", msg("W-UNMODELLED.optimizer-priced-adamw", optimizer=optimizer))
