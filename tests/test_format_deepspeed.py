@@ -227,6 +227,45 @@ def test_lora_yaml_with_its_deepspeed_config_beside_it():
     assert parsed.provenance["strategy.sharding"].path.endswith("ds_z2_config.json")
 
 
+
+# D-LF-UNREAD: keys the catalogue knew but the reader did not read, said naming the key and the direction
+@pytest.mark.parametrize("line, key, said", [
+    ("stage: dpo", "stage", "device memory and step time lower bounds"),
+    ("stage: ppo", "stage", "value head"),
+    ("enable_liger_kernel: true", "enable_liger_kernel", "device memory an upper bound"),
+    ("use_unsloth_gc: true", "use_unsloth_gc", "device memory an upper bound"),
+    ("use_galore: true", "use_galore", "optimizer memory an upper bound"),
+    ("use_dora: true", "use_dora", "device memory a lower bound"),
+    ("fsdp: full_shard auto_wrap", "fsdp", "device memory an upper bound"),
+    ("mixture_of_depths: convert", "mixture_of_depths", "upper bounds"),
+    ("optim: adamw_bnb_8bit", "optim", "optimizer memory an upper bound"),
+    ("optim: rmsprop", "optim", "either way"),
+])
+def test_llamafactory_known_but_unpriced_keys_are_said(tmp_path, line, key, said):
+    for name in ("qwen3_lora_sft_ds2.yaml", "ds_z2_config.json"):
+        shutil.copy(LF / name, tmp_path / name)
+    yaml_path = tmp_path / "qwen3_lora_sft_ds2.yaml"
+
+    def said_here(text: str) -> list[str]:
+        yaml_path.write_text(text, encoding="utf-8")
+        return [t for t in warning_texts(parse([str(yaml_path)], devices=16), "W-NOT-PRICED")
+                if t.startswith(f"{key} is")]
+
+    text = (LF / "qwen3_lora_sft_ds2.yaml").read_text(encoding="utf-8")
+    assert not said_here(text)
+    texts = said_here(text.replace("stage: sft\n", "") + line + "\n")
+    assert len(texts) == 1 and said in texts[0]
+
+
+def test_llamafactory_optim_is_not_said_when_deepspeed_names_the_optimizer(tmp_path):
+    for name in ("qwen3_lora_sft_ds2.yaml", "ds_z2_config.json"):
+        shutil.copy(LF / name, tmp_path / name)
+    ds = tmp_path / "ds_z2_config.json"
+    ds.write_text(json.dumps({**json.loads(ds.read_text()), "optimizer": {"type": "AdamW", "params": {}}}))
+    yaml_path = tmp_path / "qwen3_lora_sft_ds2.yaml"
+    yaml_path.write_text(yaml_path.read_text() + "optim: adamw_bnb_8bit\n")
+    assert not [t for t in warning_texts(parse([str(yaml_path)], devices=16), "W-NOT-PRICED") if "optim" in t]
+
 def test_qlora_and_disabled_checkpointing_and_misspelt_keys(tmp_path):
     misspelt = tmp_path / "qlora.yaml"
     misspelt.write_text((LF / "qwen3_qlora_sft.yaml").read_text() + "lora_targte: q_proj\n")

@@ -22,6 +22,7 @@ from .common import load_json, read_text
 from .deepspeed import TrainerArgs, read_deepspeed
 from .flag_source import ArgsMapping, flag_name
 from .known_keys import catalogue, unknown_names
+from .llamafactory_unpriced import read_unpriced
 from .megatron_strategy_args import read_strategy
 from .support import MAX_LAYERS, Collector, Reading, to_int
 
@@ -81,11 +82,13 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
                msg("llamafactory.llama-factory-hugging"))
     if data.get("packing"):
         out.warn("W-UNMODELLED", msg("W-UNMODELLED.packing-samples-concatenated"))
+    ds_optimizer = False
     if mcore:
         _mcore(out, data, path, devices)
     else:
-        _trainer(out, data, path, devices)
+        ds_optimizer = _trainer(out, data, path, devices)
     _method(out, data, path)
+    read_unpriced(out, data, ds_optimizer)
     return out.reading(FORMAT, "both" if any(k.startswith("model.") for k in out.values) else "strategy", text, path)
 
 
@@ -106,8 +109,9 @@ def _trainer_args(data: dict[str, Any], path: str) -> TrainerArgs:
     return args
 
 
-def _trainer(out: Collector, data: dict[str, Any], path: str, devices: int) -> None:
-    """The Hugging Face Trainer path: DeepSpeed when ``deepspeed:`` names a config, else DDP."""
+def _trainer(out: Collector, data: dict[str, Any], path: str, devices: int) -> bool:
+    """The Hugging Face Trainer path: DeepSpeed when ``deepspeed:`` names a config, else DDP. Returns whether a
+    DeepSpeed config names its own optimizer (then the Trainer's ``optim`` is not used)."""
     trainer = _trainer_args(data, path)
     name = data.get("deepspeed")
     if name is not None:
@@ -120,7 +124,7 @@ def _trainer(out: Collector, data: dict[str, Any], path: str, devices: int) -> N
         out.assumptions.extend(a for a in sub.assumptions if a.field != "options.framework")
         if how:
             out.warn("W-DEEPSPEED", msg("W-DEEPSPEED", name=name, config=Path(path).name, how=how))
-        return
+        return isinstance(ds_data.get("optimizer"), dict)
     out.derive("strategy.dp", devices, "the Trainer runs plain data parallel (DDP) over --devices")
     out.derive("strategy.sharding", "none", "no deepspeed: DDP keeps full replicas")
     mbs = trainer.micro_batch_size or 8
@@ -154,6 +158,7 @@ def _trainer(out: Collector, data: dict[str, Any], path: str, devices: int) -> N
         for name_ in ("strategy.param_bytes", "strategy.compute_bytes", "strategy.grad_bytes"):
             out.assume(name_, 4.0, msg("llamafactory.neither-bf16-nor"))
         out.assume("strategy.master_bytes", 0.0, msg("deepspeed.fp32-training-keeps"))
+    return False
 
 
 def _deepspeed_config(name: str, path: str) -> tuple[str, dict[str, Any], str]:
