@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from estimator.errors import ConfigError
 from estimator.estimate import estimate
@@ -202,6 +203,35 @@ def test_auto_inline_model_fixture():
     assert parsed.model.hidden_size == 1024
     _estimate(parsed)
 
+
+
+# D-HP-UNREAD: keys the catalogue knew but the reader did not read: read, or said naming the key and the direction
+def test_auto_models_etp_size_is_read(tmp_path):
+    path = tmp_path / "etp.yaml"
+    path.write_text((FIXTURES / "auto_inline_model.yaml").read_text(encoding="utf-8").replace(
+        "  ep_size: 1\n", "  ep_size: 1\n  etp_size: 1\n"), encoding="utf-8")
+    parsed = parse([path])
+    assert parsed.strategy.etp == 1 and parsed.provenance["strategy.etp"].key == "accelerator.etp_size"
+    assert parse([FIXTURES / "auto_inline_model.yaml"]).strategy.etp is None
+
+
+@pytest.mark.parametrize("extra, key, said", [
+    ("compile:\n  enabled: true\n", "compile.enabled", "either way"),
+    ("fsdp_config:\n  reshard_after_backward: false\n", "fsdp_config.reshard_after_backward",
+     "device memory a lower bound"),
+    ("fsdp_config:\n  forward_prefetch_depth: 2\n", "fsdp_config.forward_prefetch_depth",
+     "device memory a lower bound"),
+    ("activation_swap:\n  layers: all\n", "activation_swap", "device memory an upper bound"),
+])
+def test_auto_models_unpriced_keys_are_said(tmp_path, extra, key, said):
+    data = yaml.safe_load((FIXTURES / "auto_inline_model.yaml").read_text(encoding="utf-8"))
+    for name, value in yaml.safe_load(extra).items():
+        data[name] = {**data.get(name, {}), **value} if isinstance(value, dict) else value
+    path = tmp_path / "edited.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    texts = [w.text for w in parse([path]).warnings if w.code == "W-NOT-PRICED" and w.text.startswith(f"{key} is")]
+    assert len(texts) == 1 and said in texts[0]
+    assert not [w for w in parse([FIXTURES / "auto_inline_model.yaml"]).warnings if w.code == "W-NOT-PRICED"]
 
 def test_positions_only_warns_and_hub_model_needs_a_file():
     parsed = parse([FIXTURES / "v2_positions_only.yaml"])

@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..messages import Text, msg
 from . import hub
 from .common import dig
+from .hyperparallel_unpriced import read_unpriced
 from .known_keys import catalogue, check_sections
 from .support import MAX_LAYERS, Collector, Reading, check_micro_batches, dtype_bytes, to_int
 
@@ -66,6 +67,7 @@ V2 = {
 }
 AUTO = {
     "tp": ("accelerator", "tp_size"), "cp": ("accelerator", "cp_size"), "ep": ("accelerator", "ep_size"),
+    "etp": ("accelerator", "etp_size"),
     "pp": ("accelerator", "pp_size"), "m": ("accelerator", "pp_micro_batch_num"),
     "schedule": ("accelerator", "pp_schedule"), "vpp": ("accelerator", "pp_vpp"),
     "sp": ("accelerator", "sequence_parallel"), "loss_parallel": ("accelerator", "loss_parallel"),
@@ -177,6 +179,7 @@ def read(text: str, path: str, data: Any, devices: int | None) -> Reading:
     memory = dig(data, "context", "max_device_memory")
     if memory is not None:
         c.put("options.max_device_memory", memory, "context.max_device_memory")
+    read_unpriced(c, data)
     c.warnings.extend(check_sections(data, catalogue(FORMAT), path, read=_read_keys(src)))
     role = "both" if all(f"model.{k}" in c.values for k in REQUIRED) else "strategy"
     return c.reading(FORMAT, role)
