@@ -298,6 +298,19 @@ def test_use_custom_fsdp_is_megatron_fsdp(tmp_path):
     assert not any("--use-custom-fsdp" in t for t in warning_texts(parsed, "W-FLAG-UNPRICED"))
 
 
+def test_megatron_fsdp_default_strategy_follows_the_flag_generation(tmp_path):
+    fsdp = variant(tmp_path, SBATCH, ("${USE_MEGATRON_FSDP:-0}", "${USE_MEGATRON_FSDP:-1}"),
+                   ("        --data-parallel-sharding-strategy optim_grads_params\n", ""))
+    parsed = parse([fsdp], devices=16)
+    assert parsed.strategy.sharding.mode == "zero3"  # Megatron-LM's optim_grads_params since #3691
+    assert "optim_grads_params" in assumption(parsed, "strategy.sharding").source
+    custom = variant(tmp_path, SBATCH, ("${USE_MEGATRON_FSDP:-0}", "${USE_MEGATRON_FSDP:-1}"),
+                     ("        --data-parallel-sharding-strategy optim_grads_params\n", ""),
+                     ("        --use-megatron-fsdp\n", "        --use-custom-fsdp\n"), name="custom.sh")
+    parsed = parse([custom], devices=16)
+    assert parsed.strategy.sharding.mode == "none" and "0.12" in assumption(parsed, "strategy.sharding").source
+
+
 def test_unpriced_memory_and_overlap_flags_are_said_with_their_direction(tmp_path):
     path = variant(tmp_path, ARRAYS, ("    --bf16\n", "    --bf16\n    --enable-cuda-graph\n    --moe-fb-overlap\n"
                                                     "    --use-nccl-ub\n    --cuda-graph-impl none\n"))

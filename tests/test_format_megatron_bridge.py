@@ -316,3 +316,16 @@ def test_a_misspelt_key_is_named_with_the_key_it_stands_for(tmp_path):
         "model.tensor_model_paralel_size is not a Megatron-Bridge key; did you mean 'tensor_model_parallel_size'? "
         "(not read: what it stands for keeps its default)"]
     assert any(w.endswith("train.my_own_setting") for w in warning_texts(parsed, "W-FLAG-UNPRICED"))
+
+
+def test_megatron_fsdp_without_a_strategy_is_the_ddp_configs_no_shard(tmp_path):
+    # Megatron-Bridge builds DistributedDataParallelConfig directly: its default no_shard, not the parser's
+    # optim_grads_params (Megatron-LM #3691)
+    path = tmp_path / "fsdp.yaml"
+    path.write_text(RUN.read_text(encoding="utf-8").replace(
+        "  use_distributed_optimizer: true\n", "  use_distributed_optimizer: true\n  use_megatron_fsdp: true\n"),
+        encoding="utf-8")
+    parsed = parse([str(path)], devices=16)
+    assert parsed.strategy.sharding.mode == "none"
+    assert "DistributedDataParallelConfig" in " ".join(a.source for a in parsed.assumptions
+                                                       if a.field == "strategy.sharding")

@@ -18,6 +18,9 @@ class FlagQueries:
     """Typed answers built on ``text``/``values``; subclasses say where a flag is (``locate``)."""
 
     path: str
+    # whether Megatron-LM's argument parser (and its defaults) reads these arguments; False for config dataclasses
+    # built directly (Megatron-Bridge), whose field defaults can differ
+    parser_defaults = True
 
     # what subclasses provide
     def names(self) -> list[str]:

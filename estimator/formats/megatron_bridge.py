@@ -283,6 +283,8 @@ def _config_keys() -> tuple[str, ...]:
 class BridgeArgs(ArgsMapping):
     """Megatron arguments from config keys, each located at its section.key."""
 
+    parser_defaults = False  # the config dataclasses' own defaults apply
+
     def __init__(self, args: dict[str, Any], path: str, where: dict[str, str]) -> None:
         super().__init__(args, path)
         self.origin = where

@@ -384,7 +384,12 @@ def _sharding(fl: FlagQueries, out: Collector, put: Put, d: int, cp: int) -> Non
         if fl.has("--use-torch-fsdp2"):
             put("strategy.sharding", "fsdp", "--use-torch-fsdp2")
         else:
-            strategy = fl.text("--data-parallel-sharding-strategy") or "no_shard"
+            # the parser's default changed with Megatron-LM #3691 (2026-04): optim_grads_params; core 0.12-0.13's
+            # --use-custom-fsdp (and --use-megatron-fsdp up to core 0.15) defaulted to no_shard, and so does
+            # DistributedDataParallelConfig, which Megatron-Bridge builds directly
+            custom = not fl.has("--use-megatron-fsdp")
+            parsed = fl.parser_defaults and not custom
+            strategy = fl.text("--data-parallel-sharding-strategy") or ("optim_grads_params" if parsed else "no_shard")
             if strategy not in FSDP_STRATEGIES:
                 raise fl.error("--data-parallel-sharding-strategy", msg("megatron_strategy_args.data-parallel-sharding",
                                                                         strategy=strategy,
@@ -393,7 +398,9 @@ def _sharding(fl: FlagQueries, out: Collector, put: Put, d: int, cp: int) -> Non
             if fl.has("--data-parallel-sharding-strategy"):
                 put("strategy.sharding", mode, "--data-parallel-sharding-strategy")
             else:
-                out.assume("strategy.sharding", mode, msg("megatron_strategy_args.use-megatron-fsdp"))
+                out.assume("strategy.sharding", mode, msg("megatron_strategy_args.use-megatron-fsdp") if parsed else
+                           msg("megatron_strategy_args.use-custom-fsdp") if custom else
+                           msg("megatron_strategy_args.ddp-config-fsdp"))
             dtype = fl.text("--megatron-fsdp-main-grads-dtype")
             if dtype is not None and dtype.lower() in _DTYPE_BYTES:
                 put("strategy.grad_bytes", _DTYPE_BYTES[dtype.lower()], "--megatron-fsdp-main-grads-dtype")
