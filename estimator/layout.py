@@ -12,6 +12,16 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from .errors import LayoutError
+from .layer_states import (
+    LayerLists,
+    freeze_inputs,
+    grad_option,
+    graph_start,
+    is_int,
+    layer_grad,
+    saving_counts,
+    zero_level,
+)
 from .messages import Message, msg
 from .strategy import V_SCHEDULES, RecomputePlan
 from .warnings import EstimateWarning
@@ -95,9 +105,6 @@ def slot_position(schedule: str, p: int, vp: int, q: int) -> tuple[int, int]:
 
 
 # --------------------------------------------------------------------------------------------- counts
-def _is_int(x: object) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
 
 def balanced_counts(l_eff: int, n_slots: int) -> list[int]:
     """No offset (DECISION D27): one extra layer to the first ``rem`` slots in the order
@@ -116,7 +123,7 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
     base = l_eff // n
     rem = l_eff - base * n
     grid: list[list[int]]  # [chunk][stage]
-    if _is_int(offset):
+    if is_int(offset):
         o = int(offset)  # type: ignore[arg-type]
         if o != rem:
             raise LayoutError("E-OFF-SCALAR", msg("E-OFF-SCALAR", offset=o, remainder=rem, slots=n, positions=l_eff,
@@ -125,8 +132,8 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
     elif isinstance(offset, Sequence) and not isinstance(offset, str) and offset and all(
             isinstance(x, Sequence) and not isinstance(x, str) for x in offset):
         rows = [list(r) for r in offset]  # type: ignore[union-attr]
-        if len(rows) != vp or any(len(r) != p for r in rows) or not all(_is_int(x) for r in rows for x in r):
-            if not all(_is_int(x) for r in rows for x in r):
+        if len(rows) != vp or any(len(r) != p for r in rows) or not all(is_int(x) for r in rows for x in r):
+            if not all(is_int(x) for r in rows for x in r):
                 raise LayoutError("E-OFF-TYPE", msg("E-OFF-TYPE.offset", p=p, vp=vp, offset=offset))
             raise _offset_length(f"{len(rows)}×{[len(r) for r in rows]}", p, vp)
         total = sum(sum(r) for r in rows)
@@ -136,7 +143,7 @@ def _offset_counts(offset: object, l_eff: int, p: int, vp: int, schedule: str, r
         grid = rows
     elif isinstance(offset, Sequence) and not isinstance(offset, str):
         values = list(offset)  # type: ignore[arg-type]
-        if not all(_is_int(x) for x in values):
+        if not all(is_int(x) for x in values):
             raise LayoutError("E-OFF-TYPE", msg("E-OFF-TYPE.offset", p=p, vp=vp, offset=offset))
         if len(values) != p:
             raise _offset_length(str(len(values)), p, vp)
@@ -208,7 +215,7 @@ def _partition_counts(partition: object, l_eff: int, p: int, vp: int, schedule: 
         rows = [values[j * p:(j + 1) * p] for j in range(vp)]
     else:
         raise LayoutError("E-OFF-TYPE", msg("E-OFF-TYPE.list", p=p, partition=partition))
-    if not all(_is_int(x) and x >= 0 for r in rows for x in r):
+    if not all(is_int(x) and x >= 0 for r in rows for x in r):
         raise LayoutError("E-OFF-TYPE", msg("E-OFF-TYPE.list-entries", partition=partition))
     total = sum(sum(r) for r in rows)
     if total != l_eff:
@@ -252,7 +259,7 @@ def _counts_grid(name: str, counts: object, slot_layers: list[list[int]], p: int
             return c
         return r
 
-    if _is_int(counts):
+    if is_int(counts):
         for j in range(vp):
             for i in range(p):
                 grid[j][i] = min(int(counts), slot_layers[j][i])  # type: ignore[call-overload]
@@ -295,7 +302,7 @@ def _as_count(value: object, name: str) -> int:
         return 10**9
     if value is False or value is None:
         return 0
-    if not _is_int(value) or int(value) < 0:  # type: ignore[call-overload]
+    if not is_int(value) or int(value) < 0:  # type: ignore[call-overload]
         raise LayoutError("E-REC-LEN", msg("E-REC-LEN.entries", name=name, value=value))
     return int(value)  # type: ignore[call-overload]
 
@@ -338,120 +345,6 @@ def layout_inputs(r: Resolved) -> LayoutInputs:
         vision_partition=st.vision_partition, **dict(zip(("offload_counts", "zero_memory_layers"),
                                                           saving_counts(r), strict=True)),
         **freeze_inputs(r))
-
-
-def freeze_inputs(r: Resolved) -> dict[str, object]:
-    """What decides each layer's [A-FREEZE] state: the trainable layers, whether the embedding trains, and
-    whether checkpointing skips frozen layers."""
-    feat = r.flags.feat
-    if feat.trainable_layers is None:
-        return {}
-    frozen = (*r.flags.frozen, "embedding", "output") if feat.lora else r.flags.frozen
-    return {"trainable_layers": trainable_indices(feat.trainable_layers, r.model.num_layers),
-            "embedding_trains": "embedding" not in frozen,
-            "checkpoint_trainable_only": feat.checkpoint_trainable_only}
-
-
-def trainable_indices(layers: frozenset[int], body: int) -> frozenset[int]:
-    """``strategy.trainable_layers`` as model indices: a negative entry counts from the last body layer (−1: the
-    last), and one before the first layer names none (LLaMA-Factory's last n layers of a shorter model: all)."""
-    return frozenset(i if i >= 0 else body + i for i in layers if i >= 0 or body + i >= 0)
-
-
-def graph_start(trainable: frozenset[int] | None, embedding_trains: bool) -> float:
-    """The model index from which autograd records the forward: the first trainable layer (−1 when the embedding
-    trains; ∞ when nothing in the body does)."""
-    if trainable is None or embedding_trains:
-        return -1
-    return min(trainable, default=float("inf"))
-
-
-def layer_grad(index: int, trainable: frozenset[int] | None, start: float) -> str | None:
-    """[A-FREEZE] A body/MTP layer's gradient state: None when it trains; 'frozen' when its weights are frozen but
-    a trainable layer before it needs the input gradients it passes back (it saves what those need); 'off' when
-    nothing before it trains — its input needs no gradient and its weights none, so autograd records nothing."""
-    if trainable is None or index in trainable:
-        return None
-    return "frozen" if index > start else "off"
-
-
-def grad_option(option: str, grad: str | None, checkpoint_trainable_only: bool) -> str:
-    """A layer's recompute option under [A-FREEZE]: a layer without a graph is never checkpointed, nor a frozen
-    one where checkpointing skips layers without trainable weights (LLaMA-Factory's gradient checkpointing)."""
-    if grad == "off" or (grad == "frozen" and checkpoint_trainable_only):
-        return "none"
-    return option
-
-
-@dataclass(frozen=True)
-class LayerLists:
-    """[A-OFFLOAD-LAYERS] ``strategy.offload_layers`` as the layout reads it: per group, the model indices (body +
-    MTP) that offload it. A layer offloads the listed groups whose lists name it and the plan's groups that have
-    no list (``everywhere``); nothing when there is none."""
-
-    groups: tuple[tuple[str, frozenset[int]], ...]
-    everywhere: tuple[str, ...] = ()
-
-    def of(self, index: int) -> tuple[str, ...] | bool:
-        found = self.everywhere + tuple(group for group, ids in self.groups if index in ids)
-        return found or False
-
-    @property
-    def top(self) -> int:
-        return max((max(ids) for _group, ids in self.groups if ids), default=-1)
-
-
-def saving_counts(r: Resolved) -> tuple[object, int | None]:
-    """What picks the layers that save activations: the plan's layer lists (``LayerLists``) or ``offload_counts``
-    when the plan offloads and not every layer, the level1 layer count of --moe-zero-memory level1; None each
-    where every layer follows the plan."""
-    st, feat = r.strategy, r.flags.feat
-    offload: object = st.offload_counts if feat.offload_groups and st.offload_counts is not True else None
-    if feat.offload_groups and st.offload_layers:
-        if offload is not None:
-            raise LayoutError("E-OFFLOAD-LAYERS", msg("E-OFFLOAD-LAYERS.counts", counts=st.offload_counts))
-        listed = {o.group for o in st.offload_layers}
-        offload = LayerLists(tuple((o.group, frozenset(o.layers)) for o in st.offload_layers),
-                             tuple(sorted(feat.offload_groups - listed)))
-    return offload, st.moe_zero_memory_layers if feat.moe_zero_memory == "level1" else None
-
-
-def layer_saving(counts: tuple[object, int | None], k: int, stage: int, chunk: int, vp: int,
-                 layers: int, index: int) -> tuple[bool | tuple[str, ...] | None, str | None]:
-    """(offload, zero) of the k-th of ``layers`` layers (model index ``index``) of the slot at (stage, chunk) —
-    the balancer's rule, which prices candidate slots one at a time (``slot_count``); the layout deals them with
-    ``_counts_grid``."""
-    offload, zero = counts
-    if isinstance(offload, LayerLists):
-        return offload.of(index), zero_level(k, chunk, vp, zero)
-    return (None if offload is None else k < slot_count(offload, stage, chunk, vp, layers),
-            zero_level(k, chunk, vp, zero))
-
-
-def zero_level(k: int, chunk: int, vp: int, layers: int | None) -> str | None:
-    """[A-ZERO-MEMORY] MindSpeed's --moe-zero-memory-num-layers: the k-th layer of chunk ``chunk`` runs level1 when
-    its priority k·vp + chunk is below the count, else level0 (``only_recompute_activation``); None: the plan's
-    level on every layer."""
-    if layers is None:
-        return None
-    return "level1" if k * vp + chunk < layers else "level0"
-
-
-def slot_count(counts: object, stage: int, chunk: int, vp: int, layers: int) -> int:
-    """The layers a per-stage count (``strategy.Counts``) gives the slot at (stage, chunk) holding ``layers``: all
-    (None, True), none (False), n per slot (int), list[vp][p] as given, list[p] dealt one at a time over the
-    stage's chunks (D40, taken here as no chunk being full)."""
-    if counts is None or counts is True:
-        return layers
-    if counts is False:
-        return 0
-    if _is_int(counts):
-        return min(int(counts), layers)  # type: ignore[call-overload]
-    values = list(counts)  # type: ignore[call-overload]
-    if values and isinstance(values[0], Sequence):
-        return min(int(values[chunk][stage]), layers)
-    total = int(values[stage])
-    return min(total // vp + (1 if chunk < total % vp else 0), layers)
 
 
 def _types(value: object) -> object:

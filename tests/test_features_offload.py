@@ -341,7 +341,7 @@ def test_moe_zero_memory_level1_also_frees_the_fc1_outputs(tmp_path):
 def test_moe_zero_memory_num_layers_picks_level1_layers_by_priority():
     """MindSpeed's ``only_recompute_activation``: layer k of chunk j has priority k·vp + j; below
     --moe-zero-memory-num-layers it runs level1, the others level0."""
-    from estimator.layout import zero_level
+    from estimator.layer_states import zero_level
 
     assert [zero_level(k, 0, 1, 2) for k in range(4)] == ["level1", "level1", "level0", "level0"]
     # vpp 2, 3 level1 layers: chunk 0 layers 0 and 1 (priorities 0, 2), chunk 1 layer 0 (priority 1)

@@ -19,21 +19,23 @@ from ..assembly import ChunkSums, chunk_sums, profile_points, stage_memory
 from ..assembly.form import StageForm, build_form, stack_forms
 from ..assembly.memory import combine
 from ..device.ratio import with_slack_ratio
+from ..layer_states import (
+    LayerLists,
+    freeze_inputs,
+    grad_option,
+    graph_start,
+    layer_grad,
+    layer_saving,
+    saving_counts,
+)
 from ..layout import (
     EMBEDDING,
     MTP,
     NOOP,
     OUTPUT,
     Item,
-    LayerLists,
     build_layout,
-    freeze_inputs,
-    grad_option,
-    graph_start,
-    layer_grad,
-    layer_saving,
     layout_inputs,
-    saving_counts,
 )
 from ..parsed import ParsedConfig
 from ..resolve import resolve
@@ -85,7 +87,7 @@ def layer_positions(parsed: ParsedConfig) -> list[Position]:
 
 @dataclass(frozen=True)
 class Freeze:
-    """[A-FREEZE] what decides a layer's gradient state (``layout.layer_grad``, ``layout.grad_option``)."""
+    """[A-FREEZE] what decides a layer's gradient state (``layer_states.layer_grad``, ``layer_states.grad_option``)."""
 
     trainable: frozenset[int] | None = None
     start: float = -1
@@ -182,7 +184,7 @@ class PlanTables:
     def slot_savings(self, i: int, j: int, positions: list[Position]
                      ) -> tuple[tuple[bool | tuple[str, ...] | None, str | None], ...]:
         """Per body position of the slot at (stage i, chunk j): its activation offload and --moe-zero-memory
-        level (``layout.layer_saving``); () when every layer follows the plan."""
+        level (``layer_states.layer_saving``); () when every layer follows the plan."""
         if self.saving == (None, None):
             return ()
         body = [pos.index for pos in positions if pos.kind != NOOP]
