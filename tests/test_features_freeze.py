@@ -29,17 +29,8 @@ LAYER = H * (Q + KV + KV) + Q * H + 2 * DH + 3 * H * FFN + 2 * H  # q k v o, q/k
 REST = 2 * V * H + H  # embedding, head, final norm
 TOKENS = 4 * 2048  # per_device_train_batch_size × cutoff_len
 
-YAML = """model_name_or_path: Qwen/Qwen3-8B
-stage: sft
-do_train: true
-finetuning_type: freeze
-dataset: alpaca_en_demo
-template: qwen3
-cutoff_len: 2048
-per_device_train_batch_size: 4
-gradient_accumulation_steps: 4
-bf16: true
-"""
+YAML = (Path(__file__).resolve().parent / "fixtures" / "llamafactory" / "qwen3_freeze_sft.yaml").read_text(
+    encoding="utf-8")
 
 
 def _parse(tmp_path: Path, extra: str = ""):

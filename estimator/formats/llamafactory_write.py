@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..layer_states import trainable_indices
 from ..messages import msg
 from ..parsed import ParsedConfig, SourceFile
 from ..strategy import TRAINABLE_PARTS, Strategy
@@ -112,14 +113,16 @@ def _freeze(path: str, data: dict[str, Any], new: Strategy, layers: int, patch: 
     count = _freeze_layer_count(path, data, new.trainable_layers, layers, patch)
     if count != data.get("freeze_trainable_layers", 2):  # LLaMA-Factory's default: the last 2 layers
         patch.set(("freeze_trainable_layers",), count)
-    names = {part: name for name, part in FREEZE_MODULES.items() if name not in ("attention", "attn",
-                                                                                    "block_sparse_moe",
-                                                                                    "feed_forward")}
+    names: dict[str, str] = {}
+    for name, part in FREEZE_MODULES.items():  # each group's first (LLaMA/Qwen) module name
+        names.setdefault(part, name)
     parts = tuple(new.trainable_parts)
     modules = "all" if not parts or set(parts) == set(TRAINABLE_PARTS) else ",".join(names[p] for p in parts)
     if modules != str(data.get("freeze_trainable_modules", "all")).replace(" ", ""):
         patch.set(("freeze_trainable_modules",), modules)
-    tables = {row: name for name, row in FREEZE_EXTRAS.items() if name != "wte"}
+    tables: dict[str, str] = {}
+    for name, row in FREEZE_EXTRAS.items():
+        tables.setdefault(row, name)
     extras = [tables[row] for row in ("embedding", "output") if row not in new.frozen_modules]
     if extras or "freeze_extra_modules" in data:
         patch.set(("freeze_extra_modules",), ",".join(extras) if extras else None)
@@ -129,7 +132,7 @@ def _freeze_layer_count(path: str, data: dict[str, Any], trainable: tuple[int, .
                         patch: YamlPatch) -> int:
     """``freeze_trainable_layers`` for the model-order layer set ``trainable`` (negative: from the last layer):
     n for the last n layers, −n for the first n, or n with ``use_llama_pro`` for every (L/n)-th layer."""
-    chosen = sorted({i % layers if i < 0 else i for i in trainable})
+    chosen = sorted(trainable_indices(frozenset(trainable), layers))
     n = len(chosen)
     if n and chosen == list(range(layers - n, layers)):
         if data.get("use_llama_pro"):
@@ -186,7 +189,7 @@ def _as_read(strategy: Strategy, layers: int) -> Strategy:
         if strategy.frozen_modules or strategy.trainable_parts:
             return strategy
         return strategy.replace(frozen_param_bytes=None, checkpoint_trainable_only=False)
-    chosen = sorted({i % layers if i < 0 else i for i in strategy.trainable_layers})
+    chosen = sorted(trainable_indices(frozenset(strategy.trainable_layers), layers))
     n = len(chosen)
     if n and chosen == list(range(layers - n, layers)):
         return strategy.replace(trainable_layers=tuple(range(-n, 0)))

@@ -60,7 +60,8 @@ class ListEditor(TextEditor):
         self.setPlaceholderText(translate(context, text).format(**params) if context else text)
 
     def set_field_value(self, value: Any, none_text: str = "") -> None:
-        super().set_field_value(", ".join(value) if isinstance(value, (tuple, list)) else value, none_text)
+        super().set_field_value(", ".join(str(v) for v in value) if isinstance(value, (tuple, list)) else value,
+                                none_text)
 
     def field_value(self) -> Any:
         return tuple(p.strip() for p in self.text().replace(";", ",").split(",") if p.strip())
@@ -73,10 +74,6 @@ class ListEditor(TextEditor):
 class LayerListEditor(ListEditor):
     """Model-order layer indices as text (``-2, -1``: the last two); empty: None (the field's "every layer").
     Text that is not whole numbers goes to the estimator as typed, which says what is wrong under the field."""
-
-    def set_field_value(self, value: Any, none_text: str = "") -> None:
-        TextEditor.set_field_value(self, ", ".join(str(v) for v in value) if isinstance(value, (tuple, list))
-                                   else value, none_text)
 
     def field_value(self) -> Any:
         parts = [p.strip() for p in self.text().strip().strip("[]").replace(";", ",").split(",") if p.strip()]
