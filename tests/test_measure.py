@@ -214,7 +214,7 @@ def test_cli_writes_the_layer_kind_yaml(tmp_path, capsys):
 @torch_needed
 def test_deepseek_v32_sparse_attention_indexer(tmp_path):
     """The dsa_dense / dsa_moe kinds (estimator/kinds/dsa.yaml) against transformers' DeepseekV32 modules, the
-    indexer run as training runs it (detached inputs, autograd on; tracer.train_indexers)."""
+    indexer run as training runs it (detached inputs, autograd on; kernels.train_indexers)."""
     n_idx, d_idx, topk = 4, 32, 16
     m = _measure(tmp_path, DEEPSEEK_V32)
     dense, moe = m.kinds
@@ -246,7 +246,7 @@ def test_deepseek_v32_sparse_attention_indexer(tmp_path):
 @torch_needed
 def test_granite_mamba2_hybrid(tmp_path):
     """The mamba2_moe kind (estimator/kinds/mamba2.yaml) against transformers' GraniteMoeHybrid modules, the Mamba-2
-    mixer run as the fused kernel's contract (tracer.fuse_mamba_mixers), the attention layer as the moe kind."""
+    mixer run as the fused kernel's contract (kernels.fuse_mamba_mixers), the attention layer as the moe kind."""
     m = _measure(tmp_path, GRANITE_H)
     mamba, attention = m.kinds
     assert (mamba.kind, mamba.layer_index, attention.kind) == ("mamba2_moe", 0, "moe")
