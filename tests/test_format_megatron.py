@@ -121,7 +121,9 @@ def test_defaults_are_megatrons_and_the_family_is_not_the_file_name(tmp_path):
     # Megatron's default --position-embedding-type learned_absolute: a 1024 × 1024 table priced (P-POS), not warned
     assert m.learned_positions == 1024 and parsed.provenance["model.learned_positions"].key == \
         "--max-position-embeddings"
-    assert not warning_texts(parsed, "W-UNMODELLED")
+    # the only thing not priced: the attention mask Megatron-LM's data loader builds by default (D-MG-AUDIT)
+    said = warning_texts(parsed, "W-UNMODELLED")
+    assert len(said) == 1 and "--no-create-attention-mask-in-dataloader turns it off" in said[0]
     unknown = warning_texts(parsed, "W-KEY-UNKNOWN")
     assert len(unknown) == 1 and "--sequence-paralel" in unknown[0] and "did you mean '--sequence-parallel'" in \
         unknown[0]

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from ..errors import ConfigError
 from ..messages import Text, msg
+from ..units import fmt_bytes
 from ..warnings import EstimateWarning
 from ..yamlio import load_data
 from .flag_source import FlagQueries
@@ -30,8 +32,30 @@ UNPRICED_FLAGS: dict[str, Text] = {
     "--use-cp-send-recv-overlap": msg("megatron_vocab.unpriced-cp-overlap"),
     "--use-ascend-coc": msg("megatron_vocab.unpriced-coc"),
     "--variable-seq-lengths": msg("megatron_vocab.unpriced-variable-seq"),
+    # kernels and algorithms that were listed as "same memory and time" (docs/decisions.md D-MG-AUDIT)
+    "--external-cuda-graph": msg("megatron_vocab.unpriced-cuda-graph"),
+    "--optimizer-cuda-graph": msg("megatron_vocab.unpriced-optimizer-cuda-graph"),
+    "--no-bias-gelu-fusion": msg("megatron_vocab.unpriced-no-bias-gelu-fusion"),
+    "--no-bias-dropout-fusion": msg("megatron_vocab.unpriced-no-bias-dropout-fusion"),
+    "--no-persist-layer-norm": msg("megatron_vocab.unpriced-no-persist-layer-norm"),
+    "--no-gradient-accumulation-fusion": msg("megatron_vocab.unpriced-no-gradient-accumulation-fusion"),
+    "--no-rope-fusion": msg("megatron_vocab.unpriced-no-rope-fusion"),
+    "--moe-permute-fusion": msg("megatron_vocab.unpriced-moe-permute-fusion"),
+    "--deterministic-mode": msg("megatron_vocab.unpriced-deterministic"),
+    "--ddp-bucket-size": msg("megatron_vocab.unpriced-ddp-buckets"),
+    "--ddp-num-buckets": msg("megatron_vocab.unpriced-ddp-buckets"),
+    "--ddp-pad-buckets-for-high-nccl-busbw": msg("megatron_vocab.unpriced-ddp-pad-buckets"),
+    "--empty-unused-memory-level": msg("megatron_vocab.unpriced-empty-cache"),
+    "--megatron-fsdp-grad-comm-dtype": msg("megatron_vocab.unpriced-fsdp-grad-comm-dtype"),
 }
+# an UNPRICED_FLAGS flag that changes nothing without another one (Megatron-LM sets the DDP bucket size to None
+# without --overlap-grad-reduce: distributed_data_parallel.py, d98e8a6)
+NEEDS: dict[str, str] = {"--ddp-bucket-size": "--overlap-grad-reduce", "--ddp-num-buckets": "--overlap-grad-reduce"}
 _OFF_VALUES = ("none", "false", "0")
+# what stops Megatron-LM's data loader from building the dense attention mask (its default): the flag itself, and
+# the packed-sequence paths that carry cu_seqlens instead (arguments.py turns the mask off for inter-document
+# masking; the SFT dataset asserts it is off)
+NO_MASK_FLAGS = ("--no-create-attention-mask-in-dataloader", "--dataloader-inter-document-masking", "--sft")
 
 
 @dataclass(frozen=True)
@@ -74,10 +98,11 @@ def flag_warnings(fl: FlagQueries, read: Iterable[str], dialect: str) -> list[Es
             unpriced.append(f"{name} (a MindSpeed flag, which Megatron-LM does not accept)")
         elif name in UNPRICED_FLAGS:
             given = fl.values(name) or ("",)
-            if given[0].strip().lower() not in _OFF_VALUES:
+            if given[0].strip().lower() not in _OFF_VALUES and fl.has(NEEDS.get(name, name)):
                 out.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.megatron-flag", flag=name,
                                                                effect=UNPRICED_FLAGS[name])))
-        elif name in read or vocab.category(name) or (dialect == "mindspeed" and name in vocab.mindspeed_only):
+        elif name in read or name in NO_MASK_FLAGS or vocab.category(name) or \
+                (dialect == "mindspeed" and name in vocab.mindspeed_only):
             continue
         elif name not in everything:
             line, key = fl.locate(name)
@@ -88,7 +113,29 @@ def flag_warnings(fl: FlagQueries, read: Iterable[str], dialect: str) -> list[Es
     if unpriced:
         out.append(EstimateWarning("W-FLAG-UNPRICED", msg("W-FLAG-UNPRICED.flags", path=fl.path, count=len(unpriced),
                                                           flags="; ".join(unpriced))))
+    if dialect == "megatron" and fl.parser_defaults:
+        out.extend(attention_mask_warning(fl))
     return out
 
 
-__all__ = ["UNPRICED_FLAGS", "Vocabulary", "flag_warnings", "vocabulary"]
+def attention_mask_warning(fl: FlagQueries) -> list[EstimateWarning]:
+    """Megatron-LM's data loader builds a dense causal mask per sample by default (``create_attention_mask_in_
+    dataloader``, gpt_dataset.py), and ``get_batch`` puts the micro-batch's b×1×s×s boolean mask on the device of
+    the first and last pipeline stages (and broadcasts it to every tensor-parallel rank; context parallelism keeps
+    s/cp of its rows). Flash and fused causal attention never read it. Not priced: said unless turned off."""
+    if any(fl.has(name) for name in NO_MASK_FLAGS):
+        return []
+    try:
+        seq, micro = fl.int("--seq-length", 1), fl.int("--micro-batch-size", 1) or 1
+        cp = fl.int("--context-parallel-size", 1) or 1
+    except ConfigError:  # a malformed value is the readers' to report
+        seq = None
+    if seq is None:
+        return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.megatron-attention-mask"))]
+    size = micro * (seq // cp) * seq
+    return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.megatron-attention-mask.sized", size=fmt_bytes(size),
+                                                b=micro, rows=seq // cp, s=seq))]
+
+
+__all__ = ["NEEDS", "NO_MASK_FLAGS", "UNPRICED_FLAGS", "Vocabulary", "attention_mask_warning", "flag_warnings",
+           "vocabulary"]

@@ -1,0 +1,92 @@
+"""Megatron-LM flags that were listed as changing neither memory nor time, checked against Megatron-LM's source
+(docs/decisions.md D-MG-AUDIT): each is now said when given, with the direction of the error, in the CLI's JSON;
+and the attention mask Megatron-LM's data loader builds by default is said when the script does not turn it off."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from format_helpers import variant
+
+from estimator.cli import main
+from estimator.formats import parse
+from estimator.messages import CHINESE
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULTS = ROOT / "tests" / "fixtures" / "megatron" / "train_gpt3_defaults.sh"
+NO_MASK = "    --no-create-attention-mask-in-dataloader\n"
+
+
+def cli_warnings(capsys, path: str) -> list[dict]:
+    assert main(["estimate", path, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["warnings"]
+
+
+def with_flags(tmp_path: Path, flags: str, name: str = "train.sh") -> str:
+    return variant(tmp_path, DEFAULTS, ("    --fp16\n", "    --fp16\n" + flags), name=name)
+
+
+@pytest.mark.parametrize("flag, direction", [
+    ("--no-bias-gelu-fusion", "step time a lower bound"),
+    ("--no-bias-dropout-fusion", "step time a lower bound"),
+    ("--no-persist-layer-norm", "step time may be a lower bound"),
+    ("--no-gradient-accumulation-fusion", "device memory a lower bound"),
+    ("--no-rope-fusion", "step time a lower bound"),
+    ("--moe-permute-fusion", "step time may be an upper bound"),
+    ("--deterministic-mode", "step time a lower bound"),
+    ("--ddp-pad-buckets-for-high-nccl-busbw", "device memory a lower bound"),
+    ("--empty-unused-memory-level 2", "step time a lower bound"),
+    ("--external-cuda-graph", "device memory a lower bound"),
+    ("--optimizer-cuda-graph", "device memory a lower bound"),
+    ("--megatron-fsdp-grad-comm-dtype bf16", "either way"),
+])
+def test_flags_that_change_memory_or_time_are_said_with_the_direction(capsys, tmp_path, flag, direction):
+    path = with_flags(tmp_path, f"    {flag}\n{NO_MASK}")
+    name = flag.split()[0]
+    said = [w for w in cli_warnings(capsys, path) if w["code"] == "W-UNMODELLED"]
+    assert [w["text"] for w in said if w["text"].startswith(f"{name} is given:")] != [], said
+    text = next(w["text"] for w in said if w["text"].startswith(f"{name} is given:"))
+    assert direction in text
+    assert len(said) == 1  # nothing else: the mask is off, the fixture prices everything else
+
+
+def test_a_flag_turned_off_or_without_its_prerequisite_is_not_said(capsys, tmp_path):
+    path = with_flags(tmp_path, f"    --empty-unused-memory-level 0\n    --ddp-bucket-size 10000000\n{NO_MASK}")
+    texts = [w["text"] for w in cli_warnings(capsys, path)]
+    assert not [t for t in texts if "--empty-unused-memory-level" in t]
+    # Megatron-LM ignores the bucket size without --overlap-grad-reduce (one bucket)
+    assert not [t for t in texts if "--ddp-bucket-size" in t]
+    overlapped = with_flags(tmp_path, f"    --ddp-bucket-size 10000000\n    --overlap-grad-reduce\n{NO_MASK}",
+                            name="overlap.sh")
+    said = [w["text"] for w in cli_warnings(capsys, overlapped) if w["text"].startswith("--ddp-bucket-size is given")]
+    assert len(said) == 1 and "step time may be off either way" in said[0]
+
+
+def test_flags_megatron_lm_does_not_have_are_no_longer_passed_as_harmless(tmp_path):
+    path = with_flags(tmp_path, f"    --disable-tf32\n    --create-attention-mask-in-dataloader\n{NO_MASK}")
+    unknown = [w.text for w in parse([path]).warnings if w.code == "W-KEY-UNKNOWN"]
+    assert any("--disable-tf32" in t for t in unknown) and any("--create-attention-mask-in-dataloader" in t
+                                                               for t in unknown)
+
+
+def test_the_default_attention_mask_is_said_with_its_size(capsys, tmp_path):
+    # the fixture: --micro-batch-size 4, --seq-length 1024, --context-parallel-size 2: 4 × 1 × 512 × 1024 bytes
+    said = [w["text"] for w in cli_warnings(capsys, str(DEFAULTS)) if w["code"] == "W-UNMODELLED"]
+    assert len(said) == 1 and "(4×1×512×1024, 2 MiB)" in said[0] and "device memory a lower bound" in said[0]
+    long = variant(tmp_path, DEFAULTS, ("--seq-length 1024", "--seq-length 32768"),
+                   ("--max-position-embeddings 1024", "--max-position-embeddings 32768"),
+                   ("--micro-batch-size 4", "--micro-batch-size 1"),
+                   ("--context-parallel-size 2", "--context-parallel-size 1"),
+                   ("    --hierarchical-context-parallel-sizes 2 1\n", ""), ("    --cp-comm-type a2a+p2p\n", ""))
+    said = [w["text"] for w in cli_warnings(capsys, long) if "attention mask" in w["text"]]
+    assert len(said) == 1 and "(1×1×32768×32768, 1.00 GiB)" in said[0]
+    zh = [w.localized(CHINESE) for w in parse([long]).warnings if "attention mask" in w.text]
+    assert "1.00 GiB" in zh[0] and "下界" in zh[0]
+
+
+@pytest.mark.parametrize("off", [NO_MASK, "    --dataloader-inter-document-masking\n"])
+def test_no_mask_no_warning(capsys, tmp_path, off):
+    texts = [w["text"] for w in cli_warnings(capsys, with_flags(tmp_path, off))]
+    assert not [t for t in texts if "attention mask" in t]
