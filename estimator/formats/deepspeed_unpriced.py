@@ -41,6 +41,8 @@ UNPRICED: tuple[tuple[str, str, Any, Text], ...] = (
     ("data_types", "grad_accum_dtype", _fp32, msg("deepspeed_unpriced.grad-accum-fp32")),
     ("", "communication_data_type", _fp32, msg("deepspeed_unpriced.comm-fp32")),
     ("tensor_parallel", "tp_size", _above(1), msg("deepspeed_unpriced.tp-size")),
+    # Apex AMP (DeepSpeed refuses it beside fp16 / bf16): priced as the fp32 training it then looks like
+    ("amp", "enabled", _on, msg("deepspeed_unpriced.apex-amp")),
 )
 
 

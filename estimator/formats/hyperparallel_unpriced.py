@@ -24,6 +24,7 @@ UNPRICED: tuple[tuple[tuple[str, ...], Any, Text], ...] = (
     (("fsdp_config", "backward_prefetch_depth"), _depth, msg("hyperparallel_unpriced.prefetch")),
     (("model", "attn_implementation"), lambda v: isinstance(v, str) and v.strip().lower() == "eager",
      msg("hyperparallel_unpriced.eager-attention")),
+    (("fsdp_config", "replicate_params"), lambda v: v not in _OFF, msg("hyperparallel_unpriced.replicate-params")),
 )
 
 

@@ -62,6 +62,10 @@ def read_unpriced(out: Collector, data: dict[str, Any], deepspeed_optimizer: boo
     if stage in STAGES:
         out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.llamafactory-key", key="stage", value=stage,
                                      effect=STAGES[stage]))
+    if data.get("fp8") is True:  # Accelerate's FP8 (training_args.py Fp8Arguments); fp8_backend names the library
+        out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.llamafactory-key", key="fp8", value=True,
+                                     effect=msg("llamafactory_unpriced.fp8", backend=str(data.get("fp8_backend",
+                                                                                                  "auto")))))
     optim = data.get("optim")
     if isinstance(optim, str) and optim.strip().lower() not in ADAMW and not deepspeed_optimizer:
         out.warn("W-NOT-PRICED", msg("W-NOT-PRICED.llamafactory-key", key="optim", value=optim,

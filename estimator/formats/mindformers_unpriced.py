@@ -14,6 +14,8 @@ from .mindformers_source import MISSING, MindFormersSource
 ADAM_TYPES = frozenset({"adamw", "fusedadamw", "adamweightdecay", "fusedadamweightdecay", "adamweightdecayx",
                         "fp32stateadamweightdecay", "pmaadamw", "adam"})
 MOE_BLOCKS = (("moe_config",), (*MC, "moe_config"))
+# MindSpore's default parallel_optimizer_threshold (KB): smaller parameters stay whole (norms, biases; not priced)
+OP_THRESHOLD_KB = 64
 # switches said when true: (keys under a MoE block or the model, what is not priced)
 MOE_SWITCHES: tuple[tuple[str, Text], ...] = (
     ("comp_comm_parallel", msg("mindformers_unpriced.moe-overlap")),
@@ -52,6 +54,36 @@ class UnpricedReader(MindFormersSource):
         level = self.get((*POC, "optimizer_level"))
         self._said_if((*POC, "optimizer_level"), level is not MISSING and str(level).strip().lower() != "level1",
                       msg("mindformers_unpriced.optimizer-level"))
+        self._context()
+
+    def _context(self) -> None:
+        """MindSpore context and parallel-context keys that change memory or time (docs/decisions.md D-MF-AUDIT)."""
+        memory = self.get(("context", "memory_optimize_level"))
+        self._said_if(("context", "memory_optimize_level"), str(memory).strip().upper() == "O0",
+                      msg("mindformers_unpriced.somas-off"))
+        self._gradient_sync()
+        threshold = self.get((*POC, "parallel_optimizer_threshold"))
+        self._said_if((*POC, "parallel_optimizer_threshold"), isinstance(threshold, int | float) and
+                      not isinstance(threshold, bool) and threshold > OP_THRESHOLD_KB,
+                      msg("mindformers_unpriced.op-threshold"))
+        deterministic = self.get(("context", "deterministic"))
+        self._said_if(("context", "deterministic"), str(deterministic).strip().upper() == "ON",
+                      msg("mindformers_unpriced.deterministic"))
+        self._said_if(("train_precision_sync",), self.get(("train_precision_sync",)) is True,
+                      msg("mindformers_unpriced.deterministic"))
+
+    def _gradient_sync(self) -> None:
+        """MindSpore's gradient_fp32_sync (default True) converts the gradients to fp32 before their data-parallel
+        all-reduce; False reduces them as they come (16-bit after the cast of fp32 parameters). The reduction is
+        priced in the gradient width, which is the parameter width here."""
+        if self.values.get("strategy.dp", 1) <= 1:
+            return
+        sync = self.get(("parallel", "gradient_fp32_sync"))
+        params = self.values.get("strategy.param_bytes", 4.0)  # MindFormers' default float32 parameters
+        if sync is False and params == 4:
+            self._said_if(("parallel", "gradient_fp32_sync"), True, msg("mindformers_unpriced.gradient-16bit-sync"))
+        elif sync is not False and params < 4:
+            self.warn("W-UNMODELLED", msg("mindformers_unpriced.gradient-fp32-sync", width=int(params)))
 
     def _said_if(self, keys: tuple[str, ...], on: bool, effect: Text) -> None:
         if on:
