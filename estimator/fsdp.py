@@ -10,12 +10,13 @@ sum of gradients + activations + communication buffers + working overhead wins.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximum, minimum, pick, valid_shapes, where
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
+from .masked_points import MaskedPoints
 from .messages import Message, Text, msg
 from .stage import EMBEDDING_COPY, Row, StagePricer
 from .static import gather_bytes
@@ -82,7 +83,11 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
         key = ("fsdp-walk", j, signature)
         cached = pricer.memo.get(key)
         if cached is None:
-            walk = _instants(pricer, rows, j)
+            stage_key = ("fsdp-stage", signature)
+            stage = pricer.memo.get(stage_key)
+            if stage is None:
+                stage = pricer.memo[stage_key] = _stage(pricer, rows)
+            walk = _instants(pricer, rows, j, stage)
             cached = pricer.memo[key] = (*_best_instant(walk), walk)
         fields_j, dynamic_j, k_j, walk = cached
         picked.append((fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3]))
@@ -112,14 +117,31 @@ def _gather(index: Num, options: list[tuple[Num, ...]]) -> tuple[Num, ...]:
     """options[index] field by field (``index`` from ``argmax_first``): one gather for all fields on arrays."""
     if not isinstance(index, np.ndarray):
         return options[index]
-    width = len(options[0])
-    arrays = np.broadcast_arrays(index, *[x for option in options for x in option])
-    stacked = np.stack(arrays[1:], dtype=np.float64).reshape(len(options), width, *arrays[0].shape)
-    return tuple(np.take_along_axis(stacked, arrays[0][None, None, ...], axis=0)[0])
+    stacked = _stacked(options, np.shape(index))
+    return tuple(np.take_along_axis(stacked, np.broadcast_to(index, stacked.shape[2:])[None, None, ...], axis=0)[0])
+
+
+def _stacked(options: list[tuple[Num, ...]], *shapes: tuple[int, ...]) -> np.ndarray:
+    """The options' fields as one float64 array [options, fields, *shape], broadcast to their common shape (and
+    ``shapes``): each field written into its place, not broadcast and stacked field by field."""
+    shape = np.broadcast_shapes(*shapes, *[np.shape(x) for option in options for x in option])
+    out = np.empty((len(options), len(options[0]), *shape))
+    for i, option in enumerate(options):
+        for f, x in enumerate(option):
+            out[i, f] = x
+    return out
 
 
 def _best_instant(walk: list[Instant]) -> tuple[tuple[Num, ...], Num, Num]:
     """The four fields of a walk's largest instant (ties to the earliest), its dynamic sum and its index."""
+    options = [(inst.gradients, inst.activations, inst.comm, inst.working) for inst in walk]
+    if is_array(*(x for option in options for x in option)):
+        # Instant.dynamic's sum, in its order, over all instants at once
+        stacked = _stacked(options)
+        dynamic_all = stacked[:, 0] + stacked[:, 1] + stacked[:, 2] + stacked[:, 3]
+        at = np.argmax(dynamic_all, axis=0)
+        fields_ = np.take_along_axis(stacked, at[None, None, ...], axis=0)[0]
+        return tuple(fields_), np.take_along_axis(dynamic_all, at[None, ...], axis=0)[0], at
     dynamic = [inst.dynamic for inst in walk]
     k = argmax_first(dynamic)
     fields_ = _gather(k, [(inst.gradients, inst.activations, inst.comm, inst.working) for inst in walk])
@@ -132,6 +154,8 @@ def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
     A_chunk(j) (−∞ for elements with no such point), and the winning point (one element). Points of one
     micro-batch count share a validity mask (the masks split the candidates): each mask's points are evaluated
     on its candidates only; ``memo`` (the pricer's) keeps each mask's candidate indices across stages."""
+    if isinstance(points, MaskedPoints):
+        return _masked_other_activations(points, act_chunk, chunks)
     groups: dict[int, list[tuple[int, Any]]] = {}
     for k, pt in enumerate(points):
         groups.setdefault(id(pt.valid), []).append((k, pt))
@@ -159,6 +183,28 @@ def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
     return {j: (v.reshape(size), -1) for j, v in out.items()}
 
 
+def _masked_other_activations(points: MaskedPoints, act_chunk: list[Num],
+                               chunks: list[int]) -> dict[int, tuple[Num, int]]:
+    """``_other_activations`` over a search group's points: the same product per mask, then the largest value
+    of each backward chunk's points in one ``maximum.reduceat`` over the points ordered by chunk (the masks'
+    arrays are built once per schedule profile). The masks are disjoint, so each candidate's A_h is written
+    once."""
+    size = points.size
+    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
+        len(act_chunk), -1)
+    out = np.full(acts.shape, -np.inf)
+    for block in points.blocks:
+        idx, arrays = block.index, block.arrays
+        sub = acts[:, idx]
+        values = arrays.counts @ sub  # [P_mask, C_mask]: one product
+        best = np.maximum.reduceat(values[arrays.by_chunk], arrays.starts, axis=0) - sub[arrays.present]
+        if isinstance(idx, slice):
+            out[arrays.present, idx] = best
+        else:
+            out[np.ix_(arrays.present, idx)] = best
+    return {j: (out[j].reshape(size), -1) for j in chunks}
+
+
 def _held(point: Any, act_chunk: list[Num]) -> Num:
     """One element: Σ_i n_i·A_chunk(i) at a replay point."""
     value: Num = 0
@@ -181,12 +227,28 @@ def _largest(points: list, held: list[Num], act_chunk: list[Num], chunk: int) ->
     return best, at
 
 
-def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
-    """The instants of one backward of chunk ``j_r`` (docs/model.md#instants), without the other micro-batches'
-    activations A_h (``peak_instant`` adds them); block instants are named by ``Instant.named``."""
+class _Stage(NamedTuple):
+    """What a stage's walks share, whichever chunk's backward they follow (``_stage``)."""
+
+    e_elems: Num
+    o_elems: Num
+    held: Num
+    o_last: Num
+    e_last: Num
+    acc: Num
+    held_all: Num
+    res_base: Num
+    head_grad: Num
+    beside: Num
+    per_cost: dict[int, tuple[Num, Num, Num, Num, Num]]  # per row cost: the block instants' parts (filled lazily)
+
+
+def _stage(pricer: StagePricer, rows: list[Row]) -> _Stage:
+    """The terms of a stage's instants that do not depend on the chunk walked: its units, gradients held,
+    resident weights (docs/model.md#instants)."""
     r = pricer.r
     d, w, f, par = r.dims, r.widths, r.flags, r.par
-    bc, brd, T, os = w.c, w.rd, pricer.T, par.os
+    bc, brd, os = w.c, w.rd, par.os
     root = f.fsdp_layout == "root"
 
     e_rows = [row for row in rows if row.item.kind in (EMBEDDING, EMBEDDING_COPY)]
@@ -209,6 +271,23 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
     # accumulation every unit holds them (sync every micro-batch: sharded; deferred: unsharded β_rd·E_u)
     acc = gt(par.m * par.n_acc, 1)
     held_all = sum(w.g * x / os for x in units) if f.fsdp_sync else sum(brd * x for x in units)
+    reshard = f.reshard_after_forward
+    res_base: Num = (0.0 if reshard else sum(gather_bytes(row.local, f, bc) for row in blocks)) + \
+        (0.0 if (reshard or root) else bc * e_elems) + (bc * (e_elems + o_elems) if root else 0.0)
+    head_grad: Num = bc * o_elems if root else 0.0  # H: the root unit posts back only at the end (D52)
+    # a reduce-scatter output made beside the sharded gradient: cast to the gradient dtype, or accumulated into it
+    beside = maximum(acc, gt(abs(w.g - brd), 0.0))
+    return _Stage(e_elems, o_elems, held, o_last, e_last, acc, held_all, res_base, head_grad, beside, {})
+
+
+def _instants(pricer: StagePricer, rows: list[Row], j_r: int, stage: _Stage) -> list[Instant]:
+    """The instants of one backward of chunk ``j_r`` (docs/model.md#instants), without the other micro-batches'
+    activations A_h (``peak_instant`` adds them); block instants are named by ``Instant.named``."""
+    r = pricer.r
+    d, w, f, par = r.dims, r.widths, r.flags, r.par
+    bc, brd, T, os = w.c, w.rd, pricer.T, par.os
+    root = f.fsdp_layout == "root"
+    e_elems, o_elems, held, o_last, e_last, acc, held_all, res_base, head_grad, beside, per_cost = stage
 
     host_grads = f.feat.offload_params  # CPUOffloadPolicy: reduce-scattered gradients go to host memory
 
@@ -225,9 +304,6 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
         return gather_bytes(row.local, f, bc)
 
     reshard = f.reshard_after_forward
-    res_base: Num = (0.0 if reshard else sum(unsharded(row) for row in blocks)) + \
-        (0.0 if (reshard or root) else bc * e_elems) + (bc * (e_elems + o_elems) if root else 0.0)
-    head_grad: Num = bc * o_elems if root else 0.0  # H: the root unit posts back only at the end (D52)
     chunk_rows = [row for row in rows if row.chunk == j_r]
     has_o = any(row.item.kind == OUTPUT for row in chunk_rows)
     has_e = any(row.item.kind == EMBEDDING for row in chunk_rows)
@@ -241,8 +317,6 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
             before_of[k] = running
             running = running + row.act
 
-    # a reduce-scatter output made beside the sharded gradient: cast to the gradient dtype, or accumulated into it
-    beside = maximum(acc, gt(abs(w.g - brd), 0.0))
     out: list[Instant] = []
     if has_o:
         o_gathered = 0.0 if root else bc * o_elems
@@ -258,7 +332,6 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int) -> list[Instant]:
                                held * o_last + T * bc * d.h / par.sp_div))
     done: Num = w.g * o_elems / os if (has_o and not root) else 0.0
     released: Num = 0.0  # resident blocks already posted back (not resharding: they leave Res)
-    per_cost: dict[int, tuple[Num, Num, Num, Num, Num]] = {}
     # Inside a run of identical blocks every instant term is affine in the position (prefix activations,
     # progressive gradients, released units grow by the same amount per block), so its maximum sits at the
     # run's ends; instants are built only within one block of a run boundary.

@@ -10,6 +10,7 @@ import numpy as np
 
 from .assembly import Point, price_stage
 from .layout import Layout
+from .masked_points import MaskBlock, MaskedPoints, mask_blocks, profile_arrays
 from .resolve import Par, Resolved
 from .result import CATEGORIES
 from .schedules import inflight_profile
@@ -43,12 +44,15 @@ def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None, overl
                                              overlap_moe_ep_comm=overlap_moe_ep_comm, variant=r.options.vpp_variant)
                 for value in np.unique(m)}
     masks = {value: m == value for value in profiles}  # one shared mask object per micro-batch count
+    index = mask_blocks(masks)
     pricer = StagePricer(r, layout)
     size = np.broadcast_shapes(*[np.shape(getattr(par, f.name)) for f in dataclasses.fields(Par)])
     out = {key: np.zeros((int(par.p), *size)) for key in (*CATEGORIES, "total", "optimizer_step_peak", "host")}
     for i in range(int(par.p)):
-        points = [Point(pt.counts, pt.backward_chunk, masks[value]) for value, prof in profiles.items()
-                  for pt in prof[i].points]
+        points = MaskedPoints([Point(pt.counts, pt.backward_chunk, masks[value]) for value, prof in profiles.items()
+                               for pt in prof[i].points], size,
+                              tuple(MaskBlock(masks[value], index[value], profile_arrays(prof[i]))
+                                    for value, prof in profiles.items()))
         stage = price_stage(pricer, i, points, explain=False)
         for key in CATEGORIES:
             out[key][i] = stage.bytes_by_category[key]

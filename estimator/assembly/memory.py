@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import fsdp
 from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, valid_shapes, where
+from ..masked_points import MaskedPoints
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
 from ..stage import Row, StagePricer, stage_rows
@@ -189,6 +190,8 @@ def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
     are one matrix product, values[P, C] = N[P, vp] @ A[vp, C] + W[b_P, C]; a point's ``valid`` (the search: a
     mask per micro-batch count) selects the elements it belongs to, and points sharing a mask are evaluated on
     those elements only (``memo``, the pricer's, keeps each mask's element indices across stages)."""
+    if isinstance(points, MaskedPoints):
+        return _masked_peak_point(points, act, work)
     if not is_array(*act, *work, *(pt.valid for pt in points)):
         return _first_best(points, act, work)
     groups: dict[int, list[Any]] = {}
@@ -212,6 +215,31 @@ def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
             continue
         counts = np.array([pt.counts for pt in pts], dtype=np.float64)       # [P, vp]
         chunk = np.array([pt.backward_chunk for pt in pts], dtype=np.int64)  # [P]
+        sub = works[:, idx]
+        best = np.argmax(counts @ acts[:, idx] + sub[chunk], axis=0)
+        out_counts[:, idx] = counts[best].T
+        out_work[idx] = sub[chunk[best], np.arange(sub.shape[1])]
+    return tuple(out_counts[j].reshape(size) for j in range(vp)), out_work.reshape(size), -1
+
+
+def _masked_peak_point(points: MaskedPoints, act: Sequence[Num],
+                       work: Sequence[Num]) -> tuple[tuple[Num, ...], Num, int]:
+    """``peak_point`` over a search group's points: the same products per mask, with the masks' arrays built once
+    per schedule profile (``masked_points``) instead of regrouping the points here."""
+    size = points.size
+    vp = len(act)
+    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act]).reshape(vp, -1)
+    works = np.stack([np.broadcast_to(np.asarray(w, dtype=np.float64), size) for w in work]).reshape(vp, -1)
+    n = acts.shape[1]
+    out_counts = np.zeros((vp, n))
+    out_work = np.zeros(n)
+    for block in points.blocks:
+        idx, arrays = block.index, block.arrays
+        if vp == 1:  # one chunk: n·A + W with A ≥ 0 and one W peaks at the largest n (A = 0: every point alike)
+            out_counts[0, idx] = arrays.largest
+            out_work[idx] = works[0, idx]
+            continue
+        counts, chunk = arrays.counts, arrays.chunk
         sub = works[:, idx]
         best = np.argmax(counts @ acts[:, idx] + sub[chunk], axis=0)
         out_counts[:, idx] = counts[best].T

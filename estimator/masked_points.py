@@ -1,0 +1,79 @@
+"""A stage's replay points over a search group's candidates, split by micro-batch count (docs/model.md#search).
+
+The search prices a group's candidates at once; candidates with different micro-batch counts replay different
+schedules, so each point carries the validity mask of its count. ``MaskedPoints`` is that list of points with,
+per mask, the matrices the peak-point and FSDP2 code evaluate it with — the in-flight counts [P, vp], the
+backward chunk of each point, which points each chunk's backward follows — built once per schedule profile
+and shared by every group and stage replaying it, instead of regrouping the points on every stage."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .schedules import StageProfile
+
+
+class ProfileArrays(NamedTuple):
+    """One stage's replay points (one micro-batch count) as arrays, in the profile's point order."""
+
+    counts: np.ndarray    # [P, vp] float64: micro-batches in flight per chunk at each point
+    chunk: np.ndarray     # [P] int64: the chunk whose backward follows each point
+    largest: float        # the largest count of chunk 0 (one chunk: the peak point's count)
+    by_chunk: np.ndarray  # [P] the points ordered by backward chunk (stable: point order within a chunk)
+    starts: np.ndarray    # where each chunk's run begins in ``by_chunk`` (``np.maximum.reduceat``'s indices)
+    present: np.ndarray   # the backward chunk of each run
+
+
+class MaskBlock(NamedTuple):
+    """The points of one micro-batch count: their candidates (flat indices; a slice when contiguous, as the
+    search orders a group's candidates by micro-batch count) and their arrays."""
+
+    valid: np.ndarray
+    index: slice | np.ndarray
+    arrays: ProfileArrays
+
+
+class MaskedPoints(list):
+    """A stage's points (``assembly.Point``, each with its mask) for ``size`` candidates, with ``blocks``: one
+    per mask, the masks disjoint (one micro-batch count each)."""
+
+    def __init__(self, points: list, size: tuple[int, ...], blocks: tuple[MaskBlock, ...]) -> None:
+        super().__init__(points)
+        self.size = size
+        self.blocks = blocks
+
+
+# kept per profile object (``schedules.inflight_profile`` returns the same objects for the same schedule); the
+# profile is held beside its arrays so that its id cannot be reused while the entry lives
+_ARRAYS: dict[int, tuple[StageProfile, ProfileArrays]] = {}
+_ARRAYS_MAX = 4096
+
+
+def profile_arrays(prof: StageProfile) -> ProfileArrays:
+    """The arrays of one stage profile (kept: they depend on the profile's points alone)."""
+    got = _ARRAYS.get(id(prof))
+    if got is not None and got[0] is prof:
+        return got[1]
+    counts = np.array([pt.counts for pt in prof.points], dtype=np.float64)
+    chunk = np.array([pt.backward_chunk for pt in prof.points], dtype=np.int64)
+    by_chunk = np.argsort(chunk, kind="stable")
+    ordered = chunk[by_chunk]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    arrays = ProfileArrays(counts, chunk, float(max(pt.counts[0] for pt in prof.points)), by_chunk, starts,
+                           ordered[starts])
+    if len(_ARRAYS) >= _ARRAYS_MAX:
+        _ARRAYS.clear()
+    _ARRAYS[id(prof)] = (prof, arrays)
+    return arrays
+
+
+def mask_blocks(masks: dict[Any, np.ndarray]) -> dict[Any, slice | np.ndarray]:
+    """Per mask, its candidates' flat indices: a slice when they are contiguous."""
+    out: dict[Any, slice | np.ndarray] = {}
+    for key, valid in masks.items():
+        flat = np.flatnonzero(valid.reshape(-1))
+        contiguous = len(flat) > 0 and int(flat[-1]) - int(flat[0]) + 1 == len(flat)
+        out[key] = slice(int(flat[0]), int(flat[-1]) + 1) if contiguous else flat
+    return out
