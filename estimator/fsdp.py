@@ -16,7 +16,7 @@ import numpy as np
 
 from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximum, minimum, pick, valid_shapes, where
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
-from .masked_points import MaskedPoints
+from .masked_points import MaskedPoints, stacked_rows
 from .messages import Message, Text, msg
 from .stage import EMBEDDING_COPY, Row, StagePricer
 from .static import gather_bytes
@@ -71,7 +71,8 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
     micro-batches' activations A_h add a constant per replay point, so the largest instant of a backward depends only on
     its chunk: walk each chunk's backward once, then add the largest A_h among the points followed by that chunk's
     backward (P-FSDP-POINTS). Numbers or arrays over candidates alike."""
-    chunks = sorted({pt.backward_chunk for pt in points})
+    chunks = points.backward_chunks if isinstance(points, MaskedPoints) else \
+        sorted({pt.backward_chunk for pt in points})
     others = _other_activations(points, act_chunk, chunks, pricer.memo)
     # stages holding the same rows share the walk of a chunk's backward (names take each stage's layer indices)
     signature = tuple((row.chunk, row.item.kind, row.item.block, row.item.option, id(row.cost)) for row in rows)
@@ -93,8 +94,7 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
         picked.append((fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3]))
         totals.append(a_h + dynamic_j)
         walks.append((a_h, walk, point, k_j))
-    c = argmax_first(totals)
-    won = _gather(c, picked)
+    c, won = _largest_chunk(totals, picked)
     several = len(points) > 1
     if isinstance(c, int) and not is_array(*won):
         a_h, walk, point, k_j = walks[c]
@@ -106,6 +106,20 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
     shown = tuple((a_h, [replace(inst, name=inst.named(rows), focus=-1) for inst in walk], _where(points, point))
                   for a_h, walk, point, _k in walks) if explain else ()
     return Peak(Instant(name, *won), tuple(counts), shown, several)
+
+
+def _largest_chunk(totals: list[Num], picked: list[tuple[Num, ...]]) -> tuple[Num, tuple[Num, ...]]:
+    """The chunk with the largest total (``argmax_first``) and its fields (``_gather``); arrays of one shape (the
+    search) in two stacks."""
+    first = totals[0]
+    shape = np.shape(first)
+    if all(isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == shape
+           for x in (*totals, *(x for option in picked for x in option))):
+        at = np.argmax(np.stack(totals), axis=0)
+        stacked = np.stack([np.stack(option) for option in picked])
+        return at, tuple(np.take_along_axis(stacked, at[None, None, ...], axis=0)[0])
+    c = argmax_first(totals)
+    return c, _gather(c, picked)
 
 
 def _where(points: list, point: int) -> str:
@@ -155,7 +169,7 @@ def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
     micro-batch count share a validity mask (the masks split the candidates): each mask's points are evaluated
     on its candidates only; ``memo`` (the pricer's) keeps each mask's candidate indices across stages."""
     if isinstance(points, MaskedPoints):
-        return _masked_other_activations(points, act_chunk, chunks)
+        return _masked_other_activations(points, act_chunk, chunks, {} if memo is None else memo)
     groups: dict[int, list[tuple[int, Any]]] = {}
     for k, pt in enumerate(points):
         groups.setdefault(id(pt.valid), []).append((k, pt))
@@ -183,15 +197,14 @@ def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
     return {j: (v.reshape(size), -1) for j, v in out.items()}
 
 
-def _masked_other_activations(points: MaskedPoints, act_chunk: list[Num],
-                               chunks: list[int]) -> dict[int, tuple[Num, int]]:
+def _masked_other_activations(points: MaskedPoints, act_chunk: list[Num], chunks: list[int],
+                               memo: dict) -> dict[int, tuple[Num, int]]:
     """``_other_activations`` over a search group's points: the same product per mask, then the largest value
     of each backward chunk's points in one ``maximum.reduceat`` over the points ordered by chunk (the masks'
     arrays are built once per schedule profile). The masks are disjoint, so each candidate's A_h is written
     once."""
     size = points.size
-    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
-        len(act_chunk), -1)
+    acts = stacked_rows(act_chunk, size, memo)
     out = np.full(acts.shape, -np.inf)
     for block in points.blocks:
         idx, arrays = block.index, block.arrays

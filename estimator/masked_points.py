@@ -8,7 +8,8 @@ and shared by every group and stage replaying it, instead of regrouping the poin
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 
@@ -28,21 +29,51 @@ class ProfileArrays(NamedTuple):
 
 class MaskBlock(NamedTuple):
     """The points of one micro-batch count: their candidates (flat indices; a slice when contiguous, as the
-    search orders a group's candidates by micro-batch count) and their arrays."""
+    search orders a group's candidates by micro-batch count), the stage's profile and its arrays."""
 
     valid: np.ndarray
     index: slice | np.ndarray
+    profile: StageProfile
     arrays: ProfileArrays
 
 
-class MaskedPoints(list):
-    """A stage's points (``assembly.Point``, each with its mask) for ``size`` candidates, with ``blocks``: one
-    per mask, the masks disjoint (one micro-batch count each)."""
+class MaskedPoints(Sequence):
+    """A stage's points for ``size`` candidates, one ``blocks`` entry per mask (the masks disjoint: one
+    micro-batch count each). As a sequence it reads like the list of points, each made with ``point(counts,
+    backward_chunk, valid)`` (``assembly.Point``) when asked for: the search's code reads the arrays and at most
+    the first point, so the points are not built for every stage of every group."""
 
-    def __init__(self, points: list, size: tuple[int, ...], blocks: tuple[MaskBlock, ...]) -> None:
-        super().__init__(points)
-        self.size = size
-        self.blocks = blocks
+    def __init__(self, blocks: tuple[MaskBlock, ...], size: tuple[int, ...], point: Callable[..., Any]) -> None:
+        self.blocks, self.size, self._point = blocks, size, point
+        self._len = sum(len(block.profile.points) for block in blocks)
+
+    @property
+    def backward_chunks(self) -> list[int]:
+        """The chunks whose backward follows some point, ascending."""
+        return sorted({int(j) for block in self.blocks for j in block.arrays.present})
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, k: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[Any]: ...
+
+    def __getitem__(self, k: int | slice) -> Any:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self._len))]
+        if k < 0:
+            k += self._len
+        if not 0 <= k < self._len:
+            raise IndexError(k)
+        for block in self.blocks:
+            points = block.profile.points
+            if k < len(points):
+                return self._point(points[k].counts, points[k].backward_chunk, block.valid)
+            k -= len(points)
+        raise IndexError(k)
 
 
 # kept per profile object (``schedules.inflight_profile`` returns the same objects for the same schedule); the
@@ -76,4 +107,17 @@ def mask_blocks(masks: dict[Any, np.ndarray]) -> dict[Any, slice | np.ndarray]:
         flat = np.flatnonzero(valid.reshape(-1))
         contiguous = len(flat) > 0 and int(flat[-1]) - int(flat[0]) + 1 == len(flat)
         out[key] = slice(int(flat[0]), int(flat[-1]) + 1) if contiguous else flat
+    return out
+
+
+def stacked_rows(values: Sequence[Any], size: tuple[int, ...], memo: dict) -> np.ndarray:
+    """The values (numbers or arrays over the candidates) as one float64 array [len(values), Π size], kept in
+    ``memo`` (a pricer's) per list of value objects: the stages holding the same rows share their chunk sums, so
+    they stack the same values. The entry holds the values, so their ids stay theirs while it lives."""
+    key = ("stacked-rows", size, *map(id, values))
+    got = memo.get(key)
+    if got is not None and all(a is b for a, b in zip(got[0], values, strict=True)):
+        return got[1]
+    out = np.stack([np.broadcast_to(np.asarray(v, dtype=np.float64), size) for v in values]).reshape(len(values), -1)
+    memo[key] = (tuple(values), out)
     return out

@@ -49,10 +49,8 @@ def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None, overl
     size = np.broadcast_shapes(*[np.shape(getattr(par, f.name)) for f in dataclasses.fields(Par)])
     out = {key: np.zeros((int(par.p), *size)) for key in (*CATEGORIES, "total", "optimizer_step_peak", "host")}
     for i in range(int(par.p)):
-        points = MaskedPoints([Point(pt.counts, pt.backward_chunk, masks[value]) for value, prof in profiles.items()
-                               for pt in prof[i].points], size,
-                              tuple(MaskBlock(masks[value], index[value], profile_arrays(prof[i]))
-                                    for value, prof in profiles.items()))
+        points = MaskedPoints(tuple(MaskBlock(masks[value], index[value], prof[i], profile_arrays(prof[i]))
+                                    for value, prof in profiles.items()), size, Point)
         stage = price_stage(pricer, i, points, explain=False)
         for key in CATEGORIES:
             out[key][i] = stage.bytes_by_category[key]

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import fsdp
 from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, valid_shapes, where
-from ..masked_points import MaskedPoints
+from ..masked_points import MaskedPoints, stacked_rows
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
 from ..stage import Row, StagePricer, stage_rows
@@ -191,7 +191,7 @@ def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
     mask per micro-batch count) selects the elements it belongs to, and points sharing a mask are evaluated on
     those elements only (``memo``, the pricer's, keeps each mask's element indices across stages)."""
     if isinstance(points, MaskedPoints):
-        return _masked_peak_point(points, act, work)
+        return _masked_peak_point(points, act, work, {} if memo is None else memo)
     if not is_array(*act, *work, *(pt.valid for pt in points)):
         return _first_best(points, act, work)
     groups: dict[int, list[Any]] = {}
@@ -222,14 +222,13 @@ def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
     return tuple(out_counts[j].reshape(size) for j in range(vp)), out_work.reshape(size), -1
 
 
-def _masked_peak_point(points: MaskedPoints, act: Sequence[Num],
-                       work: Sequence[Num]) -> tuple[tuple[Num, ...], Num, int]:
+def _masked_peak_point(points: MaskedPoints, act: Sequence[Num], work: Sequence[Num],
+                       memo: dict) -> tuple[tuple[Num, ...], Num, int]:
     """``peak_point`` over a search group's points: the same products per mask, with the masks' arrays built once
     per schedule profile (``masked_points``) instead of regrouping the points here."""
     size = points.size
     vp = len(act)
-    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act]).reshape(vp, -1)
-    works = np.stack([np.broadcast_to(np.asarray(w, dtype=np.float64), size) for w in work]).reshape(vp, -1)
+    acts, works = stacked_rows(act, size, memo), stacked_rows(work, size, memo)
     n = acts.shape[1]
     out_counts = np.zeros((vp, n))
     out_work = np.zeros(n)
