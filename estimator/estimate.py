@@ -27,12 +27,12 @@ from .messages import msg
 from .model import ModelSpec
 from .options import RunOptions
 from .params import parameter_counts
-from .resolve import Resolved, dense_domain, resolve
+from .resolve import Resolved, dense_domain
 from .result import Result, StageResult
-from .rowtime import ROW_FLOPS
+from .reuse import resolved, row_book
 from .schedules import inflight_profile
 from .stage import StagePricer, stage_rows
-from .steptime import CHUNK_HOLDINGS, StepTime, step_time
+from .steptime import StepTime, step_seconds, step_time
 from .strategy import Strategy
 from .units import fmt_bytes
 from .validate import RuleContext, violations
@@ -44,7 +44,7 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     """Price one plan: memory per stage and (unless ``with_time`` is false) the step time.
     Raises StrategyError (every violated rule), LayoutError or ModelSpecError."""
     options = options or RunOptions()
-    r = resolve(model, strategy, hardware, options)
+    r = resolved(model, strategy, hardware, options)
     layout = build_layout(layout_inputs(r))
     problems = violations(rule_context(r, layout))
     if problems:
@@ -53,7 +53,9 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     profile = inflight_profile(r.flags.schedule, par.p, par.vp, par.m, vpp_group=strategy.vpp_group,
                                n_s=par.n_s, overlap_moe_ep_comm=strategy.overlap_moe_ep_comm,
                                variant=options.vpp_variant)
-    pricer = StagePricer(r, layout)
+    # the rows, and what is summed and timed from them alone, are kept for the next estimate that reads the same
+    # (reuse.py: an edit of the micro-batch count, going back to an earlier plan)
+    pricer = StagePricer(r, layout, row_book(r))
     want_explain = options.explain if explain is None else explain
     stages = price_stages(pricer, [profile_points(profile[i]) for i in range(par.p)], want_explain)
     if not with_time:
@@ -68,12 +70,22 @@ def step_band(pricer: StagePricer) -> tuple[float, float]:
     links): the fastest and the slowest step the preset's measured efficiencies allow."""
     out = []
     for end in ("high", "low"):
-        at = copy.copy(pricer)  # the rows and their costs do not depend on the efficiencies; only the times do
-        at.r = replace(pricer.r, hardware=pricer.r.hardware.at_band(end))
-        # the FLOPs and what the chunks hold are the device's at any efficiency
-        at.memo = {key: pricer.memo.get(key, {}) for key in (ROW_FLOPS, CHUNK_HOLDINGS)}
-        out.append(float(step_time(at).step_time_s))
+        # the rows, their costs and FLOPs and what the chunks hold (the pricer's book) do not depend on the
+        # efficiencies; only the times do, kept in the book per device
+        at = copy.copy(pricer)
+        at.r = replace(pricer.r, hardware=_band_end(pricer, end))
+        at.memo = {}
+        out.append(float(step_seconds(at)))
     return out[0], out[1]
+
+
+def _band_end(pricer: StagePricer, end: str) -> Hardware:
+    """The plan's device at one end of its efficiency bands, made once per row book (its key holds the device)."""
+    key = ("band-end", end)
+    got = pricer.shared.get(key)
+    if got is None:
+        got = pricer.shared[key] = pricer.r.hardware.at_band(end)
+    return got  # type: ignore[return-value]
 
 
 def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:

@@ -95,7 +95,7 @@ class TimeContext:
         self.pricer = pricer
         self.row_cache: dict[tuple, RowTime] = {}
         # FLOPs do not depend on the device: the band's step times (estimate.step_band) reuse the plan's
-        self.flops_cache: dict[tuple, tuple] = pricer.memo.setdefault(ROW_FLOPS, {})  # type: ignore[assignment]
+        self.flops_cache: dict[tuple, tuple] = pricer.shared.setdefault(ROW_FLOPS, {})
         d, w, f, par, hw = r.dims, r.widths, r.flags, r.par, r.hardware
         self.k = knobs(r)
         self.rate_mm = hw.flops(w.c) * hw.eff_matmul

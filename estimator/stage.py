@@ -110,8 +110,30 @@ class Row(NamedTuple):
         return self.cost.parts
 
 
+class RowBook:
+    """What a pricer's rows are kept in (``reuse.row_book`` shares one across estimates): the caches of one row
+    context: ``StagePricer``'s priced locals, static bytes, rows and activation table,
+    ``shared`` (row values, chunk sums, FLOPs, what chunks hold — keyed per stage form), and per device (the
+    plan's, or a band end's) the step time's context with its chunk and stage times."""
+
+    def __init__(self) -> None:
+        self.local: dict = {}
+        self.static: dict = {}
+        self.rows: dict = {}
+        self.acts: ActivationTable | None = None
+        self.shared: dict = {}
+        self.times: dict = {}
+
+
 class StagePricer:
-    def __init__(self, r: Resolved, layout: Layout) -> None:
+    """Prices a plan's rows (cached per (kind, option), see ``cost_key``) and keeps what other modules derive.
+
+    ``memo`` holds what one plan derives (per stage: rows, peak points, device terms); ``shared`` what depends on
+    the rows alone (row values, chunk sums, FLOPs, chunk holdings — per stage form). ``book`` (``reuse.row_book``,
+    the estimate's) shares the rows and ``shared`` with every estimate whose inputs the rows read agree; without
+    one they are the pricer's own."""
+
+    def __init__(self, r: Resolved, layout: Layout, book: RowBook | None = None) -> None:
         self.r = r
         self.layout = layout
         d, w, f, par = r.dims, r.widths, r.flags, r.par
@@ -122,10 +144,14 @@ class StagePricer:
         self.t_v = t_vocab(f, par.t)
         self.t_h = t_head(f, d, par.t)  # D58: MindFormers replicates the head with vocab_emb_dp
         self.gamma = grad_factor(f, par)
-        self.acts = ActivationTable(d, w, f, float(par.s), r.strategy.recompute.switches)
-        self._local: dict[tuple[str, str, bool], Local] = {}
-        self._static: dict[tuple[str, str, bool], StaticBytes] = {}
-        self._rows: dict[tuple, Row] = {}
+        self.book = book = book or RowBook()
+        if book.acts is None:
+            book.acts = ActivationTable(d, w, f, float(par.s), r.strategy.recompute.switches)
+        self.acts: ActivationTable = book.acts
+        self._local: dict[tuple, Local] = book.local
+        self._static: dict[tuple, StaticBytes] = book.static
+        self._rows: dict[tuple, RowCost] = book.rows
+        self.shared: dict = book.shared
         self.memo: dict[tuple, object] = {}  # derived per-pricer results other modules reuse across stages
         vision = r.model.vision
         self.vision_frozen = bool(vision is not None and (vision.frozen or "vision" in f.frozen or f.feat.lora))
@@ -442,14 +468,15 @@ class StagePricer:
 
 
 def stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
-    """The priced rows of a stage in model order (``stage_entries`` with their costs)."""
+    """The priced rows of a stage in model order (``stage_entries`` with their costs; kept with the rows, per
+    layout)."""
     key = ("stage-rows", stage)
-    cached = pricer.memo.get(key)
-    if cached is None:
+    got = pricer.shared.get(key)
+    if got is None or got[0] is not pricer.layout:
         cost = pricer.cost
-        cached = pricer.memo[key] = [Row(e.item, e.chunk, cost(e.item, e.with_head), e.with_head)
-                                     for e in stage_entries(pricer.layout, stage, pricer.r.dims.tie)]
-    return list(cached)  # type: ignore[call-overload]
+        got = pricer.shared[key] = (pricer.layout, [Row(e.item, e.chunk, cost(e.item, e.with_head), e.with_head)
+                                                    for e in stage_entries(pricer.layout, stage, pricer.r.dims.tie)])
+    return list(got[1])
 
 
 def stage_entries(layout: Layout, stage: int, tie: bool) -> list[Entry]:

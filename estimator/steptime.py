@@ -7,6 +7,7 @@ chunks may not.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -142,8 +143,8 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
 
 def chunk_holdings(ctx: TimeContext, form: StageForm, j: int) -> Holdings:
     """The chunk's trainable elements, gathered bytes and static bytes; they do not depend on the device's
-    efficiencies, so the band's step times (``estimate.step_band``) reuse the plan's (kept per pricer)."""
-    memo = ctx.pricer.memo.setdefault(CHUNK_HOLDINGS, {})
+    efficiencies, so the band's step times (``estimate.step_band``) reuse the plan's (kept with the rows)."""
+    memo = ctx.pricer.shared.setdefault(CHUNK_HOLDINGS, {})
     key = (id(form), j)
     got = memo.get(key)  # type: ignore[union-attr]
     if got is not None and got[0] is form:
@@ -387,14 +388,45 @@ def pipeline_time(schedule: str, stages: Sequence[StageTimes], m: Num, vp: Num, 
 
 
 # ------------------------------------------------------------------------------------------ step (docs/model.md#step)
-def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None) -> StepTime:
-    """[T-STEP] T_step = n_acc·T_pipe + max_i (1 − o_dp)·t_dp,i + max_i t_opt,i, with its parts (sum = T_step),
-    tokens/s/device = G·s/(T_step·N) and MFU = model FLOPs per step/(T_step·N·peak). The stages are the pricer's
-    layout's (``rows_per_stage`` names other rows, e.g. a timeline's)."""
-    ctx = TimeContext(pricer)
-    r = ctx.r
+def _kept_times(pricer: StagePricer) -> tuple[TimeContext, dict, dict]:
+    """The time context of the pricer's rows on its device, with the stage and chunk times timed there (kept
+    with the rows, per device: the plan's and the band's two ends). A chunk's and a stage's times read the rows,
+    the device, the degrees, the schedule's hand-overs and the knobs — never the micro-batch count, which only
+    the pipeline formula and the step total below read (docs/model.md#what-an-edit-re-prices)."""
+    times = pricer.book.times
+    got = times.get(pricer.r.hardware)
+    if got is None:
+        rows = copy.copy(pricer)  # the rows and the book, not what this plan derived (its memo)
+        rows.memo = {}
+        got = times[pricer.r.hardware] = (TimeContext(rows), {}, {})
+    return got
+
+
+class Timed(NamedTuple):
+    """A plan's stages timed per micro-batch, and what the step formula reads of them apart from the micro-batch
+    count: the slowest stage's parts are picked among the distinct stages (first occurrences, in stage order: a
+    stage priced once has one S, and a later copy never beats an earlier one — ties go to the earliest)."""
+
+    stages: tuple[StageTimes, ...]
+    S: list[Num]
+    S_distinct: list[Num]
+    distinct: list[StageTimes]
+    dp_step: Num      # max_i (1 − o_dp)·t_dp,i
+    t_opt: Num        # max_i t_opt,i
+    model_flops: Num  # Σ_i per micro-batch
+    hardware_flops: Num
+
+
+def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None) -> Timed:
+    """The stages of the pricer's layout (or of ``rows_per_stage``) timed; for the layout, kept with the rows per
+    device (``_kept_times``: none of it reads the micro-batch count)."""
+    r = pricer.r
     par, sched = r.par, r.flags.schedule
     if rows_per_stage is None:
+        ctx, seen, chunks = _kept_times(pricer)
+        got = seen.get(("timed", id(pricer.layout)))
+        if got is not None and got[0] is pricer.layout:
+            return got[1]
         forms = [form for form, _entries in stage_plan(pricer.layout, r.dims.tie)]
     else:
         built: dict[tuple, StageForm] = {}
@@ -404,35 +436,54 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
             if signature not in built:
                 built[signature] = build_form(rows, par.vp)
             forms.append(built[signature])
+        ctx, seen, chunks = TimeContext(pricer), {}, {}
     # stages holding the same rows that send the same pipeline hand-overs take the same time: price each such
     # stage once (most middle stages of a uniform stack); chunks holding the same rows, each such chunk once
-    seen: dict[tuple, StageTimes] = {}
-    chunks: dict[tuple, ChunkTimes] = {}
     sends = stage_sends(sched, par.p, par.vp)
     timed = []
     for i, form in enumerate(forms):
         key = (id(form), sends[i])
         got = seen.get(key)
-        if got is None:
+        if got is None or got[0] is not form:
             parts = []
             for j in range(par.vp):
                 held = (id(form), form.counts[j])
-                if held not in chunks:
-                    chunks[held] = chunk_times(ctx, form, j)
-                parts.append(chunks[held])
-            got = seen[key] = stage_times(ctx, i, parts)
-        timed.append(got)
+                if held not in chunks or chunks[held][0] is not form:
+                    chunks[held] = (form, chunk_times(ctx, form, j))
+                parts.append(chunks[held][1])
+            got = seen[key] = (form, stage_times(ctx, i, parts))
+        timed.append(got[1])
     stages = tuple(timed)
-    # the slowest stage's parts are picked among the distinct stages (first occurrences, in stage order): a
-    # stage priced once has one S, and a later copy never beats an earlier one (ties go to the earliest)
     distinct = list({id(st): st for st in stages}.values())
     S_of = {id(st): st.S for st in distinct}
-    S = [S_of[id(st)] for st in stages]
-    S_distinct = [S_of[id(st)] for st in distinct]
+    out = Timed(stages, [S_of[id(st)] for st in stages], [S_of[id(st)] for st in distinct], distinct,
+                _max([st.comm["dp"] for st in stages]), _max([st.optimizer for st in stages]),
+                sum(st.model_flops for st in stages), sum(st.hardware_flops for st in stages))
+    if rows_per_stage is None:
+        seen[("timed", id(pricer.layout))] = (pricer.layout, out)
+    return out
+
+
+def step_seconds(pricer: StagePricer, timed: Timed | None = None) -> Num:
+    """T_step of ``step_time`` alone (the step-time band's ends)."""
+    r = pricer.r
+    par = r.par
+    timed = timed_stages(pricer) if timed is None else timed
+    t_pipe = pipeline_time(r.flags.schedule, timed.stages, par.m, par.vp, par.n_s, timed.S)
+    return par.n_acc * t_pipe + timed.dp_step + timed.t_opt
+
+
+def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None) -> StepTime:
+    """[T-STEP] T_step = n_acc·T_pipe + max_i (1 − o_dp)·t_dp,i + max_i t_opt,i, with its parts (sum = T_step),
+    tokens/s/device = G·s/(T_step·N) and MFU = model FLOPs per step/(T_step·N·peak). The stages are the pricer's
+    layout's (``rows_per_stage`` names other rows, e.g. a timeline's)."""
+    r = pricer.r
+    par, sched = r.par, r.flags.schedule
+    timed = timed_stages(pricer, rows_per_stage)
+    stages, S, S_distinct, distinct = timed.stages, timed.S, timed.S_distinct, timed.distinct
     units = par.m * par.n_s  # micro-batches (slices) per flush
     t_pipe = pipeline_time(sched, stages, par.m, par.vp, par.n_s, S)
-    dp_step = _max([st.comm["dp"] for st in stages])
-    t_opt = _max([st.optimizer for st in stages])
+    dp_step, t_opt = timed.dp_step, timed.t_opt
     total = par.n_acc * t_pipe + dp_step + t_opt
     reps = par.n_acc * units
     parts: dict[str, Num] = {}
@@ -445,8 +496,8 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
     parts = {k: parts[k] for k in PARTS}
     world = par.world
     replicas = par.d * par.t * par.cp
-    model = reps * replicas * sum(st.model_flops for st in stages)
-    hardware = reps * replicas * sum(st.hardware_flops for st in stages)
+    model = reps * replicas * timed.model_flops
+    hardware = reps * replicas * timed.hardware_flops
     mfu_peak, peak = r.hardware.mfu_peak(r.widths.c)
     tokens = par.b * par.d * par.m * par.n_acc * par.s
     return StepTime(step_time_s=total, parts=parts, stages=stages, tokens_per_s_per_device=tokens / (total * world),
@@ -466,4 +517,4 @@ def estimate_step_time(model: ModelSpec, strategy: Strategy, hardware: Hardware,
 __all__ = ["COMM_KINDS", "KNOBS", "PARTS", "ChunkTimes", "Knobs", "StageTimes", "StepTime", "chunk_times",
            "compute_time", "elementwise_time", "estimate_step_time", "knobs", "pipe_1f1b", "pipe_dualpipev",
            "pipe_gpipe", "pipe_interleaved", "pipe_looped_bfs", "pipe_seq1f1b", "pipe_zbv", "pipeline_time",
-           "pp_sends", "row_time", "stage_times", "step_time"]
+           "pp_sends", "row_time", "stage_times", "step_seconds", "step_time", "timed_stages"]

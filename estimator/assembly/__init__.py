@@ -42,11 +42,12 @@ def stage_form(pricer: StagePricer, stage: int) -> StageForm:
 
 
 def stage_chunks(pricer: StagePricer, form: StageForm) -> list[ChunkSums]:
-    """The chunk sums of a form, for every stage holding it (kept per pricer, with the form they belong to)."""
+    """The chunk sums of a form, for every stage holding it (kept with the pricer's rows, ``shared``, with the
+    form they belong to: they read the rows and the form alone)."""
     key = ("chunk-sums", id(form))
-    got = pricer.memo.get(key)
+    got = pricer.shared.get(key)
     if got is None or got[0] is not form:
-        got = pricer.memo[key] = (form, [chunk_sums(pricer, form, j) for j in range(form.vp)])
+        got = pricer.shared[key] = (form, [chunk_sums(pricer, form, j) for j in range(form.vp)])
     return got[1]  # type: ignore[index]
 
 

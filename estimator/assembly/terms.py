@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..arr import Num, gt
 from ..messages import msg
@@ -109,9 +109,9 @@ HOST_TERMS: tuple[RowTerm, ...] = (
 HOST_KINDS = ("activations", "parameters", "gradients", "optimizer_states")
 
 
-@dataclass(frozen=True)
-class StageView:
-    """What a stage term may read: the plan, the stage, its categories so far and its process groups."""
+class StageView(NamedTuple):
+    """What a stage term may read: the plan, the stage, its categories so far and its process groups (a
+    NamedTuple: every stage makes one per stage term)."""
 
     r: Resolved
     stage: int

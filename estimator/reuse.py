@@ -1,0 +1,176 @@
+"""What one estimate keeps for the next (P-SCALAR-SPEED; the table of what each part reads:
+docs/model.md#what-an-edit-re-prices): the resolved plan, and the plan's row book — its priced rows and what is
+summed or timed from them alone — each shared by every estimate whose inputs agree on everything the part reads.
+
+Resolving, a row's cost, FLOPs and time, and the sums over a stage form's rows read the model, the strategy, the
+device and the options, but of the micro-batch count (``micro_batches``) and the accumulation steps (``n_acc``)
+only the degrees m and n_acc (resolve) and whether the step accumulates gradients (the rows: γ of D5 under the
+upstream rule, p > 1 or m·n_acc > 1). So both are keyed on the four inputs with those two fields left out (and
+the book on γ); an edit of the micro-batch count re-resolves only the degrees and re-prices only the stages' peak
+points and the step formula, and going back (undo) finds the state it returns to. Every other edit (tp, pp,
+recompute, …) changes the key: its rows are priced anew. Keys compare by value and carry every value's type,
+nested records and tuples included (1, 1.0 and True are equal and hash alike but are different inputs), and hold
+what a plug-in or the user's folder may change while the process runs (family profiles, layer kinds) and the
+memory terms the chunk sums add up. At most ``MAX_BOOKS`` of each are kept, the least recently used dropped
+first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from dataclasses import replace
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from .assembly import terms
+from .kinds import generation as kinds_generation
+from .profiles import all_profiles
+from .resolve import Resolved, resolve
+from .stage import RowBook
+from .static import grad_factor
+
+if TYPE_CHECKING:
+    from .hardware import Hardware
+    from .model import ModelSpec
+    from .options import RunOptions
+    from .strategy import Strategy
+
+MAX_BOOKS = 16
+NOT_READ = frozenset({"micro_batches", "n_acc"})  # Strategy fields the rows read only through γ
+_GETTERS: dict[tuple[type, frozenset[str]], Any] = {}
+
+
+def _getter(cls: type, skip: frozenset[str]) -> Any:
+    got = _GETTERS.get((cls, skip))
+    if got is None:
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in skip]
+        get = attrgetter(*names)
+        got = _GETTERS[(cls, skip)] = (lambda x: (get(x),)) if len(names) == 1 else get
+    return got
+
+
+_LEAVES = frozenset({int, float, bool, str, type(None), frozenset})
+
+
+def _types(value: Any) -> Any:
+    """The types of a tuple's items or a record's fields, nested ones included."""
+    if isinstance(value, tuple):
+        kinds = tuple(map(type, value))
+        return kinds if _LEAVES.issuperset(kinds) else tuple(map(_types, value))
+    if hasattr(type(value), "__dataclass_fields__"):
+        return typed(value)[1]
+    if isinstance(value, (dict, list, set)):
+        raise TypeError(f"{type(value).__name__} in a record key")  # records hold tuples and frozensets only
+    return type(value)
+
+
+def typed(record: Any, skip: frozenset[str] = frozenset()) -> tuple[tuple, tuple]:
+    """A hashable key of a record (its fields but ``skip``): the values, compared by value, and their types
+    (those of nested records and tuples too)."""
+    values = _getter(type(record), skip)(record)
+    kinds = tuple(map(type, values))
+    nested = tuple(_types(v) for v, k in zip(values, kinds, strict=True) if k not in _LEAVES)
+    return values, (type(record), kinds, nested)
+
+
+class Key:
+    """``typed(record, skip)`` with its hash computed once."""
+
+    __slots__ = ("hash", "value")
+
+    def __init__(self, value: tuple) -> None:
+        self.value = value
+        self.hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Key) and self.hash == other.hash and self.value == other.value)
+
+
+_KEYS: OrderedDict[int, tuple[Any, frozenset[str], Key]] = OrderedDict()  # id → (the record, skip, its key)
+
+
+def key_of(record: Any, skip: frozenset[str] = frozenset()) -> Key:
+    """The key of ``record`` without the fields ``skip``, made once per record object (a plan's model, device and
+    options stay the same objects across its edits; records are frozen, and the object is held while its key
+    is kept, so its id is not reused)."""
+    got = _KEYS.get(id(record))
+    if got is not None and got[0] is record and got[1] == skip:
+        _KEYS.move_to_end(id(record))
+        return got[2]
+    key = Key(typed(record, skip))
+    _KEYS[id(record)] = (record, skip, key)
+    if len(_KEYS) > 4 * MAX_BOOKS:
+        _KEYS.popitem(last=False)
+    return key
+
+
+_BOOKS: OrderedDict[tuple, RowBook] = OrderedDict()
+
+
+def row_book(r: Resolved) -> RowBook:
+    """The book of the rows a resolved plan prices (a new one when none is kept): keyed on its four inputs
+    (the strategy without ``NOT_READ``), γ, and what a plug-in or the user's folder may change while the process
+    runs — the family profile the plan resolved to and the generation of the registered layer kinds — and the
+    memory terms the chunk sums add up (``assembly.terms``: where a new term goes)."""
+    gamma = grad_factor(r.flags, r.par)
+    key = (key_of(r.model), key_of(r.strategy, NOT_READ), key_of(r.hardware), key_of(r.options), key_of(r.profile),
+           kinds_generation(), gamma, type(gamma), terms.ROW_TERMS, terms.HOST_TERMS)
+    book = _BOOKS.get(key)
+    if book is None:
+        book = _BOOKS[key] = RowBook()
+        if len(_BOOKS) > MAX_BOOKS:
+            _BOOKS.popitem(last=False)
+    else:
+        _BOOKS.move_to_end(key)
+    return book
+
+
+class Same:
+    """A key part that is one object (compared by identity, held so that its id is not reused)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and other.obj is self.obj
+
+
+_RESOLVED: OrderedDict[tuple, Resolved] = OrderedDict()
+
+
+def resolved(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions) -> Resolved:
+    """``resolve(model, strategy, hardware, options)``, kept: resolving reads the micro-batch count and the
+    accumulation steps only to put them in ``Par`` (m, n_acc), so a plan that differs from a kept one in those
+    alone is the kept one with its strategy and those two degrees replaced. Keyed like the row book (without γ),
+    and on the family profiles and layer kinds registered now (a plug-in or the user's folder may add some)."""
+    key = (key_of(model), key_of(strategy, NOT_READ), key_of(hardware), key_of(options), Same(all_profiles()),
+           kinds_generation())
+    got = _RESOLVED.get(key)
+    if got is None:
+        got = _RESOLVED[key] = resolve(model, strategy, hardware, options)
+        if len(_RESOLVED) > MAX_BOOKS:
+            _RESOLVED.popitem(last=False)
+        return got
+    _RESOLVED.move_to_end(key)
+    if got.strategy is strategy:
+        return got
+    return replace(got, strategy=strategy, par=replace(got.par, m=strategy.micro_batches, n_acc=strategy.n_acc))
+
+
+def forget() -> None:
+    """Drop every kept book and resolved plan (the keys of records still held stay: they describe the
+    records)."""
+    _BOOKS.clear()
+    _RESOLVED.clear()
+
+
+__all__ = ["MAX_BOOKS", "NOT_READ", "RowBook", "Same", "forget", "key_of", "resolved", "row_book", "typed"]

@@ -1,0 +1,122 @@
+"""What one estimate keeps for the next (estimator/reuse.py, P-SCALAR-SPEED): kept parts are keyed on what they
+read, never change a number, and stay bounded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from estimator import ModelSpec, RecomputePlan, RunOptions, ShardingSpec, Strategy, estimate, find_preset, reuse
+from estimator import kinds as kinds_module
+from estimator.resolve import resolve
+from estimator.session import PlanSession
+
+H100 = find_preset("H100-80G")
+DENSE = ModelSpec(name="llama3-8b", hidden_size=4096, num_layers=8, num_attention_heads=32, num_kv_heads=8,
+                  ffn_hidden_size=14336, vocab_size=128256)
+PLAN = Strategy(seq_length=4096, tp=2, pp=2, dp=2, micro_batches=4, sharding=ShardingSpec(mode="zero1"),
+                recompute=RecomputePlan(default_mode="selective"))
+MF = RunOptions(framework="mindformers")
+MEGATRON = RunOptions(framework="megatron")
+
+
+@pytest.fixture(autouse=True)
+def _no_books():
+    reuse.forget()
+    yield
+    reuse.forget()
+
+
+def _text(result) -> str:
+    return json.dumps(result.to_dict(), sort_keys=True, default=repr)
+
+
+def _cold(strategy: Strategy, options: RunOptions = MEGATRON) -> str:
+    reuse.forget()
+    return _text(estimate(DENSE, strategy, H100, options))
+
+
+def test_a_micro_batch_edit_shares_the_rows_and_the_resolved_plan():
+    r4 = reuse.resolved(DENSE, PLAN, H100, MEGATRON)
+    r8 = reuse.resolved(DENSE, PLAN.replace(micro_batches=8), H100, MEGATRON)
+    assert (r4.par.m, r8.par.m) == (4, 8)
+    assert r8 == resolve(DENSE, PLAN.replace(micro_batches=8), H100, MEGATRON)
+    assert reuse.row_book(r4) is reuse.row_book(r8)
+    assert reuse.resolved(DENSE, PLAN, H100, MEGATRON) is r4  # going back: the kept plan itself
+
+
+def test_other_edits_price_their_rows_anew():
+    book = reuse.row_book(resolve(DENSE, PLAN, H100, MEGATRON))
+    for edit in ({"tp": 4, "dp": 1}, {"pp": 1, "dp": 4}, {"recompute": RecomputePlan(default_mode="full")},
+                 {"micro_batch_size": 2}):
+        assert reuse.row_book(resolve(DENSE, PLAN.replace(**edit), H100, MEGATRON)) is not book, edit
+    assert reuse.row_book(resolve(DENSE, PLAN, H100, MF)) is not book
+    assert reuse.row_book(resolve(DENSE, PLAN, find_preset("H100-80G").at_band("low"), MEGATRON)) is not book
+
+
+def test_gamma_is_part_of_the_row_key():
+    """MindFormers' upstream rule holds gradients only when p > 1 or the step accumulates (m·n_acc > 1): at p 1
+    a micro-batch edit from 1 to 2 changes the rows (their backward working set), from 2 to 3 it does not."""
+    one = Strategy(seq_length=4096, tp=2, dp=4, micro_batches=1)
+    books = [reuse.row_book(resolve(DENSE, one.replace(micro_batches=m), H100, MF)) for m in (1, 2, 3)]
+    assert books[0] is not books[1]
+    assert books[1] is books[2]
+
+
+def test_keys_tell_types_apart():
+    assert reuse.typed(PLAN.replace(tp=2)) != reuse.typed(PLAN.replace(tp=2.0))
+    assert reuse.typed(PLAN.replace(sequence_parallel=True)) != reuse.typed(PLAN.replace(sequence_parallel=1))
+    nested = PLAN.replace(recompute=RecomputePlan(full_counts=(1, 1)))
+    assert reuse.typed(nested) != reuse.typed(PLAN.replace(recompute=RecomputePlan(full_counts=(1, True))))
+    assert reuse.typed(nested) == reuse.typed(PLAN.replace(recompute=RecomputePlan(full_counts=(1, 1))))
+
+
+def test_kept_parts_never_change_a_result():
+    """Every plan of an edit sequence, estimated after the others (their parts kept), equals the same plan
+    estimated with nothing kept — memory, step time, its band, warnings."""
+    sequence = [PLAN, PLAN.replace(micro_batches=8), PLAN.replace(tp=4, dp=1), PLAN,
+                PLAN.replace(recompute=RecomputePlan(default_mode="full")), PLAN.replace(micro_batches=16), PLAN]
+    reuse.forget()
+    warm = [_text(estimate(DENSE, st, H100, MEGATRON)) for st in sequence]
+    assert warm == [_cold(st) for st in sequence]
+    options = RunOptions(framework="mindformers")
+    one = Strategy(seq_length=4096, tp=2, dp=4, micro_batches=1)
+    reuse.forget()
+    warm = [_text(estimate(DENSE, one.replace(micro_batches=m), H100, options)) for m in (1, 2, 1, 3)]
+    assert warm == [_cold(one.replace(micro_batches=m), options) for m in (1, 2, 1, 3)]
+
+
+def test_a_plugin_kind_reaches_a_kept_plan(monkeypatch):
+    """Layer kinds registered while the process runs (a plug-in, the user's folder) change the key."""
+    r = reuse.resolved(DENSE, PLAN, H100, MEGATRON)
+    book = reuse.row_book(r)
+    monkeypatch.setattr(kinds_module, "_GENERATION", [kinds_module.generation() + 1])
+    assert reuse.row_book(r) is not book
+    assert reuse.resolved(DENSE, PLAN, H100, MEGATRON) is not r
+
+
+def test_books_are_bounded():
+    for m in range(1, reuse.MAX_BOOKS + 6):
+        estimate(DENSE, PLAN.replace(micro_batch_size=m, dp=2), H100, MEGATRON)
+    assert len(reuse._BOOKS) <= reuse.MAX_BOOKS
+    assert len(reuse._RESOLVED) <= reuse.MAX_BOOKS
+
+
+def test_a_session_edit_and_undo_reuse_the_plan(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("model:\n  hidden_size: 4096\n  num_layers: 8\n  num_attention_heads: 32\n  num_kv_heads: 8\n"
+                    "  ffn_hidden_size: 14336\n  vocab_size: 128256\nstrategy:\n  seq_length: 4096\n  tp: 2\n"
+                    "  pp: 2\n  dp: 2\n  micro_batches: 4\nhardware:\n  device: H100-80G\n"
+                    "options:\n  framework: megatron\n", encoding="utf-8")
+    session = PlanSession()
+    session.open([plan])
+    p = session.parsed
+    first = estimate(p.model, p.strategy, p.hardware, p.options)
+    book = reuse.row_book(reuse.resolved(p.model, p.strategy, p.hardware, p.options))
+    session.apply({"strategy.micro_batches": 8})
+    q = session.parsed
+    assert reuse.row_book(reuse.resolved(q.model, q.strategy, q.hardware, q.options)) is book
+    session.undo()
+    back = session.parsed
+    assert _text(estimate(back.model, back.strategy, back.hardware, back.options)) == _text(first)
