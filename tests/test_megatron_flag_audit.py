@@ -90,3 +90,15 @@ def test_the_default_attention_mask_is_said_with_its_size(capsys, tmp_path):
 def test_no_mask_no_warning(capsys, tmp_path, off):
     texts = [w["text"] for w in cli_warnings(capsys, with_flags(tmp_path, off))]
     assert not [t for t in texts if "attention mask" in t]
+
+
+def test_mindspeeds_memory_efficient_logits_are_said_in_its_dialect_only(capsys, tmp_path):
+    mindspeed = ROOT / "tests" / "fixtures" / "mindspeed" / "selective_dense.sh"
+    path = variant(tmp_path, mindspeed, ("    --seq-length 2048 \\\n",
+                                         "    --seq-length 2048 \\\n    --mtp-mem-efficient-logits \\\n"))
+    said = [w["text"] for w in cli_warnings(capsys, path) if w["text"].startswith("--mtp-mem-efficient-logits")]
+    assert len(said) == 1 and "device memory an upper bound" in said[0]
+    # MindSpeed-LLM's own flag: a Megatron-LM script that gives it is told Megatron-LM does not accept it
+    megatron = with_flags(tmp_path, f"    --mtp-mem-efficient-logits\n{NO_MASK}", name="megatron.sh")
+    texts = [w["text"] for w in cli_warnings(capsys, megatron) if "--mtp-mem-efficient-logits" in w["text"]]
+    assert len(texts) == 1 and "which Megatron-LM does not accept" in texts[0]

@@ -47,6 +47,7 @@ UNPRICED_FLAGS: dict[str, Text] = {
     "--ddp-pad-buckets-for-high-nccl-busbw": msg("megatron_vocab.unpriced-ddp-pad-buckets"),
     "--empty-unused-memory-level": msg("megatron_vocab.unpriced-empty-cache"),
     "--megatron-fsdp-grad-comm-dtype": msg("megatron_vocab.unpriced-fsdp-grad-comm-dtype"),
+    "--mtp-mem-efficient-logits": msg("megatron_vocab.unpriced-mem-efficient-logits"),
 }
 # an UNPRICED_FLAGS flag that changes nothing without another one (Megatron-LM sets the DDP bucket size to None
 # without --overlap-grad-reduce: distributed_data_parallel.py, d98e8a6)
