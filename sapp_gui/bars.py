@@ -18,6 +18,7 @@ from estimator.units import GiB
 
 from .chart_export import ExportableChart
 from .language import category_label, translate
+from .plot_items import Bars, ValueGrid
 from .plot_style import bold_label, style_axes
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET, SELECTION
 
@@ -49,18 +50,18 @@ class StackedBarChart(ExportableChart, QWidget):
         item.setMenuEnabled(False)
         item.hideButtons()
         item.getViewBox().setMouseEnabled(False, False)
-        item.showGrid(x=False, y=True, alpha=0.18)
+        self.grid = ValueGrid(self.plot)  # behind the bars, opaque (not the axis's grid: see ValueGrid)
         self._axis_texts: dict[str, tuple[str, ...]] = {}
         self._axis_shown: dict[str, str] = {}
         style_axes(item, self)
         self.view = item.getViewBox()
-        self.bars: dict[str, pg.BarGraphItem] = {}
+        self.bars: dict[str, Bars] = {}
         for cat in CATEGORIES:
-            bar = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=category_brush(cat),
+            bar = Bars(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=category_brush(cat),
                                   pen=pg.mkPen("#ffffff", width=0.8), name=cat)
             self.bars[cat] = bar
             item.addItem(bar)
-        self.selection_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
+        self.selection_item = Bars(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
                                               pen=pg.mkPen(SELECTION, width=2.5))
         self.selection_item.setZValue(20)
         item.addItem(self.selection_item)
@@ -120,7 +121,7 @@ class StackedBarChart(ExportableChart, QWidget):
         for line in (self.capacity_line, self.budget_line):
             line.setZValue(15)
             item.addItem(line)
-        self.over_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=over_width, brush=None,
+        self.over_item = Bars(x=np.zeros(0), height=np.zeros(0), width=over_width, brush=None,
                                          pen=pg.mkPen(OVER_BUDGET, width=over_pen_width * device_scale()))
         self.over_item.setZValue(18)
         item.addItem(self.over_item)

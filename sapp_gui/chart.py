@@ -26,6 +26,7 @@ from estimator.units import GiB
 from .bars import StackedBarChart, category_brush, device_scale, nice_ceil, outline_pen
 from .language import category_label, translate
 from .panel import plan_difference, plan_text, refused_text
+from .plot_items import Bars
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET
 
 PINNED_COLOR = "#6e6e6e"
@@ -93,7 +94,7 @@ class StageChart(StackedBarChart):
         self.header_layout.insertWidget(1, self.legend)
         item = self.plot.getPlotItem()
         self.add_limit_lines(1.6, 0.7, 3)
-        self.opt_item = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
+        self.opt_item = Bars(x=np.zeros(0), height=np.zeros(0), width=0.7, brush=None,
                                         pen=outline_pen(OVER_BUDGET, 2.0, dashed=True))
         self.opt_item.setZValue(18)
         item.addItem(self.opt_item)
@@ -102,9 +103,9 @@ class StageChart(StackedBarChart):
                                          beam=0.25, pen=pg.mkPen("#222222", width=1.4 * device_scale()))
         self.band_item.setZValue(19)
         item.addItem(self.band_item)
-        self.pinned_bars: dict[str, pg.BarGraphItem] = {}
+        self.pinned_bars: dict[str, Bars] = {}
         for cat in CATEGORIES:
-            bar = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=PAIR_WIDTH,
+            bar = Bars(x=np.zeros(0), height=np.zeros(0), width=PAIR_WIDTH,
                                   brush=category_brush(cat, 85), pen=outline_pen("#8a8a8a", 0.8, dashed=True))
             bar.setZValue(-1)
             self.pinned_bars[cat] = bar

@@ -28,3 +28,4 @@ def style_axes(item: Any, widget: QWidget) -> None:
         axis.setTextPen("#222222")
         axis.enableAutoSIPrefix(False)
         axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+

@@ -1,0 +1,106 @@
+"""pyqtgraph items the memory charts share, made cheap to repaint on every edit (docs/decisions.md P-GUI-PAINT):
+a value grid drawn behind the bars, and bars that keep their bounding rectangle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import QLineF, QRectF
+from PySide6.QtGui import QColor, QPainter, QPen
+
+
+class ValueGrid(pg.GraphicsObject):
+    """Horizontal grid lines at the value axis's ticks, drawn behind the bars in opaque colours pre-blended with
+    the plot's background: where no bar covers a line it looks as pyqtgraph's own grid (the axis's tick pen at
+    ``alpha``) did, and bars hide it. pyqtgraph's grid is drawn by the axis item, over the bars, and makes that
+    item as large as the plot: with its semi-transparent lines it re-rasterised on every range change (8–14 ms
+    per chart per edit, docs/decisions.md P-GUI-PAINT). The lines are recomputed only when the range or the
+    plot's height changes; a paint draws a few opaque lines."""
+
+    def __init__(self, plot: pg.PlotWidget, axis_name: str = "left", alpha: float = 0.18) -> None:
+        super().__init__()
+        self._plot = plot
+        self._axis = plot.getPlotItem().getAxis(axis_name)
+        # the axis as it was with its grid: no tick marks (they would cross the bars) and only the labels
+        # within its length (the grid made it as large as the plot, which dropped the two at its ends)
+        self._axis.setStyle(tickLength=0, hideOverlappingLabels=True)
+        self._alpha = min(255, max(0, int(alpha * 255)))  # as AxisItem.setGrid takes it
+        self._lines: list[tuple[float, QPen]] = []
+        self._key: tuple[object, ...] | None = None
+        self._bounds: QRectF | None = None
+        self.setZValue(-100)  # under every bar, the pinned baseline's included
+        view = plot.getPlotItem().getViewBox()
+        view.addItem(self, ignoreBounds=True)
+        view.sigYRangeChanged.connect(self._refresh)
+        view.sigResized.connect(self._refresh)
+
+    def _refresh(self) -> None:
+        """The lines for the axis's current ticks, as AxisItem.generateDrawSpecs shades its grid: level i at
+        255/(i+1) × alpha, faded when the ticks crowd (0.05 × length / (ticks + 1) below 1)."""
+        view = self._plot.getPlotItem().getViewBox()
+        low, high = view.viewRange()[1]
+        length = float(view.height()) + 2  # the axis's own length in pixels (its line overhangs by one each end)
+        background = self._plot.backgroundBrush().color()
+        foreground = self._axis.tickPen().color()
+        key = (low, high, length, background.rgb(), foreground.rgb(), self._alpha)
+        if key == self._key:
+            return
+        self._key = key
+        lines: list[tuple[float, QPen]] = []
+        if length > 0 and high > low:
+            for i, (_spacing, values) in enumerate(self._axis.tickValues(low, high, length)):
+                crowd = min(1.0, max(0.0, 0.05 * length / (len(values) + 1)))
+                share = int(255 / (i + 1) * self._alpha / 255 * crowd) / 255
+                pen = QPen(blend(background, foreground, share), 0)  # cosmetic: one device pixel
+                lines += [(float(v), pen) for v in values if low <= v <= high]
+        self._lines = lines
+        self.update()
+
+    def viewTransformChanged(self) -> None:
+        self._bounds = None
+        self.prepareGeometryChange()
+        super().viewTransformChanged()
+
+    def boundingRect(self) -> QRectF:
+        if self._bounds is None:
+            view = self.viewRect()
+            self._bounds = QRectF() if view is None else QRectF(view)
+        return self._bounds
+
+    def paint(self, painter: QPainter, *_args: object) -> None:
+        left, right = self.boundingRect().left(), self.boundingRect().right()
+        for y, pen in self._lines:
+            painter.setPen(pen)
+            painter.drawLine(QLineF(left, y, right, y))
+
+
+def blend(background: QColor, foreground: QColor, share: float) -> QColor:
+    """``foreground`` at opacity ``share`` over ``background``, as one opaque colour."""
+    return QColor(*(round(b + (f - b) * share) for b, f in zip(background.getRgb()[:3], foreground.getRgb()[:3],
+                                                                strict=True)))
+
+
+
+class Bars(pg.BarGraphItem):
+    """pyqtgraph's bars, keeping their bounding rectangle until the bars change (``setOpts``: positions, heights,
+    pens) or the view's transform does (the rectangle is padded by half a pen width in pixels). pyqtgraph
+    recomputes it, a device transform each time, on every one of the ~180 calls per edit."""
+
+    def __init__(self, **opts: Any) -> None:
+        self._bounds: QRectF | None = None
+        super().__init__(**opts)
+
+    def setOpts(self, **opts: Any) -> None:
+        self._bounds = None
+        super().setOpts(**opts)
+
+    def viewTransformChanged(self) -> None:
+        self.prepareGeometryChange()  # the pixel padding changes with the scale (the scene indexes the rectangle)
+        self._bounds = None
+        super().viewTransformChanged()
+
+    def boundingRect(self) -> QRectF:
+        if self._bounds is None:
+            self._bounds = super().boundingRect()
+        return self._bounds
