@@ -154,6 +154,16 @@ class SearchTableModel(QAbstractTableModel):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.rows: list[SearchRow] = []
+        self.step_band = True  # the step column shows its low–high band; a narrow table shows the value alone
+
+    def set_step_band(self, shown: bool) -> None:
+        """Show the step time's band in its column, or (a table too narrow for it) the value alone; the band
+        stays in the cell's tooltip."""
+        if shown != self.step_band:
+            self.step_band = shown
+            column = COLUMN_KEYS.index("step")
+            self.dataChanged.emit(self.index(0, column), self.index(max(len(self.rows) - 1, 0), column),
+                                  [Qt.ItemDataRole.DisplayRole])
 
     def set_rows(self, rows: list[SearchRow]) -> None:
         self.beginResetModel()
@@ -172,7 +182,7 @@ class SearchTableModel(QAbstractTableModel):
         row = self.rows[index.row()]
         key, _header, _tip, show, sort = COLUMNS[index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return show(row)
+            return row.row.throughput.step.text if key == "step" and not self.step_band else show(row)
         if role == SORT_ROLE:
             return sort(row)
         if role == Qt.ItemDataRole.TextAlignmentRole:
@@ -184,8 +194,11 @@ class SearchTableModel(QAbstractTableModel):
             font = QFont()
             font.setBold(True)
             return font
-        if row.current and role == Qt.ItemDataRole.ToolTipRole:
-            return translate("SearchTable", "The plan as opened, priced with its own layout and recompute")
+        if role == Qt.ItemDataRole.ToolTipRole:  # the whole text of a cell a narrow column elides
+            text = f"{translate('SearchTable', COLUMNS[index.column()][1])}: {show(row)}"
+            if row.current:
+                text += "\n" + translate("SearchTable", "The plan as opened, priced with its own layout and recompute")
+            return text
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QToolButton,
     QVBoxLayout,
@@ -131,7 +132,13 @@ class SearchPanel(QWidget):
         policy = self.progress.sizePolicy()
         policy.setRetainSizeWhenHidden(True)
         self.progress.setSizePolicy(policy)
-        self.phase.setMinimumWidth(self.fontMetrics().horizontalAdvance("m") * 16)
+        # the phase takes the room the row has (its text never re-lays the row out) and wraps onto a second line
+        # on a narrow window, where the row would otherwise be wider than the tab (issue 12)
+        self.progress.setMinimumWidth(self.fontMetrics().horizontalAdvance("m") * 5)
+        self.phase.setWordWrap(True)
+        self.phase.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.phase.setMinimumWidth(self.fontMetrics().horizontalAdvance("m") * 6)
+        self.phase.setFixedHeight(self.fontMetrics().lineSpacing() * 2)
         self.space_toggle = QToolButton()
         self.space_toggle.setObjectName("toggleSearchSpace")
         self.space_toggle.setCheckable(True)
@@ -141,8 +148,7 @@ class SearchPanel(QWidget):
         run_row.addWidget(self.run_button)
         run_row.addWidget(self.cancel_button)
         run_row.addWidget(self.progress, 3)
-        run_row.addWidget(self.phase)
-        run_row.addStretch(1)
+        run_row.addWidget(self.phase, 2)
         run_row.addWidget(self.space_toggle)
         self.summary = QLabel("")
         self.summary.setObjectName("searchSummary")

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QSpinBox, QWidget
+from PySide6.QtCore import QSize, Signal
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLayout, QLineEdit, QSpinBox, QWidget
 
 from estimator.errors import ConfigError
 from estimator.hardware import Hardware, find_preset
@@ -26,6 +27,7 @@ DERIVED_DIMS = ("dp", "mb")  # derived from the device count / global batch unle
 DEFAULT_AUTO = ("tp", "pp", "rec")
 # the order of the grid (the estimator's DIMENSIONS, dp and mb last as they are usually derived)
 ORDER = ("tp", "pp", "cp", "ep", "etp", "vpp", "mbs", "os", "sp", "rec", "dp", "mb")
+MAX_COLUMNS = 4  # dimensions per row on a wide window; fewer, down to one, as the window narrows
 LABELS = {"tp": "TP", "pp": "PP", "cp": "CP", "ep": "EP", "etp": "ETP", "vpp": "VPP", "mbs": "MBS", "os": "OS",
           "sp": "SP", "rec": QT_TRANSLATE_NOOP("SearchSpace", "Rec"), "dp": "DP", "mb": "M"}
 MODE_NAMES = {FIXED: QT_TRANSLATE_NOOP("SearchSpace", "fixed"), LIST: QT_TRANSLATE_NOOP("SearchSpace", "list"),
@@ -144,32 +146,29 @@ class SearchSpaceEditor(QWidget):
         self.device.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.device.setMinimumContentsLength(12)
         self.captions = [QLabel() for _ in range(4)]
-        top = QGridLayout()
-        top.setContentsMargins(0, 0, 0, 0)
-        top.setHorizontalSpacing(6)
-        for k, (caption, widget) in enumerate(zip(self.captions, (self.devices, self.global_batch, self.device,
-                                                                  self.top_k), strict=True)):
+        self.pairs = list(zip(self.captions, (self.devices, self.global_batch, self.device, self.top_k), strict=True))
+        for caption, widget in self.pairs:
             caption.setBuddy(widget)
-            top.addWidget(caption, k // 2, 2 * (k % 2))
-            top.addWidget(widget, k // 2, 2 * (k % 2) + 1)
-        top.setColumnStretch(1, 2)
-        top.setColumnStretch(3, 1)
+        self.top = QGridLayout()
+        self.top.setContentsMargins(0, 0, 0, 0)
+        self.top.setHorizontalSpacing(6)
         self.dims = {name: DimEditor(name) for name in ORDER}
-        grid = QGridLayout()
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.setHorizontalSpacing(10)
-        grid.setVerticalSpacing(3)
-        columns = 4
-        for k, name in enumerate(ORDER):
-            grid.addWidget(self.dims[name], k // columns, k % columns)
-            self.dims[name].changed.connect(self.changed)
-        for col in range(columns):
-            grid.setColumnStretch(col, 1)
+        for editor in self.dims.values():
+            editor.changed.connect(self.changed)
+        self.grid = QGridLayout()
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.setHorizontalSpacing(10)
+        self.grid.setVerticalSpacing(3)
         layout = QGridLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setVerticalSpacing(4)
-        layout.addLayout(top, 0, 0)
-        layout.addLayout(grid, 1, 0)
+        layout.addLayout(self.top, 0, 0)
+        layout.addLayout(self.grid, 1, 0)
+        # the rows reflow with the width (resizeEvent), so the layout must not pin the widest arrangement as
+        # the editor's minimum: minimumSizeHint says how narrow it can go (issue 12: no sideways scrolling)
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
+        self._arrangement = (0, 0)
+        self._arrange(MAX_COLUMNS, 2)
         for name in DEFAULT_AUTO:
             self.dims[name].set_mode(AUTO)
         self._preset_ids: list[str] = []
@@ -189,6 +188,53 @@ class SearchSpaceEditor(QWidget):
                                                        "(the Pareto front is always added)"))
         for editor in self.dims.values():
             editor.retranslate()
+
+    # ------------------------------------------------------------------------------------ layout
+    def _arrange(self, columns: int, pairs: int) -> None:
+        """``columns`` dimensions per row and ``pairs`` of the top fields (caption and box) per row."""
+        if (columns, pairs) == self._arrangement:
+            return
+        self._arrangement = (columns, pairs)
+        for caption, widget in self.pairs:
+            self.top.removeWidget(caption)
+            self.top.removeWidget(widget)
+        for k, (caption, widget) in enumerate(self.pairs):
+            self.top.addWidget(caption, k // pairs, 2 * (k % pairs))
+            self.top.addWidget(widget, k // pairs, 2 * (k % pairs) + 1)
+        self.top.setColumnStretch(1, 2)
+        self.top.setColumnStretch(3, 1 if pairs > 1 else 0)
+        for editor in self.dims.values():
+            self.grid.removeWidget(editor)
+        for k, name in enumerate(ORDER):
+            self.grid.addWidget(self.dims[name], k // columns, k % columns)
+        for col in range(MAX_COLUMNS):
+            self.grid.setColumnStretch(col, 1 if col < columns else 0)
+        self.updateGeometry()
+
+    def _widths(self) -> tuple[int, int]:
+        """The narrowest a dimension's cell and a top field (caption and box) can be."""
+        cell = max(editor.minimumSizeHint().width() for editor in self.dims.values())
+        pair = max(caption.minimumSizeHint().width() + widget.minimumSizeHint().width() + self.top.horizontalSpacing()
+                   for caption, widget in self.pairs)
+        return cell, pair
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        width = event.size().width()
+        cell, pair = self._widths()
+        gap = self.grid.horizontalSpacing()
+        columns = max(1, min(MAX_COLUMNS, (width + gap) // (cell + gap)))
+        pairs = 2 if width >= 2 * pair + self.top.horizontalSpacing() else 1
+        self._arrange(columns, pairs)
+        super().resizeEvent(event)
+
+    def minimumSizeHint(self) -> QSize:
+        """One dimension and one top field per row at the narrowest (the rows reflow)."""
+        cell, pair = self._widths()
+        return QSize(max(cell, pair), self.layout().totalMinimumSize().height())
+
+    def sizeHint(self) -> QSize:
+        return QSize(max(self.minimumSizeHint().width(), self.layout().totalSizeHint().width()),
+                     self.layout().totalSizeHint().height())
 
     def load(self, parsed: ParsedConfig, reset: bool = False) -> None:
         """Show the plan's values (a new document resets device count, batch and preset too)."""

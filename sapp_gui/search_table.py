@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -28,7 +28,12 @@ from estimator.search import SearchResult
 
 from .clipboard import install_table_copy
 from .language import said, translate
-from .search_model import SearchFilterProxy, SearchRow, SearchTableModel
+from .search_model import COLUMN_KEYS, SearchFilterProxy, SearchRow, SearchTableModel
+
+WORD_FLOOR_EM = 4  # a column of words (recompute mode, schedule) narrows to about four letters, then elides
+WORDS = {"rec", "schedule"}
+# the strategy's own columns: one whose value is the same in every row is named once above the table instead
+DIMENSION_COLUMNS = ("dp", "tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "m", "sp", "rec", "schedule")
 
 
 class SearchResultsTabs(QTabWidget):
@@ -53,7 +58,10 @@ class SearchResultsTabs(QTabWidget):
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setMinimumSectionSize(self.fontMetrics().horizontalAdvance("0") * 2)
+        self.table.horizontalHeader().setTextElideMode(Qt.TextElideMode.ElideRight)  # a narrowed column's header
+        self.table.viewport().installEventFilter(self)  # the columns follow the table's width (fit_columns)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._on_current(cur))
         self.filter = QLineEdit()
         self.filter.setObjectName("searchFilter")
@@ -81,7 +89,14 @@ class SearchResultsTabs(QTabWidget):
         table_page = QWidget()
         table_box = QVBoxLayout(table_page)
         table_box.setContentsMargins(0, 4, 0, 0)
+        self.same_label = QLabel("")
+        self.same_label.setObjectName("searchSameInEveryRow")
+        self.same_label.setProperty("sappRole", "note")
+        self.same_label.setWordWrap(True)
+        self.same_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.same_label.setVisible(False)
         table_box.addLayout(filter_row)
+        table_box.addWidget(self.same_label)
         table_box.addWidget(self.table, 1)
         self.refused = QTableWidget(0, 3)
         install_table_copy(self.refused)
@@ -111,6 +126,7 @@ class SearchResultsTabs(QTabWidget):
         self.model.retranslate()
         self._tab_titles()
         self.apply_filter()
+        self._show_same_columns()  # the headers' widths changed
 
     def set_result(self, result: SearchResult | None, rows: list[SearchRow]) -> None:
         """Show a search's rows (in the current sort order and filter) and its refusals."""
@@ -119,6 +135,7 @@ class SearchResultsTabs(QTabWidget):
         header = self.table.horizontalHeader()
         self.table.sortByColumn(header.sortIndicatorSection(), header.sortIndicatorOrder())
         self.apply_filter()
+        self._show_same_columns()
         items = sorted(result.refusals.items(), key=lambda kv: -kv[1]) if result is not None else []
         self.refused.setRowCount(len(items))
         for i, (code, count) in enumerate(items):
@@ -132,6 +149,70 @@ class SearchResultsTabs(QTabWidget):
         self.refused.resizeRowsToContents()
         self.export_button.setEnabled(result is not None)
         self._tab_titles()
+
+    def _show_same_columns(self) -> None:
+        """A strategy column whose value is the same in every row of the result (a dimension the search kept
+        fixed) is hidden and named once above the table, with its value; the filter still matches it."""
+        header = self.table.horizontalHeader()
+        same = []
+        for column, key in enumerate(COLUMN_KEYS):
+            values = {self.model.data(self.model.index(r, column)) for r in range(self.model.rowCount())}
+            hide = key in DIMENSION_COLUMNS and len(self.rows) > 1 and len(values) == 1
+            header.setSectionHidden(column, hide)
+            if hide:
+                name = self.model.headerData(column, Qt.Orientation.Horizontal)
+                same.append(f"{name} {values.pop()}")
+        self.same_label.setText(translate("SearchPanel", "Same in every row: {0}").format(" · ".join(same))
+                                if same else "")
+        self.same_label.setVisible(bool(same))
+        self.fit_columns()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self.fit_columns()
+        return super().eventFilter(watched, event)
+
+    def fit_columns(self) -> None:
+        """Every column as wide as its header and cells ask when the table has the room; otherwise the columns
+        give up width in proportion to what each can spare, so that the table fits its width (issue 12: no
+        sideways scrolling at 1024×640): a header elides (its tooltip says what the column is), a column of
+        words narrows to about four letters and elides (each cell's tooltip has its text), a number or a mark
+        keeps its width (a cut number would read as another number); the step time shows its value without the
+        band when even that is too wide (the band stays in the tooltip). Only what still does not fit scrolls."""
+        header = self.table.horizontalHeader()
+        room = self.table.viewport().width()
+        # the step time's band goes (to the tooltip) before a header is cut to less than two letters, and that
+        # before anything scrolls
+        for band, header_letters in ((True, 2), (False, 2), (False, 0)):
+            self.model.set_step_band(band)
+            shown, natural, floor = self._column_widths(header_letters)
+            if sum(floor) <= room:
+                break
+        spare = sum(natural) - sum(floor)
+        cut = min(max(0, sum(natural) - room), spare)
+        for column, wanted, least in zip(shown, natural, floor, strict=True):
+            width = wanted - (cut * (wanted - least) + spare - 1) // spare if spare else wanted  # rounds the cut up
+            if header.sectionSize(column) != width:
+                header.resizeSection(column, width)
+
+    def _column_widths(self, header_letters: int) -> tuple[list[int], list[int], list[int]]:
+        """The shown columns, the width each asks for and the least it takes, keeping ``header_letters`` of
+        each header (fit_columns)."""
+        header = self.table.horizontalHeader()
+        metrics = self.table.fontMetrics()
+        word_floor = metrics.horizontalAdvance("m") * WORD_FLOOR_EM
+        # the letters, the ellipsis and the section's margins (what a one-letter header asks beyond its letter)
+        named = metrics.horizontalAdvance("M" * header_letters + "…") + 2 * metrics.horizontalAdvance("0") \
+            if header_letters else 0
+        shown = [c for c in range(len(COLUMN_KEYS)) if not header.isSectionHidden(c)]
+        natural, floor = [], []
+        for column in shown:
+            cells = self.table.sizeHintForColumn(column)  # -1 without rows
+            wanted = max(cells, header.sectionSizeHint(column))
+            natural.append(wanted)
+            least = word_floor if COLUMN_KEYS[column] in WORDS else max(cells, 0)
+            floor.append(min(wanted, max(least, named)))
+        return shown, natural, floor
 
     def _tab_titles(self) -> None:
         if self.result is None:

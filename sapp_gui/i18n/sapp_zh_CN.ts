@@ -2577,6 +2577,10 @@
         <translation>结果（JSON）…</translation>
     </message>
     <message>
+        <source>Same in every row: {0}</source>
+        <translation>每行相同：{0}</translation>
+    </message>
+    <message>
         <source>Strategies that fit</source>
         <translation>满足预算的策略</translation>
     </message>

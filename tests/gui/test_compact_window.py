@@ -51,3 +51,47 @@ def test_search_table_keeps_peak_and_step_in_view(qtbot, window) -> None:
         column = COLUMN_KEYS.index(key)
         left = header.sectionViewportPosition(column)
         assert left >= 0 and left + header.sectionSize(column) <= width, key
+
+
+@pytest.mark.parametrize("lang", ["en", "zh_CN"])
+def test_the_search_tab_fits_1024x640_without_sideways_scrolling(qtbot, window, lang) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication, QScrollArea
+
+    from sapp_gui.search_model import COLUMN_KEYS
+
+    open_and_wait(qtbot, window, [MF_DSV3])
+    if lang != "en":
+        window.actions_.language_actions[lang].trigger()
+    run_search(qtbot, window, {"tp": "auto", "pp": "auto", "rec": "auto"})
+    panel = window.workspace_tabs.search
+    wide_columns = panel.space.grid.columnCount()
+    window.resize(1024, 640)
+    for _ in range(5):
+        QApplication.processEvents()
+    qtbot.wait(50)
+    # the tab itself: the search space's dimensions reflow into fewer columns instead of widening it
+    assert window.findChild(QScrollArea, "searchScroll").horizontalScrollBar().maximum() == 0
+    assert panel.space._arrangement[0] < 4 <= wide_columns
+    # the table: the dimensions the search kept fixed are named once above it, the rest fit its width
+    table = panel.table
+    assert table.horizontalScrollBar().maximum() == 0
+    header = table.horizontalHeader()
+    fixed = [k for k in ("vpp", "cp", "ep", "mbs", "sp", "schedule") if header.isSectionHidden(COLUMN_KEYS.index(k))]
+    assert fixed == ["vpp", "cp", "ep", "mbs", "sp", "schedule"]
+    assert panel.results.same_label.isVisible() and "EP 8" in panel.results.same_label.text()
+    assert not any(header.isSectionHidden(COLUMN_KEYS.index(k)) for k in ("tp", "pp", "rec", "peak", "step"))
+    # the step time without its band; the cell's tooltip keeps it
+    step = COLUMN_KEYS.index("step")
+    index = panel.proxy.index(0, step)
+    row = panel.rows[panel.proxy.mapToSource(index).row()]
+    assert index.data() == row.row.throughput.step.text
+    assert row.row.throughput.step.with_band() in index.data(Qt.ItemDataRole.ToolTipRole)
+    # on a wide window every column has its full width and the band comes back
+    window.resize(1600, 1000)
+    for _ in range(5):
+        QApplication.processEvents()
+    assert panel.space._arrangement[0] == 4
+    assert index.data() == row.row.throughput.step.with_band()
+    assert all(header.sectionSize(c) >= table.sizeHintForColumn(c) for c in range(len(COLUMN_KEYS))
+               if not header.isSectionHidden(c))
