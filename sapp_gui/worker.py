@@ -1,10 +1,12 @@
 """Work the GUI thread never does: reading files and pricing plans.
 
 Estimates: a one-thread QThreadPool, a short debounce, and a generation counter so that a result computed for
-an older state is dropped instead of drawn. ``EstimateRunner.request(parsed)`` bumps the generation and
-(re)starts the debounce timer; when it fires the newest plan is priced on the pool. A job that starts after a
-newer request skips its work; a job that finishes for an old generation is counted in ``discarded`` and not
-emitted.
+an older state is dropped instead of drawn. ``EstimateRunner.request(parsed)`` bumps the generation; an edit
+after a pause (nothing requested for the debounce interval) is priced on the next turn of the event loop, which
+still merges the edits one action makes together, and an edit that follows another within the interval
+(re)starts the debounce timer, so that a burst is priced once, at its end; the newest plan is priced on the
+pool. A job that starts after a newer request skips its work; a job that finishes for an old generation is
+counted in ``discarded`` and not emitted.
 
 Opening: ``OpenRunner`` reads files (``estimator.session.read_plan``) on a thread of its own per request, so a
 file that takes long or never ends (a FIFO with no writer, a pathological include chain) never freezes the
@@ -27,7 +29,7 @@ from estimator.parsed import ParsedConfig
 from estimator.result import Result
 from estimator.session import Opened, OpenRequest, read_plan
 
-DEBOUNCE_MS = 20  # ≤ 30 ms between the last edit and the start of its estimate
+DEBOUNCE_MS = 20  # ≤ 30 ms between the last edit of a burst and the start of its estimate
 
 EstimateFn = Callable[..., Result]
 
@@ -92,7 +94,7 @@ class EstimateRunner(QObject):
         self._signals.done.connect(self._on_done)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
-        self._timer.setInterval(debounce_ms)
+        self._debounce_ms = debounce_ms
         self._timer.timeout.connect(self._launch)
         self._explain_pending: set[int] = set()
         self.requested_at: float = 0.0
@@ -101,8 +103,12 @@ class EstimateRunner(QObject):
         """Schedule an estimate of ``parsed``; any older request or running job becomes stale."""
         self.generation += 1
         self._pending = parsed
-        self.requested_at = time.perf_counter()
-        self._timer.start()
+        now, before = time.perf_counter(), self.requested_at
+        self.requested_at = now
+        if self._timer.isActive() and self._timer.interval() == 0:
+            return self.generation  # priced on this turn's launch, which takes the newest plan
+        after_pause = (now - before) * 1000 >= self._debounce_ms
+        self._timer.start(0 if after_pause else self._debounce_ms)
         return self.generation
 
     def request_now(self, parsed: ParsedConfig) -> int:

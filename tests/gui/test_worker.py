@@ -84,6 +84,28 @@ def test_rapid_requests_are_debounced_into_one_estimate(qtbot, plans) -> None:
         runner.shutdown()
 
 
+def test_an_edit_after_a_pause_starts_at_once_and_a_burst_waits_for_its_end(qtbot, plans) -> None:
+    first, second = plans
+    runner = EstimateRunner(debounce_ms=1000)  # long enough to tell the two apart under load
+    try:
+        started: list[float] = []
+        runner.started.connect(lambda _g: started.append(time.perf_counter()))
+        with qtbot.waitSignal(runner.finished, timeout=20000):
+            asked = time.perf_counter()
+            runner.request(first)
+        assert started[0] - asked < 0.5  # the next turn of the event loop, not the debounce
+        with qtbot.waitSignal(runner.finished, timeout=20000) as blocker:
+            runner.request(second)  # right after the first: part of a burst
+            qtbot.wait(300)
+            asked = time.perf_counter()
+            runner.request(first)   # and another: the debounce starts again from here
+        # a coarse timer fires within 5 % of its interval: 0.95 s after the last request, not 0.7 after the one before
+        assert len(started) == 2 and started[1] - asked >= 0.9
+        assert blocker.args[0].parsed is first
+    finally:
+        runner.shutdown()
+
+
 def test_errors_come_back_as_outcomes(qtbot, plans) -> None:
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
