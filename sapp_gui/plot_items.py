@@ -81,7 +81,6 @@ def blend(background: QColor, foreground: QColor, share: float) -> QColor:
                                                                 strict=True)))
 
 
-
 class Bars(pg.BarGraphItem):
     """pyqtgraph's bars, keeping their bounding rectangle until the bars change (``setOpts``: positions, heights,
     pens) or the view's transform does (the rectangle is padded by half a pen width in pixels). pyqtgraph

@@ -28,4 +28,3 @@ def style_axes(item: Any, widget: QWidget) -> None:
         axis.setTextPen("#222222")
         axis.enableAutoSIPrefix(False)
         axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-

@@ -173,46 +173,52 @@ class SearchResultsTabs(QTabWidget):
         return super().eventFilter(watched, event)
 
     def fit_columns(self) -> None:
-        """Every column as wide as its header and cells ask when the table has the room; otherwise the columns
-        give up width in proportion to what each can spare, so that the table fits its width (issue 12: no
-        sideways scrolling at 1024×640): a header elides (its tooltip says what the column is), a column of
-        words narrows to about four letters and elides (each cell's tooltip has its text), a number or a mark
-        keeps its width (a cut number would read as another number); the step time shows its value without the
-        band when even that is too wide (the band stays in the tooltip). Only what still does not fit scrolls."""
+        """Every column as wide as its header and cells ask when the table has the room; otherwise the table fits
+        its width (issue 12: no sideways scrolling at 1024×640): each column keeps the least it can show — a
+        number or a mark its cells (a cut number would read as another number), a column of words about four
+        letters (it elides; each cell's tooltip has its text) — then two letters of each header from the left
+        (the columns that matter most come first; a header elides, its tooltip says what the column is), then
+        the rest in proportion to what each still asks. The step time shows its value without the band (kept in
+        the tooltip) when the band would cost a header its letters. Only what still does not fit scrolls."""
         header = self.table.horizontalHeader()
         room = self.table.viewport().width()
-        # the step time's band goes (to the tooltip) before a header is cut to less than two letters, and that
-        # before anything scrolls
-        for band, header_letters in ((True, 2), (False, 2), (False, 0)):
+        for band in (True, False):
             self.model.set_step_band(band)
-            shown, natural, floor = self._column_widths(header_letters)
-            if sum(floor) <= room:
+            shown, natural, least, named = self._column_widths()
+            if sum(named) <= room:
                 break
-        spare = sum(natural) - sum(floor)
-        cut = min(max(0, sum(natural) - room), spare)
-        for column, wanted, least in zip(shown, natural, floor, strict=True):
-            width = wanted - (cut * (wanted - least) + spare - 1) // spare if spare else wanted  # rounds the cut up
+        widths = list(least)
+        left = room - sum(widths)
+        for k, wanted in enumerate(named):
+            given = max(0, min(wanted - widths[k], left))
+            widths[k] += given
+            left -= given
+        asked = [wanted - width for wanted, width in zip(natural, widths, strict=True)]
+        if left > 0 and sum(asked) > 0:
+            share, total = min(left, sum(asked)), sum(asked)
+            widths = [width + more * share // total for width, more in zip(widths, asked, strict=True)]
+        for column, width in zip(shown, widths, strict=True):
             if header.sectionSize(column) != width:
                 header.resizeSection(column, width)
 
-    def _column_widths(self, header_letters: int) -> tuple[list[int], list[int], list[int]]:
-        """The shown columns, the width each asks for and the least it takes, keeping ``header_letters`` of
-        each header (fit_columns)."""
+    def _column_widths(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The shown columns and, for each, the width it asks for, the least it takes and the least that keeps
+        two letters of its header (fit_columns)."""
         header = self.table.horizontalHeader()
         metrics = self.table.fontMetrics()
         word_floor = metrics.horizontalAdvance("m") * WORD_FLOOR_EM
-        # the letters, the ellipsis and the section's margins (what a one-letter header asks beyond its letter)
-        named = metrics.horizontalAdvance("M" * header_letters + "…") + 2 * metrics.horizontalAdvance("0") \
-            if header_letters else 0
+        # two letters, the ellipsis and the section's margins
+        two_letters = metrics.horizontalAdvance("MM…") + 2 * metrics.horizontalAdvance("0")
         shown = [c for c in range(len(COLUMN_KEYS)) if not header.isSectionHidden(c)]
-        natural, floor = [], []
+        natural, least, named = [], [], []
         for column in shown:
             cells = self.table.sizeHintForColumn(column)  # -1 without rows
             wanted = max(cells, header.sectionSizeHint(column))
+            floor = min(wanted, word_floor if COLUMN_KEYS[column] in WORDS else max(cells, 0))
             natural.append(wanted)
-            least = word_floor if COLUMN_KEYS[column] in WORDS else max(cells, 0)
-            floor.append(min(wanted, max(least, named)))
-        return shown, natural, floor
+            least.append(floor)
+            named.append(max(floor, min(wanted, two_letters)))
+        return shown, natural, least, named
 
     def _tab_titles(self) -> None:
         if self.result is None:
