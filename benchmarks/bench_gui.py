@@ -10,8 +10,9 @@ commit (an edit after a pause is handed over on the next turn of the event loop,
 waits for the burst to end: docs/decisions.md P-GUI-PAINT). "drawn" is when the chart items hold the new
 numbers; "painted" is after the pending paint events ran.
 
-Measured (2026-12-02, 2 shared cores at a load of 4.7–5.5, 100 edits per run, alternating with main 0b00e73):
-edit → painted p50 40–81 ms, p95 83–172 ms (main: 60–82 / 117–183 ms); the GUI thread's CPU 20–26 ms per edit.
+Measured (2026-12-02, 2 shared cores at a load of 4.0–5.4, six runs of 100 edits alternating 69d3a72 with
+0b00e73): edit → painted p50 24–67 ms, p95 55–172 ms (0b00e73: 65–99 / 108–243 ms); the GUI thread's CPU per edit
+20–30 ms (26–35).
 """
 
 from __future__ import annotations
