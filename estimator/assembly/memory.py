@@ -386,7 +386,8 @@ def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
     for name in CATEGORIES:
         total = total + cat[name]
     if isinstance(total, np.ndarray):  # a per-device constant (runtime context, …) gets the stage's shape too
-        cat = {name: value if np.shape(value) == total.shape else value + np.zeros_like(total)
+        zeros = np.zeros_like(total)
+        cat = {name: value if (value.shape if isinstance(value, np.ndarray) else ()) == total.shape else value + zeros
                for name, value in cat.items()}
     # [S-OPT] what the rows hold at the optimizer step, the optimizer's temporaries, the stage terms' part
     held = chunk_totals(pricer, chunks)

@@ -347,12 +347,10 @@ def _host_text(parsed: ParsedConfig, cands: Candidates, derived, priced, k: int)
 def _pareto(times: np.ndarray, peaks: np.ndarray) -> list[int]:
     """Indices of the non-dominated (step time, peak) points, fastest first."""
     order = np.lexsort((peaks, times))
-    out, best_peak = [], np.inf
-    for k in order:
-        if peaks[k] < best_peak:
-            out.append(int(k))
-            best_peak = peaks[k]
-    return out
+    ordered = peaks[order]
+    # a point is on the front when its peak is below every faster point's (the running minimum before it)
+    before = np.fmin.accumulate(np.concatenate(([np.inf], ordered[:-1])))
+    return order[ordered < before].tolist()
 
 
 def _display_row(cands: Candidates, derived: dict[str, np.ndarray], k: int) -> dict[str, int]:
