@@ -72,8 +72,8 @@ def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str)
     # as written at the plan's pp/vpp, mapped onto the candidate's otherwise (docs/model.md#rescaling)
     keeps_layout = st.offset is not None or st.partition is not None
     if (row["p"], row["vp"]) != (st.pp, st.vpp) and (keeps_layout or row["rec"] == KEEP_PARSED_REC):
-        candidate = rescale(candidate, plan_layout(parsed.model, st, parsed.hardware, parsed.options), row["p"],
-                            row["vp"])
+        candidate = dataclasses.replace(candidate, **dict(_rescaled(parsed.model, st, parsed.hardware,
+                                                                     parsed.options, row["p"], row["vp"])))
     if row["rec"] == KEEP_PARSED_REC:
         return candidate
     # a uniform recompute mode replaces the plan's recompute; noop layers stay: they pad the stack so that
@@ -87,6 +87,17 @@ def plan_layout(model: ModelSpec, strategy: Strategy, hardware: Hardware, option
     """The plan's own layout, which every candidate at other pipeline degrees is mapped from (kept: one search
     asks for it once per group and per ranked row)."""
     return build_layout(layout_inputs(resolve(model, strategy, hardware, options)))
+
+
+@lru_cache(maxsize=64)
+def _rescaled(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions, p: int,
+              vp: int) -> tuple[tuple[str, object], ...]:
+    """The fields ``rescale`` changes when it maps the plan's layout onto (p, vp): its offsets, partition and
+    recompute lists, which it computes from those of the plan and the plan's layout alone — so every candidate
+    at (p, vp), which keeps them from the plan, takes the same (kept: a search asks once per group and row)."""
+    ours = rescale(strategy, plan_layout(model, strategy, hardware, options), p, vp)
+    return tuple((name, getattr(ours, name)) for name in ("offset", "partition", "recompute")
+                 if getattr(ours, name) is not getattr(strategy, name))
 
 
 def _defaults_unstated(parsed: ParsedConfig, candidate: Strategy) -> Strategy:
