@@ -6,10 +6,12 @@ as many float64 elements, and the latency of a cancel issued mid-pricing. Prints
 
     .venv/bin/python benchmarks/bench_search.py
 
-Last measured (2026-12-02, alternating with the previous main in one process, four rounds at a load of 8–9,
-min/median/max CPU; docs/decisions.md P-SEARCH-SPEED): DeepSeek-V3 1.30/1.51/1.77 s (was 1.50/1.61/1.88),
-pricing 4.9/5.3/6.3 µs per surviving candidate ≈ 17,000–22,000 numpy additions over as many elements;
-Llama-3-70B 1.46/1.65/1.99 s (was 1.92/2.01/2.21), 53/63/79 µs per survivor. Goal ≤ 1 s: missed.
+Last measured (2026-12-02 morning, alternating with the previous main c88f733 in one process, ten rounds at a
+load of 5–6.5, min/median/max CPU; docs/decisions.md P-SEARCH-SPEED): DeepSeek-V3 0.92/1.04/1.25 s (was
+1.03/1.12/1.35), Llama-3-70B 0.84/0.92/1.07 s (was 1.13/1.24/1.46). This script right after, at a load of 4.4:
+DeepSeek-V3 0.81 s of CPU, pricing 2.9 µs per surviving candidate ≈ 13,700 numpy additions over as many
+elements; Llama-3-70B 0.86 s, 32 µs per survivor ≈ 210,000 such passes. Goal ≤ 1 s in-process: met on CPU;
+≤ 0.75 s (room for the CLI's own overhead): missed.
 """
 
 from __future__ import annotations
