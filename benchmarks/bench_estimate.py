@@ -12,10 +12,11 @@ process (a shared machine's wall clock also counts other processes), min and med
 
     .venv/bin/python benchmarks/bench_estimate.py [--repeat N] [--rounds R]
 
-Last measured (2026-12-02, alternating with the previous main, load 7.7–8.0, min/median CPU ms): DeepSeek-V3 repeat
-0.59/0.64–0.74 (was 2.09/2.30–2.56), the edit mix 0.62/0.88–1.14 (was 1.89/2.36–2.77); Llama-3-70B repeat
-1.14/1.27–1.40 (was 2.37/2.66–3.15), the edit mix 1.29/2.50–2.64 (was 2.21/2.75–3.59); a cold tp/pp/recompute
-edit 5–15 % slower than before (docs/decisions.md P-SCALAR-SPEED). Goal 0.2 ms: missed.
+Last measured (2026-12-02, alternating with main before the reuse rounds, load 5.8–6.2, min/median CPU ms):
+DeepSeek-V3 repeat 0.52–0.54/0.60–0.82 (was 2.26–2.53/2.73–3.05), the edit mix 0.56–0.62/0.90–1.13 (was
+1.97–2.51/2.62–3.44); Llama-3-70B repeat 1.16–1.18/1.27–1.80 (was 2.61–2.68/3.09–4.07), the edit mix
+1.28–1.50/2.52–2.89 (was 2.65–2.74/3.32–4.52); a cold tp/pp/recompute edit about as before or 5–15 % slower
+(docs/decisions.md P-SCALAR-SPEED). Goal 0.2 ms: missed (the floor: the per-stage work every estimate repeats).
 """
 
 from __future__ import annotations

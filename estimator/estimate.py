@@ -22,6 +22,7 @@ from .hardware import Hardware, runtime_of
 from .hardware_figures import figures_json
 from .host import HostMemory, host_memory
 from .kinds import base_of, tp_divisors
+from .kinds import generation as kinds_generation
 from .layout import Layout, build_layout, layout_inputs
 from .messages import msg
 from .model import ModelSpec
@@ -29,7 +30,7 @@ from .options import RunOptions
 from .params import parameter_counts
 from .resolve import Resolved, dense_domain
 from .result import Result, StageResult
-from .reuse import resolved, row_book
+from .reuse import key_of, resolved, row_book
 from .schedules import inflight_profile
 from .stage import StagePricer, stage_rows
 from .steptime import StepTime, step_seconds, step_time
@@ -57,12 +58,25 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     # (reuse.py: an edit of the micro-batch count, going back to an earlier plan)
     pricer = StagePricer(r, layout, row_book(r))
     want_explain = options.explain if explain is None else explain
-    stages = price_stages(pricer, [profile_points(profile[i]) for i in range(par.p)], want_explain)
+    stages = price_stages(pricer, _points(profile), want_explain)
     if not with_time:
         return assemble(r, layout, stages, host=host_memory(r, stages))
     step = step_time(pricer)
     return assemble(r, layout, stages, step, host_memory(r, stages),
                     step_band(pricer) if r.hardware.has_band else None)
+
+
+_POINTS: dict[int, tuple[tuple, list]] = {}
+
+
+def _points(profile: tuple) -> list:
+    """Each stage's replay points, made once per in-flight profile (``inflight_profile`` keeps its profiles)."""
+    got = _POINTS.get(id(profile))
+    if got is None or got[0] is not profile:
+        if len(_POINTS) >= 256:
+            _POINTS.clear()
+        got = _POINTS[id(profile)] = (profile, [profile_points(stage) for stage in profile])
+    return got[1]
 
 
 def step_band(pricer: StagePricer) -> tuple[float, float]:
@@ -90,7 +104,7 @@ def _band_end(pricer: StagePricer, end: str) -> Hardware:
 
 def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
     d, par, st = r.dims, r.par, r.strategy
-    kinds = {base_of(k) for k in (*r.model.body_kinds(), *r.model.mtp_kinds())}  # data kinds by their base
+    kinds, divisors = _model_kinds(r.model)
     l_eff = d.n_lay + len(st.noop_layers) + (d.n_mtp if st.mtp_in_offset else 0) + \
         (2 if st.emb_out_in_offset else 0)
     return RuleContext(
@@ -101,7 +115,23 @@ def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
         m=par.m, s=par.s, sp=par.sp, u=par.u, os=par.os, os_e=par.os_e, domain=dense_domain(r.flags, par),
         domain_e=par.edp, vpp_group=st.vpp_group or par.p, allow_underfilled=r.options.allow_underfilled_pipeline,
         fp8_problem=fp8_problem(st.fp8, r.fw.name, r.hardware.peak_flops, r.hardware.id or r.hardware.name),
-        peft_problem=peft_problem(st), kind_divisors=tp_divisors(r.model))
+        peft_problem=peft_problem(st), kind_divisors=divisors)
+
+
+_KINDS: dict[tuple, tuple[frozenset[str], tuple[tuple[str, int], ...]]] = {}
+
+
+def _model_kinds(model: ModelSpec) -> tuple[frozenset[str], tuple[tuple[str, int], ...]]:
+    """The model's data kinds by their base, and the fields TP must divide for them (``tp_divisors``), kept per
+    model (by value and type) and registry of layer kinds."""
+    key = (key_of(model), kinds_generation())
+    got = _KINDS.get(key)
+    if got is None:
+        if len(_KINDS) >= 64:
+            _KINDS.clear()
+        got = _KINDS[key] = (frozenset(base_of(k) for k in (*model.body_kinds(), *model.mtp_kinds())),
+                             tp_divisors(model))
+    return got
 
 
 # ------------------------------------------------------------------------------------------ verdict

@@ -120,3 +120,14 @@ def test_a_session_edit_and_undo_reuse_the_plan(tmp_path):
     session.undo()
     back = session.parsed
     assert _text(estimate(back.model, back.strategy, back.hardware, back.options)) == _text(first)
+
+
+def test_a_stage_whose_points_stay_is_not_combined_again():
+    """Under 1F1B with m ≥ p every stage keeps its in-flight points when m changes: the stages' combined tensors
+    are found again (and the estimate equals one with nothing kept — test_kept_parts_never_change_a_result)."""
+    estimate(DENSE, PLAN, H100, MEGATRON)
+    book = reuse.row_book(reuse.resolved(DENSE, PLAN, H100, MEGATRON))
+    kept = dict(book.shared["combined"])
+    assert len(kept) == PLAN.pp
+    estimate(DENSE, PLAN.replace(micro_batches=16), H100, MEGATRON)
+    assert book.shared["combined"] == kept

@@ -428,10 +428,31 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     return _finish(pricer, stage, tensors)
 
 
+KEPT_COMBINED = 256  # stages kept per row book: each micro-batch count the user tries adds at most one per stage
+
+
+def _kept_combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence[Any], vision: Num) -> Tensors:
+    """``_combined`` of one plan, kept with the rows (``shared``) under the chunk sums it combines and the points'
+    in-flight counts (integers) and backward chunks: it reads nothing else of the plan, so a stage whose in-flight
+    points an edit left as they were (the micro-batch count under 1F1B with m ≥ p) is not combined again."""
+    if type(points) is not list or type(vision) is not bool or \
+            any(pt.valid is not True or any(type(n) is not int for n in pt.counts) for pt in points):
+        # arrays or masked points: the search, the balancer
+        return _combined(pricer, chunks, points, vision, pricer.memo)
+    kept = pricer.shared.setdefault("combined", {})
+    key = (id(chunks), vision, tuple((pt.counts, pt.backward_chunk) for pt in points))
+    got = kept.get(key)  # type: ignore[attr-defined]
+    if got is None or got[0] is not chunks:
+        if len(kept) >= KEPT_COMBINED:  # type: ignore[arg-type]
+            kept.clear()  # type: ignore[attr-defined]
+        got = kept[key] = (chunks, _combined(pricer, chunks, points, vision, pricer.memo))  # type: ignore[index]
+    return got[1]  # type: ignore[no-any-return]
+
+
 def _tensors(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any], chunks: Sequence[ChunkSums],
              explain: bool, rows: Sequence[Row] | None) -> Tensors:
     if not pricer.r.flags.fsdp2:
-        return _combined(pricer, chunks, points, form.vision, pricer.memo)
+        return _kept_combined(pricer, chunks, points, form.vision)
 
     rows = stage_rows(pricer, stage) if rows is None else rows
     peak = fsdp.peak_instant(pricer, list(rows), [c.act for c in chunks], points, explain)
