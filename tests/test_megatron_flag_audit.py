@@ -102,3 +102,12 @@ def test_mindspeeds_memory_efficient_logits_are_said_in_its_dialect_only(capsys,
     megatron = with_flags(tmp_path, f"    --mtp-mem-efficient-logits\n{NO_MASK}", name="megatron.sh")
     texts = [w["text"] for w in cli_warnings(capsys, megatron) if "--mtp-mem-efficient-logits" in w["text"]]
     assert len(texts) == 1 and "which Megatron-LM does not accept" in texts[0]
+
+
+def test_mindspeed_rmsnorm_without_the_fused_kernel_is_said(capsys, tmp_path):
+    script = ROOT / "tests" / "fixtures" / "mindspeed" / "lora_llama2_7b.sh"
+    assert "--use-fused-rmsnorm" not in script.read_text(encoding="utf-8")
+    said = [w["text"] for w in cli_warnings(capsys, str(script)) if "--use-fused-rmsnorm" in w["text"]]
+    assert len(said) == 1 and "activation memory and step time lower bounds" in said[0]
+    fused = variant(tmp_path, script, ("--normalization RMSNorm", "--normalization RMSNorm --use-fused-rmsnorm"))
+    assert not [w for w in cli_warnings(capsys, fused) if "--use-fused-rmsnorm" in w["text"]]
