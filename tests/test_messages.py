@@ -204,6 +204,17 @@ def test_catalogue_files_load_and_keys_are_unique() -> None:
     assert len(seen) == len(catalogue())
 
 
+def test_the_catalogue_reads_as_pure_python_yaml_does() -> None:
+    """The catalogue is read with libyaml's parser (``yamlio.load_data``): the same templates to the character as
+    PyYAML's pure-Python ``safe_load``."""
+    import yaml
+    expected: dict[str, dict[str, str]] = {}
+    for path in catalogue_files():
+        for key, entry in yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader).items():
+            expected[str(key)] = {str(lang): str(text) for lang, text in entry.items()}
+    assert catalogue() == expected
+
+
 # ------------------------------------------------------------------------------------------ the source
 def test_every_message_of_the_source_is_catalogued_with_its_parameters() -> None:
     cat = catalogue()
