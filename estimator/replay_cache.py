@@ -6,6 +6,10 @@ their arguments and the code of ``schedules``, so they are kept in one JSON file
 (``replay-<hash>.json`` in the user's cache folder, ``$SAPP_CACHE_DIR`` wins), read on first use and written back
 (merged, atomically) when the process ends. A missing, unreadable or malformed file or entry is a cache miss,
 never an error: the replay is simply computed again.
+
+Each entry's replay is stored as its own JSON text inside the file, decoded and checked only when a process asks
+for it: a process needs a handful of the file's hundreds (up to ``MAX_ENTRIES``) of replays, and decoding and
+checking all of them cost every cold estimate ~60 ms for a 250 KB file (0.6 s at the 14 MiB limit).
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .inputs import load_json, read_text
+from .inputs import read_text
 from .limits import MAX_CACHE_BYTES
 
 MAX_ENTRIES = 20_000  # a few MB of JSON at most; beyond that the oldest entries go
 Key = tuple[Any, ...]
 Profile = tuple[tuple[tuple[tuple[int, ...], int], ...], ...]  # per stage: (counts per chunk, backward chunk)
 
-_loaded: dict[str, Profile] | None = None
+FORMAT = b"replays as JSON text per entry (2)"  # part of the file's name: a file in another format is not read
+_loaded: dict[str, Any] | None = None  # key text -> the stored JSON text, or once asked for, its Profile (None: bad)
 _pending: dict[str, Profile] = {}
 
 
@@ -60,7 +65,7 @@ def _path() -> Path | None:
     code = _code_of_schedules()
     if not code:
         return None
-    return cache_dir() / f"replay-{hashlib.sha256(code).hexdigest()[:16]}.json"
+    return cache_dir() / f"replay-{hashlib.sha256(FORMAT + code).hexdigest()[:16]}.json"
 
 
 def _text(key: Key) -> str:
@@ -84,31 +89,43 @@ def _valid(key: Key, value: Any) -> bool:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    """The stored replays; {} when there are none or the file is not what this module writes (a regular JSON
-    file of at most MAX_CACHE_BYTES: a FIFO or /dev/zero in its place must not hang or fill memory)."""
+    """The stored entries (key text -> JSON text, undecoded); {} when there are none or the file is not what this
+    module writes (a regular JSON file of at most MAX_CACHE_BYTES: a FIFO or /dev/zero in its place must not hang
+    or fill memory; a number too long for ``int`` or nesting too deep for the parser is a malformed file)."""
     if not path.exists():
         return {}
     try:
-        data = load_json(read_text(path, MAX_CACHE_BYTES), str(path))
-    except ConfigError:
+        data = json.loads(read_text(path, MAX_CACHE_BYTES))
+    except (ConfigError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _decode(key: Key, stored: Any) -> Profile | None:
+    """An entry's replay from its stored text; None when it is not what this module writes."""
+    if not isinstance(stored, str):
+        return None
+    try:
+        value = json.loads(stored)
+    except (ValueError, RecursionError):
+        return None
+    if not _valid(key, value):
+        return None
+    return tuple(tuple((tuple(c), b) for c, b in stage) for stage in value)
 
 
 def get(key: Key) -> Profile | None:
     """The stored replay of ``key`` (schedule, p, vp, m, vpp_group, n_s, overlap), or None."""
     global _loaded
     if _loaded is None:
-        _loaded = {}
         path = _path()
-        for text, value in (_read(path) if path is not None else {}).items():
-            try:
-                stored_key = tuple(json.loads(text))
-            except ValueError:
-                continue
-            if len(stored_key) == 7 and _valid(stored_key, value):
-                _loaded[text] = tuple(tuple((tuple(c), b) for c, b in stage) for stage in value)
-    return _loaded.get(_text(key))
+        _loaded = _read(path) if path is not None else {}
+    text = _text(key)
+    stored = _loaded.get(text)
+    if stored is None or isinstance(stored, tuple):
+        return stored
+    profile = _loaded[text] = _decode(key, stored)
+    return profile
 
 
 def put(key: Key, profile: Profile) -> None:
@@ -130,7 +147,8 @@ def flush() -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         merged = _read(path)
-        merged.update({k: [[[list(c), b] for c, b in stage] for stage in v] for k, v in _pending.items()})
+        merged.update({k: json.dumps([[[list(c), b] for c, b in stage] for stage in v], separators=(",", ":"))
+                       for k, v in _pending.items()})
         if len(merged) > MAX_ENTRIES:
             merged = dict(list(merged.items())[-MAX_ENTRIES:])
         fd, tmp = tempfile.mkstemp(prefix=".replay-", dir=path.parent)

@@ -45,7 +45,11 @@ def test_a_damaged_file_is_a_miss(fresh, monkeypatch):
     path = next(fresh.glob("replay-*.json"))
     data = json.loads(path.read_text())
     first = next(iter(data))
-    data[first][0][0][0] = [-1] * len(data[first][0][0][0])  # a negative count: not a replay we wrote
+    entry = json.loads(data[first])  # each replay is its own JSON text, decoded when asked for
+    entry[0][0][0] = [-1] * len(entry[0][0][0])  # a negative count: not a replay we wrote
+    data[first] = json.dumps(entry)
+    second = list(data)[1]
+    data[second] = "[[[[1,"  # an entry's text that is not JSON
     path.write_text(json.dumps(data))
     monkeypatch.setattr(replay_cache, "_loaded", None)
     schedules.replay_profile.cache_clear()
