@@ -24,7 +24,7 @@ same source):
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left, insort
 from dataclasses import dataclass
 
 MIN_BLOCK = 512
@@ -46,24 +46,31 @@ class AllocatorConfig:
 
 
 class _Block:
-    __slots__ = ("addr", "allocated", "key", "mapped", "next", "pool", "prev", "segment", "size")
+    __slots__ = ("addr", "allocated", "mapped", "next", "pool", "prev", "size")
 
-    def __init__(self, addr: int, size: int, segment: int, pool: _Pool, prev: _Block | None = None,
+    def __init__(self, addr: int, size: int, pool: _Pool, prev: _Block | None = None,
                  next: _Block | None = None, mapped: bool = True) -> None:
-        self.addr, self.size, self.segment, self.pool = addr, size, segment, pool
+        self.addr, self.size, self.pool = addr, size, pool
         self.allocated = False
         self.mapped = mapped
         self.prev, self.next = prev, next
-        self.key: tuple | None = None
+
+
+# A free block's key in its pool's sorted list: size << _KEY_SHIFT | address, so that the order is best fit, ties
+# to the lower address (as PyTorch's (size, address) comparison), with one integer comparison per probe. Unique in
+# a pool: its blocks never overlap. Addresses stay below 2**_KEY_SHIFT (segment numbers below 2**48).
+_KEY_SHIFT = 96
+_SEGMENT_SHIFT = 48
 
 
 class _Pool:
-    __slots__ = ("free", "mapped_end", "reserved", "small", "tail")
+    __slots__ = ("blocks", "free", "mapped_end", "reserved", "small", "tail")
 
     def __init__(self, small: bool) -> None:
         self.small = small
-        self.free: list[tuple] = []          # (size, addr, serial, block), sorted: best fit, ties to the lower address
-        self.tail: _Block | None = None      # expandable: the unmapped tail block
+        self.free: list[int] = []              # the free blocks' keys, sorted
+        self.blocks: dict[int, _Block] = {}    # key → free block
+        self.tail: _Block | None = None        # expandable: the unmapped tail block
         self.mapped_end = 0
         self.reserved = 0
 
@@ -87,7 +94,10 @@ def allocation_size(size: int) -> int:
 
 
 class CachingAllocator:
-    """Replays ``malloc``/``free`` and keeps the peaks of allocated and reserved bytes."""
+    """Replays ``malloc``/``free`` and keeps the peaks of allocated and reserved bytes.
+
+    A replay runs tens of thousands of events per stage on every cold estimate, so the common path (a free block
+    that fits, split, freed and merged back) is written out in ``malloc`` and ``free`` rather than in helpers."""
 
     def __init__(self, config: AllocatorConfig | None = None) -> None:
         self.config = config or AllocatorConfig()
@@ -97,90 +107,95 @@ class CachingAllocator:
         self.pools: dict[tuple[int, bool], _Pool] = {}
         self.allocated = self.reserved = 0
         self.max_allocated = self.max_reserved = 0
-        self._next_id = 0
         self._segments = 0
         self._live: dict[int, _Block] = {}
 
     # ------------------------------------------------------------------------------------------ public
     def malloc(self, handle: int, size: int, stream: int = 0) -> None:
         size = int(size)
-        if self._divisions > 1 or size < MIN_BLOCK:
-            size = round_size(size, self._divisions)
+        divisions = self._divisions
+        if divisions > 1 or size < MIN_BLOCK:
+            size = round_size(size, divisions)
         else:
             size = -(-size // MIN_BLOCK) * MIN_BLOCK
         small = size <= SMALL_SIZE
         pool = self.pools.get((stream, small))
         if pool is None:
             pool = self.pools[(stream, small)] = _Pool(small)
-        block = self._take_free(pool, size)
+        free = pool.free
+        n = len(free)
+        i = bisect_left(free, size << _KEY_SHIFT)  # the first free block at least this large: best fit
+        block: _Block | None = None
+        if i < n:
+            blocks = pool.blocks
+            tail = pool.tail
+            limit = self._limit
+            while i < n:
+                candidate = blocks[free[i]]
+                if tail is not None and candidate.next is tail and i + 1 < n:
+                    i += 1  # the tail block can grow into new pages: a block that fits as it is comes first
+                    continue
+                if limit is not None and (size < limit <= candidate.size or
+                                          (size >= limit and candidate.size >= size + LARGE_BUFFER)):
+                    break  # an oversize block serves only requests near its size: a new segment instead
+                del blocks[free.pop(i)]
+                block = candidate
+                break
         if block is None:
             block = self._expand(pool, size) if self._expandable else self._new_segment(pool, size)
-        if block.size - size >= MIN_BLOCK:  # a remainder that could be split off
-            block = self._split(pool, block, size)
+        remaining = block.size - size
+        if remaining >= MIN_BLOCK and (pool.small or self._expandable or (  # split off the remainder
+                remaining > SMALL_SIZE and (self._limit is None or size < self._limit))):
+            nxt = block.next
+            rest = _Block(block.addr + size, remaining, pool, block, nxt)
+            if nxt is not None:
+                nxt.prev = rest
+            block.next = rest
+            block.size = size
+            key = remaining << _KEY_SHIFT | rest.addr
+            insort(free, key)
+            pool.blocks[key] = rest
         block.allocated = True
         self._live[handle] = block
-        self.allocated += block.size
-        if self.allocated > self.max_allocated:
-            self.max_allocated = self.allocated
+        allocated = self.allocated = self.allocated + block.size
+        if allocated > self.max_allocated:
+            self.max_allocated = allocated
 
     def free(self, handle: int) -> None:
         block = self._live.pop(handle)
         pool = block.pool
-        assert pool is not None
-        self.allocated -= block.size
+        free, blocks = pool.free, pool.blocks
+        size = block.size
+        self.allocated -= size
         block.allocated = False
-        for other in (block.prev, block.next):
-            if other is not None and not other.allocated and other.mapped:
-                self._remove_free(pool, other)
-                if other is block.prev:
-                    block.addr, block.prev = other.addr, other.prev
-                    if other.prev is not None:
-                        other.prev.next = block
-                else:
-                    block.next = other.next
-                    if other.next is not None:
-                        other.next.prev = block
-                block.size += other.size
-        self._insert_free(pool, block)
+        prev, nxt = block.prev, block.next
+        if prev is not None and not prev.allocated and prev.mapped:  # merge with a free block before it
+            key = prev.size << _KEY_SHIFT | prev.addr
+            del free[bisect_left(free, key)]
+            del blocks[key]
+            block.addr = prev.addr
+            block.prev = before = prev.prev
+            if before is not None:
+                before.next = block
+            size += prev.size
+        if nxt is not None and not nxt.allocated and nxt.mapped:  # and after it
+            key = nxt.size << _KEY_SHIFT | nxt.addr
+            del free[bisect_left(free, key)]
+            del blocks[key]
+            block.next = after = nxt.next
+            if after is not None:
+                after.prev = block
+            size += nxt.size
+        block.size = size
+        key = size << _KEY_SHIFT | block.addr
+        insort(free, key)
+        blocks[key] = block
 
     def reset_peaks(self) -> None:
         """``torch.cuda.reset_peak_memory_stats``: peaks restart from the current values."""
         self.max_allocated, self.max_reserved = self.allocated, self.reserved
 
     # ------------------------------------------------------------------------------------------ pools
-    def _insert_free(self, pool: _Pool, block: _Block) -> None:
-        self._next_id += 1
-        key = (block.size, block.addr, self._next_id, block)
-        bisect.insort(pool.free, key)
-        block.key = key
-
-    def _remove_free(self, pool: _Pool, block: _Block) -> None:
-        # (size, address, serial) is unique, so the comparison never reaches the block itself
-        del pool.free[bisect.bisect_left(pool.free, block.key)]
-        block.key = None
-
-    def _take_free(self, pool: _Pool, size: int) -> _Block | None:
-        free = pool.free
-        i = bisect.bisect_left(free, (size,))
-        n = len(free)
-        limit = self._limit
-        tail = pool.tail
-        while i < n:
-            key = free[i]
-            block = key[3]
-            if tail is not None and block.next is tail and i + 1 < n:
-                i += 1  # the tail block can grow into new pages: a block that fits as it is comes first
-                continue
-            if limit is not None:
-                if size < limit <= block.size:
-                    return None
-                if size >= limit and block.size >= size + LARGE_BUFFER:
-                    return None
-            del free[i]
-            block.key = None
-            return block
-        return None
-
     def _new_segment(self, pool: _Pool, size: int) -> _Block:
         grant = allocation_size(size)
         self._segments += 1
@@ -188,13 +203,13 @@ class CachingAllocator:
         pool.reserved += grant
         if self.reserved > self.max_reserved:
             self.max_reserved = self.reserved
-        return _Block(self._segments << 48, grant, self._segments, pool)
+        return _Block(self._segments << _SEGMENT_SHIFT, grant, pool)
 
     def _expand(self, pool: _Pool, size: int) -> _Block:
         """Map pages at the end of the stream's segment; a free block ending there grows into them."""
         page = SMALL_BUFFER if pool.small else LARGE_BUFFER
         if pool.tail is None:
-            pool.tail = _Block(0, _HUGE, -1, pool, mapped=False)
+            pool.tail = _Block(0, _HUGE, pool, mapped=False)
         tail = pool.tail
         last = tail.prev if tail.prev is not None and not tail.prev.allocated else None
         have = last.size if last is not None else 0
@@ -206,34 +221,16 @@ class CachingAllocator:
         self.max_reserved = max(self.max_reserved, self.reserved)
         tail.addr, tail.size = pool.mapped_end, tail.size - grow
         if last is not None:
-            self._remove_free(pool, last)
+            key = last.size << _KEY_SHIFT | last.addr
+            del pool.free[bisect_left(pool.free, key)]
+            del pool.blocks[key]
             last.size += grow
             return last
-        block = _Block(start, grow, tail.segment, pool, tail.prev, tail)
+        block = _Block(start, grow, pool, tail.prev, tail)
         if tail.prev is not None:
             tail.prev.next = block
         tail.prev = block
         return block
-
-    def _split(self, pool: _Pool, block: _Block, size: int) -> _Block:
-        remaining = block.size - size
-        if pool.small or self._expandable:
-            split = remaining >= MIN_BLOCK
-        else:
-            limit = self._limit
-            split = remaining > SMALL_SIZE and (limit is None or size < limit)
-        if not split:
-            return block
-        rest = _Block(block.addr + size, remaining, block.segment, pool, block, block.next)
-        if block.next is not None:
-            block.next.prev = rest
-        block.next = rest
-        block.size = size
-        self._insert_free(pool, rest)
-        return block
-
-
-
 
 
 @dataclass(frozen=True)
@@ -247,14 +244,16 @@ def replay(events: list[tuple] | tuple, config: AllocatorConfig | None = None,
     """Replay a trace (``device.trace``); the peaks of each step (peaks reset at each ``step`` event, as
     ``torch.cuda.reset_peak_memory_stats`` before each step). ``scale`` multiplies the transient tensors."""
     alloc = CachingAllocator(config)
+    malloc, free = alloc.malloc, alloc.free
+    scaled = scale != 1.0
     out: list[StepPeaks] = []
     started = False
     for ev in events:
         kind = ev[0]
-        if kind == "a":
-            alloc.malloc(ev[1], int(ev[2] * scale) if scale != 1.0 and len(ev) > 4 and ev[4] else ev[2], ev[3])
-        elif kind == "f":
-            alloc.free(ev[1])
+        if kind == "f":
+            free(ev[1])
+        elif kind == "a":
+            malloc(ev[1], int(ev[2] * scale) if scaled and len(ev) > 4 and ev[4] else ev[2], ev[3])
         elif kind == "step":
             if started:
                 out.append(StepPeaks(alloc.max_allocated, alloc.max_reserved))
