@@ -278,3 +278,23 @@ def test_version_and_help_import_no_command(argv):
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stderr, proc.stderr
+
+
+def test_the_command_line_process_freezes_what_it_opened():
+    """`sapp estimate` as a process pauses the garbage collector while it imports and opens the plan, then
+    freezes those objects and resumes it with a larger first threshold; a caller of main(argv) is left alone."""
+    import gc
+
+    code = ("import gc, sys\nfrom estimator.cli import main\nsys.argv = ['sapp', *sys.argv[1:]]\n"
+            "from estimator.cli import plan\nopened = plan.load_session\n"
+            "def spy(args):\n    print('PAUSED', not gc.isenabled(), file=sys.stderr)\n    return opened(args)\n"
+            "plan.load_session = spy\nimport estimator.cli.estimate as command\ncommand.load_plan = "
+            "lambda args: plan.load_session(args).parsed\nmain()\n"
+            "print('AFTER', gc.isenabled(), gc.get_freeze_count() > 10_000, gc.get_threshold()[0], file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, "estimate", str(PLAN)], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "PAUSED True" in proc.stderr and "AFTER True True 10000" in proc.stderr, proc.stderr
+    threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
+    assert main(["estimate", str(PLAN), "--json"]) == 0
+    assert gc.isenabled() and gc.get_threshold() == threshold and gc.get_freeze_count() == frozen

@@ -20,6 +20,10 @@ from .parser import EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, build_parser
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_DOES_NOT_FIT", "build_parser", "main"]
 
+OPENS_A_PLAN = frozenset({"estimate", "report", "export", "search", "balance", "fit"})
+"""The commands that open a plan (``plan.load_session``): their process pauses the garbage collector until the
+plan is open (``plan.pause_collector``)."""
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
@@ -27,6 +31,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if argv is None and args.command in OPENS_A_PLAN:  # the process's own command line (not a caller's argv)
+        from .plan import pause_collector
+
+        pause_collector()
     from ..plugins import plugin_problems
     from ..userconfig import register_user_kinds, register_user_profiles
 

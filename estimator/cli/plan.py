@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,32 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
             value = raw
         out[key.strip()] = value
     return out
+
+
+YOUNG_COLLECTION = 10_000
+"""Allocations between two collections of the youngest generation once the plan is open (CPython's default:
+700): a command makes few reference cycles, and each collection costs a pass over the young objects."""
+_collector_paused = False
+
+
+def pause_collector() -> None:
+    """A ``sapp`` process that opens a plan starts by importing a few hundred modules and reading catalogues,
+    presets and the plan: objects that live until the process ends, which the garbage collector would walk again
+    and again (a tenth of a second of an exhaustive search from the command line). It is paused until the plan is
+    open; ``load_session`` then freezes what exists (``gc.freeze``: never walked again) and resumes it with a
+    larger first threshold. Only the process's own command line does this, never a caller of ``main(argv)``."""
+    global _collector_paused
+    gc.disable()
+    _collector_paused = True
+
+
+def _resume_collector() -> None:
+    global _collector_paused
+    if _collector_paused:
+        _collector_paused = False
+        gc.freeze()
+        gc.set_threshold(YOUNG_COLLECTION, *gc.get_threshold()[1:])
+        gc.enable()
 
 
 def load_session(args: argparse.Namespace) -> PlanSession:
@@ -68,6 +95,7 @@ def load_session(args: argparse.Namespace) -> PlanSession:
         except EditError as exc:  # the message names the field it is about
             raise SappError("; ".join(f"--set {key}: {message}" for key, message in exc.errors.items())
                             or str(exc)) from None
+    _resume_collector()
     return session
 
 
