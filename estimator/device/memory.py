@@ -16,8 +16,11 @@ The terms are the assembler's stage terms (``stage_terms``); this module holds t
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 
 from ..messages import Message, msg
@@ -58,12 +61,39 @@ def _allocator_kind(framework: str, alloc_conf: str | None) -> tuple[str, Alloca
         msg("device.allocator-source", conf=conf, source=source)
 
 
+_PAUSE_LOCK = threading.Lock()
+_pauses = 0
+_resume = False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The garbage collector paused while a stage's trace is built or replayed: tens of thousands of event tuples
+    and allocator blocks, none of them garbage until the replay ends, would otherwise set off collections that walk
+    every object of the process (a fifth of a cold estimate). Re-entrant and shared by threads: the collector
+    resumes when the last one leaves, and only if it was running when the first came in."""
+    global _pauses, _resume
+    with _PAUSE_LOCK:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _PAUSE_LOCK:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()
+
+
 @lru_cache(maxsize=256)
 def replayed_slack(events: tuple, config: AllocatorConfig, scale: float) -> float:
     """Reserved − allocated of a trace at its steady step, transient tensors × ``scale``; kept for traces seen
     before (an edit that does not change a stage's tensors does not replay it again, and the search's ratio
     reuses the estimate's replay). ``scale`` has no default: the cache keys on the arguments as passed."""
-    steady = replay(events, config, scale)[-1]
+    with collector_paused():
+        steady = replay(events, config, scale)[-1]
     return float(steady.max_reserved - steady.max_allocated)
 
 
@@ -104,7 +134,8 @@ def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: Li
         if got is not None:
             _EVENTS.move_to_end(key)
             return got
-    got = HashedOnce(stage_trace(pricer, stage, rows, workspace).compact())
+    with collector_paused():
+        got = HashedOnce(stage_trace(pricer, stage, rows, workspace).compact())
     with _EVENTS_LOCK:
         _EVENTS[key] = got
         if len(_EVENTS) > _EVENTS_KEPT:

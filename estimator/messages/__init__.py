@@ -155,19 +155,33 @@ def reason(exc: BaseException) -> Text:
 
 @cache
 def catalogue() -> Mapping[str, Mapping[str, str]]:
-    """Every key of every catalogue file: ``{key: {language: template}}`` (a key in two files is an error)."""
-    # read on the first rendered message (``sapp --version`` and ``--help`` never need it), with libyaml's parser:
-    # every CLI run and app worker renders one, and PyYAML's pure-Python parser took ~0.15 s for these files
-    from ..yamlio import load_data
+    """Every key of every catalogue file: ``{key: {language: template}}`` (a key in two files is an error). Read on
+    the first rendered message (``sapp --version`` and ``--help`` never need it), and kept on disk per content of
+    the files (``data_cache``): every CLI run and app worker renders one, and parsing ~90 files costs ~25 ms."""
+    from ..data_cache import cached
 
-    out: dict[str, Mapping[str, str]] = {}
-    for path in catalogue_files():
+    files = catalogue_files()
+    return cached("messages", files, lambda: _read_catalogue(files), _is_catalogue)
+
+
+def _read_catalogue(files: list[Path]) -> dict[str, dict[str, str]]:
+    from ..yamlio import load_data  # libyaml's parser: PyYAML's pure-Python one took ~0.15 s for these files
+
+    out: dict[str, dict[str, str]] = {}
+    for path in files:
         data = load_data(path.read_text(encoding="utf-8")) or {}
         for key, entry in data.items():
             if key in out:
                 raise ValueError(f"{path.name}: message {key} is already in another catalogue file")
             out[str(key)] = {str(lang): str(text) for lang, text in entry.items()}
     return out
+
+
+def _is_catalogue(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(key, str) and isinstance(entry, dict) and
+        all(isinstance(lang, str) and isinstance(text, str) for lang, text in entry.items())
+        for key, entry in value.items())
 
 
 def catalogue_files() -> list[Path]:
