@@ -41,12 +41,13 @@ BAND = (0.99, 1.01)
 
 def allocator_kind(r: Resolved) -> tuple[str, AllocatorConfig, Message]:
     """(caching | expandable | static, the replayed configuration, where it came from)."""
-    return _allocator_kind(r.flags.framework, r.options.alloc_conf)
+    return allocator_kind_for(r.flags.framework, r.options.alloc_conf)
 
 
 @lru_cache(maxsize=64)
-def _allocator_kind(framework: str, alloc_conf: str | None) -> tuple[str, AllocatorConfig, Message]:
-    """(kept: every stage term of every stage asks, and the answer is immutable)"""
+def allocator_kind_for(framework: str, alloc_conf: str | None) -> tuple[str, AllocatorConfig, Message]:
+    """``allocator_kind`` of a framework and alloc_conf (kept: every stage term of every stage asks, and the answer
+    is immutable)."""
     if framework == "mindformers":
         return "static", AllocatorConfig(), msg("device.allocator-static")
     text = alloc_conf
@@ -162,5 +163,5 @@ def calibrated_options(r: Resolved) -> RunOptions:
 
 
 
-__all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "HashedOnce", "allocator_kind", "allocator_slack",
-           "calibrated_options", "replayed_slack", "stage_events"]
+__all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "HashedOnce", "allocator_kind", "allocator_kind_for",
+           "allocator_slack", "calibrated_options", "collector_paused", "replayed_slack", "stage_events"]

@@ -23,12 +23,19 @@ from ..strategy import Strategy
 @lru_cache(maxsize=16)
 def _ratio(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions) -> float:
     from ..estimate import estimate
+    from ..frameworks import framework_defaults
     from ..layout import build_layout, layout_inputs
     from ..resolve import resolve
     from ..stage import StagePricer, stage_rows
-    from .memory import allocator_kind, replayed_slack, stage_events
+    from .memory import allocator_kind, allocator_kind_for, replayed_slack, stage_events
     from .workspaces import library_workspaces
 
+    try:  # MindSpore's static plan has no slack whatever the plan prices to: no estimate to make (a cold search
+        # from the command line paid one); a framework or alloc_conf that estimate would refuse gives 0 as well
+        if allocator_kind_for(framework_defaults(options.framework).name, options.alloc_conf)[0] == "static":
+            return 0.0
+    except SappError:
+        return 0.0
     opts = options.replace(allocator_slack_ratio=0.0, allocator_slack_factor=None, allocator_slack_fraction=None)
     try:
         result = estimate(model, strategy, hardware, opts, with_time=False)
