@@ -3,8 +3,9 @@ estimate per plan, each timed with the device-level terms (allocator slack, runt
 libraries, workspaces) and without them (the terms removed from the assembler in this process only). A search
 with them is timed twice: on a plan never estimated (every replay cache cleared: the plan's stage with the most
 dynamic bytes is traced and replayed for the candidates' ratio) and after the plan's first estimate, as the app
-runs it (caches cleared, then the estimate, untimed: the ratio reuses its trace and replay). The caches are cleared
-outside the timed part. The issue's limit: the allocator model must not make the search more than 20 % slower.
+runs it (caches cleared, then the estimate, untimed: the ratio reuses its trace and replay); a MindFormers plan
+(MindSpore's static plan, no slack) has a ratio of 0 without either. The caches are cleared outside the timed
+part. The issue's limit: the allocator model must not make the search more than 20 % slower.
 Times are CPU seconds of this process, the fewest of ``--repeat`` rounds in which the runs alternate. Prints
 only.
 

@@ -8,15 +8,20 @@ process (a shared machine's wall clock also counts other processes), min and med
 * the edit mix: what a user does in the app, through the plan session (``estimator.session``) — each of a
   tp, a pp, a recompute and a micro-batch-count edit, estimated, then undone and the plan estimated again. Each
   round starts with no row book kept (``reuse.forget``), so an edit's first visit prices its rows anew and only
-  what the round itself visited is reused, as in an app session.
+  what the round itself visited is reused, as in an app session;
+* "cold first estimate": the first estimate of fresh processes (the CLI's and the app workers' case: the message
+  catalogue, the schedule-replay cache and the allocator replays of the deciding stages load or run then).
 
-    .venv/bin/python benchmarks/bench_estimate.py [--repeat N] [--rounds R]
+    .venv/bin/python benchmarks/bench_estimate.py [--repeat N] [--rounds R] [--cold N]
 
 Last measured (2026-12-02, alternating with main before the reuse rounds, load 5.8–6.2, min/median CPU ms):
 DeepSeek-V3 repeat 0.52–0.54/0.60–0.82 (was 2.26–2.53/2.73–3.05), the edit mix 0.56–0.62/0.90–1.13 (was
 1.97–2.51/2.62–3.44); Llama-3-70B repeat 1.16–1.18/1.27–1.80 (was 2.61–2.68/3.09–4.07), the edit mix
 1.28–1.50/2.52–2.89 (was 2.65–2.74/3.32–4.52); a cold tp/pp/recompute edit about as before or 5–15 % slower
 (docs/decisions.md P-SCALAR-SPEED). Goal 0.2 ms: missed (the floor: the per-stage work every estimate repeats).
+Cold first estimate (2026-12-02, fresh processes alternating with the previous main, min/median of five at a load
+of ~5.4; P-COLD-START): DeepSeek-V3 14.9/16.7 ms (was 200/222), Llama-3-70B 71.6/75.8 ms (was 261/286); goal
+≤ 50 ms met for DeepSeek-V3 only.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 dimension, global batch 4096) and Llama-3-70B on 512 devices (torchtitan, global batch 1024). Prints candidates,
 candidates/s, wall and CPU time (the CPU time of this process: on a shared machine the wall clock also counts other
 processes), time per phase, the pricing cost per candidate in µs next to one plain numpy pass (an addition) over
-as many float64 elements, and the latency of a cancel issued mid-pricing. Prints only.
+as many float64 elements, the latency of a cancel issued mid-pricing, and the real ``sapp search`` command in
+fresh processes (wall and CPU; goal: its wall within 0.2 s of the search's own CPU). Prints only.
 
     .venv/bin/python benchmarks/bench_search.py
 
@@ -12,6 +13,9 @@ load of 5–6.5, min/median/max CPU; docs/decisions.md P-SEARCH-SPEED): DeepSeek
 DeepSeek-V3 0.81 s of CPU, pricing 2.9 µs per surviving candidate ≈ 13,700 numpy additions over as many
 elements; Llama-3-70B 0.86 s, 32 µs per survivor ≈ 210,000 such passes. Goal ≤ 1 s in-process: met on CPU;
 ≤ 0.75 s (room for the CLI's own overhead): missed.
+``sapp search`` of DeepSeek-V3 (2026-12-02, fresh processes alternating with the previous main, min/median of
+three at a load of ~5.4, docs/decisions.md P-COLD-START): CPU 1.34/1.38 s (was 1.67/1.78), wall 2.72/2.96 s (was
+3.41/4.23; the wall clock of a loaded two-core machine is mostly waiting).
 """
 
 from __future__ import annotations
