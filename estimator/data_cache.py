@@ -6,8 +6,11 @@ at the files' sizes and times and load one JSON file. The cached value depends o
 module's format), so its name is a hash of their names, sizes and modification times, as Python's own bytecode
 cache checks its sources: an edited, added or removed file is a new name, never a stale value. One file per
 ``kind`` is kept (the newest content's; the others are removed when it is written), in the user's cache folder
-(``replay_cache.cache_dir``). A missing, unreadable, malformed or invalid file is a miss, never an error: the
-value is built from the YAML again.
+(``cache_dir``, which the schedule-replay cache uses too). A missing, unreadable, malformed or invalid file is a
+miss, never an error: the value is built from the YAML again.
+
+This module imports nothing of the estimator: the message catalogue reads through it before anything else can
+render a message.
 """
 
 from __future__ import annotations
@@ -15,12 +18,51 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 FORMAT = b"package data as JSON (1)"
+MAX_CACHE_BYTES = 32 << 20  # listed and explained with every other bound in ``limits``
+
+
+def cache_dir() -> Path:
+    """The user's cache folder (``$SAPP_CACHE_DIR`` wins)."""
+    override = os.environ.get("SAPP_CACHE_DIR")
+    if override:
+        return Path(override)
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "sapp-planner"
+    if os.name == "nt":
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "sapp-planner" / "Cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sapp-planner"
+
+
+def _read_stored(path: Path) -> Any:
+    """The JSON of a regular file of at most MAX_CACHE_BYTES, or None (a FIFO or /dev/zero in its place must not
+    hang or fill memory; a number too long for ``int`` or nesting too deep for the parser is a malformed file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CACHE_BYTES:
+            return None
+        data = b""
+        while len(data) <= MAX_CACHE_BYTES:
+            chunk = os.read(fd, MAX_CACHE_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        return json.loads(data) if len(data) <= MAX_CACHE_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def _digest(sources: Sequence[Path]) -> tuple[str, bool]:
@@ -40,20 +82,12 @@ def cached(kind: str, sources: Sequence[Path], build: Callable[[], Any], valid: 
     """``build()`` (the data read from ``sources``), or the value a process stored for the same sources' bytes
     when ``valid`` accepts it. ``build`` must return what JSON keeps exactly (dicts with string keys, lists,
     strings, numbers, booleans, None), which ``valid`` checks of a stored value."""
-    from .errors import ConfigError
-    from .inputs import read_text
-    from .limits import MAX_CACHE_BYTES
-    from .replay_cache import cache_dir
-
     digest, readable = _digest(sources)
     if not readable:
         return build()
     folder = cache_dir()
     path = folder / f"{kind}-{digest}.json"
-    try:
-        stored = json.loads(read_text(path, MAX_CACHE_BYTES)) if path.exists() else None
-    except (ConfigError, OSError, ValueError, RecursionError):  # not a regular file, too large, not JSON: a miss
-        stored = None
+    stored = _read_stored(path)
     if stored is not None and valid(stored):
         return stored
     value = build()
@@ -80,4 +114,4 @@ def _write(folder: Path, path: Path, kind: str, value: Any) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-__all__ = ["cached"]
+__all__ = ["MAX_CACHE_BYTES", "cache_dir", "cached"]

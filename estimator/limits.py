@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .data_cache import MAX_CACHE_BYTES  # noqa: F401 (listed with the rest, below)
 from .errors import MAX_MESSAGE_CHARS, ConfigError, clip  # noqa: F401 (MAX_MESSAGE_CHARS: listed with the rest)
 from .messages import msg
 
@@ -88,8 +89,9 @@ what calibration reads; a run of 10^5 iterations logs ~30 MiB. Read line by line
 MAX_LOG_LINE_BYTES = 64 << 10
 """A log line is read up to 64 KiB (the longest real lines, argument dumps, have a few hundred bytes)."""
 
-MAX_CACHE_BYTES = 32 << 20
-"""The schedule-replay cache (replay_cache.py) is read up to 32 MiB: its 20,000 entries take ~14 MiB."""
+# MAX_CACHE_BYTES: defined in data_cache (imported above), which the message catalogue reads before anything else
+"""A file of the user's cache folder is read up to 32 MiB: the schedule-replay cache's (replay_cache.py) 20,000
+entries take ~14 MiB, the message catalogue's (data_cache.py) ~0.2 MiB."""
 
 # ------------------------------------------------------------------------------------------ search
 MAX_CANDIDATES = 3_000_000

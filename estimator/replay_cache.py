@@ -20,11 +20,11 @@ import importlib.util
 import json
 import marshal
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from .data_cache import cache_dir
 from .errors import ConfigError
 from .inputs import read_text
 from .limits import MAX_CACHE_BYTES
@@ -36,17 +36,6 @@ Profile = tuple[tuple[tuple[tuple[int, ...], int], ...], ...]  # per stage: (cou
 FORMAT = b"replays as JSON text per entry (2)"  # part of the file's name: a file in another format is not read
 _loaded: dict[str, Any] | None = None  # key text -> the stored JSON text, or once asked for, its Profile (None: bad)
 _pending: dict[str, Profile] = {}
-
-
-def cache_dir() -> Path:
-    override = os.environ.get("SAPP_CACHE_DIR")
-    if override:
-        return Path(override)
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "sapp-planner"
-    if os.name == "nt":
-        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "sapp-planner" / "Cache"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sapp-planner"
 
 
 def _code_of_schedules() -> bytes:

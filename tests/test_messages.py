@@ -205,8 +205,8 @@ def test_catalogue_files_load_and_keys_are_unique() -> None:
 
 
 def test_the_catalogue_reads_as_pure_python_yaml_does() -> None:
-    """The catalogue is read with libyaml's parser (``yamlio.load_data``): the same templates to the character as
-    PyYAML's pure-Python ``safe_load``."""
+    """The catalogue is read with libyaml's parser: the same templates to the character as PyYAML's pure-Python
+    ``safe_load``."""
     import yaml
     expected: dict[str, dict[str, str]] = {}
     for path in catalogue_files():
