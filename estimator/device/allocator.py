@@ -58,9 +58,9 @@ class _Block:
 
 # A free block's key in its pool's sorted list: size << _KEY_SHIFT | address, so that the order is best fit, ties
 # to the lower address (as PyTorch's (size, address) comparison), with one integer comparison per probe. Unique in
-# a pool: its blocks never overlap. Addresses stay below 2**_KEY_SHIFT (segment numbers below 2**48).
-_KEY_SHIFT = 96
-_SEGMENT_SHIFT = 48
+# a pool: its blocks never overlap (segments take consecutive address ranges, an expandable segment maps pages at
+# its end). Addresses stay below 2**_KEY_SHIFT: the bytes a replay reserves in all (far beyond any device).
+_KEY_SHIFT = 128
 
 
 class _Pool:
@@ -107,7 +107,7 @@ class CachingAllocator:
         self.pools: dict[tuple[int, bool], _Pool] = {}
         self.allocated = self.reserved = 0
         self.max_allocated = self.max_reserved = 0
-        self._segments = 0
+        self._next_segment = 0  # the address of the next segment
         self._live: dict[int, _Block] = {}
 
     # ------------------------------------------------------------------------------------------ public
@@ -198,12 +198,13 @@ class CachingAllocator:
     # ------------------------------------------------------------------------------------------ pools
     def _new_segment(self, pool: _Pool, size: int) -> _Block:
         grant = allocation_size(size)
-        self._segments += 1
+        address = self._next_segment
+        self._next_segment += grant
         self.reserved += grant
         pool.reserved += grant
         if self.reserved > self.max_reserved:
             self.max_reserved = self.reserved
-        return _Block(self._segments << _SEGMENT_SHIFT, grant, pool)
+        return _Block(address, grant, pool)
 
     def _expand(self, pool: _Pool, size: int) -> _Block:
         """Map pages at the end of the stream's segment; a free block ending there grows into them."""
