@@ -18,6 +18,7 @@ first.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import OrderedDict
 from dataclasses import replace
 from operator import attrgetter
@@ -90,6 +91,28 @@ class Key:
         return self is other or (isinstance(other, Key) and self.hash == other.hash and self.value == other.value)
 
 
+_LOCK = threading.Lock()  # the app's tasks (search, compare, balance) estimate on their own threads
+
+
+def _kept(table: OrderedDict, key: Any) -> Any:
+    """``table[key]`` made the most recently used, or None."""
+    with _LOCK:
+        got = table.get(key)
+        if got is not None:
+            table.move_to_end(key)
+        return got
+
+
+def _keep(table: OrderedDict, key: Any, value: Any, limit: int) -> Any:
+    """Keep ``value`` under ``key`` (the one another thread kept meanwhile wins), at most ``limit`` entries."""
+    with _LOCK:
+        value = table.setdefault(key, value)
+        table.move_to_end(key)
+        while len(table) > limit:
+            table.popitem(last=False)
+        return value
+
+
 _KEYS: OrderedDict[int, tuple[Any, frozenset[str], Key]] = OrderedDict()  # id → (the record, skip, its key)
 
 
@@ -97,14 +120,11 @@ def key_of(record: Any, skip: frozenset[str] = frozenset()) -> Key:
     """The key of ``record`` without the fields ``skip``, made once per record object (a plan's model, device and
     options stay the same objects across its edits; records are frozen, and the object is held while its key
     is kept, so its id is not reused)."""
-    got = _KEYS.get(id(record))
+    got = _kept(_KEYS, id(record))
     if got is not None and got[0] is record and got[1] == skip:
-        _KEYS.move_to_end(id(record))
         return got[2]
     key = Key(typed(record, skip))
-    _KEYS[id(record)] = (record, skip, key)
-    if len(_KEYS) > 4 * MAX_BOOKS:
-        _KEYS.popitem(last=False)
+    _keep(_KEYS, id(record), (record, skip, key), 4 * MAX_BOOKS)
     return key
 
 
@@ -119,13 +139,9 @@ def row_book(r: Resolved) -> RowBook:
     gamma = grad_factor(r.flags, r.par)
     key = (key_of(r.model), key_of(r.strategy, NOT_READ), key_of(r.hardware), key_of(r.options), key_of(r.profile),
            kinds_generation(), gamma, type(gamma), terms.ROW_TERMS, terms.HOST_TERMS)
-    book = _BOOKS.get(key)
+    book = _kept(_BOOKS, key)
     if book is None:
-        book = _BOOKS[key] = RowBook()
-        if len(_BOOKS) > MAX_BOOKS:
-            _BOOKS.popitem(last=False)
-    else:
-        _BOOKS.move_to_end(key)
+        book = _keep(_BOOKS, key, RowBook(), MAX_BOOKS)
     return book
 
 
@@ -154,13 +170,9 @@ def resolved(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     and on the family profiles and layer kinds registered now (a plug-in or the user's folder may add some)."""
     key = (key_of(model), key_of(strategy, NOT_READ), key_of(hardware), key_of(options), Same(all_profiles()),
            kinds_generation())
-    got = _RESOLVED.get(key)
+    got = _kept(_RESOLVED, key)
     if got is None:
-        got = _RESOLVED[key] = resolve(model, strategy, hardware, options)
-        if len(_RESOLVED) > MAX_BOOKS:
-            _RESOLVED.popitem(last=False)
-        return got
-    _RESOLVED.move_to_end(key)
+        return _keep(_RESOLVED, key, resolve(model, strategy, hardware, options), MAX_BOOKS)
     if got.strategy is strategy:
         return got
     return replace(got, strategy=strategy, par=replace(got.par, m=strategy.micro_batches, n_acc=strategy.n_acc))
@@ -169,8 +181,9 @@ def resolved(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
 def forget() -> None:
     """Drop every kept book and resolved plan (the keys of records still held stay: they describe the
     records)."""
-    _BOOKS.clear()
-    _RESOLVED.clear()
+    with _LOCK:
+        _BOOKS.clear()
+        _RESOLVED.clear()
 
 
 __all__ = ["MAX_BOOKS", "NOT_READ", "RowBook", "Same", "forget", "key_of", "resolved", "row_book", "typed"]

@@ -131,3 +131,14 @@ def test_a_stage_whose_points_stay_is_not_combined_again():
     assert len(kept) == PLAN.pp
     estimate(DENSE, PLAN.replace(micro_batches=16), H100, MEGATRON)
     assert book.shared["combined"] == kept
+
+
+def test_estimates_on_several_threads_share_the_kept_parts():
+    """The app's tasks (search, compare, balance) estimate on their own threads beside the estimate worker."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    plans = [PLAN.replace(micro_batches=m, micro_batch_size=b) for m in (2, 4, 8) for b in (1, 2)] * 3
+    with ThreadPoolExecutor(4) as pool:
+        warm = list(pool.map(lambda st: _text(estimate(DENSE, st, H100, MEGATRON)), plans))
+    assert len(reuse._BOOKS) <= reuse.MAX_BOOKS
+    assert warm == [_cold(st) for st in plans]
