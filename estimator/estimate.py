@@ -7,8 +7,6 @@ search and the balancer run on arrays, here with one element) → time the step 
 
 from __future__ import annotations
 
-import copy
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -23,14 +21,14 @@ from .hardware_figures import figures_json
 from .host import HostMemory, host_memory
 from .kinds import base_of, tp_divisors
 from .kinds import generation as kinds_generation
-from .layout import Layout, build_layout, layout_inputs
+from .layout import Layout, layout_inputs
 from .messages import msg
 from .model import ModelSpec
 from .options import RunOptions
 from .params import parameter_counts
 from .resolve import Resolved, dense_domain
 from .result import Result, StageResult
-from .reuse import key_of, resolved, row_book
+from .reuse import key_of, resolved_layout, row_book
 from .schedules import inflight_profile
 from .stage import StagePricer, stage_rows
 from .steptime import StepTime, step_seconds, step_time
@@ -45,8 +43,7 @@ def estimate(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     """Price one plan: memory per stage and (unless ``with_time`` is false) the step time.
     Raises StrategyError (every violated rule), LayoutError or ModelSpecError."""
     options = options or RunOptions()
-    r = resolved(model, strategy, hardware, options)
-    layout = build_layout(layout_inputs(r))
+    r, layout = resolved_layout(model, strategy, hardware, options)
     problems = violations(rule_context(r, layout))
     if problems:
         raise StrategyError(problems)
@@ -82,15 +79,9 @@ def _points(profile: tuple) -> list:
 def step_band(pricer: StagePricer) -> tuple[float, float]:
     """[T-BAND] The step time with the device at the high and at the low end of its efficiency bands (matmul, HBM,
     links): the fastest and the slowest step the preset's measured efficiencies allow."""
-    out = []
-    for end in ("high", "low"):
-        # the rows, their costs and FLOPs and what the chunks hold (the pricer's book) do not depend on the
-        # efficiencies; only the times do, kept in the book per device
-        at = copy.copy(pricer)
-        at.r = replace(pricer.r, hardware=_band_end(pricer, end))
-        at.memo = {}
-        out.append(float(step_seconds(at)))
-    return out[0], out[1]
+    # the rows, their costs and FLOPs and what the chunks hold (the pricer's book) do not depend on the
+    # efficiencies; only the times do, kept in the book per device
+    return float(step_seconds(pricer, _band_end(pricer, "high"))), float(step_seconds(pricer, _band_end(pricer, "low")))
 
 
 def _band_end(pricer: StagePricer, end: str) -> Hardware:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .assembly import terms
 from .kinds import generation as kinds_generation
+from .layout import build_layout, layout_inputs
 from .profiles import all_profiles
 from .resolve import Resolved, resolve
 from .stage import RowBook
@@ -33,6 +34,7 @@ from .static import grad_factor
 
 if TYPE_CHECKING:
     from .hardware import Hardware
+    from .layout import Layout
     from .model import ModelSpec
     from .options import RunOptions
     from .strategy import Strategy
@@ -160,7 +162,17 @@ class Same:
         return isinstance(other, Same) and other.obj is self.obj
 
 
-_RESOLVED: OrderedDict[tuple, Resolved] = OrderedDict()
+class _Kept:
+    """A resolved plan and, once built, its layout."""
+
+    __slots__ = ("layout", "r")
+
+    def __init__(self, r: Resolved) -> None:
+        self.r = r
+        self.layout: Layout | None = None
+
+
+_RESOLVED: OrderedDict[tuple, _Kept] = OrderedDict()
 
 
 def resolved(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions) -> Resolved:
@@ -168,14 +180,30 @@ def resolved(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: 
     accumulation steps only to put them in ``Par`` (m, n_acc), so a plan that differs from a kept one in those
     alone is the kept one with its strategy and those two degrees replaced. Keyed like the row book (without γ),
     and on the family profiles and layer kinds registered now (a plug-in or the user's folder may add some)."""
+    return _plan(model, strategy, hardware, options)[0]
+
+
+def resolved_layout(model: ModelSpec, strategy: Strategy, hardware: Hardware,
+                    options: RunOptions) -> tuple[Resolved, Layout]:
+    """``resolved`` and its layout, ``build_layout(layout_inputs(r))``, kept with the resolved plan: the layout's
+    inputs read neither m nor n_acc (a plan whose layout is refused raises LayoutError every time)."""
+    r, kept = _plan(model, strategy, hardware, options)
+    if kept.layout is None:
+        kept.layout = build_layout(layout_inputs(r))
+    return r, kept.layout
+
+
+def _plan(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions) -> tuple[Resolved, _Kept]:
+    """This plan resolved, and the kept entry it came from."""
     key = (key_of(model), key_of(strategy, NOT_READ), key_of(hardware), key_of(options), Same(all_profiles()),
            kinds_generation())
-    got = _kept(_RESOLVED, key)
-    if got is None:
-        return _keep(_RESOLVED, key, resolve(model, strategy, hardware, options), MAX_BOOKS)
-    if got.strategy is strategy:
-        return got
-    return replace(got, strategy=strategy, par=replace(got.par, m=strategy.micro_batches, n_acc=strategy.n_acc))
+    kept = _kept(_RESOLVED, key)
+    if kept is None:
+        kept = _keep(_RESOLVED, key, _Kept(resolve(model, strategy, hardware, options)), MAX_BOOKS)
+    r = kept.r
+    if r.strategy is not strategy:
+        r = replace(r, strategy=strategy, par=replace(r.par, m=strategy.micro_batches, n_acc=strategy.n_acc))
+    return r, kept
 
 
 def forget() -> None:
@@ -186,4 +214,5 @@ def forget() -> None:
         _RESOLVED.clear()
 
 
-__all__ = ["MAX_BOOKS", "NOT_READ", "RowBook", "Same", "forget", "key_of", "resolved", "row_book", "typed"]
+__all__ = ["MAX_BOOKS", "NOT_READ", "RowBook", "Same", "forget", "key_of", "resolved", "resolved_layout", "row_book",
+           "typed"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -388,17 +388,20 @@ def pipeline_time(schedule: str, stages: Sequence[StageTimes], m: Num, vp: Num, 
 
 
 # ------------------------------------------------------------------------------------------ step (docs/model.md#step)
-def _kept_times(pricer: StagePricer) -> tuple[TimeContext, dict, dict]:
+def _kept_times(pricer: StagePricer, hardware: Hardware | None = None) -> tuple[TimeContext, dict, dict]:
     """The time context of the pricer's rows on its device, with the stage and chunk times timed there (kept
     with the rows, per device: the plan's and the band's two ends). A chunk's and a stage's times read the rows,
     the device, the degrees, the schedule's hand-overs and the knobs — never the micro-batch count, which only
     the pipeline formula and the step total below read (docs/model.md#what-an-edit-re-prices)."""
+    hardware = pricer.r.hardware if hardware is None else hardware
     times = pricer.book.times
-    got = times.get(pricer.r.hardware)
+    got = times.get(hardware)
     if got is None:
         rows = copy.copy(pricer)  # the rows and the book, not what this plan derived (its memo)
         rows.memo = {}
-        got = times[pricer.r.hardware] = (TimeContext(rows), {}, {})
+        if hardware is not pricer.r.hardware:
+            rows.r = replace(pricer.r, hardware=hardware)
+        got = times[hardware] = (TimeContext(rows), {}, {})
     return got
 
 
@@ -417,13 +420,15 @@ class Timed(NamedTuple):
     hardware_flops: Num
 
 
-def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None) -> Timed:
-    """The stages of the pricer's layout (or of ``rows_per_stage``) timed; for the layout, kept with the rows per
-    device (``_kept_times``: none of it reads the micro-batch count)."""
+def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None,
+                 hardware: Hardware | None = None) -> Timed:
+    """The stages of the pricer's layout (or of ``rows_per_stage``) timed on the plan's device (or on
+    ``hardware``, the layout's stages only); for the layout, kept with the rows per device (``_kept_times``:
+    none of it reads the micro-batch count)."""
     r = pricer.r
     par, sched = r.par, r.flags.schedule
     if rows_per_stage is None:
-        ctx, seen, chunks = _kept_times(pricer)
+        ctx, seen, chunks = _kept_times(pricer, hardware)
         got = seen.get(("timed", id(pricer.layout)))
         if got is not None and got[0] is pricer.layout:
             return got[1]
@@ -464,11 +469,11 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
     return out
 
 
-def step_seconds(pricer: StagePricer, timed: Timed | None = None) -> Num:
-    """T_step of ``step_time`` alone (the step-time band's ends)."""
+def step_seconds(pricer: StagePricer, hardware: Hardware | None = None) -> Num:
+    """T_step of ``step_time`` alone, on ``hardware`` (the step-time band's ends) or the plan's device."""
     r = pricer.r
     par = r.par
-    timed = timed_stages(pricer) if timed is None else timed
+    timed = timed_stages(pricer, hardware=hardware)
     t_pipe = pipeline_time(r.flags.schedule, timed.stages, par.m, par.vp, par.n_s, timed.S)
     return par.n_acc * t_pipe + timed.dp_step + timed.t_opt
 

@@ -4,6 +4,8 @@ read, never change a number, and stay bounded."""
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +144,57 @@ def test_estimates_on_several_threads_share_the_kept_parts():
         warm = list(pool.map(lambda st: _text(estimate(DENSE, st, H100, MEGATRON)), plans))
     assert len(reuse._BOOKS) <= reuse.MAX_BOOKS
     assert warm == [_cold(st) for st in plans]
+
+
+def test_a_stage_without_allocator_replay_is_kept_across_a_micro_batch_edit():
+    """MindSpore's allocator is not replayed (device.memory.allocator_kind: static), so no stage term reads the
+    micro-batch count: an edit of it that leaves every stage's points as they were prices no stage again — and
+    the estimates equal those made with nothing kept."""
+    from estimator.device.memory import allocator_kind
+
+    plan = PLAN.replace(sharding=ShardingSpec(mode="mf_op"))
+    assert allocator_kind(resolve(DENSE, plan, H100, MF))[0] == "static"
+    first = estimate(DENSE, plan, H100, MF)
+    book = reuse.row_book(reuse.resolved(DENSE, plan, H100, MF))
+    kept = {stage: entry[2] for stage, entry in book.shared["stages"].items()}
+    assert sorted(kept) == list(range(plan.pp))
+    edited = estimate(DENSE, plan.replace(micro_batches=16), H100, MF)
+    assert all(book.shared["stages"][stage][2] is mem for stage, mem in kept.items())
+    assert [s.total for s in edited.stages] == [s.total for s in first.stages]
+    assert _text(edited) == _cold(plan.replace(micro_batches=16), MF)
+    assert _text(estimate(DENSE, plan, H100, MF)) == _cold(plan, MF)
+    # with Explain the stage is priced (its tree needs every quantity), and says the same numbers
+    explained = estimate(DENSE, plan, H100, MF, explain=True)
+    assert [s.total for s in explained.stages] == [s.total for s in first.stages]
+
+
+@pytest.mark.parametrize("path", ["benchmarks/inputs/deepseek_v3_671b_mindformers.plan.yaml",
+                                  "benchmarks/inputs/llama3_70b_torchtitan_pp8_vpp5.plan.yaml",
+                                  "resources/examples/mindformers_qwen3_32b.yaml"])
+def test_an_edit_sequence_through_the_session_equals_estimates_with_nothing_kept(path, monkeypatch):
+    """What a user does (estimate after each edit and undo), every estimate against one with nothing kept."""
+    root = Path(__file__).resolve().parents[1]
+    session = PlanSession()
+    session.open([root / path])
+
+    def changes(kind: str) -> dict:
+        st = session.parsed.strategy
+        if kind == "m":
+            return {"strategy.micro_batches": st.micro_batches * 2}
+        if kind in ("tp", "pp"):
+            now = getattr(st, kind)
+            smaller = [v for v in session.step_candidates(f"strategy.{kind}") or [] if v < now]
+            return {f"strategy.{kind}": smaller[-1] if smaller else now * 2}
+        return session.recompute_changes(mode="selective" if st.recompute.default_mode == "full" else "full")
+
+    for kind in ("m", "tp", "undo", "undo", "pp", "rec", "undo", "m", "undo", "undo"):
+        if kind == "undo":
+            session.undo()
+        else:
+            session.apply(changes(kind))
+        p = session.parsed
+        warm = _text(estimate(p.model, p.strategy, p.hardware, p.options))
+        with monkeypatch.context() as empty:  # nothing kept, the kept parts untouched for the next edit
+            empty.setattr(reuse, "_BOOKS", OrderedDict())
+            empty.setattr(reuse, "_RESOLVED", OrderedDict())
+            assert warm == _text(estimate(p.model, p.strategy, p.hardware, p.options)), kind

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..messages import english, message_of
+from ..messages import Text, english, message_of
 from ..result import StageResult
 from ..stage import StagePricer, stage_rows
 from .form import StageForm, stage_plan
-from .memory import ChunkSums, Point, StageMemory, chunk_sums, profile_points, stage_memory
+from .memory import ChunkSums, Point, StageMemory, chunk_sums, points_key, profile_points, stage_memory
 from .report import explain_tree, layer_rows, point_label
 from .terms import ROW_TERMS, STAGE_TERMS, RowTerm, StageTerm, StageView, process_groups
 
@@ -51,22 +51,65 @@ def stage_chunks(pricer: StagePricer, form: StageForm) -> list[ChunkSums]:
     return got[1]  # type: ignore[index]
 
 
-def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: bool = False) -> StageResult:
+def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: bool = False,
+                keep: bool = False) -> StageResult:
     """One stage as a StageResult: numbers for one plan (with labels, Explain on request), or arrays over the
-    search's candidates (points then carry the validity mask of their micro-batch count)."""
+    search's candidates (points then carry the validity mask of their micro-batch count). ``keep``: no stage term
+    reads the micro-batch count (``device.stages`` says when: no allocator replay), so the stage is kept with the
+    rows (``_kept_stage``)."""
     form = stage_form(pricer, stage)
     fsdp2 = pricer.r.flags.fsdp2
     rows = stage_rows(pricer, stage) if (fsdp2 or explain) else None
-    mem = stage_memory(pricer, stage, form, points, stage_chunks(pricer, form), explain, rows)
-    point = mem.instant.best.name if mem.instant is not None else point_label(points, mem)
+    values = points_key(points) if keep and not explain and not fsdp2 else None
+    if values is not None:
+        mem, device = _kept_stage(pricer, stage, form, points, values)
+    else:
+        mem = stage_memory(pricer, stage, form, points, stage_chunks(pricer, form), explain, rows)
+        device = pricer.memo.get(("device", stage), {})
+    point, text = (mem.instant.best.name, english(mem.instant.best.name)) if mem.instant is not None else \
+        _peak_point(pricer, points, mem)
     source = partial(_layer_rows, pricer, stage, form, mem)
     tree = explain_tree(pricer, stage, rows, mem, source(), point) if explain else None
     return StageResult(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
-                       peak_vector=tuple(mem.counts), peak_instant=english(point), peak_said=message_of(point),
+                       peak_vector=tuple(mem.counts), peak_instant=text, peak_said=message_of(point),
                        optimizer_step_peak=mem.optimizer_step_peak, layer_counts=pricer.layout.chunk_counts()[stage],
                        layers_per_chunk=pricer.layout.chunk_layers[stage],
                        kinds=form.kinds, explain=tree, host_bytes=mem.host or {},
-                       device=dict(pricer.memo.get(("device", stage), {})))  # type: ignore[call-overload]
+                       device=dict(device))  # type: ignore[call-overload]
+
+
+def _kept_stage(pricer: StagePricer, stage: int, form: StageForm, points: list[Point],
+                values: tuple) -> tuple[StageMemory, dict]:
+    """A stage's memory and the device terms' notes, kept with the rows (``shared``) for the stage, its form and
+    its points' values: with the rows' inputs (the book's key) and no allocator replay, that is all a stage reads
+    — the micro-batch count only through the points, so an edit of it that leaves a stage's points as they were
+    (1F1B with m ≥ p) prices no stage again."""
+    kept = pricer.shared.setdefault("stages", {})
+    got = kept.get(stage)  # type: ignore[attr-defined]
+    if got is None or got[0] is not form or got[1] != values:
+        mem = stage_memory(pricer, stage, form, points, stage_chunks(pricer, form))
+        got = kept[stage] = (form, values, mem, dict(pricer.memo.get(("device", stage), {})))  # type: ignore[index]
+    return got[2], got[3]
+
+
+KEPT_LABELS = 256
+
+
+def _peak_point(pricer: StagePricer, points: list[Point], mem: StageMemory) -> tuple[Text, str]:
+    """The peak point's label and its English text, kept with the rows per points list (one per in-flight
+    profile: ``estimate._points``) and point: the label reads the point alone."""
+    if type(points) is not list or mem.point < 0:
+        label = point_label(points, mem)
+        return label, english(label)
+    kept = pricer.shared.setdefault("peak-labels", {})
+    key = (id(points), mem.point)
+    got = kept.get(key)  # type: ignore[attr-defined]
+    if got is None or got[0] is not points:
+        if len(kept) >= KEPT_LABELS:  # type: ignore[arg-type]
+            kept.clear()  # type: ignore[attr-defined]
+        label = point_label(points, mem)
+        got = kept[key] = (points, label, english(label))  # type: ignore[index]
+    return got[1], got[2]
 
 
 def _layer_rows(pricer: StagePricer, stage: int, form: StageForm, mem: StageMemory) -> tuple:

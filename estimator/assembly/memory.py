@@ -428,6 +428,15 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     return _finish(pricer, stage, tensors)
 
 
+def points_key(points: Sequence[Any]) -> tuple | None:
+    """The values of one plan's replay points (their in-flight counts, integers, and backward chunks) as a key;
+    None for arrays or masked points (the search, the balancer)."""
+    if type(points) is not list or \
+            any(pt.valid is not True or any(type(n) is not int for n in pt.counts) for pt in points):
+        return None
+    return tuple((pt.counts, pt.backward_chunk) for pt in points)
+
+
 KEPT_COMBINED = 256  # stages kept per row book: each micro-batch count the user tries adds at most one per stage
 
 
@@ -435,12 +444,11 @@ def _kept_combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Seq
     """``_combined`` of one plan, kept with the rows (``shared``) under the chunk sums it combines and the points'
     in-flight counts (integers) and backward chunks: it reads nothing else of the plan, so a stage whose in-flight
     points an edit left as they were (the micro-batch count under 1F1B with m ≥ p) is not combined again."""
-    if type(points) is not list or type(vision) is not bool or \
-            any(pt.valid is not True or any(type(n) is not int for n in pt.counts) for pt in points):
-        # arrays or masked points: the search, the balancer
+    values = points_key(points)
+    if values is None or type(vision) is not bool:  # arrays or masked points: the search, the balancer
         return _combined(pricer, chunks, points, vision, pricer.memo)
     kept = pricer.shared.setdefault("combined", {})
-    key = (id(chunks), vision, tuple((pt.counts, pt.backward_chunk) for pt in points))
+    key = (id(chunks), vision, values)
     got = kept.get(key)  # type: ignore[attr-defined]
     if got is None or got[0] is not chunks:
         if len(kept) >= KEPT_COMBINED:  # type: ignore[arg-type]

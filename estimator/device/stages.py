@@ -40,8 +40,10 @@ def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> t
 
     p = len(points)
     r = pricer.r
-    if p <= REPLAY_ALL or r.options.allocator_slack_ratio is not None or allocator_kind(r)[0] == "static":
-        return tuple(price_stage(pricer, i, points[i], explain) for i in range(p))
+    unreplayed = r.options.allocator_slack_ratio is not None or allocator_kind(r)[0] == "static"
+    if p <= REPLAY_ALL or unreplayed:
+        # no replay: no stage term reads the micro-batch count, and a stage may be kept (assembly.price_stage)
+        return tuple(price_stage(pricer, i, points[i], explain, keep=unreplayed) for i in range(p))
     # pass 1: no slack, to see which stages can decide
     pricer.memo[REPLAYED] = frozenset()
     pricer.memo[STAGE_RATIO] = None
