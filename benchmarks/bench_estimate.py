@@ -14,11 +14,12 @@ process (a shared machine's wall clock also counts other processes), min and med
 
     .venv/bin/python benchmarks/bench_estimate.py [--repeat N] [--rounds R] [--cold N]
 
-Last measured (2026-12-02, alternating with main before the reuse rounds, load 5.8–6.2, min/median CPU ms):
-DeepSeek-V3 repeat 0.52–0.54/0.60–0.82 (was 2.26–2.53/2.73–3.05), the edit mix 0.56–0.62/0.90–1.13 (was
-1.97–2.51/2.62–3.44); Llama-3-70B repeat 1.16–1.18/1.27–1.80 (was 2.61–2.68/3.09–4.07), the edit mix
-1.28–1.50/2.52–2.89 (was 2.65–2.74/3.32–4.52); a cold tp/pp/recompute edit about as before or 5–15 % slower
-(docs/decisions.md P-SCALAR-SPEED). Goal 0.2 ms: missed (the floor: the per-stage work every estimate repeats).
+Last measured (2026-12-02, alternating with main before the reuse rounds, load 3.2–3.6, min/median CPU ms):
+DeepSeek-V3 repeat 0.171–0.179/0.180–0.183 (was 1.87–2.10/2.08–2.28), micro-batch edit 0.171–0.178/0.186–0.192,
+the edit mix 0.19–0.20/0.31–0.34 (was 1.77–1.86/2.15–2.33); Llama-3-70B repeat 1.00–1.04/1.06–1.07 (was
+2.29–2.37/2.36–2.48), the edit mix 1.07–1.13/2.10–2.32 (was 2.07–2.23/2.45–2.76). Goal 0.2 ms: met by DeepSeek-V3
+when an edit leaves its rows; not by a tp/pp/recompute edit (1.8–2.6 ms) nor by Llama-3-70B (FSDP2 instants and
+allocator replays on every estimate) — docs/decisions.md P-SCALAR-SPEED.
 Cold first estimate (2026-12-02, fresh processes alternating with the previous main, min/median of five at a load
 of ~5.4; P-COLD-START): DeepSeek-V3 14.9/16.7 ms (was 200/222), Llama-3-70B 71.6/75.8 ms (was 261/286); goal
 ≤ 50 ms met for DeepSeek-V3 only.
