@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtCore import QByteArray, QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QUndoStack
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -457,11 +457,27 @@ class MainWindow(QMainWindow):
 
     def _show_time(self) -> None:
         if not self._time_text:
-            self.time_label.setText("")
+            text = ""
         elif self._time_text == "failed":
-            self.time_label.setText(translate("MainWindow", "estimate failed"))
+            text = translate("MainWindow", "estimate failed")
         else:
-            self.time_label.setText(translate("MainWindow", "estimate {0} ms").format(self._time_text))
+            text = translate("MainWindow", "estimate {0} ms").format(self._time_text)
+        self._fit_time_label(text)
+        self.time_label.setText(text)
+
+    def _fit_time_label(self, text: str) -> None:
+        """The estimate's time keeps a fixed size, wide enough for the widest text it says (widening only for
+        a longer one): a label whose size changes on every edit re-lays the whole window out."""
+        label = self.time_label
+        metrics = label.fontMetrics()
+        margins = label.contentsMargins()
+        pad = margins.left() + margins.right() + 2 * label.margin() + metrics.averageCharWidth()
+        widest = max(metrics.horizontalAdvance(t) for t in (
+            text, translate("MainWindow", "estimate failed"), translate("MainWindow", "estimate {0} ms").format(
+                "8" * 5)))
+        size = QSize(widest + pad, metrics.height() + margins.top() + margins.bottom() + 2 * label.margin())
+        if label.minimumSize() != size or label.maximumSize() != size:
+            label.setFixedSize(size)
 
     def _show_banner(self, text: str) -> None:
         self.banner.setText(text)

@@ -114,8 +114,9 @@ class _Card(QFrame):
         self.sub = QLabel("")
         self.sub.setProperty("sappRole", "note")
         self.sub.setWordWrap(True)
+        # not selectable by mouse: a selectable label lays its text out again after a paint and repaints the
+        # tiles twice more per edit; the panel's context menu copies every tile (tab-separated) instead
         for row, widget in enumerate((self.caption, self.value, self.sub)):
-            widget.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(widget, row, 0)
         self.extra_tip = ""
 
@@ -125,11 +126,16 @@ class _Card(QFrame):
             self.clicked.emit()
 
     def set(self, value: str, sub: str = "", color: str | None = None, tip: str = "") -> None:
+        # only what changed: a style sheet set again re-polishes and repaints the label even when it is the same
         self.value.setText(value)
-        self.value.setStyleSheet(f"color: {color};" if color else "")
+        style = f"color: {color};" if color else ""
+        if self.value.styleSheet() != style:
+            self.value.setStyleSheet(style)
         self.sub.setText(sub)
         self.extra_tip = tip
-        self.setToolTip(tip or f"{self.caption.text()}: {value}" + (f" ({sub})" if sub else ""))
+        tip = tip or f"{self.caption.text()}: {value}" + (f" ({sub})" if sub else "")
+        if self.toolTip() != tip:
+            self.setToolTip(tip)
 
 
 class SummaryPanel(QFrame):
@@ -279,8 +285,8 @@ class SummaryPanel(QFrame):
 
     def _set_time(self, result: Result, pinned: Result | None, parsed: ParsedConfig) -> None:
         shown = result.throughput
-        self.mfu.caption.setText(translate("Summary", "MFU"))
         if shown is None:
+            self.mfu.caption.setText(translate("Summary", "MFU"))
             for card in (self.step_time, self.throughput, self.mfu):
                 card.set("–", translate("Summary", "not priced"))
             return
