@@ -8,11 +8,15 @@ Prints numbers, asserts nothing.
 Runs offscreen. "after debounce" starts when the plan is handed to the worker; "edit →" starts at the form
 commit (an edit after a pause is handed over on the next turn of the event loop, one within 20 ms of the previous
 waits for the burst to end: docs/decisions.md P-GUI-PAINT). "drawn" is when the chart items hold the new
-numbers; "painted" is after the pending paint events ran.
+numbers; "painted" is after the pending paint events ran. "GUI thread CPU" is the GUI thread's CPU time from one
+edit to the next (paints and layouts that run after "painted" included; the worker's estimate not).
 
 Measured (2026-12-02, 2 shared cores at a load of 4.0–5.4, six runs of 100 edits alternating 69d3a72 with
 0b00e73): edit → painted p50 24–67 ms, p95 55–172 ms (0b00e73: 65–99 / 108–243 ms); the GUI thread's CPU per edit
-20–30 ms (26–35).
+20–30 ms (26–35). With the tiles and the status bar's time no longer repainting the window three more times per
+edit (P-GUI-PAINT "The labels"; six runs alternating with aab6f5a at a load of 3.7–5.3, the full suite running
+beside them): GUI thread CPU p50 20.0–26.6 ms (aab6f5a: 22.7–28.3), edit → painted p50 40–104 ms, p95 93–207 ms
+(45–122 / 95–263).
 """
 
 from __future__ import annotations
@@ -116,15 +120,17 @@ def edit_latency(n: int) -> dict[str, list[float]]:
     loop.exec()
     QApplication.processEvents()
     stats: dict[str, list[float]] = {"edit→drawn": [], "edit→painted": [], "after debounce→drawn": [],
-                                     "after debounce→painted": [], "estimate (worker)": []}
+                                     "after debounce→painted": [], "estimate (worker)": [], "GUI thread CPU": []}
     done = 0
     i = 0
+    cpu_mark: float | None = None  # the GUI thread's CPU time at the previous counted edit
     while done < n:
         changes = EDITS[i % len(EDITS)]
         i += 1
         marks.clear()
         before = window.undo_stack.count()
         start = time.perf_counter()
+        cpu = time.thread_time()  # from one edit to the next: what the edit cost, paints after "painted" included
         if not window.edit(dict(changes), "bench") or window.undo_stack.count() == before:
             continue  # invalid or no change: nothing to draw
         timer = QTimer()
@@ -142,6 +148,9 @@ def edit_latency(n: int) -> dict[str, list[float]]:
         stats["after debounce→drawn"].append(marks["drawn"] - marks["launched"])
         stats["after debounce→painted"].append(painted - marks["launched"])
         stats["estimate (worker)"].append(float(window.time_label.text().split()[1]) / 1000)
+        if cpu_mark is not None:
+            stats["GUI thread CPU"].append(cpu - cpu_mark)
+        cpu_mark = cpu
         done += 1
     window.shutdown_workers()
     window.ask_unsaved = lambda: "discard"  # type: ignore[method-assign]
