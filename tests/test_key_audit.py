@@ -124,3 +124,16 @@ def test_deepspeed_apex_amp_is_said(capsys, tmp_path):
     path.write_text(json.dumps({**config, "amp": {"enabled": True, "opt_level": "O2"}}), encoding="utf-8")
     texts = said(cli_warnings(capsys, str(path), *argv), "amp.enabled")
     assert len(texts) == 1 and "activation memory and step time upper bounds" in texts[0]
+
+
+def test_mindformers_memory_level_left_to_mindspore_default_is_said(capsys, tmp_path):
+    # MindSpore's set_context default is O0 (SOMAS off): a file that does not set it runs without the static plan
+    stated = edited(tmp_path, MINDFORMERS, '  max_device_memory: "58GB"\n',
+                    '  max_device_memory: "58GB"\n  memory_optimize_level: "O1"\n')
+    assert not [w for w in cli_warnings(capsys, stated) if "memory_optimize_level" in w["text"]]
+    silent = str(tmp_path / "silent.yaml")
+    Path(silent).write_text("\n".join(line for line in Path(stated).read_text(encoding="utf-8").splitlines()
+                                      if "memory_optimize_level" not in line) + "\n", encoding="utf-8")
+    texts = [w["text"] for w in cli_warnings(capsys, silent) if "memory_optimize_level" in w["text"]]
+    assert len(texts) == 1
+    assert '"O0" applies' in texts[0] and "device memory may be a lower bound" in texts[0] and '"O1"' in texts[0]

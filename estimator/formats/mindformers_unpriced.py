@@ -59,8 +59,12 @@ class UnpricedReader(MindFormersSource):
     def _context(self) -> None:
         """MindSpore context and parallel-context keys that change memory or time (docs/decisions.md D-MF-AUDIT)."""
         memory = self.get(("context", "memory_optimize_level"))
-        self._said_if(("context", "memory_optimize_level"), str(memory).strip().upper() == "O0",
-                      msg("mindformers_unpriced.somas-off"))
+        if memory is MISSING:  # MindSpore's set_context default is O0: SOMAS off (docs/decisions.md D-MF-AUDIT)
+            self.warn("W-UNMODELLED", msg("mindformers_unpriced.somas-off-by-default",
+                                          effect=msg("mindformers_unpriced.somas-off")))
+        else:
+            self._said_if(("context", "memory_optimize_level"), str(memory).strip().upper() == "O0",
+                          msg("mindformers_unpriced.somas-off"))
         self._gradient_sync()
         threshold = self.get((*POC, "parallel_optimizer_threshold"))
         self._said_if((*POC, "parallel_optimizer_threshold"), isinstance(threshold, int | float) and
