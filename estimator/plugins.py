@@ -42,9 +42,9 @@ class PluginContext:
     def add_reader(self, name: str, detect: Callable[[Any, str], bool], read: Callable[..., Any]) -> None:
         """A config format: ``detect(data, path) -> bool`` and ``read(text, path, data, devices) -> Reading``
         (see estimator/formats/support.py). A name the tool already reads is refused."""
-        from .formats import READERS
+        from .formats import READERS, registered_readers
 
-        if name in READERS:
+        if name in registered_readers():  # the built-in ones first: they are detected before a plug-in's
             raise ConfigError(msg("plugins.plug-reader-named", name=self.info.name, reader=name))
         if not (callable(detect) and callable(read)):
             raise ConfigError(msg("plugins.plug-add_reader-needs", name=self.info.name))

@@ -280,6 +280,22 @@ def test_version_and_help_import_no_command(argv):
     assert "HEAVY []" in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize(("config", "fmt", "readers"), [
+    ("deepseek_v3_671b.plan.yaml", "plan", []),
+    ("mindformers_llama3_70b.yaml", "mindformers", ["mindformers", "torchtitan"]),
+    ("torchtitan_llama3_70b.toml", "torchtitan", ["mindformers", "torchtitan"])])
+def test_a_plan_file_imports_no_framework_reader(config, fmt, readers):
+    """The framework readers are imported on the first file that needs one (P-COLD-START): a plan file never
+    does, and a framework's file is still detected with every reader there to try."""
+    code = ("import sys\nfrom estimator.formats import read_file\nreading = read_file(sys.argv[1], 256)\n"
+            "print('READ', reading.format, sorted(m.rsplit('.', 1)[1] for m in sys.modules\n"
+            "      if m in ('estimator.formats.mindformers', 'estimator.formats.torchtitan')))")
+    proc = subprocess.run([sys.executable, "-c", code, str(ROOT / "resources" / "examples" / config)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert f"READ {fmt} {readers}" in proc.stdout, proc.stdout
+
+
 def test_the_command_line_process_freezes_what_it_opened():
     """`sapp estimate` as a process pauses the garbage collector while it imports and opens the plan, then
     freezes those objects and resumes it with a larger first threshold; a caller of main(argv) is left alone."""

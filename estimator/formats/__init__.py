@@ -27,7 +27,8 @@ from .py_static import split_entry
 from .support import Reader, Reading
 
 Detector = Callable[[Any, str], bool]
-# framework-format readers, format name -> (detector(data, path) -> bool, reader(text, path, data, devices))
+# framework-format readers, format name -> (detector(data, path) -> bool, reader(text, path, data, devices)); the
+# built-in ones are imported and registered on first need (``registered_readers``), plug-ins' after them
 READERS: dict[str, tuple[Detector, Reader]] = {}
 # Each module below defines FORMAT (name), detect(data, path), read(text, path, data, devices) -> Reading and
 # write(source: SourceFile, parsed: ParsedConfig, strategy: Strategy) -> str (see estimator/export.py).
@@ -79,6 +80,7 @@ def read_file(path: str, devices: int | None = None, framework: str | None = Non
     data = _load(text, file)
     if framework:
         wanted = [fmt for fmt, fw in FORMAT_FRAMEWORK.items() if fw == framework.lower()]
+        registered_readers()
         for fmt in wanted:
             if fmt in READERS and ACCEPTS.get(fmt, READERS[fmt][0])(data, path):
                 return _tag(READERS[fmt][1](text, path, data, devices), text, path)
@@ -91,7 +93,7 @@ def read_file(path: str, devices: int | None = None, framework: str | None = Non
         warnings = [EstimateWarning("W-MODEL-NOTE", msg("W-MODEL-NOTE", path=path, note=note)) for note in notes]
         warnings += unknown_hf_keys(data, path) + unmodelled_features(data, path)
         return Reading("hf_config", "model", values, prov, warnings, text=text, path=path)
-    for detect, reader in READERS.values():
+    for detect, reader in registered_readers().values():
         if detect(data, path):
             return _tag(reader(text, path, data, devices), text, path)
     readers = "".join(f", {name}" for name in sorted(READERS))
@@ -211,9 +213,24 @@ def _model_source_answered(warning: EstimateWarning, values: dict[str, Any],
                                                  where=said.get("where"), model_path=model_path))
 
 
-def _register() -> None:
+_registered = False
+
+
+def registered_readers() -> dict[str, tuple[Detector, Reader]]:
+    """``READERS`` with the built-in framework readers in it. They are imported on the first file that is not a plan
+    or a Hugging Face config (or on --framework, or a plug-in's reader): a command that opens a plan file never
+    imports them (~20–50 ms of a cold process, docs/decisions.md P-COLD-START)."""
+    global _registered
+    if not _registered:
+        READERS.update(_builtin_readers())
+        _registered = True
+    return READERS
+
+
+def _builtin_readers() -> dict[str, tuple[Detector, Reader]]:
     import importlib
 
+    out: dict[str, tuple[Detector, Reader]] = {}
     for name in FORMAT_MODULES:
         try:
             module = importlib.import_module(f"{__name__}.{name}")
@@ -221,11 +238,10 @@ def _register() -> None:
             if exc.name == f"{__name__}.{name}":
                 continue  # that format is not built yet
             raise
-        READERS[module.FORMAT] = (module.detect, module.read)
+        out[module.FORMAT] = (module.detect, module.read)
         if hasattr(module, "accepts"):
             ACCEPTS[module.FORMAT] = module.accepts
+    return out
 
 
-_register()
-
-__all__ = ["READERS", "Reading", "parse", "read_file"]
+__all__ = ["READERS", "Reading", "parse", "read_file", "registered_readers"]
