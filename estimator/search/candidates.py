@@ -128,11 +128,14 @@ def block_columns(parsed: ParsedConfig, g: int, blocks: list[Block],
     and FSDP2's d_sh."""
     st = parsed.strategy
     n_acc = st.n_acc
-    parts: list[np.ndarray] = []
+    # column-major ([column, candidate]) so that every column is a contiguous view; each block is written in
+    # place (no per-block copies to concatenate: a cold process pays for every page it touches first)
+    table = np.empty((len(COLUMNS), sum(grid[0].size for grid in grids)), dtype=np.int64)
+    start = 0
     for (t, p, cp, d, _values), grid in zip(blocks, grids, strict=True):
         b, ep, etp, vp, os, sp, rec = (x.reshape(-1) for x in grid)
-        # column-major ([column, candidate]) so that every column is a contiguous view at the end
-        block = np.empty((len(COLUMNS), len(b)), dtype=np.int64)
+        block = table[:, start:start + len(b)]
+        start += len(b)
         block[0], block[1], block[2], block[3] = t, p, cp, d
         block[4] = b
         with np.errstate(divide="ignore"):
@@ -143,8 +146,6 @@ def block_columns(parsed: ParsedConfig, g: int, blocks: list[Block],
         block[8], block[9], block[10], block[11] = vp, os, sp, rec
         span = cp if st.sharding.span_cp else 1
         block[12] = np.where(os % span == 0, os // span, d)  # FSDP2: d_sh = os/span
-        parts.append(block)
-    table = np.concatenate(parts, axis=1) if parts else np.zeros((len(COLUMNS), 0), dtype=np.int64)
     return {name: table[k] for k, name in enumerate(COLUMNS)}
 
 
