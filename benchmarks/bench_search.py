@@ -15,7 +15,11 @@ elements; Llama-3-70B 0.86 s, 32 µs per survivor ≈ 210,000 such passes. Goal 
 ≤ 0.75 s (room for the CLI's own overhead): missed.
 ``sapp search`` of DeepSeek-V3 (2026-12-02, fresh processes alternating with the previous main, min/median of
 three at a load of ~5.4, docs/decisions.md P-COLD-START): CPU 1.34/1.38 s (was 1.67/1.78), wall 2.72/2.96 s (was
-3.41/4.23; the wall clock of a loaded two-core machine is mostly waiting).
+3.41/4.23; the wall clock of a loaded two-core machine is mostly waiting). After the readers were imported only
+for a file that needs one (2026-12-02 05:36, five rounds alternating with main 7088d58, each checkout with its
+own bytecode and cache folder, load 1.3–1.8, min/median): DeepSeek-V3 wall 1.18/1.28 s (was 1.27/1.36), CPU
+1.28/1.38 s (1.37/1.46); Llama-3-70B wall 1.03/1.06 s (1.06/1.19). What a cold first search pays is in
+P-COLD-START (mostly ~0.2 s of page faults: the first touch of its memory).
 """
 
 from __future__ import annotations
