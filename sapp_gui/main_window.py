@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QUndoStack
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -46,6 +46,7 @@ from .calibrate_dialog import CalibrateDialog, dropped_logs, open_calibration
 from .chart import StageChart
 from .commands import UndoAdapter
 from .compact import FORMS_MIN_WIDTH, NARROW_SCREEN, SIDE_MIN_WIDTH, SidePanels
+from .estimate_time import EstimateTimeLabel
 from .explain_view import ExplainView
 from .export_dialog import ExportDialog, ExportFlow, ask_unsaved
 from .file_watch import FileWatchBar
@@ -55,7 +56,7 @@ from .keeper import SessionKeeper
 from .language import said, translate
 from .layer_chart import LayerChart
 from .menus import build_menus, check_language, fill_recent_menu, retranslate_menus
-from .opening import OpenFlow, bounded
+from .opening import OpenFlow, bounded, dropped_paths, is_file_path
 from .panel import StaleFrame, attach
 from .presets import register_user_profiles, user_presets_dir
 from .resources import icon_path
@@ -105,7 +106,6 @@ class MainWindow(QMainWindow):
                                   status=lambda text, ms: self.statusBar().showMessage(text, ms))
         self._docks_parked = False
         self._dock_visible: dict[QDockWidget, bool] = {}
-        self._time_text = ""
         self._build()
         self.actions_ = build_menus(self)
         check_language(self.actions_, self.settings.language())
@@ -182,8 +182,7 @@ class MainWindow(QMainWindow):
         self.side_panels = SidePanels(self, self.docks, (self.explain_dock, self.notes_dock))
         self._dock_titles()
         self.statusBar().addPermanentWidget(self.opener.box)  # permanent: a temporary message must not hide Cancel
-        self.time_label = QLabel("")
-        self.time_label.setObjectName("estimateTime")
+        self.time_label = EstimateTimeLabel()
         self.statusBar().addPermanentWidget(self.time_label)
         self._default_state = QByteArray()
         for widget in self.findChildren(QWidget):
@@ -224,7 +223,7 @@ class MainWindow(QMainWindow):
             frame.retranslate()
         self.side_panels.retranslate()
         self._set_title()
-        self._show_time()
+        self.time_label.retranslate()
 
     def _restore_layout(self) -> None:
         self.resize(*DEFAULT_SIZE)
@@ -298,8 +297,7 @@ class MainWindow(QMainWindow):
             self.banner.setVisible(False)
             self.start_page.show_message("")
             self._show_workspace()
-            self._time_text = ""
-            self._show_time()
+            self.time_label.clear_time()
             self.document_opened.emit()
             self.statusBar().showMessage(translate("MainWindow", "Opened {0}").format(self.doc.title), 4000)
         elif kind == CLOSED:
@@ -312,8 +310,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(message, 8000)
         elif kind == ESTIMATED and self.doc.shown is not None:
             self.banner.setVisible(False)
-            self._time_text = f"{self.doc.shown.elapsed * 1000:.0f}"
-            self._show_time()
+            self.time_label.show_elapsed(self.doc.shown.elapsed)
             self.estimate_drawn.emit(self.doc.shown.result)
         elif kind == ESTIMATE_FAILED and event.error is not None:
             self._estimate_failed(event.error)
@@ -331,8 +328,7 @@ class MainWindow(QMainWindow):
             translate("MainWindow", "The chart still shows the last valid estimate, greyed: it is not of this plan.")
         head = translate("MainWindow", "This combination cannot be priced.")
         self._show_banner(bounded(f"{head} {message} {kept}".strip()))
-        self._time_text = "failed"
-        self._show_time()
+        self.time_label.show_failed()
         self.estimate_failed.emit(error)
 
     # -------------------------------------------------------------------------------------- open
@@ -388,7 +384,7 @@ class MainWindow(QMainWindow):
             fill_recent_menu(self, actions.recent_menu, entries)
 
     def open_recent(self, paths: list[str], args: dict | None = None) -> bool:
-        missing = [p for p in paths if not _is_file(p)]
+        missing = [p for p in paths if not is_file_path(p)]
         if missing:
             self.settings.remove_recent(paths)
             self._refresh_recent()
@@ -399,8 +395,7 @@ class MainWindow(QMainWindow):
 
     # --------------------------------------------------------------------------------- drag/drop
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        mime = event.mimeData()
-        if mime.hasUrls() and any(url.isLocalFile() for url in mime.urls()):
+        if dropped_paths(event):
             event.acceptProposedAction()
         else:
             event.ignore()
@@ -409,7 +404,7 @@ class MainWindow(QMainWindow):
         self.dragEnterEvent(event)
 
     def dropEvent(self, event: QDropEvent) -> None:
-        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        paths = dropped_paths(event)
         if not paths:
             event.ignore()
             return
@@ -454,30 +449,6 @@ class MainWindow(QMainWindow):
                        acts.compare_current, acts.named["run_search"], acts.named["run_balance"]):
             action.setEnabled(loaded)
         acts.unpin.setEnabled(self.doc.pinned is not None)
-
-    def _show_time(self) -> None:
-        if not self._time_text:
-            text = ""
-        elif self._time_text == "failed":
-            text = translate("MainWindow", "estimate failed")
-        else:
-            text = translate("MainWindow", "estimate {0} ms").format(self._time_text)
-        self._fit_time_label(text)
-        self.time_label.setText(text)
-
-    def _fit_time_label(self, text: str) -> None:
-        """The estimate's time keeps a fixed size, wide enough for the widest text it says (widening only for
-        a longer one): a label whose size changes on every edit re-lays the whole window out."""
-        label = self.time_label
-        metrics = label.fontMetrics()
-        margins = label.contentsMargins()
-        pad = margins.left() + margins.right() + 2 * label.margin() + metrics.averageCharWidth()
-        widest = max(metrics.horizontalAdvance(t) for t in (
-            text, translate("MainWindow", "estimate failed"), translate("MainWindow", "estimate {0} ms").format(
-                "8" * 5)))
-        size = QSize(widest + pad, metrics.height() + margins.top() + margins.bottom() + 2 * label.margin())
-        if label.minimumSize() != size or label.maximumSize() != size:
-            label.setFixedSize(size)
 
     def _show_banner(self, text: str) -> None:
         self.banner.setText(text)
@@ -625,11 +596,3 @@ class MainWindow(QMainWindow):
 
         show_about(self)
 
-
-def _is_file(path: str) -> bool:
-    """Whether a recent entry's path is still a file (a path no file system takes, from a hand-edited settings
-    file, is not)."""
-    try:
-        return Path(path).is_file()
-    except (OSError, ValueError):
-        return False

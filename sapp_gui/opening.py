@@ -22,6 +22,21 @@ from .worker import OpenOutcome, OpenRunner
 MESSAGE_LIMIT = 2000  # characters of an error shown in the window (the rest is elided: a file may hold anything)
 
 
+def dropped_paths(event: Any) -> list[str]:
+    """The local files a drag carries (a drop of anything else is not for the window)."""
+    mime = event.mimeData()
+    return [url.toLocalFile() for url in mime.urls() if url.isLocalFile()] if mime.hasUrls() else []
+
+
+def is_file_path(path: str) -> bool:
+    """Whether a recent entry's path is still a file (a path no file system takes, from a hand-edited settings
+    file, is not)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def bounded(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit:,} more characters)"
 
