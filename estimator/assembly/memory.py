@@ -201,44 +201,45 @@ def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
     vp = len(act)
     acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act]).reshape(vp, -1)
     works = np.stack([np.broadcast_to(np.asarray(w, dtype=np.float64), size) for w in work]).reshape(vp, -1)
-    n = acts.shape[1]
-    out_counts = np.zeros((vp, n))
-    out_work = np.zeros(n)
     memo = {} if memo is None else memo
-    for pts in groups.values():
+    return _best_per_block(_point_blocks(groups.values(), size, vp, memo), acts, works, size)
+
+
+def _point_blocks(groups: Any, size: tuple[int, ...], vp: int, memo: dict) -> Any:
+    """Per group of points sharing a mask: (its elements, counts [P, vp], backward chunks [P], largest count)."""
+    for pts in groups:
         idx = mask_index(pts[0].valid, size, memo)
         if not index_size(idx):
             continue
-        if vp == 1:  # one chunk: n·A + W with A ≥ 0 and one W peaks at the largest n (A = 0: every point alike)
-            out_counts[0, idx] = max(pt.counts[0] for pt in pts)
-            out_work[idx] = works[0, idx]
-            continue
-        counts = np.array([pt.counts for pt in pts], dtype=np.float64)       # [P, vp]
-        chunk = np.array([pt.backward_chunk for pt in pts], dtype=np.int64)  # [P]
-        sub = works[:, idx]
-        best = np.argmax(counts @ acts[:, idx] + sub[chunk], axis=0)
-        out_counts[:, idx] = counts[best].T
-        out_work[idx] = sub[chunk[best], np.arange(sub.shape[1])]
-    return tuple(out_counts[j].reshape(size) for j in range(vp)), out_work.reshape(size), -1
+        if vp == 1:
+            yield idx, None, None, max(pt.counts[0] for pt in pts)
+        else:
+            yield (idx, np.array([pt.counts for pt in pts], dtype=np.float64),
+                   np.array([pt.backward_chunk for pt in pts], dtype=np.int64), None)
 
 
 def _masked_peak_point(points: MaskedPoints, act: Sequence[Num], work: Sequence[Num],
                        memo: dict) -> tuple[tuple[Num, ...], Num, int]:
-    """``peak_point`` over a search group's points: the same products per mask, with the masks' arrays built once
-    per schedule profile (``masked_points``) instead of regrouping the points here."""
+    """``peak_point`` over a search group's points, with the masks' arrays built once per schedule profile
+    (``masked_points``) instead of regrouping the points here."""
     size = points.size
-    vp = len(act)
-    acts, works = stacked_rows(act, size, memo), stacked_rows(work, size, memo)
-    n = acts.shape[1]
+    blocks = ((b.index, b.arrays.counts, b.arrays.chunk, b.arrays.largest) for b in points.blocks)
+    return _best_per_block(blocks, stacked_rows(act, size, memo), stacked_rows(work, size, memo), size)
+
+
+def _best_per_block(blocks: Any, acts: np.ndarray, works: np.ndarray,
+                    size: tuple[int, ...]) -> tuple[tuple[Num, ...], Num, int]:
+    """D49 per block of elements sharing their points: values[P, C] = N[P, vp] @ A[vp, C] + W[b_P, C], the first
+    largest point per element; one chunk needs no product (n·A + W with A ≥ 0 and one W peaks at the largest n;
+    A = 0: every point alike)."""
+    vp, n = acts.shape
     out_counts = np.zeros((vp, n))
     out_work = np.zeros(n)
-    for block in points.blocks:
-        idx, arrays = block.index, block.arrays
-        if vp == 1:  # one chunk: n·A + W with A ≥ 0 and one W peaks at the largest n (A = 0: every point alike)
-            out_counts[0, idx] = arrays.largest
+    for idx, counts, chunk, largest in blocks:
+        if vp == 1:
+            out_counts[0, idx] = largest
             out_work[idx] = works[0, idx]
             continue
-        counts, chunk = arrays.counts, arrays.chunk
         sub = works[:, idx]
         best = np.argmax(counts @ acts[:, idx] + sub[chunk], axis=0)
         out_counts[:, idx] = counts[best].T
