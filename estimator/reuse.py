@@ -7,8 +7,11 @@ device and the options, but of the micro-batch count (``micro_batches``) and the
 only the degrees m and n_acc (resolve) and whether the step accumulates gradients (the rows: γ of D5 under the
 upstream rule, p > 1 or m·n_acc > 1). So both are keyed on the four inputs with those two fields left out (and
 the book on γ); an edit of the micro-batch count re-resolves only the degrees and re-prices only the stages' peak
-points and the step formula, and going back (undo) finds the state it returns to. Every other edit (tp, pp,
-recompute, …) changes the key: its rows are priced anew. Keys compare by value and carry every value's type,
+points and the step formula, and going back (undo) finds the state it returns to. The rows' costs themselves
+(``row_costs``) are keyed without what only the layout reads of the recompute plan (each row's mode, which is
+part of the row's own key), so a recompute edit prices only the rows whose mode changed; the activation slot
+tables (``activation_table``) read no degree, so a tp or pp edit keeps them. Every other edit (tp, pp, …) changes
+the key: its rows are priced anew. Keys compare by value and carry every value's type,
 nested records and tuples included (1, 1.0 and True are equal and hash alike but are different inputs), and hold
 what a plug-in or the user's folder may change while the process runs (family profiles, layer kinds) and the
 memory terms the chunk sums add up. At most ``MAX_BOOKS`` of each are kept, the least recently used dropped
@@ -21,15 +24,16 @@ import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import replace
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Any
 
+from .activations import ActivationTable
 from .assembly import terms
 from .kinds import generation as kinds_generation
 from .layout import build_layout, layout_inputs
 from .profiles import all_profiles
 from .resolve import Resolved, resolve
-from .stage import RowBook
+from .stage import RowBook, RowCosts
 from .static import grad_factor
 
 if TYPE_CHECKING:
@@ -116,35 +120,105 @@ def _keep(table: OrderedDict, key: Any, value: Any, limit: int) -> Any:
 
 
 _KEYS: OrderedDict[int, tuple[Any, frozenset[str], Key]] = OrderedDict()  # id → (the record, skip, its key)
+_TWINS: dict[tuple[type, frozenset[str]], list[tuple[tuple, Key]]] = {}  # the last records' field values, keys
+TWINS = 4  # per record type and skip
+
+
+def _same(new: tuple, old: tuple) -> bool:
+    """Whether two records' field values (of one record type) would make equal keys (``typed``): each the same
+    object, or equal with the same type, nested tuples and records compared item by item."""
+    for a, b in zip(new, old, strict=True):
+        if a is b:
+            continue
+        kind = type(a)
+        if kind is not type(b):
+            return False
+        if kind in _LEAVES:
+            if a != b:
+                return False
+        elif kind is tuple:
+            if len(a) != len(b) or not _same(a, b):
+                return False
+        elif not hasattr(kind, "__dataclass_fields__") or \
+                not _same(_getter(kind, frozenset())(a), _getter(kind, frozenset())(b)):
+            return False
+    return True
 
 
 def key_of(record: Any, skip: frozenset[str] = frozenset()) -> Key:
     """The key of ``record`` without the fields ``skip``, made once per record object (a plan's model, device and
     options stay the same objects across its edits; records are frozen, and the object is held while its key
-    is kept, so its id is not reused)."""
+    is kept, so its id is not reused). A new record whose fields are the very objects of a recent one's (the
+    plan session rebuilds a plan's records from its values on every edit) shares that one's key."""
     got = _kept(_KEYS, id(record))
     if got is not None and got[0] is record and got[1] == skip:
         return got[2]
-    key = Key(typed(record, skip))
-    _keep(_KEYS, id(record), (record, skip, key), 4 * MAX_BOOKS)
+    values = _getter(type(record), skip)(record)
+    twins = _TWINS.get((type(record), skip), ())
+    key = next((k for old, k in twins if all(map(is_, values, old)) or _same(values, old)), None)
+    if key is None:
+        key = Key(typed(record, skip))
+        with _LOCK:
+            kept = _TWINS.setdefault((type(record), skip), [])
+            kept.insert(0, (values, key))
+            del kept[TWINS:]
+    _keep(_KEYS, id(record), (record, skip, key), 8 * MAX_BOOKS)
     return key
 
 
 _BOOKS: OrderedDict[tuple, RowBook] = OrderedDict()
+_COSTS: OrderedDict[tuple, RowCosts] = OrderedDict()
+LAYOUT_ONLY = frozenset({"default_mode", "full_counts", "sel_counts", "comm_counts", "ranges", "allow_overlap",
+                         "uniform_group"})  # RecomputePlan fields only the layout reads (as each row's mode)
 
 
 def row_book(r: Resolved) -> RowBook:
     """The book of the rows a resolved plan prices (a new one when none is kept): keyed on its four inputs
     (the strategy without ``NOT_READ``), γ, and what a plug-in or the user's folder may change while the process
     runs — the family profile the plan resolved to and the generation of the registered layer kinds — and the
-    memory terms the chunk sums add up (``assembly.terms``: where a new term goes)."""
+    memory terms the chunk sums add up (``assembly.terms``: where a new term goes). Its row costs are kept under
+    the same key with the recompute plan's ``LAYOUT_ONLY`` fields left out (``row_costs``)."""
     gamma = grad_factor(r.flags, r.par)
-    key = (key_of(r.model), key_of(r.strategy, NOT_READ), key_of(r.hardware), key_of(r.options), key_of(r.profile),
-           kinds_generation(), gamma, type(gamma), terms.ROW_TERMS, terms.HOST_TERMS)
+    rows = (key_of(r.model), key_of(r.hardware), key_of(r.options), key_of(r.profile), kinds_generation(), gamma,
+            type(gamma), terms.ROW_TERMS, terms.HOST_TERMS)
+    key = (key_of(r.strategy, NOT_READ), *rows)
     book = _kept(_BOOKS, key)
     if book is None:
-        book = _keep(_BOOKS, key, RowBook(), MAX_BOOKS)
+        book = _keep(_BOOKS, key, RowBook(row_costs(r, rows)), MAX_BOOKS)
     return book
+
+
+def row_costs(r: Resolved, rows: tuple) -> RowCosts:
+    """The row costs of a plan (``stage.RowCosts``: each row's cost, term values, FLOPs and times per device),
+    shared by the books of plans that differ only in what the layout reads of the recompute plan: a row's cost
+    reads its own mode (``stage.cost_key``: the layout's item) and, of the recompute plan, only the selective
+    switches the plan states (the activation table) and the rule (resolve's flags) — so a recompute edit
+    prices only the rows whose mode it changed. ``rows``: the book's key but the strategy."""
+    key = (key_of(r.strategy, NOT_READ | {"recompute"}), key_of(r.strategy.recompute, LAYOUT_ONLY), *rows)
+    costs = _kept(_COSTS, key)
+    if costs is None:
+        fresh = RowCosts()
+        fresh.acts = activation_table(r)
+        costs = _keep(_COSTS, key, fresh, MAX_BOOKS)
+    return costs
+
+
+_TABLES: OrderedDict[tuple, ActivationTable] = OrderedDict()
+
+
+def activation_table(r: Resolved) -> ActivationTable:
+    """The plan's activation slot tables and class sums (``activations.ActivationTable``), shared by every row book
+    whose plan agrees on what the table reads: the dims, widths and flags, the sequence length, the selective
+    recompute switches the plan states, and the registered layer kinds (their slot edits and the user's
+    overrides) — not the degrees, so a tp, pp or recompute edit keeps the slots and class sums it already summed.
+    Keyed by value and type, ``MAX_BOOKS`` kept."""
+    s, switches = float(r.par.s), r.strategy.recompute.switches
+    key = (key_of(r.dims), key_of(r.widths), key_of(r.flags), s, switches,
+           None if switches is None else tuple(map(type, switches)), kinds_generation())
+    table = _kept(_TABLES, key)
+    if table is None:
+        table = _keep(_TABLES, key, ActivationTable(r.dims, r.widths, r.flags, s, switches), MAX_BOOKS)
+    return table
 
 
 class Same:
@@ -211,8 +285,10 @@ def forget() -> None:
     records)."""
     with _LOCK:
         _BOOKS.clear()
+        _COSTS.clear()
         _RESOLVED.clear()
+        _TABLES.clear()
 
 
-__all__ = ["MAX_BOOKS", "NOT_READ", "RowBook", "Same", "forget", "key_of", "resolved", "resolved_layout", "row_book",
-           "typed"]
+__all__ = ["LAYOUT_ONLY", "MAX_BOOKS", "NOT_READ", "RowBook", "RowCosts", "Same", "activation_table", "forget",
+           "key_of", "resolved", "resolved_layout", "row_book", "row_costs", "typed"]

@@ -30,7 +30,7 @@ from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .resolve import Resolved, dense_domain
 
 if TYPE_CHECKING:
-    from .stage import Row, StagePricer
+    from .stage import Row, RowCost, StagePricer
 
 # Defaults (docs/model.md#knobs). None: the rule in ``knobs`` (o_tp per framework, o_cp per algorithm, o_ep per
 # schedule).
@@ -46,7 +46,6 @@ KNOBS: dict[str, float | None] = {
     "pp_scatter_gather": 0.0,  # 1: p2p tensors split over TP ranks even without SP (Megatron-LM ≤ 2022 default)
 }
 COMM_KINDS = ("tp", "cp", "ep", "pp", "fsdp", "host")
-ROW_FLOPS = "row-flops"  # the pricer's memo key of its rows' FLOPs
 
 
 @dataclass(frozen=True)
@@ -93,10 +92,11 @@ class TimeContext:
     def __init__(self, pricer: StagePricer) -> None:
         r = self.r = pricer.r
         self.pricer = pricer
-        self.row_cache: dict[tuple, RowTime] = {}
-        # FLOPs do not depend on the device: the band's step times (estimate.step_band) reuse the plan's
-        self.flops_cache: dict[tuple, tuple] = pricer.shared.setdefault(ROW_FLOPS, {})
         d, w, f, par, hw = r.dims, r.widths, r.flags, r.par, r.hardware
+        costs = pricer.book.costs  # row times and FLOPs are kept with the row costs (per row, per device)
+        self.row_cache: dict[tuple, tuple[RowCost, RowTime]] = costs.times.setdefault(hw, {})
+        # FLOPs do not depend on the device: the band's step times (estimate.step_band) reuse the plan's
+        self.flops_cache: dict[tuple, tuple] = costs.flops
         self.k = knobs(r)
         self.rate_mm = hw.flops(w.c) * hw.eff_matmul
         feat = f.feat
@@ -258,12 +258,13 @@ def dequantize_time(row: Row, ctx: TimeContext) -> Num:
 
 
 def row_time(ctx: TimeContext, row: Row) -> RowTime:
-    """A row's times; rows sharing a cost (same kind, block, option, head) share them (cached per plan)."""
+    """A row's times; rows sharing a cost (same kind, block, option, head) share them (kept with the row costs
+    per device, with the cost they were timed for)."""
     key = _row_key(row)
     got = ctx.row_cache.get(key)
-    if got is None:
-        got = ctx.row_cache[key] = _row_time(ctx, row)
-    return got
+    if got is None or got[0] is not row.cost:
+        got = ctx.row_cache[key] = (row.cost, _row_time(ctx, row))
+    return got[1]
 
 
 def _row_key(row: Row) -> tuple:

@@ -110,17 +110,30 @@ class Row(NamedTuple):
         return self.cost.parts
 
 
-class RowBook:
-    """What a pricer's rows are kept in (``reuse.row_book`` shares one across estimates): the caches of one row
-    context: ``StagePricer``'s priced locals, static bytes, rows and activation table,
-    ``shared`` (row values, chunk sums, FLOPs, what chunks hold — keyed per stage form), and per device (the
-    plan's, or a band end's) the step time's context with its chunk and stage times."""
+class RowCosts:
+    """What a plan's rows cost, apart from its layout (``reuse.row_costs`` shares one across the books of plans
+    that differ only in what the layout reads of the recompute plan): ``StagePricer``'s priced locals, static
+    bytes, rows and activation table, each row cost's term values (``values``), the rows' FLOPs (``flops``) and
+    per device their row times (``times``) — all keyed per row (``cost_key``, or the RowCost object)."""
 
     def __init__(self) -> None:
         self.local: dict = {}
         self.static: dict = {}
         self.rows: dict = {}
         self.acts: ActivationTable | None = None
+        self.values: dict = {}
+        self.flops: dict = {}
+        self.times: dict = {}
+
+
+class RowBook:
+    """What a pricer's rows are kept in (``reuse.row_book`` shares one across estimates): the row costs
+    (``costs``: their own, or shared by plans whose rows agree) and what is derived from the rows per stage form
+    of one layout — ``shared`` (chunk sums, chunk holdings, kept stages, keyed per stage form) and per device
+    (the plan's, or a band end's) the step time's context with its chunk and stage times (``times``)."""
+
+    def __init__(self, costs: RowCosts | None = None) -> None:
+        self.costs = costs or RowCosts()
         self.shared: dict = {}
         self.times: dict = {}
 
@@ -145,12 +158,13 @@ class StagePricer:
         self.t_h = t_head(f, d, par.t)  # D58: MindFormers replicates the head with vocab_emb_dp
         self.gamma = grad_factor(f, par)
         self.book = book = book or RowBook()
-        if book.acts is None:
-            book.acts = ActivationTable(d, w, f, float(par.s), r.strategy.recompute.switches)
-        self.acts: ActivationTable = book.acts
-        self._local: dict[tuple, Local] = book.local
-        self._static: dict[tuple, StaticBytes] = book.static
-        self._rows: dict[tuple, RowCost] = book.rows
+        costs = book.costs
+        if costs.acts is None:
+            costs.acts = ActivationTable(d, w, f, float(par.s), r.strategy.recompute.switches)
+        self.acts: ActivationTable = costs.acts
+        self._local: dict[tuple, Local] = costs.local
+        self._static: dict[tuple, StaticBytes] = costs.static
+        self._rows: dict[tuple, RowCost] = costs.rows
         self.shared: dict = book.shared
         self.memo: dict[tuple, object] = {}  # derived per-pricer results other modules reuse across stages
         vision = r.model.vision

@@ -103,6 +103,15 @@ def test_books_are_bounded():
         estimate(DENSE, PLAN.replace(micro_batch_size=m, dp=2), H100, MEGATRON)
     assert len(reuse._BOOKS) <= reuse.MAX_BOOKS
     assert len(reuse._RESOLVED) <= reuse.MAX_BOOKS
+    for rec in range(reuse.MAX_BOOKS + 6):  # recompute edits: new books over one row costs' entry
+        estimate(DENSE, PLAN.replace(recompute=RecomputePlan(default_mode="selective", full_counts=(rec % 5, 1))),
+                 H100, MEGATRON)
+    for sw in range(reuse.MAX_BOOKS + 6):
+        switches = ("core_attn",) * (sw + 1)
+        estimate(DENSE, PLAN.replace(recompute=RecomputePlan(default_mode="selective", switches=switches)), H100,
+                 MEGATRON)
+    assert max(len(reuse._BOOKS), len(reuse._COSTS), len(reuse._TABLES)) <= reuse.MAX_BOOKS
+    assert reuse._TWINS and all(len(twins) <= reuse.TWINS for twins in reuse._TWINS.values())
 
 
 def test_a_session_edit_and_undo_reuse_the_plan(tmp_path):
@@ -187,7 +196,8 @@ def test_an_edit_sequence_through_the_session_equals_estimates_with_nothing_kept
             return {f"strategy.{kind}": smaller[-1] if smaller else now * 2}
         return session.recompute_changes(mode="selective" if st.recompute.default_mode == "full" else "full")
 
-    for kind in ("m", "tp", "undo", "undo", "pp", "rec", "undo", "m", "undo", "undo"):
+    for kind in ("m", "tp", "undo", "undo", "pp", "rec", "undo", "m", "undo", "undo", "rec", "rec", "tp", "undo",
+                 "undo", "undo", "pp", "m", "rec", "undo", "undo", "undo"):
         if kind == "undo":
             session.undo()
         else:
@@ -195,6 +205,56 @@ def test_an_edit_sequence_through_the_session_equals_estimates_with_nothing_kept
         p = session.parsed
         warm = _text(estimate(p.model, p.strategy, p.hardware, p.options))
         with monkeypatch.context() as empty:  # nothing kept, the kept parts untouched for the next edit
-            empty.setattr(reuse, "_BOOKS", OrderedDict())
-            empty.setattr(reuse, "_RESOLVED", OrderedDict())
+            _nothing_kept(empty)
             assert warm == _text(estimate(p.model, p.strategy, p.hardware, p.options)), kind
+
+
+def _nothing_kept(patch: pytest.MonkeyPatch) -> None:
+    """Every table an estimate keeps for the next one, empty (the process's kept ones untouched)."""
+    from estimator import assembly
+
+    for name in ("_BOOKS", "_COSTS", "_RESOLVED", "_TABLES", "_KEYS"):
+        patch.setattr(reuse, name, OrderedDict())
+    patch.setattr(reuse, "_TWINS", {})
+    patch.setattr(assembly, "_LABELS", {})
+
+
+def test_a_recompute_edit_keeps_the_rows_whose_mode_stays():
+    """The row costs read of the recompute plan only each row's mode (the layout's item), the switches and the
+    rule: a recompute edit gets a new book (new stage forms) over the same row costs, so a row whose mode stayed
+    is not priced again; a tp edit keeps the activation table (its slots do not read the degrees)."""
+    full = PLAN.replace(recompute=RecomputePlan(default_mode="full"))
+    counted = PLAN.replace(recompute=RecomputePlan(default_mode="selective", full_counts=(2, 0)))
+    books = [reuse.row_book(reuse.resolved(DENSE, st, H100, MEGATRON)) for st in (PLAN, full, counted)]
+    assert len({id(b) for b in books}) == 3
+    assert len({id(b.costs) for b in books}) == 1
+    estimate(DENSE, PLAN, H100, MEGATRON)
+    priced = dict(books[0].costs.rows)
+    estimate(DENSE, counted, H100, MEGATRON)  # stage 0's first two layers full, the rest as before
+    assert all(books[2].costs.rows[k] is cost for k, cost in priced.items())
+    assert any(k not in priced for k in books[2].costs.rows)
+    switched = PLAN.replace(recompute=RecomputePlan(default_mode="selective", switches=("core_attn",)))
+    assert reuse.row_book(reuse.resolved(DENSE, switched, H100, MEGATRON)).costs is not books[0].costs
+    ruled = PLAN.replace(recompute=RecomputePlan(default_mode="selective", rule="megatron"))
+    assert reuse.row_book(reuse.resolved(DENSE, ruled, H100, MEGATRON)).costs is not books[0].costs
+    wider = reuse.row_book(reuse.resolved(DENSE, PLAN.replace(tp=4, dp=1), H100, MEGATRON))
+    assert wider.costs is not books[0].costs and wider.costs.acts is books[0].costs.acts
+    for st in (PLAN, full, counted, switched, ruled, PLAN.replace(tp=4, dp=1), PLAN):
+        warm = _text(estimate(DENSE, st, H100, MEGATRON))
+        assert warm == _cold(st)
+
+
+def test_a_rebuilt_record_shares_its_twin_key(monkeypatch):
+    """The session rebuilds a plan's records on every edit: one whose fields equal a recent one's, by value and
+    type, shares its key; one that differs in a value or a type does not."""
+    _nothing_kept(monkeypatch)
+    key = reuse.key_of(PLAN)
+    assert reuse.key_of(PLAN.replace(recompute=RecomputePlan(default_mode="selective"))) is key
+    assert reuse.key_of(PLAN.replace(tp=2)) is key
+    assert reuse.key_of(PLAN.replace(tp=2.0)) != key
+    nested = PLAN.replace(recompute=RecomputePlan(default_mode="selective", full_counts=(1, 1)))
+    assert reuse.key_of(nested) != key
+    assert reuse.key_of(PLAN.replace(recompute=RecomputePlan(default_mode="selective", full_counts=(1, True)))) \
+        != reuse.key_of(nested)
+    assert reuse.key_of(PLAN.replace(micro_batches=8), reuse.NOT_READ) is reuse.key_of(PLAN, reuse.NOT_READ)
+    assert reuse.key_of(PLAN.replace(micro_batches=8)) != key

@@ -26,6 +26,7 @@ Adding a memory term (docs/model.md#adding-a-memory-term):
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 from ..messages import Text, english, message_of
 from ..result import StageResult
@@ -67,7 +68,7 @@ def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: b
         mem = stage_memory(pricer, stage, form, points, stage_chunks(pricer, form), explain, rows)
         device = pricer.memo.get(("device", stage), {})
     point, text = (mem.instant.best.name, english(mem.instant.best.name)) if mem.instant is not None else \
-        _peak_point(pricer, points, mem)
+        _peak_point(points, mem)
     source = partial(_layer_rows, pricer, stage, form, mem)
     tree = explain_tree(pricer, stage, rows, mem, source(), point) if explain else None
     return StageResult(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
@@ -93,23 +94,28 @@ def _kept_stage(pricer: StagePricer, stage: int, form: StageForm, points: list[P
 
 
 KEPT_LABELS = 256
+_INTS = frozenset({int})
+_LABELS: dict[tuple, tuple[Text, str]] = {}  # a point's counts and backward chunk (values, types) → its label
 
 
-def _peak_point(pricer: StagePricer, points: list[Point], mem: StageMemory) -> tuple[Text, str]:
-    """The peak point's label and its English text, kept with the rows per points list (one per in-flight
-    profile: ``estimate._points``) and point: the label reads the point alone."""
-    if type(points) is not list or mem.point < 0:
+def _peak_point(points: list[Point] | Any, mem: StageMemory) -> tuple[Text, str]:
+    """The peak point's label and its English text, kept (at most ``KEPT_LABELS``) under the point's in-flight
+    counts (integers: one plan's) and backward chunk, by value and type: the label reads the point alone, so
+    every plan, book and micro-batch count whose stage peaks at an equal point shares it."""
+    pt = points[mem.point] if type(points) is list and mem.point >= 0 else None
+    kinds = tuple(map(type, pt.counts)) if pt is not None else ()
+    if pt is None or not _INTS.issuperset(kinds):  # arrays (the search, the balancer): not kept
         label = point_label(points, mem)
         return label, english(label)
-    kept = pricer.shared.setdefault("peak-labels", {})
-    key = (id(points), mem.point)
-    got = kept.get(key)  # type: ignore[attr-defined]
-    if got is None or got[0] is not points:
-        if len(kept) >= KEPT_LABELS:  # type: ignore[arg-type]
-            kept.clear()  # type: ignore[attr-defined]
+    key = (pt.counts, pt.backward_chunk, type(pt.backward_chunk))
+    got = _LABELS.get(key)
+    if got is None:
         label = point_label(points, mem)
-        got = kept[key] = (points, label, english(label))  # type: ignore[index]
-    return got[1], got[2]
+        got = (label, english(label))
+        if len(_LABELS) >= KEPT_LABELS:
+            _LABELS.clear()  # one dict operation each, so threads sharing it see a whole entry or none
+        _LABELS[key] = got
+    return got
 
 
 def _layer_rows(pricer: StagePricer, stage: int, form: StageForm, mem: StageMemory) -> tuple:

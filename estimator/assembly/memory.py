@@ -103,15 +103,16 @@ def _row_values(pricer: StagePricer, form: StageForm) -> list[tuple[Num, ...]]:
     f = pricer.r.flags
     divisor = pricer.r.par.os if f.sharding_mode not in ("none",) else 1
     out = []
+    kept = pricer.book.costs.values  # per RowCost object (held in the entry), shared with the row costs
     for item, with_head in form.keys:
         cost = pricer.cost(item, with_head)
-        key = ("row-values", id(cost))
-        got = pricer.shared.get(key)
+        key = id(cost)
+        got = kept.get(key)
         if got is None:
             _st, local = cost.static, cost.local
             upstream = max_all([cost.parts[0], cost.parts[1], cost.parts[3]]) + cost.parts[2]
             largest = None if local.frozen else forloop_temporaries(local.largest, divisor)
-            got = pricer.shared[key] = (*(t.value(cost, pricer) for t in terms.ROW_TERMS),
+            got = kept[key] = (*(t.value(cost, pricer) for t in terms.ROW_TERMS),
                                       *((t.at_optimizer_step or t.value)(cost, pricer) for t in terms.ROW_TERMS),
                                       upstream, largest, *(t.value(cost, pricer) for t in terms.HOST_TERMS), cost)
         out.append(got)  # type: ignore[arg-type]
