@@ -50,9 +50,7 @@ def without_device_terms() -> Iterator[None]:
 
 
 def clear_caches() -> None:
-    memory.replayed_slack.cache_clear()
-    with memory._EVENTS_LOCK:
-        memory._EVENTS.clear()
+    memory.forget_replays()
     ratio._ratio.cache_clear()
 
 

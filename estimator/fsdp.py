@@ -76,20 +76,21 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
     others = _other_activations(points, act_chunk, chunks, pricer.memo)
     # stages holding the same rows share the walk of a chunk's backward (names take each stage's layer indices)
     signature = tuple((row.chunk, row.item.kind, row.item.block, row.item.option, id(row.cost)) for row in rows)
+    store, acc = _walk_store(pricer)
     totals: list[Num] = []
     picked: list[tuple[Num, ...]] = []
     walks = []
     for j in chunks:
         a_h, point = others[j]
-        key = ("fsdp-walk", j, signature)
-        cached = pricer.memo.get(key)
+        key = ("fsdp-walk", j, signature, acc)
+        cached = store.get(key)
         if cached is None:
-            stage_key = ("fsdp-stage", signature)
-            stage = pricer.memo.get(stage_key)
+            stage_key = ("fsdp-stage", signature, acc)
+            stage = store.get(stage_key)
             if stage is None:
-                stage = pricer.memo[stage_key] = _stage(pricer, rows)
+                stage = store[stage_key] = _stage(pricer, rows)
             walk = _instants(pricer, rows, j, stage)
-            cached = pricer.memo[key] = (*_best_instant(walk), walk)
+            cached = store[key] = (*_best_instant(walk), walk)
         fields_j, dynamic_j, k_j, walk = cached
         picked.append((fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3]))
         totals.append(a_h + dynamic_j)
@@ -106,6 +107,21 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
     shown = tuple((a_h, [replace(inst, name=inst.named(rows), focus=-1) for inst in walk], _where(points, point))
                   for a_h, walk, point, _k in walks) if explain else ()
     return Peak(Instant(name, *won), tuple(counts), shown, several)
+
+
+def accumulates(pricer: StagePricer) -> int | None:
+    """Whether a step accumulates gradients over micro-batches, ``gt(m·n_acc, 1)``: all a walk reads of the
+    micro-batch count and the accumulation steps; None over arrays of candidates."""
+    par = pricer.r.par
+    return None if is_array(par.m, par.n_acc) else gt(par.m * par.n_acc, 1)  # type: ignore[return-value]
+
+
+def _walk_store(pricer: StagePricer) -> tuple[dict, int | None]:
+    """Where a stage's walks are kept, and the key part they read besides the rows: one plan's walks read of the
+    plan what its rows do (the row book's key: ``pricer.shared``) and ``accumulates``, so they are kept with the
+    rows for the next estimate (an edit of m, undo); walks over arrays of candidates with the pricer."""
+    acc = accumulates(pricer)
+    return (pricer.memo, None) if acc is None else (pricer.shared, acc)
 
 
 def _largest_chunk(totals: list[Num], picked: list[tuple[Num, ...]]) -> tuple[Num, tuple[Num, ...]]:

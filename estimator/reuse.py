@@ -119,7 +119,7 @@ def _keep(table: OrderedDict, key: Any, value: Any, limit: int) -> Any:
         return value
 
 
-_KEYS: OrderedDict[int, tuple[Any, frozenset[str], Key]] = OrderedDict()  # id → (the record, skip, its key)
+_KEYS: OrderedDict[tuple[int, frozenset[str]], tuple[Any, Key]] = OrderedDict()  # (id, skip) → (the record, key)
 _TWINS: dict[tuple[type, frozenset[str]], list[tuple[tuple, Key]]] = {}  # the last records' field values, keys
 TWINS = 4  # per record type and skip
 
@@ -146,13 +146,13 @@ def _same(new: tuple, old: tuple) -> bool:
 
 
 def key_of(record: Any, skip: frozenset[str] = frozenset()) -> Key:
-    """The key of ``record`` without the fields ``skip``, made once per record object (a plan's model, device and
-    options stay the same objects across its edits; records are frozen, and the object is held while its key
-    is kept, so its id is not reused). A new record whose fields are the very objects of a recent one's (the
+    """The key of ``record`` without the fields ``skip``, made once per record object and ``skip`` (a plan's model,
+    device and options stay the same objects across its edits; records are frozen, and the object is held while
+    its key is kept, so its id is not reused). A new record whose fields are the very objects of a recent one's (the
     plan session rebuilds a plan's records from its values on every edit) shares that one's key."""
-    got = _kept(_KEYS, id(record))
-    if got is not None and got[0] is record and got[1] == skip:
-        return got[2]
+    got = _kept(_KEYS, (id(record), skip))
+    if got is not None and got[0] is record:
+        return got[1]
     values = _getter(type(record), skip)(record)
     twins = _TWINS.get((type(record), skip), ())
     key = next((k for old, k in twins if all(map(is_, values, old)) or _same(values, old)), None)
@@ -162,7 +162,7 @@ def key_of(record: Any, skip: frozenset[str] = frozenset()) -> Key:
             kept = _TWINS.setdefault((type(record), skip), [])
             kept.insert(0, (values, key))
             del kept[TWINS:]
-    _keep(_KEYS, id(record), (record, skip, key), 8 * MAX_BOOKS)
+    _keep(_KEYS, (id(record), skip), (record, key), 8 * MAX_BOOKS)
     return key
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from estimator import ModelSpec, RecomputePlan, RunOptions, ShardingSpec, Strategy, estimate, find_preset, reuse
 from estimator import kinds as kinds_module
+from estimator.device import memory as device_memory
 from estimator.resolve import resolve
 from estimator.session import PlanSession
 
@@ -217,6 +218,8 @@ def _nothing_kept(patch: pytest.MonkeyPatch) -> None:
         patch.setattr(reuse, name, OrderedDict())
     patch.setattr(reuse, "_TWINS", {})
     patch.setattr(assembly, "_LABELS", {})
+    patch.setattr(device_memory, "_EVENTS", OrderedDict())  # the kept allocation traces and their replays
+    patch.setattr(device_memory, "_REPLAYS", OrderedDict())
 
 
 def test_a_recompute_edit_keeps_the_rows_whose_mode_stays():

@@ -424,7 +424,10 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     kept = pricer.memo.get(key)
     if not explain and kept is not None and kept[0] is points and kept[1] is chunks:  # type: ignore[index]
         return _finish(pricer, stage, kept[2])  # type: ignore[index]
-    tensors = _tensors(pricer, stage, form, points, chunks, explain, rows)
+    if explain or not pricer.r.flags.fsdp2:
+        tensors = _tensors(pricer, stage, form, points, chunks, explain, rows)
+    else:
+        tensors = _kept_instants(pricer, stage, form, points, chunks, rows)
     if not explain:
         pricer.memo[key] = (points, chunks, tensors)
     return _finish(pricer, stage, tensors)
@@ -456,6 +459,26 @@ def _kept_combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Seq
         if len(kept) >= KEPT_COMBINED:  # type: ignore[arg-type]
             kept.clear()  # type: ignore[attr-defined]
         got = kept[key] = (chunks, _combined(pricer, chunks, points, vision, pricer.memo))  # type: ignore[index]
+    return got[1]  # type: ignore[no-any-return]
+
+
+def _kept_instants(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],
+                   chunks: Sequence[ChunkSums], rows: Sequence[Row] | None) -> Tensors:
+    """``_tensors`` of one FSDP2 plan's stage (its own rows, the form's kept chunk sums), kept with the rows
+    (``shared``) under the stage, its points' in-flight counts and backward chunks and ``fsdp.accumulates``: its
+    largest instant reads nothing else of the plan beyond what the rows read, so an edit of m that leaves the
+    stage's points, undo and re-estimates find it (the peak's name holds the stage's layer indices: per stage)."""
+    values = points_key(points)
+    acc = fsdp.accumulates(pricer)
+    if values is None or acc is None:  # arrays or masked points: the search, the balancer
+        return _tensors(pricer, stage, form, points, chunks, False, rows)
+    kept = pricer.shared.setdefault("fsdp-tensors", {})
+    key = (stage, acc, values)
+    got = kept.get(key)  # type: ignore[attr-defined]
+    if got is None or got[0] is not chunks:
+        if len(kept) >= KEPT_COMBINED:  # type: ignore[arg-type]
+            kept.clear()  # type: ignore[attr-defined]
+        got = kept[key] = (chunks, _tensors(pricer, stage, form, points, chunks, False, rows))  # type: ignore[index]
     return got[1]  # type: ignore[no-any-return]
 
 

@@ -30,7 +30,7 @@ from ..stage import Row, StagePricer
 from ..units import GiB
 from .allocator import AllocatorConfig, replay
 from .knobs import parse_alloc_conf
-from .trace import stage_trace
+from .trace import stage_ops, stage_trace
 from .workspaces import LibraryWorkspaces
 
 # torchtitan's launcher (run_train.sh) exports PYTORCH_ALLOC_CONF="expandable_segments:True"
@@ -88,20 +88,10 @@ def collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-@lru_cache(maxsize=256)
-def replayed_slack(events: tuple, config: AllocatorConfig, scale: float) -> float:
-    """Reserved − allocated of a trace at its steady step, transient tensors × ``scale``; kept for traces seen
-    before (an edit that does not change a stage's tensors does not replay it again, and the search's ratio
-    reuses the estimate's replay). ``scale`` has no default: the cache keys on the arguments as passed."""
-    with collector_paused():
-        steady = replay(events, config, scale)[-1]
-    return float(steady.max_reserved - steady.max_allocated)
-
-
 class HashedOnce(tuple):
     """A tuple that computes its hash once: a stage's allocation trace (tens of thousands of events, looked up by
-    ``replayed_slack`` three times per replayed stage and estimate) and a plan's records (``stage_events``' key;
-    the model alone is hundreds of fields). Equal to the plain tuple of the same items, with the same hash."""
+    ``replayed_slack`` three times per replayed stage and estimate). Equal to the plain tuple of the same items,
+    with the same hash."""
 
     def __hash__(self) -> int:
         got = self.__dict__.get("hash")
@@ -110,38 +100,87 @@ class HashedOnce(tuple):
         return got
 
 
-_EVENTS: OrderedDict[tuple, tuple] = OrderedDict()  # recent plans' stage traces (undo, redo, re-estimates)
+# Kept traces and replays (P-REPLAY-STAGES; docs/model.md#what-an-edit-re-prices). A stage's trace reads the plan's
+# records but the micro-batch count m, the accumulation steps n_acc and the options that only scale the slack
+# (``SLACK_OPTIONS``), γ (which reads m·n_acc), the family profile and registered layer kinds its rows are priced
+# with, the stage, its library workspaces and the operation order the stage runs (``trace.stage_ops``: all it reads
+# of m) — kept under those (``_EVENTS``), so an edit of m that keeps a stage's order, undo and re-estimates find it.
+# Traces are interned by value (``_REPLAYS``: two plans whose traces are equal share one object), and a replay's
+# result is kept with its trace under the allocator configuration and the scale; a replay reads nothing else.
+_EVENTS: OrderedDict[tuple, HashedOnce] = OrderedDict()  # what a trace reads → the interned trace
+_REPLAYS: OrderedDict[HashedOnce, tuple[HashedOnce, dict]] = OrderedDict()  # trace → (itself, replay results)
 _EVENTS_KEPT = 64
-_EVENTS_LOCK = threading.Lock()
-TRACE_PLAN = "trace-plan"  # the pricer's memo key of its plan's records, hashed once
+_EVENTS_LOCK = threading.Lock()  # estimates run on several worker threads in the app
+TRACE_PLAN = "trace-plan"  # the pricer's memo key of what its stages' traces read of the plan
 # options that scale the slack, not the tensors: a trace does not depend on them (the search's ratio, priced with
 # allocator_slack_ratio 0, finds the trace and the replay of the plan's own estimate)
-SLACK_OPTIONS = ("allocator_slack_ratio", "allocator_slack_factor", "allocator_slack_fraction")
+SLACK_OPTIONS = frozenset({"allocator_slack_ratio", "allocator_slack_factor", "allocator_slack_fraction"})
 
 
-def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: LibraryWorkspaces) -> tuple:
-    """The stage's allocation trace, kept for the recent plans (the same plan estimated again is not traced
-    again: the trace is a function of the plan's records, less ``SLACK_OPTIONS``, and the stage)."""
+def _interned(events: tuple) -> tuple[HashedOnce, dict]:
+    """The kept entry of a trace equal to ``events`` (made the most recently used), a new one if none; under
+    ``_EVENTS_LOCK``."""
+    got = _REPLAYS.get(events)
+    if got is None:
+        trace = events if type(events) is HashedOnce else HashedOnce(events)
+        got = _REPLAYS[trace] = (trace, {})
+        while len(_REPLAYS) > _EVENTS_KEPT:
+            _REPLAYS.popitem(last=False)
+    else:
+        _REPLAYS.move_to_end(events)
+    return got
+
+
+def replayed_slack(events: tuple, config: AllocatorConfig, scale: float) -> float:
+    """Reserved − allocated of a trace at its steady step, transient tensors × ``scale``; kept with the trace (an
+    edit that does not change a stage's tensors does not replay it again, and the search's ratio reuses the
+    estimate's replay) under the configuration and the scale, by value and type. ``scale`` has no default."""
+    key = (config, tuple(map(type, (config.expandable_segments, config.max_split_size,
+                                    config.roundup_power2_divisions))), scale, type(scale))
+    with _EVENTS_LOCK:
+        results = _interned(events)[1]
+        got = results.get(key)
+    if got is None:
+        with collector_paused():
+            steady = replay(events, config, scale)[-1]
+        got = float(steady.max_reserved - steady.max_allocated)
+        with _EVENTS_LOCK:
+            results[key] = got
+    return got
+
+
+def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: LibraryWorkspaces) -> HashedOnce:
+    """The stage's allocation trace, kept under what it reads (``_EVENTS``) and interned by value."""
+    from ..kinds import generation
+    from ..reuse import NOT_READ, key_of
+
     r = pricer.r
     plan = pricer.memo.get(TRACE_PLAN)
     if plan is None:
-        opts = r.options
-        if any(getattr(opts, name) is not None for name in SLACK_OPTIONS):
-            opts = opts.replace(**dict.fromkeys(SLACK_OPTIONS))
-        plan = pricer.memo[TRACE_PLAN] = HashedOnce((r.model, r.strategy, r.hardware, opts))
-    key = (plan, stage, workspace)
-    with _EVENTS_LOCK:  # estimates run on several worker threads in the app
+        gamma = pricer.gamma
+        plan = pricer.memo[TRACE_PLAN] = (key_of(r.model), key_of(r.strategy, NOT_READ), key_of(r.hardware),
+                                          key_of(r.options, SLACK_OPTIONS), key_of(r.profile), generation(),
+                                          gamma, type(gamma))
+    key = (plan, stage, workspace, stage_ops(r, stage))
+    with _EVENTS_LOCK:
         got = _EVENTS.get(key)
         if got is not None:
             _EVENTS.move_to_end(key)
             return got
     with collector_paused():
-        got = HashedOnce(stage_trace(pricer, stage, rows, workspace).compact())
+        events = HashedOnce(stage_trace(pricer, stage, rows, workspace).compact())
     with _EVENTS_LOCK:
-        _EVENTS[key] = got
-        if len(_EVENTS) > _EVENTS_KEPT:
+        got = _EVENTS[key] = _interned(events)[0]
+        while len(_EVENTS) > _EVENTS_KEPT:
             _EVENTS.popitem(last=False)
     return got
+
+
+def forget_replays() -> None:
+    """Drop every kept trace and replay (benchmarks timing a cold estimate; tests comparing with nothing kept)."""
+    with _EVENTS_LOCK:
+        _EVENTS.clear()
+        _REPLAYS.clear()
 
 
 def allocator_slack(pricer: StagePricer, stage: int, rows: list[Row], config: AllocatorConfig,
@@ -164,4 +203,5 @@ def calibrated_options(r: Resolved) -> RunOptions:
 
 
 __all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "HashedOnce", "allocator_kind", "allocator_kind_for",
-           "allocator_slack", "calibrated_options", "collector_paused", "replayed_slack", "stage_events"]
+           "allocator_slack", "calibrated_options", "collector_paused", "forget_replays", "replayed_slack",
+           "stage_events"]

@@ -17,12 +17,17 @@ plus one steady 1F1B round: the in-flight maximum and the steady pattern are the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..layout import EMBEDDING, OUTPUT
 from ..schedules import stage_order
 from ..stage import EMBEDDING_COPY, Row, StagePricer
 from .tensors import slot_tensors, weight_tensors
 from .workspaces import LibraryWorkspaces
+
+if TYPE_CHECKING:
+    from ..resolve import Resolved
 
 STEPS = 2
 NO_WORKSPACES = LibraryWorkspaces()
@@ -308,10 +313,7 @@ class _Stage:
 
     # ------------------------------------------------------------------------------------------ steps
     def run(self, stage: int) -> Trace:
-        r = self.p.r
-        par = r.par
-        ops = _short_order(r.flags.schedule, int(par.p), int(par.vp), int(par.m), stage, r.strategy.vpp_group,
-                           int(par.n_s), r.strategy.overlap_moe_ep_comm)
+        ops = stage_ops(self.p.r, stage)
         last = {op.chunk: op.microbatch for op in ops if op.kind == "B"}  # the micro-batch that reduces
         self.init()
         for step in range(STEPS):
@@ -347,6 +349,15 @@ def _inflight(ops: tuple) -> int:
     return best
 
 
+def stage_ops(r: Resolved, stage: int) -> tuple:
+    """The operation order a stage's trace follows: all the trace reads of the micro-batch count m (an edit of m
+    that keeps it keeps the trace, ``memory.stage_events``)."""
+    par = r.par
+    return _short_order(r.flags.schedule, int(par.p), int(par.vp), int(par.m), stage, r.strategy.vpp_group,
+                        int(par.n_s), r.strategy.overlap_moe_ep_comm)
+
+
+@lru_cache(maxsize=256)
 def _short_order(schedule: str, p: int, vp: int, m: int, stage: int, vpp_group: int | None, n_s: int,
                  overlap: bool) -> tuple:
     """The stage's operation order with micro-batches cut to the warm-up plus one steady round when that
@@ -374,4 +385,4 @@ def stage_trace(pricer: StagePricer, stage: int, rows: list[Row],
     return builder.run(stage)
 
 
-__all__ = ["COMPUTE", "COPY_IN", "REDUCE_SCATTER", "STEPS", "Trace", "stage_trace"]
+__all__ = ["COMPUTE", "COPY_IN", "REDUCE_SCATTER", "STEPS", "Trace", "stage_ops", "stage_trace"]

@@ -1,0 +1,152 @@
+"""What an FSDP2 plan's estimate keeps for the next (P-SCALAR-SPEED; docs/model.md#what-an-edit-re-prices): the
+allocation traces and the allocator replays of the deciding stages (``device.memory``), the FSDP2 walks and each
+stage's largest instant (``fsdp``, ``assembly.memory``) — each kept under exactly what it reads, and never changing
+a number (``tests/test_reuse.py`` compares a session's edits with estimates made with nothing kept)."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from pathlib import Path
+
+import pytest
+
+from estimator import estimate, reuse
+from estimator.device import memory
+from estimator.device.trace import stage_ops
+from estimator.formats import parse
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA = ROOT / "benchmarks" / "inputs" / "llama3_70b_torchtitan_pp8_vpp5.plan.yaml"  # FSDP2, pp 8 × vpp 5, m 16
+
+
+@pytest.fixture(autouse=True)
+def _nothing_kept():
+    reuse.forget()
+    memory.forget_replays()
+    yield
+    reuse.forget()
+    memory.forget_replays()
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return parse([str(LLAMA)])
+
+
+def _text(result) -> str:
+    return json.dumps(result.to_dict(), sort_keys=True, default=repr)
+
+
+def _cold(plan, strategy) -> str:
+    """The estimate with nothing kept (the kept parts left as they are for the test's next step)."""
+    kept = (reuse._BOOKS, reuse._RESOLVED, memory._EVENTS, memory._REPLAYS)
+    reuse._BOOKS, reuse._RESOLVED, memory._EVENTS, memory._REPLAYS = (OrderedDict() for _ in kept)
+    try:
+        return _text(estimate(plan.model, strategy, plan.hardware, plan.options))
+    finally:
+        reuse._BOOKS, reuse._RESOLVED, memory._EVENTS, memory._REPLAYS = kept
+
+
+def _traces() -> dict:
+    return dict(memory._EVENTS)
+
+
+def test_an_m_edit_that_keeps_the_stage_order_keeps_the_trace_and_its_replays(plan, monkeypatch):
+    """The trace reads m only through the stage's operation order (the warm-up plus one steady round): m 16 → 32
+    runs the same order on every stage, so the replayed stage is neither traced nor replayed again."""
+    st = plan.strategy
+    first = estimate(plan.model, st, plan.hardware, plan.options)
+    traces = _traces()
+    assert traces and all(len(memory._REPLAYS[t][1]) == 3 for t in traces.values())  # the nominal and BAND ends
+    edited = st.replace(micro_batches=2 * st.micro_batches)
+    r, r2 = (reuse.resolved(plan.model, s, plan.hardware, plan.options) for s in (st, edited))
+    assert all(stage_ops(r, i) == stage_ops(r2, i) for i in range(st.pp))
+
+    def refused(*_args, **_kwargs):
+        raise AssertionError("traced or replayed again")
+
+    with monkeypatch.context() as kept:
+        kept.setattr(memory, "stage_trace", refused)
+        kept.setattr(memory, "replay", refused)
+        warm = _text(estimate(plan.model, edited, plan.hardware, plan.options))
+        assert _text(estimate(plan.model, st, plan.hardware, plan.options)) == _text(first)  # undo
+    assert _traces() == traces
+    assert warm == _cold(plan, edited)
+
+
+def test_an_m_edit_that_changes_the_stage_order_traces_it_again():
+    """Two stages (every stage replayed) under 1F1B: the trace runs the warm-up plus one steady round, three
+    micro-batches, so m 4 and m 8 run one order and m 2 another."""
+    from types import SimpleNamespace
+
+    from estimator import ModelSpec, RecomputePlan, RunOptions, ShardingSpec, Strategy, find_preset
+
+    model = ModelSpec(name="llama3-8b", hidden_size=4096, num_layers=8, num_attention_heads=32, num_kv_heads=8,
+                      ffn_hidden_size=14336, vocab_size=128256)
+    st = Strategy(seq_length=4096, tp=2, pp=2, dp=2, micro_batches=4, sharding=ShardingSpec(mode="fsdp"),
+                  recompute=RecomputePlan(default_mode="full"))
+    small = SimpleNamespace(model=model, hardware=find_preset("H100-80G"), options=RunOptions(framework="torchtitan"))
+    estimate(model, st, small.hardware, small.options)
+    assert reuse.resolved(model, st, small.hardware, small.options).flags.fsdp2
+    before = _traces()
+    assert len(set(before.values())) == 2  # both stages replayed
+    estimate(model, st.replace(micro_batches=8), small.hardware, small.options)
+    assert _traces() == before
+    fewer = st.replace(micro_batches=2)
+    warm = _text(estimate(model, fewer, small.hardware, small.options))
+    assert set(_traces()) > set(before)
+    assert warm == _cold(small, fewer)
+
+
+def test_equal_traces_of_two_plans_are_one_object_replayed_once(plan, monkeypatch):
+    """A device at the low end of its efficiency bands prices the same tensors: its trace is kept under another
+    key (the device is part of what a trace reads) but is the same object, whose replays are found."""
+    estimate(plan.model, plan.strategy, plan.hardware, plan.options)
+    (trace,) = set(_traces().values())
+    slow = plan.hardware.at_band("low")
+    monkeypatch.setattr(memory, "replay", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("replayed")))
+    estimate(plan.model, plan.strategy, slow, plan.options)
+    assert len(memory._EVENTS) == 2 * len(set(_traces().values())) and set(_traces().values()) == {trace}
+
+
+def test_replays_are_keyed_by_configuration_and_scale():
+    events = (("step", 0), ("a", 1, 3 << 20, 0, True), ("f", 1), ("a", 2, 25 << 20, 0, False), ("step", 1),
+              ("a", 3, 3 << 20, 0, True), ("f", 3))
+    plain = memory.replayed_slack(events, memory.AllocatorConfig(), 1.0)
+    expandable = memory.replayed_slack(events, memory.AllocatorConfig(expandable_segments=True), 1.0)
+    assert plain != expandable
+    assert memory.replayed_slack(tuple(events), memory.AllocatorConfig(), 1.0) == plain
+    assert len(memory._REPLAYS) == 1 and len(next(iter(memory._REPLAYS.values()))[1]) == 2
+    assert memory.replayed_slack(events, memory.AllocatorConfig(), 1.01) != plain  # the transient tensors scaled
+    memory.replayed_slack(events, memory.AllocatorConfig(), 1)  # an int scale is another key
+    assert len(next(iter(memory._REPLAYS.values()))[1]) == 4
+
+
+def test_kept_traces_are_bounded(plan, monkeypatch):
+    monkeypatch.setattr(memory, "_EVENTS_KEPT", 2)
+    for device in (plan.hardware, plan.hardware.at_band("low"), plan.hardware.at_band("high")):
+        estimate(plan.model, plan.strategy, device, plan.options, with_time=False)
+    assert len(memory._EVENTS) == 2
+    for size in (1, 2, 3):
+        memory.replayed_slack((("step", 0), ("a", 1, size << 20, 0, True)), memory.AllocatorConfig(), 1.0)
+    assert len(memory._REPLAYS) == 2
+
+
+def test_fsdp2_walks_and_instants_are_kept_with_the_rows(plan, monkeypatch):
+    """A repeat finds each stage's largest instant; an m edit (which moves every stage's in-flight counts) walks
+    no chunk's backward again: the walks read of m only whether the step accumulates."""
+    from estimator import fsdp
+
+    st = plan.strategy
+    first = _text(estimate(plan.model, st, plan.hardware, plan.options))
+    book = reuse.row_book(reuse.resolved(plan.model, st, plan.hardware, plan.options))
+    kept = dict(book.shared["fsdp-tensors"])
+    assert len(kept) == st.pp
+    monkeypatch.setattr(fsdp, "_instants", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("walked")))
+    assert _text(estimate(plan.model, st, plan.hardware, plan.options)) == first
+    assert book.shared["fsdp-tensors"] == kept
+    edited = st.replace(micro_batches=2 * st.micro_batches)
+    warm = _text(estimate(plan.model, edited, plan.hardware, plan.options))
+    monkeypatch.undo()
+    assert warm == _cold(plan, edited)
