@@ -150,3 +150,77 @@ def test_fsdp2_walks_and_instants_are_kept_with_the_rows(plan, monkeypatch):
     warm = _text(estimate(plan.model, edited, plan.hardware, plan.options))
     monkeypatch.undo()
     assert warm == _cold(plan, edited)
+
+
+@pytest.mark.parametrize("seed", [14, 2026])
+def test_random_session_edits_of_an_fsdp2_plan_equal_estimates_with_nothing_kept(seed):
+    """Llama-3-70B (FSDP2, pp 8 × vpp 5): a random walk of what a user does — micro-batch counts that keep and
+    that change the stages' points and orders, tp, recompute, the device's band end, undo, redo — every estimate
+    against one made with no book, resolved plan, trace or replay kept."""
+    import random
+
+    from estimator.errors import SappError
+    from estimator.session import PlanSession
+
+    rng = random.Random(seed)
+    session = PlanSession()
+    session.open([LLAMA])
+    compared = 0
+    for _ in range(14):
+        st = session.parsed.strategy
+        step = rng.choice(["m", "m", "m", "tp", "rec", "device", "undo", "redo"])
+        try:
+            if step == "undo" and session.can_undo:
+                session.undo()
+            elif step == "redo" and session.can_redo:
+                session.redo()
+            elif step == "m":
+                session.apply({"strategy.micro_batches": rng.choice([8, 16, 24, 32, 48])})
+            elif step == "tp":
+                session.apply({"strategy.tp": rng.choice(session.step_candidates("strategy.tp") or [st.tp])})
+            elif step == "rec":
+                session.apply(session.recompute_changes(mode=rng.choice(["full", "selective", "none"])))
+            elif step == "device":
+                session.apply({"hardware.device": rng.choice(["H100-80G", "H200"])})
+        except SappError:
+            continue
+        p = session.parsed
+        try:
+            warm = _text(estimate(p.model, p.strategy, p.hardware, p.options))
+        except SappError as exc:
+            warm = f"refused: {exc}"
+        try:
+            cold = _cold(p, p.strategy)
+        except SappError as exc:
+            cold = f"refused: {exc}"
+        assert warm == cold, (step, p.strategy)
+        compared += not warm.startswith("refused")
+    assert compared >= 7
+
+
+def test_a_repeat_and_an_m_edit_back_finish_no_stage_again(plan, monkeypatch):
+    """The stage terms of a replaying plan read, besides the rows and the stage's tensors, only the replay's band
+    (replayed stages) or the replayed stages' ratio (the others): a repeat, and going back after an m edit, find
+    every stage finished and the choice of the replayed stages made — and equal estimates with nothing kept."""
+    from estimator.assembly import memory as assembly_memory
+    from estimator.device import stages
+
+    st = plan.strategy
+    edited = st.replace(micro_batches=2 * st.micro_batches)
+    first = _text(estimate(plan.model, st, plan.hardware, plan.options))
+    warm_edit = _text(estimate(plan.model, edited, plan.hardware, plan.options))
+
+    def refused(*_args, **_kwargs):
+        raise AssertionError("priced again")
+
+    monkeypatch.setattr(assembly_memory, "_finish", refused)
+    monkeypatch.setattr(stages, "_unslacked", refused)
+    assert _text(estimate(plan.model, st, plan.hardware, plan.options)) == first
+    assert _text(estimate(plan.model, edited, plan.hardware, plan.options)) == warm_edit
+    monkeypatch.undo()
+    assert first == _cold(plan, st) and warm_edit == _cold(plan, edited)
+    # Explain prices every stage anew and says the same numbers
+    explained = estimate(plan.model, st, plan.hardware, plan.options, explain=True)
+    plain = estimate(plan.model, st, plan.hardware, plan.options)
+    assert [s.total for s in explained.stages] == [s.total for s in plain.stages]
+    assert [s.device for s in explained.stages] == [s.device for s in plain.stages]

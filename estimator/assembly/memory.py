@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import fsdp
 from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, valid_shapes, where
+from ..device.stage_terms import terms_key
 from ..masked_points import MaskedPoints, stacked_rows
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
@@ -423,23 +424,64 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     key = (STAGE_TENSORS, stage)
     kept = pricer.memo.get(key)
     if not explain and kept is not None and kept[0] is points and kept[1] is chunks:  # type: ignore[index]
-        return _finish(pricer, stage, kept[2])  # type: ignore[index]
-    if explain or not pricer.r.flags.fsdp2:
-        tensors = _tensors(pricer, stage, form, points, chunks, explain, rows)
+        return _kept_finish(pricer, stage, kept[2], kept[3])  # type: ignore[index]
+    if explain:
+        return _finish(pricer, stage, _tensors(pricer, stage, form, points, chunks, explain, rows))
+    fsdp2 = pricer.r.flags.fsdp2
+    # kept with the rows (``keep``) for one plan's points: arrays or masked points (the search, the balancer) not
+    keep = points_key(points) is not None and (fsdp.accumulates(pricer) is not None if fsdp2 else
+                                               type(form.vision) is bool)
+    tensors = _kept_instants(pricer, stage, form, points, chunks, rows) if keep and fsdp2 else \
+        _tensors(pricer, stage, form, points, chunks, False, rows)
+    pricer.memo[key] = (points, chunks, tensors, keep)
+    return _kept_finish(pricer, stage, tensors, keep)
+
+
+KEPT_FINISHED = 1024  # stages with their stage terms kept per row book (each pass, m and replay adds one per stage)
+
+
+def _kept_finish(pricer: StagePricer, stage: int, tensors: Tensors, keep: bool) -> StageMemory:
+    """``_finish`` of one plan's stage (``keep``: its tensors are kept with the rows, ``_kept_combined`` or
+    ``_kept_instants``), kept with the rows under the stage, its tensors and what its stage terms read besides
+    the rows (``device.stage_terms.terms_key``: a replay's band, the replayed stages' ratio), with the device
+    terms' notes it leaves in the pricer's memo; arrays are finished every time."""
+    if not keep:
+        return _finish(pricer, stage, tensors)
+    kept = pricer.shared.setdefault("finished", {})
+    key = (stage, id(tensors), terms_key(pricer, stage))
+    got = kept.get(key)  # type: ignore[attr-defined]
+    notes = ("device", stage)
+    if got is None or got[0] is not tensors:
+        if len(kept) >= KEPT_FINISHED:  # type: ignore[arg-type]
+            kept.clear()  # type: ignore[attr-defined]
+        mem = _finish(pricer, stage, tensors)
+        got = kept[key] = (tensors, mem, dict(pricer.memo.get(notes, {})))  # type: ignore[index]
+    elif got[2]:
+        pricer.memo[notes] = dict(got[2])
     else:
-        tensors = _kept_instants(pricer, stage, form, points, chunks, rows)
-    if not explain:
-        pricer.memo[key] = (points, chunks, tensors)
-    return _finish(pricer, stage, tensors)
+        pricer.memo.pop(notes, None)
+    return got[1]  # type: ignore[no-any-return]
+
+
+_POINTS_KEYS: dict[int, tuple[list, tuple]] = {}  # id of a points list → (the list, its key): lists are kept per
+# in-flight profile (``estimate._points``) and never changed
 
 
 def points_key(points: Sequence[Any]) -> tuple | None:
     """The values of one plan's replay points (their in-flight counts, integers, and backward chunks) as a key;
     None for arrays or masked points (the search, the balancer)."""
-    if type(points) is not list or \
-            any(pt.valid is not True or any(type(n) is not int for n in pt.counts) for pt in points):
+    if type(points) is not list:
         return None
-    return tuple((pt.counts, pt.backward_chunk) for pt in points)
+    got = _POINTS_KEYS.get(id(points))
+    if got is not None and got[0] is points:
+        return got[1]
+    if any(pt.valid is not True or any(type(n) is not int for n in pt.counts) for pt in points):
+        return None
+    key = tuple((pt.counts, pt.backward_chunk) for pt in points)
+    if len(_POINTS_KEYS) >= KEPT_COMBINED:
+        _POINTS_KEYS.clear()
+    _POINTS_KEYS[id(points)] = (points, key)
+    return key
 
 
 KEPT_COMBINED = 256  # stages kept per row book: each micro-batch count the user tries adds at most one per stage

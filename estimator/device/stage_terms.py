@@ -72,12 +72,14 @@ _RULES = "device-rules"  # the pricer's memo key of its _Rules
 
 
 def _rules(view: StageView) -> _Rules:
-    pricer = view.pricer
+    return _plan_rules(view.r, view.pricer)
+
+
+def _plan_rules(r: Resolved, pricer: StagePricer | None) -> _Rules:
     got = pricer.memo.get(_RULES) if pricer is not None else None
     if got is None:
-        r = view.r
         opts = calibrated_options(r)
-        runtime = _runtime(view)
+        runtime = runtime_of(r.flags.framework)
         got = _Rules(opts, runtime, library_workspaces(r),
                      library_rule(r.hardware.comm_library, runtime, opts.hccl_buffsize, opts.p2p_hccl_buffsize,
                                   opts.nccl_buffsize),
@@ -229,6 +231,26 @@ def slack(view: StageView) -> Num:
     return value
 
 
+def terms_key(pricer: StagePricer, stage: int) -> tuple:
+    """What the stage terms of one plan's stage read besides the plan's rows (the row book's key: the plan but m and
+    n_acc) and the stage's tensors: none of them reads m but the allocator replay, so a stage replayed exactly
+    gives its replay's band (its trace and replays are kept, ``memory.stage_events``), and another stage of a
+    replaying plan the replayed stages' ratio (None in the pass that prices every stage without slack to choose
+    them: ``device.stages``); a plan whose allocator is not replayed nothing. Numbers only (not the search's
+    arrays)."""
+    r = pricer.r
+    kind, config, _source = allocator_kind(r)
+    if kind == "static" or r.options.allocator_slack_ratio is not None:
+        return ()
+    replayed = pricer.memo.get(REPLAYED)
+    if replayed is None or stage in replayed:
+        from ..stage import stage_rows
+
+        return "replayed", allocator_slack(pricer, stage, stage_rows(pricer, stage), config,
+                                           _plan_rules(r, pricer).workspaces)
+    return "ratio", pricer.memo[STAGE_RATIO]
+
+
 def _allocator_said(source: Message, plain: bool, entry: tuple | None, ratio: float | None) -> str:
     """The allocator note of a stage: where the allocator's configuration came from, and for a stage priced by a
     ratio which one (the replayed stages', ``entry``, or the current plan's)."""
@@ -323,4 +345,4 @@ def note_slack(view: StageView) -> Message:
     return allocator_kind(view.r)[2]
 
 
-__all__ = ["comm_library", "context", "slack", "workspaces"]
+__all__ = ["comm_library", "context", "slack", "terms_key", "workspaces"]

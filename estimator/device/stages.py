@@ -35,6 +35,38 @@ def _unslacked(pricer: StagePricer, stage: int, points: Any) -> StageMemory:
     return stage_memory(pricer, stage, form, points, stage_chunks(pricer, form))
 
 
+KEPT_CHOICES = 256  # per row book: one per in-flight profile (and accumulation) an estimate of it met
+
+
+def _chosen(pricer: StagePricer, points: Sequence[Any]) -> list[int]:
+    """The stages to replay: pass 1 prices every stage without slack and picks the one with the highest device
+    peak and the one with the most dynamic bytes. Kept with the rows (``shared``) under each stage's points'
+    values (and, under FSDP2, whether the step accumulates): the pass reads nothing else of the plan beyond what
+    the rows read (``assembly.memory.stage_memory``), so a repeat, undo or an m edit back finds it."""
+    from ..assembly.memory import points_key
+    from ..fsdp import accumulates
+
+    values = tuple(points_key(pts) for pts in points)
+    acc = accumulates(pricer) if pricer.r.flags.fsdp2 else None
+    key = (values, acc) if all(v is not None for v in values) and (acc is not None or not pricer.r.flags.fsdp2) \
+        else None
+    kept = pricer.shared.setdefault("replay-choice", {})
+    got = kept.get(key) if key is not None else None  # type: ignore[attr-defined]
+    if got is not None:
+        return got  # type: ignore[no-any-return]
+    p = len(points)
+    pricer.memo[REPLAYED] = frozenset()
+    pricer.memo[STAGE_RATIO] = None
+    first = [_unslacked(pricer, i, points[i]) for i in range(p)]
+    chosen = sorted({max(range(p), key=lambda i: (max(first[i].total, first[i].optimizer_step_peak), -i)),
+                     max(range(p), key=lambda i: (_dynamic(first[i].categories), -i))})
+    if key is not None:
+        if len(kept) >= KEPT_CHOICES:  # type: ignore[arg-type]
+            kept.clear()  # type: ignore[attr-defined]
+        kept[key] = chosen  # type: ignore[index]
+    return chosen
+
+
 def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> tuple[StageResult, ...]:
     from ..assembly import price_stage
 
@@ -44,12 +76,7 @@ def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> t
     if p <= REPLAY_ALL or unreplayed:
         # no replay: no stage term reads the micro-batch count, and a stage may be kept (assembly.price_stage)
         return tuple(price_stage(pricer, i, points[i], explain, keep=unreplayed) for i in range(p))
-    # pass 1: no slack, to see which stages can decide
-    pricer.memo[REPLAYED] = frozenset()
-    pricer.memo[STAGE_RATIO] = None
-    first = [_unslacked(pricer, i, points[i]) for i in range(p)]
-    chosen = sorted({max(range(p), key=lambda i: (max(first[i].total, first[i].optimizer_step_peak), -i)),
-                     max(range(p), key=lambda i: (_dynamic(first[i].categories), -i))})
+    chosen = _chosen(pricer, points)
     pricer.memo[REPLAYED] = frozenset(chosen)
     out = {i: price_stage(pricer, i, points[i], explain) for i in chosen}
     slack = sum(s.allocator_slack for s in out.values())
