@@ -445,10 +445,11 @@ def _kept_finish(pricer: StagePricer, stage: int, tensors: Tensors, keep: bool) 
     ``_kept_instants``), kept with the rows under the stage, its tensors and what its stage terms read besides
     the rows (``device.stage_terms.terms_key``: a replay's band, the replayed stages' ratio), with the device
     terms' notes it leaves in the pricer's memo; arrays are finished every time."""
-    if not keep:
+    extra = terms_key(pricer, stage) if keep else None
+    if extra is None:
         return _finish(pricer, stage, tensors)
     kept = pricer.shared.setdefault("finished", {})
-    key = (stage, id(tensors), terms_key(pricer, stage))
+    key = (stage, id(tensors), extra)
     got = kept.get(key)  # type: ignore[attr-defined]
     notes = ("device", stage)
     if got is None or got[0] is not tensors:

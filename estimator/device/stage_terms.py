@@ -231,14 +231,16 @@ def slack(view: StageView) -> Num:
     return value
 
 
-def terms_key(pricer: StagePricer, stage: int) -> tuple:
+def terms_key(pricer: StagePricer, stage: int) -> tuple | None:
     """What the stage terms of one plan's stage read besides the plan's rows (the row book's key: the plan but m and
     n_acc) and the stage's tensors: none of them reads m but the allocator replay, so a stage replayed exactly
     gives its replay's band (its trace and replays are kept, ``memory.stage_events``), and another stage of a
     replaying plan the replayed stages' ratio (None in the pass that prices every stage without slack to choose
-    them: ``device.stages``); a plan whose allocator is not replayed nothing. Numbers only (not the search's
-    arrays)."""
+    them: ``device.stages``); a plan whose allocator is not replayed nothing. Numbers only (the search's
+    arrays: None)."""
     r = pricer.r
+    if is_array(r.par.m, r.par.d, r.par.t, r.par.p):
+        return None
     kind, config, _source = allocator_kind(r)
     if kind == "static" or r.options.allocator_slack_ratio is not None:
         return ()
