@@ -46,7 +46,7 @@ class AllocatorConfig:
 
 
 class _Block:
-    __slots__ = ("addr", "allocated", "mapped", "next", "pool", "prev", "size")
+    __slots__ = ("addr", "allocated", "key", "mapped", "next", "pool", "prev", "size")
 
     def __init__(self, addr: int, size: int, pool: _Pool, prev: _Block | None = None,
                  next: _Block | None = None, mapped: bool = True) -> None:
@@ -54,6 +54,7 @@ class _Block:
         self.allocated = False
         self.mapped = mapped
         self.prev, self.next = prev, next
+        self.key = 0  # while free: its key in the pool's sorted list
 
 
 # A free block's key in its pool's sorted list: size << _KEY_SHIFT | address, so that the order is best fit, ties
@@ -96,100 +97,133 @@ def allocation_size(size: int) -> int:
 class CachingAllocator:
     """Replays ``malloc``/``free`` and keeps the peaks of allocated and reserved bytes.
 
-    A replay runs tens of thousands of events per stage on every cold estimate, so the common path (a free block
-    that fits, split, freed and merged back) is written out in ``malloc`` and ``free`` rather than in helpers."""
+    A replay runs tens of thousands of events per stage on every cold estimate and every edit that changes a
+    stage's tensors, so the events are run by one loop (``run``) with the common path (a free block that fits,
+    split, freed and merged back) written out in it and the allocator's fields held in local variables; ``malloc``
+    and ``free`` run one event through it."""
 
     def __init__(self, config: AllocatorConfig | None = None) -> None:
         self.config = config or AllocatorConfig()
         self._expandable = self.config.expandable_segments
         self._limit = self.config.max_split_size
         self._divisions = self.config.roundup_power2_divisions
-        self.pools: dict[tuple[int, bool], _Pool] = {}
+        self.pools: dict[int, _Pool] = {}  # stream << 1 | small → its pool
         self.allocated = self.reserved = 0
         self.max_allocated = self.max_reserved = 0
         self._next_segment = 0  # the address of the next segment
         self._live: dict[int, _Block] = {}
+        self._started = False  # a ``step`` event was run: the next one closes a step
 
     # ------------------------------------------------------------------------------------------ public
     def malloc(self, handle: int, size: int, stream: int = 0) -> None:
-        size = int(size)
-        divisions = self._divisions
-        if divisions > 1 or size < MIN_BLOCK:
-            size = round_size(size, divisions)
-        else:
-            size = -(-size // MIN_BLOCK) * MIN_BLOCK
-        small = size <= SMALL_SIZE
-        pool = self.pools.get((stream, small))
-        if pool is None:
-            pool = self.pools[(stream, small)] = _Pool(small)
-        free = pool.free
-        n = len(free)
-        i = bisect_left(free, size << _KEY_SHIFT)  # the first free block at least this large: best fit
-        block: _Block | None = None
-        if i < n:
-            blocks = pool.blocks
-            tail = pool.tail
-            limit = self._limit
-            while i < n:
-                candidate = blocks[free[i]]
-                if tail is not None and candidate.next is tail and i + 1 < n:
-                    i += 1  # the tail block can grow into new pages: a block that fits as it is comes first
-                    continue
-                if limit is not None and (size < limit <= candidate.size or
-                                          (size >= limit and candidate.size >= size + LARGE_BUFFER)):
-                    break  # an oversize block serves only requests near its size: a new segment instead
-                del blocks[free.pop(i)]
-                block = candidate
-                break
-        if block is None:
-            block = self._expand(pool, size) if self._expandable else self._new_segment(pool, size)
-        remaining = block.size - size
-        if remaining >= MIN_BLOCK and (pool.small or self._expandable or (  # split off the remainder
-                remaining > SMALL_SIZE and (self._limit is None or size < self._limit))):
-            nxt = block.next
-            rest = _Block(block.addr + size, remaining, pool, block, nxt)
-            if nxt is not None:
-                nxt.prev = rest
-            block.next = rest
-            block.size = size
-            key = remaining << _KEY_SHIFT | rest.addr
-            insort(free, key)
-            pool.blocks[key] = rest
-        block.allocated = True
-        self._live[handle] = block
-        allocated = self.allocated = self.allocated + block.size
-        if allocated > self.max_allocated:
-            self.max_allocated = allocated
+        self.run((("a", handle, size, stream),))
 
     def free(self, handle: int) -> None:
-        block = self._live.pop(handle)
-        pool = block.pool
-        free, blocks = pool.free, pool.blocks
-        size = block.size
-        self.allocated -= size
-        block.allocated = False
-        prev, nxt = block.prev, block.next
-        if prev is not None and not prev.allocated and prev.mapped:  # merge with a free block before it
-            key = prev.size << _KEY_SHIFT | prev.addr
-            del free[bisect_left(free, key)]
-            del blocks[key]
-            block.addr = prev.addr
-            block.prev = before = prev.prev
-            if before is not None:
-                before.next = block
-            size += prev.size
-        if nxt is not None and not nxt.allocated and nxt.mapped:  # and after it
-            key = nxt.size << _KEY_SHIFT | nxt.addr
-            del free[bisect_left(free, key)]
-            del blocks[key]
-            block.next = after = nxt.next
-            if after is not None:
-                after.prev = block
-            size += nxt.size
-        block.size = size
-        key = size << _KEY_SHIFT | block.addr
-        insort(free, key)
-        blocks[key] = block
+        self.run((("f", handle),))
+
+    def run(self, events: list[tuple] | tuple, scale: float = 1.0) -> list[StepPeaks]:
+        """Run a trace's events (``device.trace``: ``("a", handle, bytes, stream[, transient])``, ``("f",
+        handle)``, ``("step", n)``), the transient tensors' bytes × ``scale``; the peaks of each step a ``step``
+        event closes (peaks reset at each, as ``torch.cuda.reset_peak_memory_stats`` before each step)."""
+        scaled = scale != 1.0
+        divisions, limit, expandable = self._divisions, self._limit, self._expandable
+        pools, live = self.pools, self._live
+        allocated, max_allocated = self.allocated, self.max_allocated
+        out: list[StepPeaks] = []
+        spare: list[_Block] = []  # blocks merged into a neighbour, reused by the next split
+        for ev in events:
+            kind = ev[0]
+            if kind == "f":
+                block = live.pop(ev[1])
+                pool = block.pool
+                free, blocks = pool.free, pool.blocks
+                size = block.size
+                allocated -= size
+                block.allocated = False
+                prev, nxt = block.prev, block.next
+                if prev is not None and not prev.allocated and prev.mapped:  # merge with a free block before it
+                    key = prev.key
+                    del free[bisect_left(free, key)]
+                    del blocks[key]
+                    block.addr = prev.addr
+                    block.prev = before = prev.prev
+                    if before is not None:
+                        before.next = block
+                    size += prev.size
+                    spare.append(prev)
+                if nxt is not None and not nxt.allocated and nxt.mapped:  # and after it
+                    key = nxt.key
+                    del free[bisect_left(free, key)]
+                    del blocks[key]
+                    block.next = after = nxt.next
+                    if after is not None:
+                        after.prev = block
+                    size += nxt.size
+                    spare.append(nxt)
+                block.size = size
+                block.key = key = size << _KEY_SHIFT | block.addr
+                insort(free, key)
+                blocks[key] = block
+            elif kind == "a":
+                size = int(ev[2] * scale) if scaled and len(ev) > 4 and ev[4] else int(ev[2])
+                if divisions > 1 or size < MIN_BLOCK:
+                    size = round_size(size, divisions)
+                else:
+                    size = -(-size // MIN_BLOCK) * MIN_BLOCK
+                small = size <= SMALL_SIZE
+                pool = pools.get(ev[3] << 1 | small)
+                if pool is None:
+                    pool = pools[ev[3] << 1 | small] = _Pool(small)
+                free = pool.free
+                n = len(free)
+                i = bisect_left(free, size << _KEY_SHIFT)  # the first free block at least this large: best fit
+                got: _Block | None = None
+                if i < n:
+                    blocks = pool.blocks
+                    tail = pool.tail
+                    while i < n:
+                        candidate = blocks[free[i]]
+                        if tail is not None and candidate.next is tail and i + 1 < n:
+                            i += 1  # the tail block can grow into new pages: a block that fits as it is comes first
+                            continue
+                        if limit is not None and (size < limit <= candidate.size or
+                                                  (size >= limit and candidate.size >= size + LARGE_BUFFER)):
+                            break  # an oversize block serves only requests near its size: a new segment instead
+                        del blocks[free.pop(i)]
+                        got = candidate
+                        break
+                if got is None:
+                    got = self._expand(pool, size) if expandable else self._new_segment(pool, size)
+                remaining = got.size - size
+                if remaining >= MIN_BLOCK and (small or expandable or (  # split off the remainder
+                        remaining > SMALL_SIZE and (limit is None or size < limit))):
+                    nxt = got.next
+                    if spare:  # a block object a merge let go: set every field, not a constructor call
+                        rest = spare.pop()
+                        rest.addr, rest.size, rest.pool = got.addr + size, remaining, pool
+                        rest.prev, rest.next, rest.allocated, rest.mapped = got, nxt, False, True
+                    else:
+                        rest = _Block(got.addr + size, remaining, pool, got, nxt)
+                    if nxt is not None:
+                        nxt.prev = rest
+                    got.next = rest
+                    got.size = size
+                    rest.key = key = remaining << _KEY_SHIFT | rest.addr
+                    insort(free, key)
+                    pool.blocks[key] = rest
+                got.allocated = True
+                live[ev[1]] = got
+                allocated += got.size
+                if allocated > max_allocated:
+                    max_allocated = allocated
+            elif kind == "step":
+                if self._started:
+                    out.append(StepPeaks(max_allocated, self.max_reserved))
+                max_allocated = allocated  # reset_peaks
+                self.max_reserved = self.reserved
+                self._started = True
+        self.allocated, self.max_allocated = allocated, max_allocated
+        return out
 
     def reset_peaks(self) -> None:
         """``torch.cuda.reset_peak_memory_stats``: peaks restart from the current values."""
@@ -222,7 +256,7 @@ class CachingAllocator:
         self.max_reserved = max(self.max_reserved, self.reserved)
         tail.addr, tail.size = pool.mapped_end, tail.size - grow
         if last is not None:
-            key = last.size << _KEY_SHIFT | last.addr
+            key = last.key
             del pool.free[bisect_left(pool.free, key)]
             del pool.blocks[key]
             last.size += grow
@@ -245,22 +279,9 @@ def replay(events: list[tuple] | tuple, config: AllocatorConfig | None = None,
     """Replay a trace (``device.trace``); the peaks of each step (peaks reset at each ``step`` event, as
     ``torch.cuda.reset_peak_memory_stats`` before each step). ``scale`` multiplies the transient tensors."""
     alloc = CachingAllocator(config)
-    malloc, free = alloc.malloc, alloc.free
-    scaled = scale != 1.0
-    out: list[StepPeaks] = []
-    started = False
-    for ev in events:
-        kind = ev[0]
-        if kind == "f":
-            free(ev[1])
-        elif kind == "a":
-            malloc(ev[1], int(ev[2] * scale) if scaled and len(ev) > 4 and ev[4] else ev[2], ev[3])
-        elif kind == "step":
-            if started:
-                out.append(StepPeaks(alloc.max_allocated, alloc.max_reserved))
-            alloc.reset_peaks()
-            started = True
+    out = alloc.run(events, scale)
     out.append(StepPeaks(alloc.max_allocated, alloc.max_reserved))
     return out
+
 
 __all__ = ["AllocatorConfig", "CachingAllocator", "StepPeaks", "allocation_size", "replay", "round_size"]
