@@ -224,3 +224,20 @@ def test_a_repeat_and_an_m_edit_back_finish_no_stage_again(plan, monkeypatch):
     plain = estimate(plan.model, st, plan.hardware, plan.options)
     assert [s.total for s in explained.stages] == [s.total for s in plain.stages]
     assert [s.device for s in explained.stages] == [s.device for s in plain.stages]
+
+
+def test_the_search_ratio_finds_the_estimates_trace_and_replay(plan, monkeypatch):
+    """The search's slack ratio prices the plan with allocator_slack_ratio 0 (an option that only scales the
+    slack, left out of what a trace reads) and replays its stage with the most dynamic bytes: after the plan's
+    estimate — the app's order — that trace and its replay are found."""
+    from estimator.device import ratio
+
+    estimate(plan.model, plan.strategy, plan.hardware, plan.options)
+    ratio._ratio.cache_clear()
+
+    def refused(*_args, **_kwargs):
+        raise AssertionError("traced or replayed again")
+
+    monkeypatch.setattr(memory, "stage_trace", refused)
+    monkeypatch.setattr(memory, "replay", refused)
+    assert ratio.base_slack_ratio(plan) > 0

@@ -150,29 +150,26 @@ def replayed_slack(events: tuple, config: AllocatorConfig, scale: float) -> floa
 
 
 def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: LibraryWorkspaces) -> HashedOnce:
-    """The stage's allocation trace, kept under what it reads (``_EVENTS``) and interned by value."""
-    from ..kinds import generation
-    from ..reuse import NOT_READ, key_of
-
+    """The stage's allocation trace, interned by value, and kept (``_EVENTS``) under what it reads when the
+    pricer's maker says what its plan's traces read (``pricer.memo[TRACE_PLAN]``: ``device.trace_key``, which the
+    estimate and the search's ratio set; a pricer without it has its traces built again)."""
     r = pricer.r
     plan = pricer.memo.get(TRACE_PLAN)
-    if plan is None:
-        gamma = pricer.gamma
-        plan = pricer.memo[TRACE_PLAN] = (key_of(r.model), key_of(r.strategy, NOT_READ), key_of(r.hardware),
-                                          key_of(r.options, SLACK_OPTIONS), key_of(r.profile), generation(),
-                                          gamma, type(gamma))
-    key = (plan, stage, workspace, stage_ops(r, stage))
-    with _EVENTS_LOCK:
-        got = _EVENTS.get(key)
-        if got is not None:
-            _EVENTS.move_to_end(key)
-            return got
+    key = (plan, stage, workspace, stage_ops(r, stage)) if plan is not None else None
+    if key is not None:
+        with _EVENTS_LOCK:
+            got = _EVENTS.get(key)
+            if got is not None:
+                _EVENTS.move_to_end(key)
+                return got
     with collector_paused():
         events = HashedOnce(stage_trace(pricer, stage, rows, workspace).compact())
     with _EVENTS_LOCK:
-        got = _EVENTS[key] = _interned(events)[0]
-        while len(_EVENTS) > _EVENTS_KEPT:
-            _EVENTS.popitem(last=False)
+        got = _interned(events)[0]
+        if key is not None:
+            _EVENTS[key] = got
+            while len(_EVENTS) > _EVENTS_KEPT:
+                _EVENTS.popitem(last=False)
     return got
 
 

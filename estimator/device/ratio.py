@@ -28,6 +28,7 @@ def _ratio(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: Ru
     from ..resolve import resolve
     from ..stage import StagePricer, stage_rows
     from .memory import allocator_kind, allocator_kind_for, replayed_slack, stage_events
+    from .trace_key import say_trace_plan
     from .workspaces import library_workspaces
 
     try:  # MindSpore's static plan has no slack whatever the plan prices to: no estimate to make (a cold search
@@ -52,6 +53,7 @@ def _ratio(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: Ru
     if kind == "static" or amount <= 0:
         return 0.0
     pricer = StagePricer(r, build_layout(layout_inputs(r)))
+    say_trace_plan(pricer)  # the estimate's trace is kept under the same key (its options less SLACK_OPTIONS)
     events = stage_events(pricer, stage.index, stage_rows(pricer, stage.index), library_workspaces(r))
     return replayed_slack(events, config, 1.0) / amount
 

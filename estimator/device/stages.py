@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..messages import msg
 from .memory import allocator_kind
 from .stage_terms import REPLAYED, STAGE_RATIO
+from .trace_key import say_trace_plan
 
 if TYPE_CHECKING:
     from ..assembly import StageMemory
@@ -73,6 +74,8 @@ def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> t
     p = len(points)
     r = pricer.r
     unreplayed = r.options.allocator_slack_ratio is not None or allocator_kind(r)[0] == "static"
+    if not unreplayed:
+        say_trace_plan(pricer)  # its replayed stages' traces are kept for the next estimate
     if p <= REPLAY_ALL or unreplayed:
         # no replay: no stage term reads the micro-batch count, and a stage may be kept (assembly.price_stage)
         return tuple(price_stage(pricer, i, points[i], explain, keep=unreplayed) for i in range(p))
