@@ -23,6 +23,13 @@ allocator replays on every estimate) — docs/decisions.md P-SCALAR-SPEED.
 Cold first estimate (2026-12-02, fresh processes alternating with the previous main, min/median of five at a load
 of ~5.4; P-COLD-START): DeepSeek-V3 14.9/16.7 ms (was 200/222), Llama-3-70B 71.6/75.8 ms (was 261/286); goal
 ≤ 50 ms met for DeepSeek-V3 only.
+The replay round (2026-12-02, third session: FSDP2 walks, instants, allocation traces, replays, the replayed
+stages' choice and each stage's finish kept under what they read; a faster replay loop), alternating with main
+838dad9, two rounds each at a load of 8.7–9.1, min/median CPU ms: Llama-3-70B repeat 0.204–0.214/0.218–0.228 (main
+1.03–1.06/1.20–1.26), micro-batch edit 0.214–0.219/0.233–0.265 (main 1.04–1.11/2.24–2.45), the edit mix's
+micro-batch edit 0.307–0.336/0.338–0.430 (main 2.88–3.22/3.29–4.08) and undo 0.227–0.245/0.280–0.452 (main
+1.15–1.22/1.47–1.70); tp, pp, recompute edits unchanged (2.2–3.5); cold first estimate Llama-3-70B
+63.7–68.4/64.8–69.2 (main 69.2–73.8/72.7–75.6): goal ≤ 50 ms still missed (three replays of the deciding stage).
 """
 
 from __future__ import annotations
