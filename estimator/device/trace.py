@@ -42,6 +42,7 @@ class Trace:
     labels: dict[int, str] | None = None  # handle → what it is (when asked for, to explain a peak)
     _next: int = 0
     context: str = ""
+    _live: set[int] = field(default_factory=set)  # allocated, not yet freed: a free of another handle is dropped
 
     def alloc(self, size: float, stream: int = COMPUTE, what: str = "", transient: bool = False) -> int:
         """A new tensor; ``transient``: one that comes and goes within the step (activations, their gradients,
@@ -49,12 +50,16 @@ class Trace:
         self._next += 1
         if size >= 1:
             self.events.append(("a", self._next, int(size), stream, transient))
+            self._live.add(self._next)
             if self.labels is not None:
                 self.labels[self._next] = f"{self.context} {what}".strip()
         return self._next
 
     def free(self, handle: int | None) -> None:
-        if handle is not None:
+        """Free a tensor; nothing for a zero-size one (never allocated), a freed one or None."""
+        live = self._live
+        if handle in live:
+            live.remove(handle)  # type: ignore[arg-type]
             self.events.append(("f", handle))
 
     def free_all(self, handles: list[int]) -> None:
@@ -66,20 +71,8 @@ class Trace:
         self.events.append(("step", n))
 
     def compact(self) -> list[tuple]:
-        """Events with the frees of never-allocated (zero-size) handles dropped."""
-        live: set[int] = set()
-        out = []
-        for ev in self.events:
-            if ev[0] == "a":
-                live.add(ev[1])
-                out.append(ev)
-            elif ev[0] == "f":
-                if ev[1] in live:
-                    live.discard(ev[1])
-                    out.append(ev)
-            else:
-                out.append(ev)
-        return out
+        """The events: the frees of never-allocated (zero-size) or freed handles are never recorded (``free``)."""
+        return list(self.events)
 
 
 class _Stage:
