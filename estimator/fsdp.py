@@ -112,8 +112,10 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
 def accumulates(pricer: StagePricer) -> int | None:
     """Whether a step accumulates gradients over micro-batches, ``gt(m·n_acc, 1)``: all a walk reads of the
     micro-batch count and the accumulation steps; None over arrays of candidates."""
-    par = pricer.r.par
-    return None if is_array(par.m, par.n_acc) else gt(par.m * par.n_acc, 1)  # type: ignore[return-value]
+    m, n_acc = pricer.r.par.m, pricer.r.par.n_acc
+    if type(m) is int and type(n_acc) is int:  # one plan (asked for every stage of every estimate)
+        return 1 if m * n_acc > 1 else 0
+    return None if is_array(m, n_acc) else gt(m * n_acc, 1)  # type: ignore[return-value]
 
 
 def _walk_store(pricer: StagePricer) -> tuple[dict, int | None]:
