@@ -18,7 +18,7 @@ from estimator.units import GiB
 
 from .chart_export import ExportableChart
 from .language import category_label, translate
-from .plot_items import Bars, ValueGrid
+from .plot_items import Bars, ScaleAxis, ValueGrid
 from .plot_style import bold_label, style_axes
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET, SELECTION
 
@@ -42,7 +42,7 @@ class StackedBarChart(ExportableChart, QWidget):
         self.title = bold_label(title)
         self.title.setTextFormat(Qt.TextFormat.RichText)
         self.title.setWordWrap(True)  # a long title (the peak point) wraps instead of widening the window
-        self.plot = pg.PlotWidget()
+        self.plot = pg.PlotWidget(axisItems={"left": ScaleAxis("left"), "bottom": ScaleAxis("bottom")})
         self.plot.setMinimumHeight(120)  # two charts and the tiles fit a 640-px window
         self.plot.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.plot.setAccessibleName(title)
@@ -135,7 +135,8 @@ class StackedBarChart(ExportableChart, QWidget):
         self.budget_line.setVisible(not same)
         cap = f"{capacity / GiB:,.2f}"
         for line in (self.capacity_line, self.budget_line):
-            line.label.setVisible(line.isVisible())  # a hidden label ignores its new text (declutter decides)
+            if line.label.isVisible() != line.isVisible():  # setVisible(True) lays the text out again
+                line.label.setVisible(line.isVisible())  # a hidden label ignores its new text (declutter decides)
         self.capacity_line.label.setFormat(translate("Charts", "capacity = budget {0} GiB").format(cap) if same else
                                            translate("Charts", "capacity {0} GiB").format(cap))
         self.budget_line.label.setFormat(translate("Charts", "budget {0} GiB").format(f"{budget / GiB:,.2f}"))

@@ -122,6 +122,7 @@ class StageChart(StackedBarChart):
         self.peak_label = pg.TextItem(anchor=(0.5, 1.0), fill=(255, 255, 255, 200))  # no line strikes through it
         self.peak_label.setZValue(25)
         item.addItem(self.peak_label)
+        self._peak_html = ""
         self.delta_labels: list[pg.TextItem] = []
         self.opt_shown = False
         self._peak_top = 0.0
@@ -161,7 +162,7 @@ class StageChart(StackedBarChart):
         self.opt_item.setOpts(**empty)
         self.band_item.setData(x=np.zeros(0), y=np.zeros(0), top=np.zeros(0), bottom=np.zeros(0))
         self._draw_pinned(None, 0)
-        self.peak_label.setHtml("")
+        self._set_peak_html("")
         self.capacity_line.setVisible(False)
         self.budget_line.setVisible(False)
         self.shown = CATEGORIES
@@ -194,7 +195,7 @@ class StageChart(StackedBarChart):
         peak = result.peak_stage
         verdict_color = OVER_BUDGET if over[peak] else "#111111"
         peak_text = translate("Charts", "peak {0} GiB").format(f"{device[peak] / GiB:,.2f}")
-        self.peak_label.setHtml(f"<div style='color:{verdict_color}; font-weight:bold'>{peak_text}</div>")
+        self._set_peak_html(f"<div style='color:{verdict_color}; font-weight:bold'>{peak_text}</div>")
         # anchored on the bar's inner edge so that the label never runs off the plot at either end; above the
         # optimizer-step tick when that is higher, so the tick does not strike through it
         top = float(high[peak] / GiB)
@@ -228,6 +229,12 @@ class StageChart(StackedBarChart):
         self.view.prepareForPaint()
         self.declutter()
 
+    def _set_peak_html(self, html: str) -> None:
+        """The peak label's text, laid out again only when it changes (most edits keep the peak's words)."""
+        if html != self._peak_html:
+            self._peak_html = html
+            self.peak_label.setHtml(html)
+
     def _legend(self) -> str:
         """The legend; the pinned baseline is named by what differs from the plan on screen (its whole plan is
         the legend's tooltip)."""
@@ -260,7 +267,8 @@ class StageChart(StackedBarChart):
         self.pinned_line.setVisible(pinned is not None and m != n)
         if pinned is None or m != n:
             for bar in self.pinned_bars.values():
-                bar.setOpts(x=np.zeros(0), height=np.zeros(0), y0=np.zeros(0))
+                if len(bar.opts["x"]):  # already empty on most edits (no baseline pinned): left as it is
+                    bar.setOpts(x=np.zeros(0), height=np.zeros(0), y0=np.zeros(0))
             if pinned is not None:  # another depth: the plan-level peak only
                 peak = max(s.device_peak for s in pinned.stages)
                 self.pinned_line.setPos(peak / GiB)
@@ -317,11 +325,15 @@ class StageChart(StackedBarChart):
         taken = [peak_rect, *(label.sceneBoundingRect() for label in self.delta_labels)]
         for line, above in ((self.capacity_line, True), (self.budget_line, False), (self.pinned_line, True)):
             label = line.label
-            label.setVisible(line.isVisible())
+            if not line.isVisible():
+                label.setVisible(False)  # placed when its line shows again (this runs after every change)
+                continue
+            if not label.isVisible():
+                label.setVisible(True)  # a shown label takes its current text (hidden, it ignored it)
             sides = (1.25, -0.25) if above else (-0.25, 1.25)  # its own side of the line first
             for anchor in sides:
                 for position, side in ((0.985, 1), (0.015, 0)):
-                    label.setPosition(position)
+                    label.orthoPos = position  # setPosition's own placement would be replaced at once
                     label.anchors = [(side, anchor), (side, anchor)]
                     label.updatePosition()
                     rect = label.sceneBoundingRect()

@@ -1,13 +1,15 @@
 """pyqtgraph items the memory charts share, made cheap to repaint on every edit (docs/decisions.md P-GUI-PAINT):
-a value grid drawn behind the bars, and bars that keep their bounding rectangle."""
+a value grid drawn behind the bars, bars that keep their bounding rectangle, and axes that keep the pictures of
+their last few scales."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF
-from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPicture
 
 
 class ValueGrid(pg.GraphicsObject):
@@ -103,3 +105,84 @@ class Bars(pg.BarGraphItem):
         if self._bounds is None:
             self._bounds = super().boundingRect()
         return self._bounds
+
+
+class ScaleAxis(pg.AxisItem):
+    """pyqtgraph's axis, repainted only when what it draws changes, and keeping the pictures of its last
+    ``PICTURES`` scales. pyqtgraph throws its picture away on every range signal, the same range included, and
+    drawing one (ticks and labels measured one by one) costs ~1 ms; a memory chart's scale is one of a few
+    round tops (``bars.nice_ceil``), so what-if edits move between a handful of pictures. A picture is kept under
+    everything ``generateDrawSpecs`` and ``drawPicture`` read (``_picture_key``: range, geometry, device
+    transform, explicit ticks, tick spacing and density, scale, log mode, style, pens, font), compared by value;
+    with it is kept the tick-label size it reported (``_updateMaxTextSize``), replayed so that the axis sizes
+    itself as a fresh drawing would."""
+
+    PICTURES = 8
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._pictures: OrderedDict[tuple[object, ...], tuple[QPicture, float | None]] = OrderedDict()
+        self._text_size: float | None = None
+        super().__init__(*args, **kwargs)
+
+    def setRange(self, mn: float, mx: float) -> None:
+        if getattr(self, "range", None) == [mn, mx]:
+            return  # the same range: pyqtgraph would throw the picture away and repaint it unchanged
+        super().setRange(mn, mx)
+
+    def _updateMaxTextSize(self, x: float) -> None:
+        self._text_size = x  # what the drawing just measured (kept with its picture)
+        super()._updateMaxTextSize(x)
+
+    def _picture_key(self) -> tuple[object, ...] | None:
+        if self.grid is not False:
+            return None  # a grid reads the linked view's rectangle: not kept
+        geometry = self.geometry()
+        t = self.deviceTransform_()  # as mapToDevice reads it (None before the view is shown)
+        if t is None:
+            return None
+        style = tuple((name, freeze(value)) for name, value in sorted(self.style.items()))
+        return (tuple(self.range), geometry.x(), geometry.y(), geometry.width(), geometry.height(),
+                t.m11(), t.m12(), t.m13(), t.m21(), t.m22(), t.m23(), t.m31(), t.m32(), t.m33(),
+                freeze(self._tickLevels), freeze(self._tickSpacing), self._tickDensity, self.scale,
+                self.autoSIPrefixScale, self.logMode, style, freeze(self.pen()), freeze(self.tickPen()),
+                freeze(self.textPen()), self.orientation)
+
+    def paint(self, p: QPainter, opt: Any, widget: Any) -> None:
+        if self.picture is not None:
+            super().paint(p, opt, widget)
+            return
+        key = self._picture_key()
+        kept = self._pictures.get(key) if key is not None else None
+        if kept is not None:
+            self._pictures.move_to_end(key)  # type: ignore[arg-type]
+            picture, text_size = kept
+            if text_size is not None:
+                super()._updateMaxTextSize(text_size)  # as the drawing did (it may resize the axis)
+            self.picture = picture
+        else:
+            self._text_size = None
+            super().paint(p, opt, widget)  # draws self.picture, then plays it
+            if key is not None and self.picture is not None:
+                self._pictures[key] = (self.picture, self._text_size)
+                while len(self._pictures) > self.PICTURES:
+                    self._pictures.popitem(last=False)
+            return
+        self.picture.play(p)
+
+
+def freeze(value: Any) -> object:
+    """A comparable, hashable stand-in for a value an axis reads (lists, pens, colours and fonts by value)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, freeze(v)) for k, v in sorted(value.items()))
+    if isinstance(value, QPen):
+        return ("pen", value.color().rgba(), value.widthF(), value.style(), value.capStyle(), value.joinStyle(),
+                value.isCosmetic(), value.brush().style(), tuple(value.dashPattern()))
+    if isinstance(value, QColor):
+        return ("color", value.rgba())
+    if isinstance(value, QFont):
+        return ("font", value.toString())
+    if isinstance(value, float | int | str | bool) or value is None:
+        return (type(value).__name__, value)
+    return ("other", repr(value))

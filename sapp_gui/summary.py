@@ -14,21 +14,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QListWidget, QListWidgetItem, QMenu, QWidget
 
 from estimator.honest import relative_change
 from estimator.parsed import ParsedConfig
 from estimator.result import Result
-from estimator.session import FAILED, PlanSession, SessionEvent
-from estimator.session.events import CLOSED, ESTIMATED, OPENED, PINNED
+from estimator.session import FAILED, PENDING, PlanSession, SessionEvent
+from estimator.session.events import CHANGED, CLOSED, ESTIMATED, OPENED, PINNED
 from estimator.units import GiB
 from estimator.warnings import Assumption, EstimateWarning
 
 from .clipboard import copy_text, tsv
 from .document import preset_problem
 from .language import said, translate
+from .panel import PENDING_GRACE_MS
 from .style import FITS, MUTED, OVER_BUDGET, QT_TRANSLATE_NOOP
 
 CARD_MIN_WIDTH = 100  # five tiles in a row from 530 px: two rows on a 1024-px window
@@ -374,7 +375,10 @@ class SummaryPanel(QFrame):
 
 
 class NotesList(QListWidget):
-    """Warnings, assumptions and the adaptations an edit made, grouped under headers."""
+    """Warnings, assumptions and the adaptations an edit made, grouped under headers. Built once per estimate:
+    an edit's own notes and its estimate's arrive milliseconds apart, and the list waits for the estimate (at most
+    ``PENDING_GRACE_MS``, as the charts keep the last numbers before they are greyed: P-STALE) instead of being
+    rebuilt for each; and not at all when its rows are those shown."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -383,11 +387,29 @@ class NotesList(QListWidget):
         self.setAlternatingRowColors(True)
         self.setAccessibleName(translate("Notes", "Warnings and assumptions"))
         self._last: dict[str, Any] = {}
+        self._rows: list[tuple[str, str, str]] = []  # (kind, text, colour) of each item shown
+        self.builds = 0  # how many times the rows changed (tests: once per edit)
         self.extra_errors: tuple[str, ...] = ()  # problems of the app itself (user profiles that cannot be read)
+        self._session: PlanSession | None = None
+        self._grace = QTimer(self)
+        self._grace.setSingleShot(True)
+        self._grace.setInterval(PENDING_GRACE_MS)
+        self._grace.timeout.connect(self._show_session)
 
     def on_session(self, event: SessionEvent) -> None:
         """Warnings and assumptions of the plan in the forms, and of its estimate when it is the one shown."""
-        session: PlanSession = event.session
+        self._session = event.session
+        if event.kind == CHANGED and event.session.loaded and event.session.freshness().state == PENDING:
+            if not self._grace.isActive():  # a burst of edits still shows its notes after the grace
+                self._grace.start()
+            return
+        self._grace.stop()
+        self._show_session()
+
+    def _show_session(self) -> None:
+        session = self._session
+        if session is None:
+            return
         if not session.loaded:
             self.set_notes(errors=self.extra_errors)
             return
@@ -405,28 +427,44 @@ class NotesList(QListWidget):
                   edits: Iterable[object] = (), errors: Iterable[object] = ()) -> None:
         self._last = {"warnings": tuple(warnings), "assumptions": tuple(assumptions), "edits": tuple(edits),
                       "errors": tuple(errors)}
-        self.clear()
         groups = [(translate("Notes", "Errors"), [said(e) for e in self._last["errors"]], OVER_BUDGET),
                   (translate("Notes", "Adapted by the last edit"), [said(e) for e in self._last["edits"]], "#0072B2"),
                   (translate("Notes", "Warnings"), [said(w) for w in dict.fromkeys(self._last["warnings"])], "#A05A00"),
                   (translate("Notes", "Assumptions (defaults the estimator filled in)"),
                    [said(a) for a in dict.fromkeys(self._last["assumptions"])], "#444444")]
+        rows: list[tuple[str, str, str]] = []
         for title, lines, color in groups:
-            if not lines:
-                continue
-            header = QListWidgetItem(f"{title} ({len(lines)})")
-            font = header.font()
+            if lines:
+                rows.append(("header", f"{title} ({len(lines)})", color))
+                rows += [("line", line, "") for line in lines]
+        if not rows:
+            rows.append(("empty", translate("Notes", "No warnings; every value comes from the files."), ""))
+        self._replace_rows(rows)
+
+    def _replace_rows(self, rows: list[tuple[str, str, str]]) -> None:
+        """Show ``rows``: nothing is done when they are the rows shown (most edits keep their notes); otherwise
+        the list is built again from empty, so that its rows and scroll bar are laid out as for a new list."""
+        if rows == self._rows:
+            return
+        self.builds += 1
+        self.clear()
+        self.doItemsLayout()  # laid out empty first, as a new list: its scroll bar goes, the rows get the full width
+        for row in rows:
+            self.addItem(self._item(*row))
+        self._rows = rows
+
+    @staticmethod
+    def _item(kind: str, text: str, color: str) -> QListWidgetItem:
+        item = QListWidgetItem(text)
+        if kind == "header":
+            font = item.font()
             font.setBold(True)
-            header.setFont(font)
-            header.setFlags(Qt.ItemFlag.ItemIsEnabled)
-            header.setForeground(QBrush(QColor(color)))
-            self.addItem(header)
-            for line in lines:
-                item = QListWidgetItem(line)
-                item.setToolTip(line)
-                self.addItem(item)
-        if self.count() == 0:
-            self.addItem(QListWidgetItem(translate("Notes", "No warnings; every value comes from the files.")))
+            item.setFont(font)
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            item.setForeground(QBrush(QColor(color)))
+        elif kind == "line":
+            item.setToolTip(text)
+        return item
 
     def retranslate(self) -> None:
         self.setAccessibleName(translate("Notes", "Warnings and assumptions"))

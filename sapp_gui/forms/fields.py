@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from estimator.limits import bound_of
-from estimator.session import PlanSession
+from estimator.session import PlanSession, canonical_key
 from estimator.units import GiB
 from estimator.warnings import Assumption
 
@@ -273,6 +273,20 @@ def _show(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+class _Same:
+    """Compares as equal to another only when both hold the same object (the document's files, by identity)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 def _repolish(widget: QWidget) -> None:
     style = widget.style()
     style.unpolish(widget)
@@ -311,6 +325,7 @@ class FieldRow:
         self.mark: str | None = None
         self._shown: tuple[Any, str] | None = None
         self._tip = ""
+        self._inputs: tuple[Any, ...] | None = None  # what the last refresh showed the row from
 
     @property
     def label_text(self) -> str:
@@ -327,13 +342,20 @@ class FieldRow:
         self.mark = "?"  # forces the label (with its mark) to be set again
         self._shown = None
         self._tip = ""
+        self._inputs = None
         if hasattr(self.editor, "retranslate"):
             self.editor.retranslate()  # type: ignore[attr-defined]
 
     def refresh(self, doc: PlanSession, assumptions: dict[str, Assumption]) -> None:
         """Show the document's value, mark and provenance; widgets are touched only where something changed
-        (repolishing every editor on every edit would dominate the edit → chart latency)."""
+        (repolishing every editor on every edit would dominate the edit → chart latency). A row whose inputs
+        are those of its last refresh — value, mark, provenance, assumption, the document's files, no error
+        shown — is left as it is: an edit changes a few of a form's ~70 fields."""
         value = self.read_value(doc)
+        inputs = self._inputs_of(doc, value, assumptions)
+        if inputs == self._inputs and not self.error.text():
+            return
+        self._inputs = inputs
         none_text = translate("Forms", "default")
         if value is None and self.key in assumptions:
             unit = " B" if self.key.endswith("_bytes") else ""
@@ -368,6 +390,13 @@ class FieldRow:
             self.editor.setToolTip(tip)
             self.label.setToolTip(tip)
 
+    def _inputs_of(self, doc: PlanSession, value: Any, assumptions: dict[str, Assumption]) -> tuple[Any, ...]:
+        """Everything ``refresh`` shows the row from (``describe`` included), compared by value and type."""
+        prov = doc.parsed.provenance.get(canonical_key(self.key))
+        hardware = doc.parsed.hardware.id or doc.parsed.hardware.name if self.key.startswith("hardware.") else None
+        return (type(value), value, doc.mark(self.key), prov.describe() if prov is not None else None,
+                assumptions.get(self.key), hardware, _Same(doc.original))
+
     def set_error(self, message: str | None) -> None:
         message = message or ""
         if message == self.error.text():
@@ -377,6 +406,7 @@ class FieldRow:
         self.editor.setProperty("sappInvalid", bool(message))
         _repolish(self.editor)
         self._shown = None  # the editor may show a rejected value: show the document's again next refresh
+        self._inputs = None
 
 
 class FieldForm(QWidget):

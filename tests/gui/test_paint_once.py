@@ -96,3 +96,116 @@ def test_an_edit_repaints_only_what_changed(qtbot, window, dsv3_plan) -> None:
             assert window.time_label.text().endswith("ms")
     finally:
         QApplication.instance().removeEventFilter(counter)
+
+
+def test_the_notes_are_built_once_per_edit(qtbot, window, dsv3_plan) -> None:
+    """The notes list is built when the estimate arrives, not also when the edit goes stale a few milliseconds
+    before it (it was rebuilt twice per edit, and its scroll bar came and went), and not at all when its rows
+    stay the same; what it shows is what a list built from scratch shows."""
+    from PySide6.QtWidgets import QApplication
+
+    from estimator.session import SessionEvent
+    from estimator.session.events import ESTIMATED
+    from sapp_gui.summary import NotesList
+
+    open_and_wait(qtbot, window, [dsv3_plan])
+    settled(qtbot, window)
+    for changes in ({"strategy.pp": 8}, {"strategy.tp": 8}, {"strategy.recompute": "full"}, {"strategy.pp": 16}):
+        builds = window.notes.builds
+        edit_and_wait(qtbot, window, lambda c=changes: window.edit(dict(c), "edit"))
+        QApplication.processEvents()
+        assert window.notes.builds - builds <= 1, changes
+        fresh = NotesList()
+        fresh.on_session(SessionEvent(ESTIMATED, window.doc))
+        assert window.notes.lines() == fresh.lines()
+        fresh.deleteLater()
+    assert any(line.startswith("offset [") for line in window.notes.lines())  # pp 16 again: adapted offsets
+
+
+def test_a_slow_estimate_shows_the_edits_notes_after_the_grace(qtbot, make_window, dsv3_plan) -> None:
+    """While an estimate is late the list does not wait for it: after the grace (when the charts grey) it shows
+    the plan in the forms' own notes, the edit's adaptations included."""
+    import threading
+
+    from estimator.estimate import estimate
+
+    gate = threading.Event()
+
+    def gated(*args, **kwargs):
+        gate.wait(20)
+        return estimate(*args, **kwargs)
+
+    window = make_window(estimate_fn=gated)
+    gate.set()
+    open_and_wait(qtbot, window, [dsv3_plan])
+    before = window.notes.lines()
+    gate.clear()
+    window.edit({"strategy.pp": 8}, "pp 8")
+    assert window.notes.lines() == before  # within the grace: one build, when the estimate comes
+    qtbot.waitUntil(lambda: any(line.startswith("offset [") for line in window.notes.lines()), timeout=5000)
+    assert window.summary_frame.stale
+    with qtbot.waitSignal(window.estimate_drawn, timeout=20000):
+        gate.set()
+    assert any(line.startswith("offset [") for line in window.notes.lines())
+
+
+def test_an_axis_keeps_the_pictures_of_its_scales(qtbot, window, dsv3_plan) -> None:
+    """Back to a scale drawn before, the value axis draws nothing new (pyqtgraph drew its picture again on every
+    range signal, the same range included), and what it shows is what it showed then."""
+    from PySide6.QtWidgets import QApplication
+
+    open_and_wait(qtbot, window, [dsv3_plan])
+    settled(qtbot, window)
+    axis = window.chart.plot.getPlotItem().getAxis("left")
+    drawn: list[object] = []
+    original = type(axis).generateDrawSpecs
+
+    def counting(self, p):  # type: ignore[no-untyped-def]
+        drawn.append(self)
+        return original(self, p)
+
+    results, images = [], []
+    for changes in ({"strategy.tp": 8}, {"strategy.pp": 8}):
+        results.append(edit_and_wait(qtbot, window, lambda c=changes: window.edit(dict(c), "edit")))
+        for _ in range(3):
+            QApplication.processEvents()
+        images.append(window.chart.plot.grab().toImage())
+    assert window.chart.plot.getPlotItem().getAxis("left").range != [0, 1]
+    type(axis).generateDrawSpecs = counting  # type: ignore[method-assign]
+    try:
+        window.undo_stack.undo()  # back to tp 8: its scale was drawn before
+        qtbot.waitUntil(lambda: window.doc.freshness().state == "current", timeout=20000)
+        for _ in range(3):
+            QApplication.processEvents()
+        assert axis not in drawn
+        assert window.chart.plot.grab().toImage() == images[0]
+        axis.setRange(*axis.range)  # the same range: nothing to draw again
+        assert axis.picture is not None
+    finally:
+        type(axis).generateDrawSpecs = original  # type: ignore[method-assign]
+
+
+def test_an_edit_refreshes_only_the_fields_it_changed(qtbot, window, dsv3_plan, monkeypatch) -> None:
+    """A form row is shown again only when its value, mark, provenance or assumption changed; every row still
+    shows what a refresh from scratch shows (value, label, tooltip)."""
+    from sapp_gui.forms import fields
+
+    open_and_wait(qtbot, window, [dsv3_plan])
+    rows = [row for form in window.forms.forms for row in form.rows.values()]
+    described: list[str] = []
+    real = fields.describe
+    monkeypatch.setattr(fields, "describe", lambda doc, key, assumptions=None: described.append(key) or
+                        real(doc, key, assumptions))
+    edit_and_wait(qtbot, window, lambda: window.edit({"strategy.recompute": "full"}, "edit"))
+    assert 0 < len(described) < len(rows) // 4, described
+
+    def shown() -> list[tuple[object, ...]]:
+        return [(row.key, row.editor.field_value(), row.label.text(), row.editor.toolTip()) for row in rows]
+
+    for changes in ({"strategy.tp": 8}, {"strategy.pp": 8}, {"strategy.micro_batch_size": 2}):
+        edit_and_wait(qtbot, window, lambda c=changes: window.edit(dict(c), "edit"))
+        before = shown()
+        for row in rows:
+            row.retranslate()  # forget what was shown: the next refresh redraws every row
+        window.forms.refresh(window.forms.assumptions)
+        assert shown() == before, changes
