@@ -124,7 +124,9 @@ class Holdings(NamedTuple):
     grads: Num
 
 
-def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
+def chunk_times(ctx: TimeContext, form: StageForm, j: int, shared: dict | None = None) -> ChunkTimes:
+    """A chunk's times on the context's device; its holdings are kept in ``shared`` (the asking pricer's, by
+    default the context's own)."""
     F = B = W = Rc = fwd = bwd = rec = model = hardware = 0.0
     comm: dict[str, Num] = {"tp": 0.0, "cp": 0.0, "ep": 0.0, "host": 0.0}
     for k, n in form.counts[j]:
@@ -137,14 +139,15 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int) -> ChunkTimes:
         F, B, W, Rc = F + n * (rt.F + f_), B + n * (rt.B + b_), W + n * rt.W, Rc + n * (rt.Rc + rc_)
         fwd, bwd, rec = fwd + n * rt.F, bwd + n * (rt.B + rt.W), rec + n * rt.Rc
         model, hardware = model + n * rt.flops.model, hardware + n * rt.flops.hardware
-    held = chunk_holdings(ctx, form, j)
+    held = chunk_holdings(ctx, form, j, ctx.pricer.shared if shared is None else shared)
     return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, model, hardware, *held)
 
 
-def chunk_holdings(ctx: TimeContext, form: StageForm, j: int) -> Holdings:
+def chunk_holdings(ctx: TimeContext, form: StageForm, j: int, shared: dict) -> Holdings:
     """The chunk's trainable elements, gathered bytes and static bytes; they do not depend on the device's
-    efficiencies, so the band's step times (``estimate.step_band``) reuse the plan's (kept with the rows)."""
-    memo = ctx.pricer.shared.setdefault(CHUNK_HOLDINGS, {})
+    efficiencies, so the band's step times (``estimate.step_band``) reuse the plan's (kept in ``shared``, per
+    form)."""
+    memo = shared.setdefault(CHUNK_HOLDINGS, {})
     key = (id(form), j)
     got = memo.get(key)  # type: ignore[union-attr]
     if got is not None and got[0] is form:
@@ -397,12 +400,24 @@ def _kept_times(pricer: StagePricer, hardware: Hardware | None = None) -> tuple[
     times = pricer.book.times
     got = times.get(hardware)
     if got is None:
-        rows = copy.copy(pricer)  # the rows and the book, not what this plan derived (its memo)
+        got = times[hardware] = (_context(pricer, hardware), {}, {})
+    return got
+
+
+def _context(pricer: StagePricer, hardware: Hardware) -> TimeContext:
+    """The time context of the pricer's rows on ``hardware``, kept with the row costs (``stage.RowCosts``): it
+    reads the rows' inputs and the device, never the layout (the chunk holdings it is asked for are kept per
+    form in the asking book, ``chunk_times``), so the plans of a recompute edit share it."""
+    contexts = pricer.book.costs.contexts
+    ctx = contexts.get(hardware)
+    if ctx is None:
+        rows = copy.copy(pricer)  # the rows and their costs, not what this plan derived (its memo, its book's forms)
         rows.memo = {}
+        rows.shared = {}
         if hardware is not pricer.r.hardware:
             rows.r = replace(pricer.r, hardware=hardware)
-        got = times[hardware] = (TimeContext(rows), {}, {})
-    return got
+        ctx = contexts[hardware] = TimeContext(rows)
+    return ctx
 
 
 class Timed(NamedTuple):
@@ -454,7 +469,7 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
             for j in range(par.vp):
                 held = (id(form), form.counts[j])
                 if held not in chunks or chunks[held][0] is not form:
-                    chunks[held] = (form, chunk_times(ctx, form, j))
+                    chunks[held] = (form, chunk_times(ctx, form, j, pricer.shared))
                 parts.append(chunks[held][1])
             got = seen[key] = (form, stage_times(ctx, i, parts))
         timed.append(got[1])

@@ -236,6 +236,11 @@ def test_a_recompute_edit_keeps_the_rows_whose_mode_stays():
     estimate(DENSE, counted, H100, MEGATRON)  # stage 0's first two layers full, the rest as before
     assert all(books[2].costs.rows[k] is cost for k, cost in priced.items())
     assert any(k not in priced for k in books[2].costs.rows)
+    # the step time's context (device rates, links, knobs) is the row costs' too; each book keeps its own forms'
+    # chunk holdings
+    assert books[2].times[H100][0] is books[0].times[H100][0]
+    assert books[0].shared["chunk-holdings"] and books[2].shared["chunk-holdings"]
+    assert not books[0].times[H100][0].pricer.shared
     switched = PLAN.replace(recompute=RecomputePlan(default_mode="selective", switches=("core_attn",)))
     assert reuse.row_book(reuse.resolved(DENSE, switched, H100, MEGATRON)).costs is not books[0].costs
     ruled = PLAN.replace(recompute=RecomputePlan(default_mode="selective", rule="megatron"))
