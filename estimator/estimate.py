@@ -85,12 +85,13 @@ def step_band(pricer: StagePricer) -> tuple[float, float]:
 
 
 def _band_end(pricer: StagePricer, end: str) -> Hardware:
-    """The plan's device at one end of its efficiency bands, made once per row book (its key holds the device)."""
-    key = ("band-end", end)
-    got = pricer.shared.get(key)
+    """The plan's device at one end of its efficiency bands, made once per row costs (their key holds the device
+    by value; ``stage.RowCosts``), so the kept time contexts of the band's ends are found again by the object."""
+    ends = pricer.book.costs.band_ends
+    got = ends.get(end)
     if got is None:
-        got = pricer.shared[key] = pricer.r.hardware.at_band(end)
-    return got  # type: ignore[return-value]
+        got = ends.setdefault(end, pricer.r.hardware.at_band(end))
+    return got  # type: ignore[no-any-return]
 
 
 def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:

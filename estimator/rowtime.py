@@ -28,6 +28,7 @@ from .flops import (
 )
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .resolve import Resolved, dense_domain
+from .stage import device_entry
 
 if TYPE_CHECKING:
     from .stage import Row, RowCost, StagePricer
@@ -94,7 +95,7 @@ class TimeContext:
         self.pricer = pricer
         d, w, f, par, hw = r.dims, r.widths, r.flags, r.par, r.hardware
         costs = pricer.book.costs  # row times and FLOPs are kept with the row costs (per row, per device)
-        self.row_cache: dict[tuple, tuple[RowCost, RowTime]] = costs.times.setdefault(hw, {})
+        self.row_cache: dict[tuple, tuple[RowCost, RowTime]] = device_entry(costs.times, hw, dict)
         # FLOPs do not depend on the device: the band's step times (estimate.step_band) reuse the plan's
         self.flops_cache: dict[tuple, tuple] = costs.flops
         self.k = knobs(r)

@@ -7,8 +7,9 @@ look-ups per distinct layer kind.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from . import params as P
 from .activations import FROZEN_SUFFIX, ActivationTable, ClassSums, combine
@@ -29,6 +30,7 @@ from .static import (
 )
 
 EMBEDDING_COPY = "embedding_copy"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +116,9 @@ class RowCosts:
     """What a plan's rows cost, apart from its layout (``reuse.row_costs`` shares one across the books of plans
     that differ only in what the layout reads of the recompute plan): ``StagePricer``'s priced locals, static
     bytes, rows and activation table, each row cost's term values (``values``), the rows' FLOPs (``flops``) and
-    per device their row times (``times``) — all keyed per row (``cost_key``, or the RowCost object) — and per
-    device the step time's context (``contexts``, ``steptime._context``)."""
+    per device their row times (``times``) — all keyed per row (``cost_key``, or the RowCost object) — per
+    device the step time's context (``contexts``, ``steptime._context``), and the device at its band's ends
+    (``band_ends``: the book's key holds the device by value)."""
 
     def __init__(self) -> None:
         self.local: dict = {}
@@ -126,6 +129,23 @@ class RowCosts:
         self.flops: dict = {}
         self.times: dict = {}
         self.contexts: dict = {}
+        self.band_ends: dict = {}
+
+
+DEVICES = 8  # entries per device table: a plan's device and its band's two ends (more when an equal device
+# arrives as a new object)
+
+
+def device_entry(table: dict, hardware: object, make: Callable[[], T]) -> T:
+    """``table``'s entry for the device record ``hardware``, made by ``make`` when missing: keyed by the object
+    (held in the entry, so its id is not reused) — hashing a device record by value costs microseconds, and a
+    plan's device and its band ends stay the same objects; at most ``DEVICES`` kept."""
+    got = table.get(id(hardware))
+    if got is None or got[0] is not hardware:
+        if len(table) >= DEVICES:
+            table.clear()
+        got = table[id(hardware)] = (hardware, make())
+    return got[1]
 
 
 class RowBook:

@@ -19,7 +19,7 @@ from .assembly.form import StageForm, build_form, form_signature, stage_plan
 from .layout import EMBEDDING, NOOP, OUTPUT, VISION, build_layout, layout_inputs, slot_index, slot_position
 from .resolve import Resolved, resolve
 from .rowtime import COMM_KINDS, KNOBS, Knobs, TimeContext, compute_time, elementwise_time, knobs, row_time
-from .stage import Row, StagePricer
+from .stage import Row, StagePricer, device_entry
 from .static import gather_bytes, gather_trainable_bytes
 
 if TYPE_CHECKING:
@@ -397,27 +397,22 @@ def _kept_times(pricer: StagePricer, hardware: Hardware | None = None) -> tuple[
     the device, the degrees, the schedule's hand-overs and the knobs — never the micro-batch count, which only
     the pipeline formula and the step total below read (docs/model.md#what-an-edit-re-prices)."""
     hardware = pricer.r.hardware if hardware is None else hardware
-    times = pricer.book.times
-    got = times.get(hardware)
-    if got is None:
-        got = times[hardware] = (_context(pricer, hardware), {}, {})
-    return got
+    return device_entry(pricer.book.times, hardware, lambda: (_context(pricer, hardware), {}, {}))
 
 
 def _context(pricer: StagePricer, hardware: Hardware) -> TimeContext:
     """The time context of the pricer's rows on ``hardware``, kept with the row costs (``stage.RowCosts``): it
     reads the rows' inputs and the device, never the layout (the chunk holdings it is asked for are kept per
     form in the asking book, ``chunk_times``), so the plans of a recompute edit share it."""
-    contexts = pricer.book.costs.contexts
-    ctx = contexts.get(hardware)
-    if ctx is None:
+    def make() -> TimeContext:
         rows = copy.copy(pricer)  # the rows and their costs, not what this plan derived (its memo, its book's forms)
         rows.memo = {}
         rows.shared = {}
         if hardware is not pricer.r.hardware:
             rows.r = replace(pricer.r, hardware=hardware)
-        ctx = contexts[hardware] = TimeContext(rows)
-    return ctx
+        return TimeContext(rows)
+
+    return device_entry(pricer.book.costs.contexts, hardware, make)
 
 
 class Timed(NamedTuple):

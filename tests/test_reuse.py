@@ -238,9 +238,10 @@ def test_a_recompute_edit_keeps_the_rows_whose_mode_stays():
     assert any(k not in priced for k in books[2].costs.rows)
     # the step time's context (device rates, links, knobs) is the row costs' too; each book keeps its own forms'
     # chunk holdings
-    assert books[2].times[H100][0] is books[0].times[H100][0]
+    context = books[0].times[id(H100)][1][0]
+    assert books[2].times[id(H100)][1][0] is context
     assert books[0].shared["chunk-holdings"] and books[2].shared["chunk-holdings"]
-    assert not books[0].times[H100][0].pricer.shared
+    assert not context.pricer.shared
     switched = PLAN.replace(recompute=RecomputePlan(default_mode="selective", switches=("core_attn",)))
     assert reuse.row_book(reuse.resolved(DENSE, switched, H100, MEGATRON)).costs is not books[0].costs
     ruled = PLAN.replace(recompute=RecomputePlan(default_mode="selective", rule="megatron"))
@@ -266,3 +267,18 @@ def test_a_rebuilt_record_shares_its_twin_key(monkeypatch):
         != reuse.key_of(nested)
     assert reuse.key_of(PLAN.replace(micro_batches=8), reuse.NOT_READ) is reuse.key_of(PLAN, reuse.NOT_READ)
     assert reuse.key_of(PLAN.replace(micro_batches=8)) != key
+
+
+def test_device_tables_key_the_device_object_and_stay_bounded():
+    """Per-device tables (time contexts, row times) are keyed by the device object (a value hash of a device
+    costs microseconds per look-up): an equal device made anew gets its own entry, and at most DEVICES are kept."""
+    from estimator.stage import DEVICES, device_entry
+
+    table: dict = {}
+    low = H100.at_band("low")
+    first = device_entry(table, low, list)
+    assert device_entry(table, low, list) is first
+    assert device_entry(table, H100.at_band("low"), list) is not first
+    for _ in range(3 * DEVICES):
+        device_entry(table, H100.at_band("high"), list)
+    assert len(table) <= DEVICES
