@@ -20,6 +20,10 @@ the edit mix 0.19–0.20/0.31–0.34 (was 1.77–1.86/2.15–2.33); Llama-3-70B 
 2.29–2.37/2.36–2.48), the edit mix 1.07–1.13/2.10–2.32 (was 2.07–2.23/2.45–2.76). Goal 0.2 ms: met by DeepSeek-V3
 when an edit leaves its rows; not by a tp/pp/recompute edit (1.8–2.6 ms) nor by Llama-3-70B (FSDP2 instants and
 allocator replays on every estimate) — docs/decisions.md P-SCALAR-SPEED.
+Finer keys (2026-12-02, third session; alternating with main e9ebb76, load 7.6–7.9, min/median CPU ms, DeepSeek-V3
+through the session): tp 2.54–2.62/2.89 (was 2.98–2.99/3.54–3.73), pp 1.92–1.95/2.38–2.47 (2.15–2.36/2.70–2.73),
+recompute 1.92–2.01/2.31–2.36 (2.65–2.78/3.28–3.39), micro-batch 0.278/0.32–0.35 (0.352–0.359/0.43–0.45); goal
+still missed for edits that change the rows (P-SCALAR-SPEED "Finer keys").
 Cold first estimate (2026-12-02, fresh processes alternating with the previous main, min/median of five at a load
 of ~5.4; P-COLD-START): DeepSeek-V3 14.9/16.7 ms (was 200/222), Llama-3-70B 71.6/75.8 ms (was 261/286); goal
 ≤ 50 ms met for DeepSeek-V3 only.
