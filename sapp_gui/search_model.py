@@ -47,6 +47,15 @@ def rank_text(row: SearchRow) -> str:
     return text + "*" if row.current else text
 
 
+# the sequence-parallel column's words, shown translated; the filter compares with what is shown, and takes the
+# English word in any language (``sp=on`` is the same condition in the Chinese window as ``sp=开``)
+SP_WORDS = {True: QT_TRANSLATE_NOOP("SearchTable", "on"), False: QT_TRANSLATE_NOOP("SearchTable", "off")}
+
+
+def sp_text(row: RankedRow) -> str:
+    return translate("SearchTable", SP_WORDS[bool(row.strategy.sequence_parallel)])
+
+
 def recompute_text(row: RankedRow) -> str:
     plan = row.strategy.recompute
     return "per-stage" if plan.full_counts is not None else plan.default_mode
@@ -94,7 +103,7 @@ COLUMNS: list[Column] = [
     ("m", "M", QT_TRANSLATE_NOOP("SearchTable", "micro-batches per step"),
      lambda r: str(r.row.strategy.micro_batches), lambda r: r.row.strategy.micro_batches),
     ("sp", "SP", QT_TRANSLATE_NOOP("SearchTable", "sequence parallel"),
-     lambda r: "on" if r.row.strategy.sequence_parallel else "off", lambda r: int(r.row.strategy.sequence_parallel)),
+     lambda r: sp_text(r.row), lambda r: int(r.row.strategy.sequence_parallel)),
     ("rec", QT_TRANSLATE_NOOP("SearchTable", "Recompute"), QT_TRANSLATE_NOOP("SearchTable", "recompute mode"),
      lambda r: recompute_text(r.row), lambda r: recompute_text(r.row)),
     ("schedule", QT_TRANSLATE_NOOP("SearchTable", "Schedule"), QT_TRANSLATE_NOOP("SearchTable", "pipeline schedule"),
@@ -213,6 +222,9 @@ class SearchTableModel(QAbstractTableModel):
 
     def retranslate(self) -> None:
         self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(COLUMNS) - 1)
+        if self.rows:  # the words a cell shows (the SP column's on/off) follow the language
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, len(COLUMNS) - 1),
+                                  [Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole])
 
 
 # ------------------------------------------------------------------------------------------ filtering
@@ -272,6 +284,8 @@ class SearchFilterProxy(QSortFilterProxyModel):
             return False
         for key, op, value in self.conditions:
             k = COLUMN_KEYS.index(key)
+            if key == "sp":  # the English word means what is shown in any language
+                value = {w: translate("SearchTable", w).lower() for w in SP_WORDS.values()}.get(value, value)
             have = COLUMNS[k][4](row) if key in NUMERIC else COLUMNS[k][3](row).lower()
             if key == "mfu" or key == "peak" or key == "headroom":
                 have = float(COLUMNS[k][3](row).replace(",", ""))  # what is shown: mfu in %, GiB

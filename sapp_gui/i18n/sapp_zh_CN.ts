@@ -2907,6 +2907,14 @@
         <translation>单步 s</translation>
     </message>
     <message>
+        <source>on</source>
+        <translation>开</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关</translation>
+    </message>
+    <message>
         <source>step time, seconds, with the low–high band the device&apos;s efficiency ranges give; sorted by the full value</source>
         <translation>单步时间（秒），括号内为设备效率范围给出的低–高区间；按完整数值排序</translation>
     </message>

@@ -303,3 +303,43 @@ def test_host_ram_refusals_are_listed_in_the_app_language(qtbot, window) -> None
     assert "超出节点主机内存" in current_sentence(result)
     window.set_language("en")
     assert current_sentence(result).startswith("The plan as opened (*) does not fit the node's host RAM")
+
+
+def test_the_sp_column_is_shown_and_filtered_in_the_app_language(qtbot, window) -> None:
+    """The sequence-parallel column says on/off in the interface language, and its filter matches what is shown
+    (the English word too, in either language); the hidden-column note above the table follows."""
+    from pathlib import Path
+
+    from estimator.formats import parse
+    from sapp_gui.search_model import COLUMN_KEYS, build_rows
+
+    parsed = parse([Path(__file__).resolve().parents[1] / "fixtures" / "offload" / "swap_7b.plan.yaml"])
+    result = search(parsed, SearchSpace(8, parsed.strategy.global_batch_size,
+                                        parse_dims(["tp=2,4", "pp=1", "sp=0,1"])))
+    tabs = window.workspace_tabs.search.results
+    tabs.set_result(result, build_rows(result))
+    column = COLUMN_KEYS.index("sp")
+
+    def shown() -> list[str]:
+        return [tabs.proxy.index(r, column).data() for r in range(tabs.proxy.rowCount())]
+
+    on = sum(r.row.strategy.sequence_parallel for r in tabs.rows)
+    assert 0 < on < len(tabs.rows)
+    try:
+        for language, words in (("zh_CN", ("开", "关")), ("en", ("on", "off"))):
+            window.set_language(language)
+            tabs.filter.clear()
+            assert sorted(set(shown())) == sorted(words)
+            for typed, count in ((f"sp={words[0]}", on), (f"sp={words[1]}", len(tabs.rows) - on),
+                                 ("sp=on", on), ("sp!=on", len(tabs.rows) - on), (f"sp={words[0]} tp=2", None)):
+                tabs.filter.setText(typed)
+                expected = count if count is not None else sum(
+                    r.row.strategy.sequence_parallel and r.row.strategy.tp == 2 for r in tabs.rows)
+                assert tabs.proxy.rowCount() == expected > 0, (language, typed)
+                assert set(shown()) <= set(words)
+            tabs.filter.setText(f"sp={words[0]}")  # one value left: the column is named above the table
+            tabs.set_result(result, [r for r in build_rows(result) if r.row.strategy.sequence_parallel])
+            assert f"SP {words[0]}" in tabs.same_label.text()
+            tabs.set_result(result, build_rows(result))
+    finally:
+        window.set_language("en")
