@@ -15,6 +15,7 @@ from ..warnings import EstimateWarning
 from ..yamlio import load_data
 from .flag_source import FlagQueries
 from .known_keys import catalogue, unknown_names
+from .mindspeed_unpriced import mindspeed_warnings
 
 # flags that change memory or time but are not priced: said when given (W-UNMODELLED), with the direction of the
 # error; a flag whose value turns the feature off is not said
@@ -117,22 +118,8 @@ def flag_warnings(fl: FlagQueries, read: Iterable[str], dialect: str) -> list[Es
     if dialect == "megatron" and fl.parser_defaults:
         out.extend(attention_mask_warning(fl))
     if dialect == "mindspeed":
-        out.extend(unfused_rmsnorm_warning(fl))
+        out.extend(mindspeed_warnings(fl))
     return out
-
-
-def unfused_rmsnorm_warning(fl: FlagQueries) -> list[EstimateWarning]:
-    """MindSpeed-LLM builds its RMSNorm as Megatron's legacy PyTorch one (PTNorm → megatron.legacy.model.rms_norm),
-    which MindSpeed runs as torch_npu's fused kernel only with --use-fused-rmsnorm (mindspeed/core/fusions/
-    rms_norm.py); otherwise ``_norm(x.float()).type_as(x) * weight`` saves the input's fp32 copy and the
-    normalised 16-bit copy ([A-NORM.eager]). Priced as the fused kernel: said when the flag is absent."""
-    try:
-        norm = fl.text("--normalization")
-    except ConfigError:  # a flag without its value is the model reader's to report
-        return []
-    if norm and "rms" in norm.lower() and not fl.has("--use-fused-rmsnorm"):
-        return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.mindspeed-unfused-rmsnorm"))]
-    return []
 
 
 def attention_mask_warning(fl: FlagQueries) -> list[EstimateWarning]:
@@ -155,4 +142,4 @@ def attention_mask_warning(fl: FlagQueries) -> list[EstimateWarning]:
 
 
 __all__ = ["NEEDS", "NO_MASK_FLAGS", "UNPRICED_FLAGS", "Vocabulary", "attention_mask_warning", "flag_warnings",
-           "unfused_rmsnorm_warning", "vocabulary"]
+           "vocabulary"]
