@@ -28,15 +28,20 @@ PADDED_BASE_LENGTH = 128
 def mindspeed_warnings(fl: FlagQueries) -> list[EstimateWarning]:
     """Everything D-MS-AUDIT says about a MindSpeed script's flags (and D-MG-AUDIT's unfused RMSNorm)."""
     out = [said(flag, effect) for flag, effect in GIVEN.items() if fl.has(flag)]
+    for check in (_valued, _absent, _dataloader_mask):
+        try:
+            out.extend(check(fl))
+        except ConfigError:  # a malformed or unresolved value is the readers' to report
+            continue
+    return out
+
+
+def _valued(fl: FlagQueries) -> list[EstimateWarning]:
+    out = []
     for flag, effect in VALUED.items():
-        value = (fl.values(flag) or ("",))[0].strip().lower()
-        if fl.has(flag) and value and value != DEFAULT_VALUES[flag]:
+        value = (fl.values(flag) or ("",))[0].strip().lower() if fl.has(flag) else ""
+        if value and value != DEFAULT_VALUES[flag]:
             out.append(said(flag, effect))
-    try:
-        out.extend(_absent(fl))
-        out.extend(_dataloader_mask(fl))
-    except ConfigError:  # a malformed value is the model reader's to report
-        pass
     return out
 
 
