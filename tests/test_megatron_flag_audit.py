@@ -111,3 +111,28 @@ def test_mindspeed_rmsnorm_without_the_fused_kernel_is_said(capsys, tmp_path):
     assert len(said) == 1 and "activation memory and step time lower bounds" in said[0]
     fused = variant(tmp_path, script, ("--normalization RMSNorm", "--normalization RMSNorm --use-fused-rmsnorm"))
     assert not [w for w in cli_warnings(capsys, fused) if "--use-fused-rmsnorm" in w["text"]]
+
+
+def test_megatron_bridges_mask_is_said_only_where_it_reaches_the_device(tmp_path):
+    """Megatron-Bridge drops the dataset's mask unless dataset.skip_getting_attention_mask_from_dataset is false
+    (D-MG-AUDIT): then every stage holds b×1×(s/cp)×s booleans — here 2 × 1 × 2048 × 4096 = 16 MiB."""
+    run = ROOT / "tests" / "fixtures" / "megatron_bridge" / "gpt_run_config.yaml"
+    bridge = run.parent / "llama_recipes.py"
+
+    def masks(paths: list[str]) -> list[str]:
+        return [w.text for w in parse(paths, devices=16).warnings if "attention mask" in w.text]
+
+    assert masks([str(run)]) == []  # Megatron-Bridge's default: not on the device, nothing to say
+    kept = variant(tmp_path, run, ("rng:\n", "dataset:\n  skip_getting_attention_mask_from_dataset: false\nrng:\n"))
+    said = masks([kept])
+    assert len(said) == 1 and "(2×1×2048×4096, 16 MiB)" in said[0] and "every pipeline stage" in said[0]
+    assert "device memory a lower bound" in said[0]
+    off = variant(tmp_path, run, ("rng:\n", "dataset:\n  skip_getting_attention_mask_from_dataset: false\n"
+                                           "  create_attention_mask: false\nrng:\n"), name="off.yaml")
+    assert masks([off]) == []
+    recipe = variant(tmp_path, bridge, ("    cfg.train.micro_batch_size = 1\n",
+                                        "    cfg.train.micro_batch_size = 1\n"
+                                        "    cfg.dataset.skip_getting_attention_mask_from_dataset = False\n"))
+    said = [w.text for w in parse([f"{recipe}:llama3_8b_pretrain_config"], devices=16).warnings
+            if "attention mask" in w.text]
+    assert len(said) == 1 and "(1×1×8192×8192, 64 MiB)" in said[0]

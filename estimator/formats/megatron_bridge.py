@@ -28,6 +28,7 @@ from ..errors import ConfigError
 from ..limits import short_repr
 from ..messages import Message, msg
 from ..nearest import suggest
+from ..units import fmt_bytes
 from ..warnings import Assumption
 from ..yamlio import load_data
 from . import hub
@@ -251,6 +252,7 @@ def _read(out: Collector, sections: dict[str, Any], peft: Any, dataset: Any, pat
         _model_overrides(fl, out, sections.get("model"))
     read_strategy(fl, out, devices, "--devices", "megatron")
     read_peft(out, peft)
+    _dataset_mask(out, fl, dataset)
     said = flag_warnings(fl, READ_FLAGS, "megatron")
     out.warnings.extend(w for w in said if w.code != "W-KEY-UNKNOWN")
     unread = [w for w in said if w.code == "W-KEY-UNKNOWN"]
@@ -268,6 +270,28 @@ def _read(out: Collector, sections: dict[str, Any], peft: Any, dataset: Any, pat
             listed = sorted(names)
             out.warn("W-FLAG-UNPRICED", msg("W-FLAG-UNPRICED.bridge-keys",
                                             names=", ".join(listed[:20]) + (" …" if len(listed) > 20 else "")))
+
+
+def _dataset_mask(out: Collector, fl: BridgeArgs, dataset: Any) -> None:
+    """Megatron-Bridge (training/gpt_step.py ``get_batch_from_iterator``, 067f987) moves the dataset's attention
+    mask to the device only when ``dataset.skip_getting_attention_mask_from_dataset`` is false (default true: the
+    mask a GPT dataset builds stays on the host and is dropped); then every pipeline stage receives the micro-batch's
+    b×1×s×s boolean mask (``_middle_pp_stage_needs_batch``) and context parallelism keeps s/cp of its rows. The
+    dataset builds it unless ``create_attention_mask`` is false (Megatron's GPTDatasetConfig default true; the SFT
+    datasets always). Not priced (docs/decisions.md D-MG-AUDIT): said with its size."""
+    if not isinstance(dataset, dict) or dataset.get("skip_getting_attention_mask_from_dataset") is not False or \
+            dataset.get("create_attention_mask") is False:
+        return
+    try:
+        seq, micro = fl.int("--seq-length", 1), fl.int("--micro-batch-size", 1) or 1
+        cp = fl.int("--context-parallel-size", 1) or 1
+    except ConfigError:  # a malformed value is the readers' to report
+        seq = None
+    if seq is None:
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.bridge-attention-mask"))
+        return
+    out.warn("W-UNMODELLED", msg("W-UNMODELLED.bridge-attention-mask.sized", b=micro, rows=seq // cp, s=seq,
+                                 size=fmt_bytes(micro * (seq // cp) * seq)))
 
 
 @cache
