@@ -37,6 +37,8 @@ FORMULAS: dict[str, str] = {
     "A-FULL": "n_j·β_r·h·T/d_in",
     "A-STAGE": "max over replay points r of Σ_j n_j(r)·A_chunk(j) + working(r) + buffers",
     "W-BWD": "max(0, max_ℓ Rc(ℓ) + Gw(ℓ) − Σ A1(ℓ' already back-propagated))",
+    "W-MASK": "on a chunk holding the embedding or the output: max(W-BWD, F + M, [cp > 1]·(b·s·s + M) − A_chunk), "
+              "M = b·(s/cp)·s (Megatron-LM's dataloader mask, booleans)",
     "C-BUF": "resident gathered weights + max over layers of transient buffers C(ℓ)",
     "C-BUF.layer": "2·β_c·h·T·[sp] + CP + 2·β_c·h·R·[ep>1] + 2·β_c·E·[zero3] + 2·β_c·h·T/sp_div·[p>1]",
     "C-BUF.resident": "β_c·(E_d + E_e)",

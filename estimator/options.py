@@ -29,6 +29,7 @@ class RunOptions(Record):
     rho: float = 1.0
     keep_weight_casts: bool | None = None
     cp_keeps_kv: bool = False
+    dataloader_mask: bool = False  # [W-MASK] Megatron-LM's data loader: b×1×(s/cp)×s booleans during the forward
     vpp_variant: str = "megatron"
     comm_buffer_mode: str = "transient_max"
     params_divided_by_cp: bool = False

@@ -95,6 +95,7 @@ class Flags:
     feat: Features = field(default_factory=Features)  # FP8, compile, overlaps, PEFT, offload (issue 11)
     zero: ZeroBuffers | None = None  # DeepSpeed ZeRO buckets and ZeRO-3 window (hf_trainer only)
     eager_norm: bool = False  # transformers' eager RMSNorm (hf_trainer): fp32 upcast + pre-weight copy kept
+    dataloader_mask: bool = False  # [W-MASK] the micro-batch's dense attention mask on the E/O chunks' devices
 
 
 @dataclass(frozen=True)
@@ -377,7 +378,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
         reshard_after_forward=bool(reshard), reshard_head_unit=sh.reshard_head_unit, fsdp_sync=bool(fsdp_sync),
         schedule=schedule, cp_algo=st.cp_algo, comm_buffer_mode=options.comm_buffer_mode,
         dtensor_sp=fw.fsdp_native, frozen=tuple(st.frozen_modules), causal=profile.causal, feat=feat,
-        zero=zero, eager_norm=fw.eager_norm,
+        zero=zero, eager_norm=fw.eager_norm, dataloader_mask=options.dataloader_mask,
     )
     if persistence != fw.grad_persistence(mode) or options.grad_persistence is None:
         rec.assumptions.append(Assumption("options.grad_persistence", persistence,

@@ -348,6 +348,15 @@ class StagePricer:
         par = self.r.par
         return self._vision_tokens() * (per_token_sp / par.sp_div + per_token_tp / par.t)
 
+    def dataloader_mask(self) -> tuple[Num, Num]:
+        """[W-MASK] Megatron-LM's data loader (``create_attention_mask_in_dataloader``, its default): the chunk
+        holding the embedding or the output layer fetches each micro-batch's causal mask, b×1×s×s booleans, keeps
+        the s/cp rows of its context-parallel rank and holds them through the micro-batch's forward. Returns (the
+        kept mask b·(s/cp)·s, and what the fetch holds while it slices: b·s·s + b·(s/cp)·s with cp > 1, else 0)."""
+        par = self.r.par
+        kept = par.b * (par.s / par.cp) * par.s
+        return kept, (par.b * par.s * par.s + kept) * gt(par.cp, 1)
+
     def vision_forward_working(self) -> float:
         """Frozen tower: its largest forward layer working set T_v·β_c·(2·h_v + g·hff_v/t)
         (docs/model.md#vision-towers)."""

@@ -34,4 +34,4 @@ def test_search_table_headers_and_warnings_stay_english_in_a_chinese_locale(caps
 def test_estimate_warnings_stay_english_in_a_chinese_locale(capsys, chinese_locale):
     assert main(["estimate", str(MEGATRON)]) == 0
     out = capsys.readouterr().out
-    assert "attention mask" in out and not CJK.search(out)
+    assert "boolean mask" in out and not CJK.search(out)  # the [W-MASK] assumption, in English

@@ -121,9 +121,11 @@ def test_defaults_are_megatrons_and_the_family_is_not_the_file_name(tmp_path):
     # Megatron's default --position-embedding-type learned_absolute: a 1024 × 1024 table priced (P-POS), not warned
     assert m.learned_positions == 1024 and parsed.provenance["model.learned_positions"].key == \
         "--max-position-embeddings"
-    # the only thing not priced: the attention mask Megatron-LM's data loader builds by default (D-MG-AUDIT)
-    said = warning_texts(parsed, "W-UNMODELLED")
-    assert len(said) == 1 and "--no-create-attention-mask-in-dataloader turns it off" in said[0]
+    # nothing is left unpriced: the attention mask Megatron-LM's data loader builds by default is assumed and
+    # priced [W-MASK] (D-MG-AUDIT)
+    assert not warning_texts(parsed, "W-UNMODELLED")
+    assert parsed.options.dataloader_mask is True and "--no-create-attention-mask-in-dataloader turns it off" in \
+        assumption(parsed, "options.dataloader_mask").source
     unknown = warning_texts(parsed, "W-KEY-UNKNOWN")
     assert len(unknown) == 1 and "--sequence-paralel" in unknown[0] and "did you mean '--sequence-parallel'" in \
         unknown[0]

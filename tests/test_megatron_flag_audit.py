@@ -71,25 +71,26 @@ def test_flags_megatron_lm_does_not_have_are_no_longer_passed_as_harmless(tmp_pa
                                                                for t in unknown)
 
 
-def test_the_default_attention_mask_is_said_with_its_size(capsys, tmp_path):
-    # the fixture: --micro-batch-size 4, --seq-length 1024, --context-parallel-size 2: 4 × 1 × 512 × 1024 bytes
-    said = [w["text"] for w in cli_warnings(capsys, str(DEFAULTS)) if w["code"] == "W-UNMODELLED"]
-    assert len(said) == 1 and "(4×1×512×1024, 2 MiB)" in said[0] and "device memory a lower bound" in said[0]
-    long = variant(tmp_path, DEFAULTS, ("--seq-length 1024", "--seq-length 32768"),
-                   ("--max-position-embeddings 1024", "--max-position-embeddings 32768"),
-                   ("--micro-batch-size 4", "--micro-batch-size 1"),
-                   ("--context-parallel-size 2", "--context-parallel-size 1"),
-                   ("    --hierarchical-context-parallel-sizes 2 1\n", ""), ("    --cp-comm-type a2a+p2p\n", ""))
-    said = [w["text"] for w in cli_warnings(capsys, long) if "attention mask" in w["text"]]
-    assert len(said) == 1 and "(1×1×32768×32768, 1.00 GiB)" in said[0]
-    zh = [w.localized(CHINESE) for w in parse([long]).warnings if "attention mask" in w.text]
-    assert "1.00 GiB" in zh[0] and "下界" in zh[0]
+def test_the_default_attention_mask_is_assumed_and_priced_at_its_size(capsys, tmp_path):
+    # the fixture: --micro-batch-size 4, --seq-length 1024, --context-parallel-size 2; [W-MASK] prices it
+    # (tests/test_dataloader_mask.py derives the bytes), the assumption names the flag that turns it off
+    assert main(["estimate", str(DEFAULTS), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert not [w for w in out["warnings"] if "attention mask" in w["text"]]
+    assumed = [a for a in parse([str(DEFAULTS)]).assumptions if a.field == "options.dataloader_mask"]
+    assert len(assumed) == 1 and "--no-create-attention-mask-in-dataloader" in str(assumed[0].source)
+    zh = assumed[0].localized(CHINESE)
+    assert "[W-MASK]" in zh and "关闭" in zh
 
 
 @pytest.mark.parametrize("off", [NO_MASK, "    --dataloader-inter-document-masking\n"])
-def test_no_mask_no_warning(capsys, tmp_path, off):
-    texts = [w["text"] for w in cli_warnings(capsys, with_flags(tmp_path, off))]
+def test_no_mask_nothing_assumed_or_priced(capsys, tmp_path, off):
+    path = with_flags(tmp_path, off)
+    texts = [w["text"] for w in cli_warnings(capsys, path)]
     assert not [t for t in texts if "attention mask" in t]
+    parsed = parse([path])
+    assert parsed.options.dataloader_mask is False
+    assert not [a for a in parsed.assumptions if a.field == "options.dataloader_mask"]
 
 
 def test_mindspeeds_memory_efficient_logits_are_said_in_its_dialect_only(capsys, tmp_path):

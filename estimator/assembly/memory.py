@@ -22,6 +22,7 @@ import numpy as np
 from .. import fsdp
 from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, valid_shapes, where
 from ..device.stage_terms import terms_key
+from ..layout import EMBEDDING, OUTPUT
 from ..masked_points import MaskedPoints, stacked_rows
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
@@ -158,6 +159,8 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
     forward: Num = 0.0
     for k, n in pairs:
         forward = maximum(forward, _present(n, costs[k].gf))
+    if f.dataloader_mask:
+        work, work_at = _with_mask(pricer, form, pairs, act, forward, work, work_at)
     # [C-BUF] one stage maximum (D14), or upstream's per-layer sum
     transient: Num = 0.0
     transient_at = -1
@@ -182,6 +185,28 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
     return ChunkSums(rows=by_term, step=at_step, act=act, work=work, forward=forward, transient=transient,
                      temps=temps, work_at=work_at, transient_at=transient_at,
                      offload=_lin(pairs, [c.offload for c in costs]), host=host)
+
+
+MASK_AT = -2  # ChunkSums.work_at: the dataloader's mask [W-MASK] sets the chunk's working overhead
+
+
+def _with_mask(pricer: StagePricer, form: StageForm, pairs: Coefs, act: Num, forward: Num, work: Num,
+               work_at: int) -> tuple[Num, int]:
+    """[W-MASK] A chunk holding the embedding or the output layer (where Megatron-LM's ``get_batch`` runs) holds
+    the micro-batch's mask through its forward — at most its largest forward working set beside it, the chunk's
+    activations of that micro-batch stored (counted at the point) — and, while the fetch slices it for context
+    parallelism, the whole mask beside the slice before any of them is: W = max(W, F + M, M_fetch − A_chunk)."""
+    ends = [n for k, n in pairs if form.keys[k][0].kind in (EMBEDDING, OUTPUT)]
+    if not ends:
+        return work, work_at
+    kept, fetch = pricer.dataloader_mask()
+    during = maximum(forward + kept, fetch - act)
+    held = [n > 0 for n in ends if isinstance(n, np.ndarray)]
+    if held:  # stacked forms: the elements whose chunk holds one of them
+        during = np.where(np.logical_or.reduce(held), during, -np.inf) if len(held) == len(ends) else during
+    if is_array(during, work):
+        return np.maximum(work, during), work_at
+    return (during, MASK_AT) if during > work else (work, work_at)
 
 
 # ------------------------------------------------------------------------------------------ the peak point

@@ -20,8 +20,9 @@ from ..static import Local, fp8_weight_bytes
 from ..units import fmt_bytes
 from . import terms
 from .form import StageForm, row_label
-from .memory import StageMemory
+from .memory import MASK_AT, StageMemory
 
+MASK_NOTE = msg("explain.dataloader-mask")  # the working overhead is the dataloader's mask [W-MASK]
 V_LABELS = ("", msg("explain.v-pair.first"), msg("explain.v-pair.second"))
 BUFFER_PARTS = ((msg("explain.buffer.sp"), "C-BUF.sp"), (msg("explain.buffer.cp"), "C-BUF.cp"),
                 (msg("explain.buffer.ep"), "C-BUF.ep"), (msg("explain.buffer.dp"), "C-BUF.dp"),
@@ -51,6 +52,8 @@ def working_label(form: StageForm, rows: Sequence[Row], mem: StageMemory) -> Tex
     chunk, at = mem.working_from
     if chunk < 0:
         return V_LABELS[at] if at > 0 else ""
+    if at == MASK_AT:
+        return MASK_NOTE
     if at < 0:
         return ""
     return row_label(rows[form.walks[chunk][at].row])
@@ -276,4 +279,6 @@ def _stage_leaf(category: str, label: Text, value: float, lr: LayerRow, rows: Se
         note = lr.said or lr.note
         return Quantity(label, value, "C-BUF", children=children, op="sum" if children and exact else "formula",
                         note=note if exact else msg("explain.children-largest-layer", note=note))
+    if lr.said == MASK_NOTE:
+        return Quantity(label, value, "W-MASK", note=MASK_NOTE)
     return Quantity(label, value, "W-BWD", note=msg("explain.largest-need", note=lr.said or lr.note) if lr.note else "")

@@ -20,7 +20,7 @@ from .flag_source import ArgsMapping
 from .launch_dialect import script_dialect
 from .megatron_model_args import read_model
 from .megatron_strategy_args import READ_FLAGS, read_strategy
-from .megatron_vocab import flag_warnings
+from .megatron_vocab import flag_warnings, read_dataloader_mask
 from .mindspeed import launch_script_text
 from .mindspeed_flags import MEGATRON_RECIPE
 from .mindspeed_script import read_script
@@ -72,6 +72,7 @@ def read_recipe(text: str, path: str, data: dict[str, Any], devices: int | None)
     read_model(fl, out, "megatron", "pretrain_gpt.py")  # the recipes run pretrain_gpt.py
     read_strategy(fl, out, devices, "--devices", "megatron")
     out.warnings.extend(flag_warnings(fl, READ_FLAGS, "megatron"))
+    read_dataloader_mask(fl, out, "megatron")
     role = "both" if any(k.startswith("model.") for k in out.values) else "strategy"
     return out.reading(MEGATRON_RECIPE, role, text, path)
 

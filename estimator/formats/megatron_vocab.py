@@ -16,6 +16,7 @@ from ..yamlio import load_data
 from .flag_source import FlagQueries
 from .known_keys import catalogue, unknown_names
 from .mindspeed_unpriced import mindspeed_warnings
+from .support import Collector
 
 # flags that change memory or time but are not priced: said when given (W-UNMODELLED), with the direction of the
 # error; a flag whose value turns the feature off is not said
@@ -115,31 +116,31 @@ def flag_warnings(fl: FlagQueries, read: Iterable[str], dialect: str) -> list[Es
     if unpriced:
         out.append(EstimateWarning("W-FLAG-UNPRICED", msg("W-FLAG-UNPRICED.flags", path=fl.path, count=len(unpriced),
                                                           flags="; ".join(unpriced))))
-    if dialect == "megatron" and fl.parser_defaults:
-        out.extend(attention_mask_warning(fl))
     if dialect == "mindspeed":
         out.extend(mindspeed_warnings(fl))
     return out
 
 
-def attention_mask_warning(fl: FlagQueries) -> list[EstimateWarning]:
-    """Megatron-LM's data loader builds a dense causal mask per sample by default (``create_attention_mask_in_
-    dataloader``, gpt_dataset.py), and ``get_batch`` puts the micro-batch's b×1×s×s boolean mask on the device of
-    the first and last pipeline stages (and broadcasts it to every tensor-parallel rank; context parallelism keeps
-    s/cp of its rows). Flash and fused causal attention never read it. Not priced: said unless turned off."""
-    if any(fl.has(name) for name in NO_MASK_FLAGS):
-        return []
+def read_dataloader_mask(fl: FlagQueries, out: Collector, dialect: str) -> None:
+    """[W-MASK] Megatron-LM's data loader builds a causal mask per sample by default (``create_attention_mask_in_
+    dataloader``, gpt_dataset.py) and ``get_batch`` holds the micro-batch's b×1×(s/cp)×s booleans on the chunks
+    with the embedding or the output layer through their forward: ``options.dataloader_mask``, an assumption
+    naming what turns it off (Megatron-LM's parser defaults only: not Megatron-Bridge, not MindSpeed, whose loaders
+    differ). Megatron's unfused PyTorch softmax (the local layers without flash attention, where the fused
+    kernel's shape limits send it there) also saves the mask for the backward: said, not priced."""
+    if dialect != "megatron" or not fl.parser_defaults or any(fl.has(name) for name in NO_MASK_FLAGS):
+        return
+    out.assume("options.dataloader_mask", True, msg("megatron_vocab.dataloader-mask"))
     try:
+        local = (fl.text("--transformer-impl") or "").lower() == "local"
         seq, micro = fl.int("--seq-length", 1), fl.int("--micro-batch-size", 1) or 1
         cp = fl.int("--context-parallel-size", 1) or 1
     except ConfigError:  # a malformed value is the readers' to report
-        seq = None
-    if seq is None:
-        return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.megatron-attention-mask"))]
-    size = micro * (seq // cp) * seq
-    return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.megatron-attention-mask.sized", size=fmt_bytes(size),
-                                                b=micro, rows=seq // cp, s=seq))]
+        return
+    if local and not fl.has("--use-flash-attn") and out.values.get("strategy.flash_attention") is not True:
+        size = fmt_bytes(micro * (seq // cp) * seq) if seq else "b·(s/cp)·s"
+        out.warn("W-UNMODELLED", msg("W-UNMODELLED.megatron-attention-mask.saved", size=size))
 
 
-__all__ = ["NEEDS", "NO_MASK_FLAGS", "UNPRICED_FLAGS", "Vocabulary", "attention_mask_warning", "flag_warnings",
+__all__ = ["NEEDS", "NO_MASK_FLAGS", "UNPRICED_FLAGS", "Vocabulary", "flag_warnings", "read_dataloader_mask",
            "vocabulary"]

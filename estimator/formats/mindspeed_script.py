@@ -16,7 +16,7 @@ from ..messages import Message, Text, msg
 from .launch_command import FlagSet, launch_flags
 from .megatron_model_args import read_model
 from .megatron_strategy_args import READ_FLAGS, read_strategy
-from .megatron_vocab import flag_warnings
+from .megatron_vocab import flag_warnings, read_dataloader_mask
 from .mindspeed_flags import MEGATRON_SCRIPT, MICRO_BATCH_VARS, NODE_VARS, PER_NODE_VARS, SCRIPT
 from .shell import Script, problem_of, text_of
 from .support import Collector, Reading
@@ -122,6 +122,7 @@ def read_script(text: str, path: str, devices: int | None, dialect: str, why: Te
     for name in MICRO_BATCH_VARS:
         _stated(fl, out, name, out.values.get("strategy.micro_batches", 1), "micro-batches per step G/(b·d)")
     out.warnings.extend(flag_warnings(fl, READ_FLAGS, dialect))
+    read_dataloader_mask(fl, out, dialect)
     _device_env(script, out, path)
     role = "both" if any(k.startswith("model.") for k in out.values) else "strategy"
     reading = out.reading(SCRIPT if dialect == "mindspeed" else MEGATRON_SCRIPT, role, text, path)
