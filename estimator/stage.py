@@ -159,6 +159,13 @@ class RowBook:
         self.shared: dict = {}
         self.times: dict = {}
 
+    def release(self) -> None:
+        """Drops the step-time contexts kept here and in the row costs: each refers back to its pricer, hence to
+        this book — a cycle that only the garbage collector frees. A book nobody else holds (a search group's,
+        with its own row costs) is then freed by reference counting, arrays and all, as soon as it is let go."""
+        self.times.clear()
+        self.costs.contexts.clear()
+
 
 class StagePricer:
     """Prices a plan's rows (cached per (kind, option), see ``cost_key``) and keeps what other modules derive.

@@ -39,10 +39,12 @@ def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None, overl
     "optimizer_step_peak": [p, C], "host": [p, C]}`` (and the StagePricer, for step times, with ``return_pricer``)."""
     par = r.par
     m = np.asarray(par.m)
+    # the distinct micro-batch counts; asking for their counts keeps numpy from importing numpy.ma to look for
+    # a mask (~8 ms of a cold process)
     profiles = {int(value): inflight_profile(r.flags.schedule, int(par.p), int(par.vp), int(value),
                                              vpp_group=vpp_group, n_s=int(par.n_s),
                                              overlap_moe_ep_comm=overlap_moe_ep_comm, variant=r.options.vpp_variant)
-                for value in np.unique(m)}
+                for value in np.unique(m, return_counts=True)[0]}
     masks = {value: m == value for value in profiles}  # one shared mask object per micro-batch count
     index = mask_blocks(masks)
     pricer = StagePricer(r, layout)

@@ -302,9 +302,8 @@ def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray]
     strategy = candidate_at(parsed, cands, derived, k)
     result = estimate(parsed.model, strategy, parsed.hardware, parsed.options) if rescore else None
     band = result.step_band if result is not None else _band(parsed, strategy)
-    p = row["p"]
     return RankedRow(strategy=strategy, peak_bytes=float(priced.peak[k]), peak_stage=int(priced.peak_stage[k]),
-                     stage_peaks=tuple(float(x) for x in priced.stage_totals[k, :p]),
+                     stage_peaks=tuple(float(x) for x in priced.stage_peaks(k)),
                      optimizer_step_peak=float(priced.optimizer_step_peak[k]),
                      headroom=headroom(priced.peak[k], priced.allocator_peak[k], budget, parsed),
                      step_time_s=float(priced.step_time[k]),

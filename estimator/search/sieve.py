@@ -52,15 +52,19 @@ def sieve(parsed: ParsedConfig, space: SearchSpace) -> Sieved:
     counts = np.zeros(len(CODES), dtype=np.int64)
     refused = reason >= 0
     np.add.at(counts, reason[refused], weight[refused])
-    examples = {int(k): (coarse, coarse_derived, int(np.argmax(reason == k))) for k in np.unique(reason[refused])}
+    examples = {int(k): (coarse, coarse_derived, int(np.argmax(reason == k)))
+                for k in np.flatnonzero(np.bincount(reason[refused], minlength=len(CODES)))}
 
     fine = _expand(parsed, space, blocks, values, shapes, sizes, np.flatnonzero(~refused))
     fine_derived = resolve_columns(fine, parsed)
     fine_reason = refusals(fine, fine_derived, parsed, space, start=FIRST_FINE_RULE)
-    counts += np.bincount(fine_reason[fine_reason >= 0], minlength=len(CODES))
+    fine_counts = np.bincount(fine_reason[fine_reason >= 0], minlength=len(CODES))
+    counts += fine_counts
     examples.update({int(k): (fine, fine_derived, int(np.argmax(fine_reason == k)))
-                     for k in np.unique(fine_reason[fine_reason >= 0])})
+                     for k in np.flatnonzero(fine_counts)})
     alive = np.flatnonzero(fine_reason < 0)
+    if len(alive) == len(fine):  # nothing refused here (DeepSeek-V3 on 1,024 devices): no ~40 MB copy
+        return Sieved(total=total, counts=counts, examples=examples, survivors=fine, derived=fine_derived)
     derived = {k: (v if k == "schedule_names" else v[alive]) for k, v in fine_derived.items()}
     return Sieved(total=total, counts=counts, examples=examples, survivors=fine.take(alive), derived=derived)
 
