@@ -51,8 +51,10 @@ class Priced:
         return self.group_stages[int(self.group[k])][:, int(self.column[k])]
 
 
-def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str) -> Strategy:
-    """The Strategy of one candidate, exactly as ``estimate`` would price it."""
+def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str, as_written: bool = True) -> Strategy:
+    """The Strategy of one candidate, exactly as ``estimate`` would price it; ``as_written``: with the framework's
+    defaults left unstated as the plan leaves them (``_defaults_unstated``: what a ranked row applies). Without,
+    it resolves to the same degrees and flags — all that pricing reads of the difference — for two resolves less."""
     st = parsed.strategy
     fsdp_native = parsed.options.framework in ("torchtitan", "hyperparallel") and \
         st.sharding.mode in ("fsdp", "hsdp")
@@ -75,7 +77,9 @@ def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str)
     changes["sharding"] = sharding
     if st.vision_partition is not None and row["p"] != st.pp:
         changes["vision_partition"] = rescale_vision(st.vision_partition, row["p"])
-    candidate = _defaults_unstated(parsed, st.replace(**changes))
+    candidate = st.replace(**changes)
+    if as_written:
+        candidate = _defaults_unstated(parsed, candidate)
     # the plan's own layer layout (offsets, partition) and recompute lists stay where the dimensions allow:
     # as written at the plan's pp/vpp, mapped onto the candidate's otherwise (docs/model.md#rescaling)
     keeps_layout = st.offset is not None or st.partition is not None
@@ -170,7 +174,7 @@ def _price_group(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.
     first = cands.row(int(idx[0]))
     first["etp"] = int(derived["etp"][idx[0]])
     schedule = str(derived["schedule"][idx[0]])
-    rep = candidate_strategy(parsed, first, schedule)
+    rep = candidate_strategy(parsed, first, schedule, as_written=False)
     r = resolve(parsed.model, rep, parsed.hardware, parsed.options)
     layout = build_layout(layout_inputs(r))
     n_s = r.par.n_s
