@@ -72,14 +72,23 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
     column named in ``unread`` (the coarse table holds one value of those)."""
     c = cands.columns
     model, st = parsed.model, parsed.strategy
-    reason = np.full(len(cands), -1, dtype=np.int64)
-    alive = np.arange(len(cands))
+    n = len(cands)
+    reason = np.full(n, -1, dtype=np.int64)
+    # the rows still alive; None while every row is: the rules read the columns themselves, not copies (a cold
+    # process pays for every page it touches first; DeepSeek-V3's 234,632 rows after the sieve refuse none here)
+    alive: np.ndarray | None = None
+
+    def at(values: np.ndarray) -> np.ndarray:
+        return values if alive is None else values[alive]
 
     def apply(code: str, ok: np.ndarray) -> None:
         nonlocal alive
-        ok = np.broadcast_to(np.asarray(ok, dtype=bool), alive.shape)
-        reason[alive[~ok]] = CODES.index(code)
-        alive = alive[ok]
+        ok = np.broadcast_to(np.asarray(ok, dtype=bool), (n if alive is None else len(alive),))
+        if ok.all():
+            return
+        rows = np.arange(n) if alive is None else alive
+        reason[rows[~ok]] = CODES.index(code)
+        alive = rows[ok]
 
     kinds = {base_of(k) for k in (*model.body_kinds(), *model.mtp_kinds())}  # data kinds by their base
     l_eff = model.num_layers + len(st.noop_layers) + (model.mtp_layers if st.mtp_in_offset else 0) + \
@@ -104,23 +113,27 @@ def refusals(cands: Candidates, derived: dict[str, np.ndarray], parsed: ParsedCo
     columns = {name: value for name, value in columns.items() if name not in unread}
 
     def rule_ok(rule) -> np.ndarray:
-        ok = np.ones(len(alive), dtype=bool)
+        here = at(codes)
+        ok = np.ones(len(here), dtype=bool)
         for k, name in enumerate(names):
-            sel = codes[alive] == k
-            if sel.any():
-                ctx = _LazyContext({**scalars, "schedule": str(name)}, columns, alive[sel])
-                ok[sel] = np.broadcast_to(np.asarray(rule.ok(ctx), dtype=bool), (int(sel.sum()),))
+            sel = here == k
+            if not sel.any():
+                continue
+            # one schedule among the rows alive: the rows as they are (no index, no copies)
+            rows = alive if sel.all() else (np.flatnonzero(sel) if alive is None else alive[sel])
+            ctx = _LazyContext({**scalars, "schedule": str(name)}, columns, rows)
+            ok[sel] = np.broadcast_to(np.asarray(rule.ok(ctx), dtype=bool), (int(sel.sum()),))
         return ok
 
     for code in CODES[start:stop]:
-        if not len(alive):
+        if not (n if alive is None else len(alive)):
             break
         if code == "R-BOUND":
-            apply(code, _within_bounds(c, space)[alive])
+            apply(code, at(_within_bounds(c, space)))
         elif code == "R-GBS":
-            apply(code, c["m"][alive] > 0)
+            apply(code, at(c["m"]) > 0)
         elif code == "R-FW":
-            apply(code, _framework_can_express(parsed, {k: v[alive] for k, v in c.items()}, names[codes[alive]]))
+            apply(code, _framework_can_express(parsed, names)[at(codes)])
         else:
             apply(code, rule_ok(RULES_BY_CODE[code]))
     return reason
@@ -138,26 +151,26 @@ def _within_bounds(c: dict[str, np.ndarray], space: SearchSpace) -> np.ndarray:
 
 
 class _LazyContext:
-    """A RuleContext whose columns are sliced to ``rows`` only when a rule reads them (most rules read two
-    or three of the twenty columns)."""
+    """A RuleContext whose columns are sliced to ``rows`` (None: every row, the columns themselves) only when a
+    rule reads them (most rules read two or three of the twenty columns)."""
 
-    def __init__(self, scalars: dict, columns: dict[str, np.ndarray], rows: np.ndarray) -> None:
+    def __init__(self, scalars: dict, columns: dict[str, np.ndarray], rows: np.ndarray | None) -> None:
         self.__dict__.update(scalars)
         self._columns, self._rows = columns, rows
 
     def __getattr__(self, name: str) -> np.ndarray:
         if name.startswith("_") or name not in self._columns:
             raise AttributeError(name)
-        value = self._columns[name][self._rows]
+        value = self._columns[name] if self._rows is None else self._columns[name][self._rows]
         self.__dict__[name] = value
         return value
 
 
-def _framework_can_express(parsed: ParsedConfig, c: dict[str, np.ndarray], schedules: np.ndarray) -> np.ndarray:
-    """R-FW: what the framework's config cannot state (e.g. torchtitan's etp must be 1 or tp; V schedules
-    need vpp 2; MindFormers has no ZB-V/DualPipeV)."""
+def _framework_can_express(parsed: ParsedConfig, schedules: np.ndarray) -> np.ndarray:
+    """R-FW per schedule name (a candidate takes its schedule's): what the framework's config cannot state
+    (MindFormers has no ZB-V/DualPipeV, MindSpeed no ZB-V)."""
     fw = parsed.options.framework
-    ok = np.ones(len(c["t"]), dtype=bool)
+    ok = np.ones(len(schedules), dtype=bool)
     if fw in ("mindformers",):
         ok &= ~np.isin(schedules, V_SCHEDULES)
     if fw == "mindspeed":
