@@ -49,7 +49,8 @@ def price_group(r: Resolved, layout: Layout, vpp_group: int | None = None, overl
     index = mask_blocks(masks)
     pricer = StagePricer(r, layout)
     size = np.broadcast_shapes(*[np.shape(getattr(par, f.name)) for f in dataclasses.fields(Par)])
-    out = {key: np.zeros((int(par.p), *size)) for key in (*CATEGORIES, "total", "optimizer_step_peak", "host")}
+    # every row of every array is written below: not zeroed first
+    out = {key: np.empty((int(par.p), *size)) for key in (*CATEGORIES, "total", "optimizer_step_peak", "host")}
     for i in range(int(par.p)):
         points = MaskedPoints(tuple(MaskBlock(masks[value], index[value], prof[i], profile_arrays(prof[i]))
                                     for value, prof in profiles.items()), size, Point)
