@@ -20,6 +20,12 @@ for a file that needs one (2026-12-02 05:36, five rounds alternating with main 7
 own bytecode and cache folder, load 1.3–1.8, min/median): DeepSeek-V3 wall 1.18/1.28 s (was 1.27/1.36), CPU
 1.28/1.38 s (1.37/1.46); Llama-3-70B wall 1.03/1.06 s (1.06/1.19). What a cold first search pays is in
 P-COLD-START (mostly ~0.2 s of page faults: the first touch of its memory).
+After the third round of 2026-12-02 (no reference cycle per priced group, no NaN stage table, no sieve copies;
+fresh processes alternating with main e9ebb76 at a load of 5.8–7, so only CPU is compared; user + system,
+min/median): ``sapp search`` of DeepSeek-V3 1.17/1.23 s (was 1.38/1.42), 34k page faults (was 94k); Llama-3-70B
+1.13/1.25 s (was 1.13/1.35). The search in one process, first run / best warm run (min of three): DeepSeek-V3
+0.92 / 0.69 s (was 1.16 / 0.87), Llama-3-70B 0.92 / 0.81 s (was 1.01 / 0.90). The ≤ 1 s command-line goal is
+still missed here: imports ~0.17 s, opening the plan ~0.04 s (P-COLD-START, third round).
 """
 
 from __future__ import annotations
