@@ -47,8 +47,12 @@ class Priced:
     column: np.ndarray | None = None  # per candidate: its column there
 
     def stage_peaks(self, k: int) -> np.ndarray:
-        """Candidate ``k``'s device peak per stage (its p stages)."""
-        return self.group_stages[int(self.group[k])][:, int(self.column[k])]
+        """Candidate ``k``'s device peak per stage (its p stages); a candidate not priced (a cancelled search) has
+        none."""
+        group = int(self.group[k])
+        if group < 0:
+            raise ValueError(f"candidate {k} was not priced")
+        return self.group_stages[group][:, int(self.column[k])]
 
 
 def candidate_strategy(parsed: ParsedConfig, row: dict[str, int], schedule: str, as_written: bool = True) -> Strategy:
