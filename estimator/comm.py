@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
 
 from .arr import Num, gt, where
 from .hardware import Hardware, Level
@@ -23,8 +26,7 @@ from .hardware import Hardware, Level
 _FALLBACK = Level(devices=math.inf, bandwidth=math.inf, latency=0.0, efficiency=1.0, name="ideal")
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     """A communication group: its size n_g and the bandwidth/latency of the level it runs on."""
 
     n: Num
@@ -36,6 +38,11 @@ def level_link(hw: Hardware, n: Num, stride: Num) -> Link:
     """[T-COLL.level] The smallest level with devices ≥ n_g·σ (the outermost one when none is large enough)."""
     levels = hw.levels or (_FALLBACK,)
     span = n * stride
+    if not isinstance(span, np.ndarray):  # one plan: the first level large enough, as the loop below picks it
+        for level in levels[:-1]:
+            if span <= level.devices:
+                return Link(n, level.bandwidth * level.efficiency, level.latency)
+        return Link(n, levels[-1].bandwidth * levels[-1].efficiency, levels[-1].latency)
     last = levels[-1]
     bw: Num = last.bandwidth * last.efficiency
     alpha: Num = last.latency
