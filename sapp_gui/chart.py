@@ -14,7 +14,7 @@ from html import escape
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, QTimer
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QWidget
 
@@ -127,10 +127,9 @@ class StageChart(StackedBarChart):
         self.opt_shown = False
         self._peak_top = 0.0
         self._base_top = 1.0  # the scale the bars and lines need (GiB); declutter may raise it for the peak label
-        self._declutter_timer = QTimer(self)
-        self._declutter_timer.setSingleShot(True)
-        self._declutter_timer.timeout.connect(self.declutter)
-        item.getViewBox().sigResized.connect(self._declutter_timer.start)
+        # a resize places the labels at once (a timer placed them a turn later: a second paint, on every edit
+        # that shows or hides the fixes bar or a caption above the charts)
+        item.getViewBox().sigResized.connect(self.declutter)
         self.result: Result | None = None
         self.pinned: Result | None = None
         self.pinned_text = ""   # the pinned baseline's plan in words (the legend's tooltip)

@@ -209,3 +209,26 @@ def test_an_edit_refreshes_only_the_fields_it_changed(qtbot, window, dsv3_plan, 
             row.retranslate()  # forget what was shown: the next refresh redraws every row
         window.forms.refresh(window.forms.assumptions)
         assert shown() == before, changes
+
+
+def test_a_resize_places_the_labels_before_the_paint(qtbot, window, dsv3_plan) -> None:
+    """The stage chart places its labels when its view is resized, not a turn later (a timer did, which painted
+    the chart a second time on every edit that shows or hides the fixes bar above it)."""
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    open_and_wait(qtbot, window, [dsv3_plan])
+    settled(qtbot, window)
+    chart = window.chart
+    labels = [chart.peak_label, chart.capacity_line.label, chart.budget_line.label]
+
+    def placed() -> list[tuple[object, ...]]:
+        return [(label.pos(), label.isVisible(), tuple(getattr(label, "anchors", [()])[0])) for label in labels]
+
+    for height in (520, 300, 700):
+        window.resize(1400, height + 200)
+        for _ in range(8):  # the layouts, without running timers or painting
+            QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        before = placed()
+        chart.declutter()
+        assert placed() == before, height
