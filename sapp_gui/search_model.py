@@ -47,9 +47,15 @@ def rank_text(row: SearchRow) -> str:
     return text + "*" if row.current else text
 
 
-# the sequence-parallel column's words, shown translated; the filter compares with what is shown, and takes the
-# English word in any language (``sp=on`` is the same condition in the Chinese window as ``sp=开``)
+# the words the sequence-parallel and recompute columns show, translated; the filter compares with what is shown,
+# and takes the English word in any language (``sp=on rec=full`` is the same condition in the Chinese window as
+# ``sp=开 rec=完全``)
 SP_WORDS = {True: QT_TRANSLATE_NOOP("SearchTable", "on"), False: QT_TRANSLATE_NOOP("SearchTable", "off")}
+REC_WORDS = {"none": QT_TRANSLATE_NOOP("SearchTable", "none"),
+             "selective": QT_TRANSLATE_NOOP("SearchTable", "selective"),
+             "full": QT_TRANSLATE_NOOP("SearchTable", "full"),
+             "per-stage": QT_TRANSLATE_NOOP("SearchTable", "per-stage")}
+WORD_COLUMNS = {"sp": tuple(SP_WORDS.values()), "rec": tuple(REC_WORDS.values())}
 
 
 def sp_text(row: RankedRow) -> str:
@@ -57,8 +63,14 @@ def sp_text(row: RankedRow) -> str:
 
 
 def recompute_text(row: RankedRow) -> str:
+    """The row's recompute in English (what identifies it: ``strategy_key``, exports)."""
     plan = row.strategy.recompute
     return "per-stage" if plan.full_counts is not None else plan.default_mode
+
+
+def recompute_shown(row: RankedRow) -> str:
+    word = recompute_text(row)
+    return translate("SearchTable", REC_WORDS[word]) if word in REC_WORDS else word
 
 
 # (key, header, tooltip, display(row) -> str, sort value(row) -> number/str)
@@ -105,7 +117,7 @@ COLUMNS: list[Column] = [
     ("sp", "SP", QT_TRANSLATE_NOOP("SearchTable", "sequence parallel"),
      lambda r: sp_text(r.row), lambda r: int(r.row.strategy.sequence_parallel)),
     ("rec", QT_TRANSLATE_NOOP("SearchTable", "Recompute"), QT_TRANSLATE_NOOP("SearchTable", "recompute mode"),
-     lambda r: recompute_text(r.row), lambda r: recompute_text(r.row)),
+     lambda r: recompute_shown(r.row), lambda r: recompute_shown(r.row)),
     ("schedule", QT_TRANSLATE_NOOP("SearchTable", "Schedule"), QT_TRANSLATE_NOOP("SearchTable", "pipeline schedule"),
      lambda r: r.row.strategy.schedule_name, lambda r: r.row.strategy.schedule_name),
     ("stage", QT_TRANSLATE_NOOP("SearchTable", "Stage"), QT_TRANSLATE_NOOP("SearchTable", "the peak stage"),
@@ -284,8 +296,8 @@ class SearchFilterProxy(QSortFilterProxyModel):
             return False
         for key, op, value in self.conditions:
             k = COLUMN_KEYS.index(key)
-            if key == "sp":  # the English word means what is shown in any language
-                value = {w: translate("SearchTable", w).lower() for w in SP_WORDS.values()}.get(value, value)
+            if key in WORD_COLUMNS:  # the English word means what is shown in any language
+                value = {w: translate("SearchTable", w).lower() for w in WORD_COLUMNS[key]}.get(value, value)
             have = COLUMNS[k][4](row) if key in NUMERIC else COLUMNS[k][3](row).lower()
             if key == "mfu" or key == "peak" or key == "headroom":
                 have = float(COLUMNS[k][3](row).replace(",", ""))  # what is shown: mfu in %, GiB

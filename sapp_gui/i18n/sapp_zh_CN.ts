@@ -2915,6 +2915,22 @@
         <translation>关</translation>
     </message>
     <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>selective</source>
+        <translation>选择性</translation>
+    </message>
+    <message>
+        <source>full</source>
+        <translation>完全</translation>
+    </message>
+    <message>
+        <source>per-stage</source>
+        <translation>逐阶段</translation>
+    </message>
+    <message>
         <source>step time, seconds, with the low–high band the device&apos;s efficiency ranges give; sorted by the full value</source>
         <translation>单步时间（秒），括号内为设备效率范围给出的低–高区间；按完整数值排序</translation>
     </message>

@@ -343,3 +343,35 @@ def test_the_sp_column_is_shown_and_filtered_in_the_app_language(qtbot, window) 
             tabs.set_result(result, build_rows(result))
     finally:
         window.set_language("en")
+
+
+def test_the_recompute_column_is_shown_and_filtered_in_the_app_language(qtbot, window) -> None:
+    """The recompute column's words follow the interface language and its filter matches what is shown, the
+    English word too (rec=full is rec=完全 in the Chinese window); the rows' identity stays the English mode."""
+    from pathlib import Path
+
+    from estimator.formats import parse
+    from sapp_gui.search_model import COLUMN_KEYS, build_rows, strategy_key
+
+    parsed = parse([Path(__file__).resolve().parents[1] / "fixtures" / "offload" / "swap_7b.plan.yaml"])
+    result = search(parsed, SearchSpace(8, parsed.strategy.global_batch_size,
+                                        parse_dims(["tp=2,4", "pp=1", "rec=none,full"])))
+    tabs = window.workspace_tabs.search.results
+    tabs.set_result(result, build_rows(result))
+    column = COLUMN_KEYS.index("rec")
+    full = sum(r.row.strategy.recompute.default_mode == "full" for r in tabs.rows)
+    assert 0 < full < len(tabs.rows)
+    keys = [strategy_key(r.row) for r in tabs.rows]
+    try:
+        for language, words in (("zh_CN", {"none": "无", "full": "完全"}), ("en", {"none": "none", "full": "full"})):
+            window.set_language(language)
+            tabs.filter.clear()
+            shown = {tabs.proxy.index(r, column).data() for r in range(tabs.proxy.rowCount())}
+            assert shown == set(words.values())
+            for typed, count in ((f"rec={words['full']}", full), ("rec=full", full),
+                                 (f"rec!={words['full']}", len(tabs.rows) - full), ("rec=none", len(tabs.rows) - full)):
+                tabs.filter.setText(typed)
+                assert tabs.proxy.rowCount() == count > 0, (language, typed)
+            assert [strategy_key(r.row) for r in tabs.rows] == keys
+    finally:
+        window.set_language("en")
