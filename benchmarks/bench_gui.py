@@ -16,7 +16,10 @@ Measured (2026-12-02, 2 shared cores at a load of 4.0–5.4, six runs of 100 edi
 20–30 ms (26–35). With the tiles and the status bar's time no longer repainting the window three more times per
 edit (P-GUI-PAINT "The labels"; six runs alternating with aab6f5a at a load of 3.7–5.3, the full suite running
 beside them): GUI thread CPU p50 20.0–26.6 ms (aab6f5a: 22.7–28.3), edit → painted p50 40–104 ms, p95 93–207 ms
-(45–122 / 95–263).
+(45–122 / 95–263). With the value axes keeping their scales' pictures, the warnings list built once per estimate,
+form rows refreshed only when their inputs change and the stage chart's labels placed without a second paint
+(P-GUI-PAINT, "2026-12-02, third session"; four runs alternating with the same tree with e9ebb76's sapp_gui, load
+5.6–6.5): GUI thread CPU p50 17.8–19.1 ms (19.8–23.2), edit → painted p50 33–44 ms, p95 74–106 ms (33–56 / 80–185).
 """
 
 from __future__ import annotations

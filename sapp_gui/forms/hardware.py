@@ -89,6 +89,7 @@ class HardwareForm(FieldForm):
         self.save_status.setProperty("sappRole", "note")
         self.layout_.addRow("", self.save_status)
         self._result: Result | None = None
+        self._figures_of: tuple[Hardware, str] | None = None  # the device and framework the figures are of
         self.retranslate_static()
 
     def retranslate_static(self) -> None:
@@ -104,6 +105,7 @@ class HardwareForm(FieldForm):
 
     def retranslate(self, assumptions: dict[str, Assumption]) -> None:
         self.retranslate_static()
+        self._figures_of = None  # said again in the new language
         self.refresh_presets()
         super().retranslate(assumptions)
         self.set_result(self._result)
@@ -153,11 +155,17 @@ class HardwareForm(FieldForm):
 
     def show_figures(self) -> None:
         """One line per device figure: value and where it comes from; provisional ones stand out, and the
-        tooltip names each document."""
+        tooltip names each document. Written again only for another device or framework (an edit of the
+        strategy keeps the plan's device object)."""
         if not self.doc.loaded:
+            self._figures_of = None
             self.figures_label.setText("–")
             return
         parsed = self.doc.parsed
+        shown = self._figures_of
+        if shown is not None and shown[0] is parsed.hardware and shown[1] == parsed.options.framework:
+            return
+        self._figures_of = (parsed.hardware, parsed.options.framework)
         kinds = {"vendor": translate("HardwareForm", "vendor document"),
                  "measured": translate("HardwareForm", "public measurement"),
                  "derived": translate("HardwareForm", "derived"),

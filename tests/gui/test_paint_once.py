@@ -232,3 +232,23 @@ def test_a_resize_places_the_labels_before_the_paint(qtbot, window, dsv3_plan) -
         before = placed()
         chart.declutter()
         assert placed() == before, height
+
+
+def test_a_strategy_edit_keeps_the_device_figures(qtbot, window, dsv3_plan, monkeypatch) -> None:
+    """The Hardware form's figures (one line per device figure, with its source) are written again only for
+    another device or framework, or in another language; a strategy edit keeps them."""
+    from estimator.units import GiB
+    from sapp_gui.forms import hardware
+
+    open_and_wait(qtbot, window, [dsv3_plan])
+    form = window.forms.hardware
+    made: list[object] = []
+    real = hardware.device_figures
+    monkeypatch.setattr(hardware, "device_figures", lambda *args: made.append(args) or real(*args))
+    before = form.figures_label.text()
+    edit_and_wait(qtbot, window, lambda: window.edit({"strategy.tp": 8}, "tp"))
+    assert not made and form.figures_label.text() == before
+    edit_and_wait(qtbot, window, lambda: window.edit({"hardware.capacity": 60 * GiB}, "capacity"))
+    assert made and "60.00 GiB" in form.figures_label.text()
+    window.set_language("zh_CN")
+    assert form.figures_label.text() != before and "60.00 GiB" in form.figures_label.text()
