@@ -241,3 +241,17 @@ def test_the_search_ratio_finds_the_estimates_trace_and_replay(plan, monkeypatch
     monkeypatch.setattr(memory, "stage_trace", refused)
     monkeypatch.setattr(memory, "replay", refused)
     assert ratio.base_slack_ratio(plan) > 0
+
+
+def test_fsdp2_estimates_on_several_threads_share_the_kept_parts(plan):
+    """The app's tasks estimate on their own threads beside the estimate worker: the walks, instants, finishes,
+    choices, traces and replays they keep are shared, and every estimate equals one with nothing kept."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    st = plan.strategy
+    counts = (8, 16, 32)
+    with ThreadPoolExecutor(4) as pool:
+        warm = list(pool.map(lambda m: _text(estimate(plan.model, st.replace(micro_batches=m), plan.hardware,
+                                                      plan.options)), counts * 3))
+    cold = {m: _cold(plan, st.replace(micro_batches=m)) for m in counts}
+    assert warm == [cold[m] for m in counts * 3]
