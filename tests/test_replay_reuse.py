@@ -255,3 +255,17 @@ def test_fsdp2_estimates_on_several_threads_share_the_kept_parts(plan):
                                                       plan.options)), counts * 3))
     cold = {m: _cold(plan, st.replace(micro_batches=m)) for m in counts}
     assert warm == [cold[m] for m in counts * 3]
+
+
+def test_kept_finishes_follow_the_stage_terms(plan, monkeypatch):
+    """A stage's finish and the replayed stages' choice are kept for the stage terms they were priced with
+    (``assembly.terms.STAGE_TERMS``, which bench_device swaps to price without the device terms)."""
+    from estimator.assembly import terms
+
+    st = plan.strategy
+    with_device = _text(estimate(plan.model, st, plan.hardware, plan.options))
+    monkeypatch.setattr(terms, "STAGE_TERMS", tuple(t for t in terms.STAGE_TERMS if not t.id.startswith("D-")))
+    without = _text(estimate(plan.model, st, plan.hardware, plan.options))
+    assert without != with_device and without == _cold(plan, st)
+    monkeypatch.undo()
+    assert _text(estimate(plan.model, st, plan.hardware, plan.options)) == with_device

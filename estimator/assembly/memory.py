@@ -467,9 +467,10 @@ KEPT_FINISHED = 1024  # stages with their stage terms kept per row book (each pa
 
 def _kept_finish(pricer: StagePricer, stage: int, tensors: Tensors, keep: bool) -> StageMemory:
     """``_finish`` of one plan's stage (``keep``: its tensors are kept with the rows, ``_kept_combined`` or
-    ``_kept_instants``), kept with the rows under the stage, its tensors and what its stage terms read besides
-    the rows (``device.stage_terms.terms_key``: a replay's band, the replayed stages' ratio), with the device
-    terms' notes it leaves in the pricer's memo; arrays are finished every time."""
+    ``_kept_instants``), kept with the rows under the stage, its tensors, the stage terms (``terms.STAGE_TERMS``,
+    by identity) and what they read besides the rows (``device.stage_terms.terms_key``: a replay's band, the
+    replayed stages' ratio), with the device terms' notes it leaves in the pricer's memo; arrays are finished
+    every time."""
     extra = terms_key(pricer, stage) if keep else None
     if extra is None:
         return _finish(pricer, stage, tensors)
@@ -477,11 +478,11 @@ def _kept_finish(pricer: StagePricer, stage: int, tensors: Tensors, keep: bool) 
     key = (stage, id(tensors), extra)
     got = kept.get(key)  # type: ignore[attr-defined]
     notes = ("device", stage)
-    if got is None or got[0] is not tensors:
+    if got is None or got[0] is not tensors or got[3] is not terms.STAGE_TERMS:  # the terms as priced
         if len(kept) >= KEPT_FINISHED:  # type: ignore[arg-type]
             kept.clear()  # type: ignore[attr-defined]
         mem = _finish(pricer, stage, tensors)
-        got = kept[key] = (tensors, mem, dict(pricer.memo.get(notes, {})))  # type: ignore[index]
+        got = kept[key] = (tensors, mem, dict(pricer.memo.get(notes, {})), terms.STAGE_TERMS)  # type: ignore[index]
     elif got[2]:
         pricer.memo[notes] = dict(got[2])
     else:
