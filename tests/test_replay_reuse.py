@@ -269,3 +269,14 @@ def test_kept_finishes_follow_the_stage_terms(plan, monkeypatch):
     assert without != with_device and without == _cold(plan, st)
     monkeypatch.undo()
     assert _text(estimate(plan.model, st, plan.hardware, plan.options)) == with_device
+
+
+def test_results_pickle_with_their_kept_parts(plan):
+    """Results travel from the app's worker processes (balance, compare) by pickle, with their pricer's book:
+    nothing kept in it may be unpicklable (a stage term's note may be a lambda)."""
+    import pickle
+
+    st = plan.strategy
+    for m in (st.micro_batches, 2 * st.micro_batches, st.micro_batches):
+        result = estimate(plan.model, st.replace(micro_batches=m), plan.hardware, plan.options)
+        assert _text(pickle.loads(pickle.dumps(result))) == _text(result)

@@ -462,13 +462,27 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     return _kept_finish(pricer, stage, tensors, keep)
 
 
+_TERMS_TOKENS: dict[int, tuple[tuple, int]] = {}  # id of a STAGE_TERMS tuple → (the tuple, its number)
+
+
+def terms_token() -> int:
+    """A number for the stage terms in force (``terms.STAGE_TERMS``, by identity: bench_device swaps them), which
+    kept parts hold instead of the terms themselves — a result pickles with its pricer's book (the app's worker
+    processes send results back), and a term's note may be a lambda."""
+    now = terms.STAGE_TERMS
+    got = _TERMS_TOKENS.get(id(now))
+    if got is None or got[0] is not now:
+        got = _TERMS_TOKENS[id(now)] = (now, len(_TERMS_TOKENS) + 1)  # the tuples are held: ids are not reused
+    return got[1]
+
+
 KEPT_FINISHED = 1024  # stages with their stage terms kept per row book (each pass, m and replay adds one per stage)
 
 
 def _kept_finish(pricer: StagePricer, stage: int, tensors: Tensors, keep: bool) -> StageMemory:
     """``_finish`` of one plan's stage (``keep``: its tensors are kept with the rows, ``_kept_combined`` or
-    ``_kept_instants``), kept with the rows under the stage, its tensors, the stage terms (``terms.STAGE_TERMS``,
-    by identity) and what they read besides the rows (``device.stage_terms.terms_key``: a replay's band, the
+    ``_kept_instants``), kept with the rows under the stage, its tensors, the stage terms (``terms_token``) and
+    what they read besides the rows (``device.stage_terms.terms_key``: a replay's band, the
     replayed stages' ratio), with the device terms' notes it leaves in the pricer's memo; arrays are finished
     every time."""
     extra = terms_key(pricer, stage) if keep else None
@@ -478,11 +492,12 @@ def _kept_finish(pricer: StagePricer, stage: int, tensors: Tensors, keep: bool) 
     key = (stage, id(tensors), extra)
     got = kept.get(key)  # type: ignore[attr-defined]
     notes = ("device", stage)
-    if got is None or got[0] is not tensors or got[3] is not terms.STAGE_TERMS:  # the terms as priced
+    token = terms_token()
+    if got is None or got[0] is not tensors or got[3] != token:  # the stage terms it was priced with
         if len(kept) >= KEPT_FINISHED:  # type: ignore[arg-type]
             kept.clear()  # type: ignore[attr-defined]
         mem = _finish(pricer, stage, tensors)
-        got = kept[key] = (tensors, mem, dict(pricer.memo.get(notes, {})), terms.STAGE_TERMS)  # type: ignore[index]
+        got = kept[key] = (tensors, mem, dict(pricer.memo.get(notes, {})), token)  # type: ignore[index]
     elif got[2]:
         pricer.memo[notes] = dict(got[2])
     else:

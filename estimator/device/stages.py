@@ -44,8 +44,7 @@ def _chosen(pricer: StagePricer, points: Sequence[Any]) -> list[int]:
     peak and the one with the most dynamic bytes. Kept with the rows (``shared``) under each stage's points'
     values (and, under FSDP2, whether the step accumulates): the pass reads nothing else of the plan beyond what
     the rows read (``assembly.memory.stage_memory``), so a repeat, undo or an m edit back finds it."""
-    from ..assembly import terms
-    from ..assembly.memory import points_key
+    from ..assembly.memory import points_key, terms_token
     from ..fsdp import accumulates
 
     values = tuple(points_key(pts) for pts in points)
@@ -54,7 +53,8 @@ def _chosen(pricer: StagePricer, points: Sequence[Any]) -> list[int]:
         else None
     kept = pricer.shared.setdefault("replay-choice", {})
     got = kept.get(key) if key is not None else None  # type: ignore[attr-defined]
-    if got is not None and got[1] is terms.STAGE_TERMS:  # pass 1 priced the stage terms as they are
+    token = terms_token()
+    if got is not None and got[1] == token:  # pass 1 priced the stage terms in force
         return got[0]  # type: ignore[no-any-return]
     p = len(points)
     pricer.memo[REPLAYED] = frozenset()
@@ -65,7 +65,7 @@ def _chosen(pricer: StagePricer, points: Sequence[Any]) -> list[int]:
     if key is not None:
         if len(kept) >= KEPT_CHOICES:  # type: ignore[arg-type]
             kept.clear()  # type: ignore[attr-defined]
-        kept[key] = (chosen, terms.STAGE_TERMS)  # type: ignore[index]
+        kept[key] = (chosen, token)  # type: ignore[index]
     return chosen
 
 
