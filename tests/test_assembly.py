@@ -225,3 +225,18 @@ def test_a_new_term_reaches_the_balancer(plan, monkeypatch):
     for (total, opt, rows), (new_total, new_opt, _rows) in zip(before, totals(), strict=True):
         assert new_total == pytest.approx(total + TERM + PER_ROW * rows, rel=1e-12)
         assert new_opt == pytest.approx(opt + TERM + PER_ROW * rows, rel=1e-12)
+
+
+def test_a_new_stage_term_reaches_a_kept_stage(monkeypatch):
+    """A plan that replays no allocator keeps its whole stages with the rows (``assembly._kept_stage``); a stage
+    term added afterwards (the book's key holds the row terms only) is priced on the next estimate, not read
+    from the kept stage."""
+    parsed = parse([str(ROOT / "resources/examples/mindformers_deepseek_v3_671b.yaml")])
+    args = (parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    before = estimate(*args)
+    assert [s.total for s in estimate(*args).stages] == [s.total for s in before.stages]
+    stage_term = StageTerm("T-TEST", "reserve", "test term", lambda view: TERM, lambda view: TERM,
+                           lambda view: {"bytes": TERM}, lambda view: "a test term")
+    monkeypatch.setattr(terms, "STAGE_TERMS", (*terms.STAGE_TERMS, stage_term))
+    after = estimate(*args)
+    assert [s.total for s in after.stages] == pytest.approx([s.total + TERM for s in before.stages], rel=1e-12)

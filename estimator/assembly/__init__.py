@@ -32,7 +32,7 @@ from ..messages import Text, english, message_of
 from ..result import StageResult
 from ..stage import StagePricer, stage_rows
 from .form import StageForm, stage_plan
-from .memory import ChunkSums, Point, StageMemory, chunk_sums, points_key, profile_points, stage_memory
+from .memory import ChunkSums, Point, StageMemory, chunk_sums, points_key, profile_points, stage_memory, terms_token
 from .report import explain_tree, layer_rows, point_label
 from .terms import ROW_TERMS, STAGE_TERMS, RowTerm, StageTerm, StageView, process_groups
 
@@ -87,9 +87,11 @@ def _kept_stage(pricer: StagePricer, stage: int, form: StageForm, points: list[P
     (1F1B with m ≥ p) prices no stage again."""
     kept = pricer.shared.setdefault("stages", {})
     got = kept.get(stage)  # type: ignore[attr-defined]
-    if got is None or got[0] is not form or got[1] != values:
+    token = terms_token()  # the stage terms in force: the book's key holds the row terms, not these
+    if got is None or got[0] is not form or got[1] != values or got[4] != token:
         mem = stage_memory(pricer, stage, form, points, stage_chunks(pricer, form))
-        got = kept[stage] = (form, values, mem, dict(pricer.memo.get(("device", stage), {})))  # type: ignore[index]
+        got = kept[stage] = (form, values, mem, dict(pricer.memo.get(("device", stage), {})),  # type: ignore[index]
+                             token)
     return got[2], got[3]
 
 
