@@ -19,9 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -152,6 +150,8 @@ def keep_line_endings(text: str, like: str) -> str:
 def _temp_file(beside: str, fill: Callable[[BinaryIO], object], like: os.stat_result | None) -> str:
     """A temporary file next to ``beside``, filled by ``fill`` and flushed to disk, with ``like``'s mode and
     owner (removed again if anything fails)."""
+    import tempfile  # here, not at the top: opening a plan imports this module, and tempfile with shutil is ~3 ms
+
     folder, name = os.path.split(beside)
     fd, tmp = tempfile.mkstemp(prefix=f".{name}{TEMP_MARK}{os.getpid()}-", suffix=".tmp", dir=folder)
     try:
@@ -168,6 +168,8 @@ def _temp_file(beside: str, fill: Callable[[BinaryIO], object], like: os.stat_re
 
 def _copy_of(source: str) -> Callable[[BinaryIO], None]:
     """A ``fill`` that copies ``source`` (the file a backup keeps)."""
+    import shutil
+
     def fill(out: BinaryIO) -> None:
         with open(source, "rb") as src:
             shutil.copyfileobj(src, out, 1 << 20)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .data_cache import cached_files
 from .errors import ConfigError
 from .inputs import load_yaml, read_text
 from .messages import msg, reason
@@ -27,6 +27,7 @@ from .yamlio import load_data
 BAND_NAMES = ("matmul", "hbm", "comm")
 # Runtime families whose context and library workspaces a preset states (frameworks map onto them).
 RUNTIMES = ("pytorch", "mindspore")
+_SHIPPED = Path(__file__).parent / "presets"  # importlib.resources: the same folder, ~5 ms of imports
 
 
 def runtime_of(framework: str) -> str:
@@ -336,13 +337,10 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> Hardware:
 
 @cache
 def shipped_presets() -> tuple[Hardware, ...]:
-    folder = resources.files("estimator") / "presets"
-    out = []
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".yaml"):
-            out.append(hardware_from_mapping(load_data(entry.read_text(encoding="utf-8")),
-                                             f"estimator/presets/{entry.name}"))
-    return tuple(out)
+    files = sorted((e for e in _SHIPPED.iterdir() if e.name.endswith(".yaml")), key=lambda e: e.name)
+    docs = cached_files("presets", files, lambda path: load_data(path.read_text(encoding="utf-8")))
+    return tuple(hardware_from_mapping(doc, f"estimator/presets/{path.name}")
+                 for path, doc in zip(files, docs, strict=True))
 
 
 def load_presets(extra_dirs: tuple[Path, ...] = ()) -> tuple[Hardware, ...]:

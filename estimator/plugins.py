@@ -9,10 +9,11 @@ and what it added before failing is taken back.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +101,50 @@ def preset_dirs() -> tuple[Path, ...]:
     return tuple(_PRESET_DIRS)
 
 
+def _may_declare_plugins() -> bool:
+    """False only when no installed distribution can name an entry point of GROUP, looked at as
+    ``importlib.metadata`` finds them (Python 3.11's path finder): every entry of ``sys.path`` is a folder or
+    missing (a file there may be a zip of distributions), no import finder but the standard path finder lists
+    distributions, and no ``*.dist-info``/``*.egg-info`` folder in those folders (nor an ``.egg`` folder's
+    EGG-INFO) has an ``entry_points.txt`` that mentions the group. Reading those few small files takes ~1 ms;
+    importing ``importlib.metadata`` (email, zipfile, csv …) and scanning every distribution took ~12 ms of every
+    command, and almost no install has a plug-in. When this says True, ``importlib.metadata`` decides."""
+    from importlib.machinery import PathFinder
+
+    if any(finder is not PathFinder and hasattr(finder, "find_distributions") for finder in sys.meta_path):
+        return True
+    group = GROUP.lower()
+    for entry in sys.path:
+        base = entry or "."
+        if not isinstance(base, str) or not os.path.exists(base):
+            continue
+        if not os.path.isdir(base):
+            return True
+        try:
+            children = os.listdir(base)
+        except OSError:
+            continue
+        is_egg = base.lower().endswith(".egg")
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")) or (is_egg and low == "egg-info"):
+                try:
+                    with open(os.path.join(base, child, "entry_points.txt"), encoding="utf-8",
+                              errors="replace") as fh:
+                        if group in fh.read().lower():
+                            return True
+                except OSError:  # no entry points (or an egg-info file, not a folder)
+                    continue
+    return False
+
+
 @cache
 def load_plugins() -> tuple[PluginInfo, ...]:
     """Load every installed plug-in once; failures are recorded, never raised."""
+    if not _may_declare_plugins():
+        return ()
+    from importlib import metadata
+
     infos: list[PluginInfo] = []
     for entry in sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name):
         dist = getattr(entry, "dist", None)

@@ -20,7 +20,6 @@ import importlib.util
 import json
 import marshal
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +127,8 @@ def flush() -> None:
     """Merge this process's new replays into the file (another process may have added its own meanwhile)."""
     if not _pending:
         return
+    import tempfile  # only when there is something to write: ~3 ms of imports (shutil, lzma, bz2) otherwise
+
     path = _path()
     if path is None:
         _pending.clear()

@@ -95,3 +95,43 @@ def test_the_stored_message_catalogue_is_the_yaml_one(folder: Path) -> None:
         assert messages.catalogue() == read  # read back
     finally:
         messages.catalogue.cache_clear()
+
+
+def test_a_value_json_would_change_is_returned_and_not_stored(tmp_path: Path, folder: Path) -> None:
+    from estimator.yamlio import load_data
+
+    source = tmp_path / "dated.yaml"
+    source.write_text("released: 2024-05-01\n1: one\n")  # a date and a number key: JSON would change both
+    docs = data_cache.cached_files("dated", [source], lambda path: load_data(path.read_text()))
+    assert docs == [load_data(source.read_text())] and not data_cache.json_exact(docs)
+    assert not list(folder.glob("dated-*.json"))
+
+
+def test_the_stored_presets_profiles_and_kinds_are_the_yaml_ones(folder: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built from the YAML and stored, then read back with the YAML parsers refusing to run: the same presets,
+    profiles and layer-kind documents."""
+    from estimator import hardware, kinds, profiles
+
+    def fresh() -> tuple:
+        hardware.shipped_presets.cache_clear()
+        profiles.all_profiles.cache_clear()
+        kinds.registry.cache_clear()
+        return hardware.shipped_presets(), profiles.all_profiles(), list(kinds._documents())
+
+    try:
+        built = fresh()
+        assert {p.name.split("-")[0] for p in folder.glob("*.json")} >= {"presets", "profiles", "kinds"}
+
+        def no_yaml(*args: object) -> None:
+            raise AssertionError("parsed the YAML again")
+
+        monkeypatch.setattr(hardware, "load_data", no_yaml)
+        monkeypatch.setattr(profiles, "load_yaml", no_yaml)
+        monkeypatch.setattr(kinds, "load_yaml", no_yaml)
+        assert fresh() == built
+        assert [where for _, where, _ in built[2]] == [f"estimator/kinds/{p.name}"
+                                                       for p in sorted(kinds._SHIPPED.glob("*.yaml"))]
+    finally:
+        monkeypatch.undo()
+        fresh()

@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,7 @@ class Found:
 @cache
 def entries() -> tuple[Entry, ...]:
     out: list[Entry] = []
-    for item in sorted(resources.files(__package__).iterdir(), key=lambda p: p.name):
+    for item in sorted(Path(__file__).parent.iterdir(), key=lambda p: p.name):
         if not item.name.endswith(".yaml"):
             continue
         data = load_data(item.read_text(encoding="utf-8")) or {}

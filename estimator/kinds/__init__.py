@@ -32,10 +32,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..data_cache import cached_files
 from ..errors import ConfigError, ModelSpecError
 from ..inputs import load_yaml, read_text
 from ..messages import msg
@@ -109,6 +109,7 @@ class SlotOverride:
 
 # ------------------------------------------------------------------------------------------- loading
 _DIRS: list[tuple[Path, str]] = []
+_SHIPPED = Path(__file__).parent  # the shipped kind files (importlib.resources: the same folder, ~5 ms of imports)
 
 
 def add_kinds_dir(folder: str | Path, origin: str = "user") -> None:
@@ -147,14 +148,18 @@ def generation() -> int:
     return _GENERATION[0]
 
 
-def _texts() -> Iterable[tuple[str, str, str]]:
-    """(text, where, origin) of every kind file: shipped first, then registered folders in order."""
-    for entry in sorted(resources.files(__package__).iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".yaml"):
-            yield entry.read_text(encoding="utf-8"), f"estimator/kinds/{entry.name}", "shipped"
+def _documents() -> Iterable[tuple[Any, str, str]]:
+    """(YAML document, where, origin) of every kind file: shipped first (kept on disk per content of the files,
+    ``data_cache``), then registered folders in order."""
+    files = sorted((e for e in _SHIPPED.iterdir() if e.name.endswith(".yaml")), key=lambda e: e.name)
+    shipped = cached_files("kinds", files,
+                           lambda path: load_yaml(path.read_text(encoding="utf-8"), f"estimator/kinds/{path.name}"))
+    for path, data in zip(files, shipped, strict=True):
+        yield data, f"estimator/kinds/{path.name}", "shipped"
     for folder, origin in _DIRS:
         for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-            yield read_text(path), str(path), origin  # regular files only, bounded (docs/limits.md)
+            where = str(path)  # regular files only, bounded (docs/limits.md); a YAML error at its line and column
+            yield load_yaml(read_text(path), where), where, origin
 
 
 def _list(value: Any, where: str, key: str) -> list[Any]:
@@ -245,7 +250,11 @@ def _kind(raw: Any, where: str, origin: str, key: str) -> KindDef:
 
 
 def _load_file(text: str, where: str, origin: str) -> tuple[list[KindDef], list[SlotOverride]]:
-    data = load_yaml(text, where) or {}  # bounded, a YAML error at its line and column
+    return _load_document(load_yaml(text, where), where, origin)  # bounded, a YAML error at its line and column
+
+
+def _load_document(data: Any, where: str, origin: str) -> tuple[list[KindDef], list[SlotOverride]]:
+    data = data or {}
     if not isinstance(data, dict) or not set(data) & {"kind", "kinds", "overrides"}:
         raise ConfigError(msg("kinds.layer-kind-file"), path=where)
     unknown = set(data) - FILE_KEYS
@@ -275,8 +284,8 @@ class Registry:
 def registry() -> Registry:
     kinds: dict[str, KindDef] = {}
     overrides: list[SlotOverride] = []
-    for text, where, origin in _texts():
-        found, more = _load_file(text, where, origin)
+    for data, where, origin in _documents():
+        found, more = _load_document(data, where, origin)
         for kind in found:
             kinds[kind.name] = kind  # a later folder (user, plug-in) replaces a kind of the same name
         overrides.extend(more)
