@@ -283,11 +283,12 @@ def test_version_and_help_import_no_command(argv):
 def test_opening_a_plan_imports_no_distribution_metadata():
     """A command that opens a plan imports neither ``importlib.metadata`` (with email, zipfile and csv: the plug-ins'
     entry points are looked for in the distributions' folders first, and none declares one here) nor
-    ``importlib.resources`` (the package's data is read from its folder): ~20 ms of every command
-    (P-IMPORT-SPEED)."""
+    ``importlib.resources`` (the package's data is read from its folder) nor what the app keeps across a restart:
+    ~20 ms of every command (P-IMPORT-SPEED)."""
     code = ("import sys\nfrom estimator.cli import main\nmain(['estimate', sys.argv[1], '--json'])\n"
             "cut = sorted(m for m in sys.modules if m.split('.')[0] in ('email', 'zipfile', 'csv')\n"
-            "             or m.startswith(('importlib.metadata', 'importlib.resources')))\n"
+            "             or m.startswith(('importlib.metadata', 'importlib.resources',\n"
+            "                              'estimator.session.keeping')))\n"
             "print('CUT', cut, file=sys.stderr)")
     plan = ROOT / "resources" / "examples" / "deepseek_v3_671b.plan.yaml"
     proc = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True, cwd=ROOT)

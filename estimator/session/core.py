@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SappError
 from ..fields import canonical_values
@@ -40,8 +40,10 @@ from .events import (
 )
 from .exporting import ExportPlan, prepare_export
 from .history import History, PlanState
-from .keeping import KeptDocument, KeptPlan, KeptSearch, keep_plan
 from .opening import Opened, OpenRequest, read_plan
+
+if TYPE_CHECKING:  # keeping is the app's (what survives a restart): imported when asked, not by every sapp command
+    from .keeping import KeptDocument, KeptPlan, KeptSearch
 
 MAX_COMPARED = 6
 
@@ -416,6 +418,8 @@ class PlanSession:
         """The open document's part of what survives a restart: its search space and pinned baseline."""
         if self.request is None or self.original is None:
             raise SappError(msg("core.config-open"))
+        from .keeping import KeptDocument, keep_plan
+
         pinned = None
         if self.pinned is not None:
             pinned = keep_plan(self.request, self.original, self.pinned.parsed)
@@ -424,6 +428,8 @@ class PlanSession:
 
     def kept_compare(self) -> list[KeptPlan]:
         """The compare set as kept plans (an entry whose files are unknown — a bare Result — cannot be)."""
+        from .keeping import keep_plan
+
         return [keep_plan(e.source, e.base, e.plan, e.name) for e in self.compared
                 if e.plan is not None and e.source is not None and e.base is not None]
 
