@@ -26,6 +26,11 @@ min/median): ``sapp search`` of DeepSeek-V3 1.17/1.23 s (was 1.38/1.42), 34k pag
 1.13/1.25 s (was 1.13/1.35). The search in one process, first run / best warm run (min of three): DeepSeek-V3
 0.92 / 0.69 s (was 1.16 / 0.87), Llama-3-70B 0.92 / 0.81 s (was 1.01 / 0.90). The ≤ 1 s command-line goal is
 still missed here: imports ~0.17 s, opening the plan ~0.04 s (P-COLD-START, third round).
+With fewer imports (no importlib.metadata/resources, tempfile, session.keeping) and the shipped presets, profiles
+and layer kinds kept per content like the message catalogue (2026-12-02 08:00, fresh processes alternating with
+main 44ed2c1 at a load of 4.5–4.9, CPU min/median): ``sapp search`` of DeepSeek-V3 1.06/1.20 s (was 1.12/1.22,
+seven each), Llama-3-70B 1.09/1.18 s (was 1.15/1.21, five each); ``sapp estimate`` of DeepSeek-V3 216/239 ms
+(was 243/261): ~25–30 ms a command (docs/decisions.md P-COLD-START, "Imports and package data").
 """
 
 from __future__ import annotations
