@@ -34,6 +34,10 @@ stages' choice and each stage's finish kept under what they read; a faster repla
 micro-batch edit 0.307–0.336/0.338–0.430 (main 2.88–3.22/3.29–4.08) and undo 0.227–0.245/0.280–0.452 (main
 1.15–1.22/1.47–1.70); tp, pp, recompute edits unchanged (2.2–3.5); cold first estimate Llama-3-70B
 63.7–68.4/64.8–69.2 (main 69.2–73.8/72.7–75.6): goal ≤ 50 ms still missed (three replays of the deciding stage).
+Quiet machine, third session's close (main 2fe605e, load 0.5–0.7, min/median): repeat 0.162/0.167 ms
+(DeepSeek-V3) and 0.196/0.199 (Llama-3-70B), micro-batch edit 0.165/0.175 and 0.196/0.212, undo 0.174/0.202 and
+0.212/0.250; tp, pp and recompute edits 1.60–2.25/1.78–2.39 ms (goal missed: stages assembled one by one); cold
+first estimate median 11.3 and 59.4 ms.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ beside them): GUI thread CPU p50 20.0–26.6 ms (aab6f5a: 22.7–28.3), edit →
 form rows refreshed only when their inputs change and the stage chart's labels placed without a second paint
 (P-GUI-PAINT, "2026-12-02, third session"; four runs alternating with the same tree with e9ebb76's sapp_gui, load
 5.6–6.5): GUI thread CPU p50 17.8–19.1 ms (19.8–23.2), edit → painted p50 33–44 ms, p95 74–106 ms (33–56 / 80–185).
+Quiet machine, third session's close (main 2fe605e, load 0.5–0.7, three runs of 100 edits): edit → painted p50
+22.1–24.1 ms, p95 40.3–41.6 ms (goal ≤ 50 ms met quiet), GUI thread CPU p50 12.3–14.4 ms; cold start 0.66–0.82 s.
 """
 
 from __future__ import annotations
