@@ -103,3 +103,23 @@ def held_search(parsed, space, progress=None, cancel=None):
     while not cancel() and time.monotonic() < deadline:
         time.sleep(0.01)
     return search(parsed, space, progress=progress, cancel=cancel)
+
+
+def gated_window(qtbot, make_window, paths: list):
+    """A window opened on ``paths`` whose later estimates wait for the returned gate (``gate.set()`` lets them
+    run): an estimate slower than the stale grace, without sleeping."""
+    import threading
+
+    from estimator.estimate import estimate
+
+    gate = threading.Event()
+
+    def gated(*args, **kwargs):
+        gate.wait(20)
+        return estimate(*args, **kwargs)
+
+    window = make_window(estimate_fn=gated)
+    gate.set()
+    open_and_wait(qtbot, window, paths)
+    gate.clear()
+    return window, gate

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from gui_helpers import edit_and_wait, open_and_wait
+from gui_helpers import edit_and_wait, gated_window, open_and_wait
 
 
 @pytest.fixture
@@ -138,21 +138,8 @@ def test_the_notes_are_built_once_per_edit(qtbot, patient, window, dsv3_plan) ->
 def test_a_slow_estimate_shows_the_edits_notes_after_the_grace(qtbot, make_window, dsv3_plan) -> None:
     """While an estimate is late the list does not wait for it: after the grace (when the charts grey) it shows
     the plan in the forms' own notes, the edit's adaptations included."""
-    import threading
-
-    from estimator.estimate import estimate
-
-    gate = threading.Event()
-
-    def gated(*args, **kwargs):
-        gate.wait(20)
-        return estimate(*args, **kwargs)
-
-    window = make_window(estimate_fn=gated)
-    gate.set()
-    open_and_wait(qtbot, window, [dsv3_plan])
+    window, gate = gated_window(qtbot, make_window, [dsv3_plan])
     before = window.notes.lines()
-    gate.clear()
     window.edit({"strategy.pp": 8}, "pp 8")
     assert window.notes.lines() == before  # within the grace: one build, when the estimate comes
     qtbot.waitUntil(lambda: any(line.startswith("offset [") for line in window.notes.lines()), timeout=5000)

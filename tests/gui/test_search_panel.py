@@ -19,6 +19,27 @@ from estimator.units import GiB
 DIMS = {"tp": "auto", "pp": "auto", "rec": "auto"}
 
 
+def swap_7b():
+    """The small offload fixture plan (8 devices), parsed."""
+    from pathlib import Path
+
+    from estimator.formats import parse
+
+    return parse([Path(__file__).resolve().parents[1] / "fixtures" / "offload" / "swap_7b.plan.yaml"])
+
+
+def shown_search(window, dims: list[str], key: str):
+    """The swap_7b plan searched over ``dims``, shown in the window's results table: (the table, the result,
+    the index of column ``key``)."""
+    from sapp_gui.search_model import COLUMN_KEYS, build_rows
+
+    parsed = swap_7b()
+    result = search(parsed, SearchSpace(8, parsed.strategy.global_batch_size, parse_dims(dims)))
+    tabs = window.workspace_tabs.search.results
+    tabs.set_result(result, build_rows(result))
+    return tabs, result, COLUMN_KEYS.index(key)
+
+
 def visible(panel, column: str) -> list:
     from sapp_gui.search_model import COLUMN_KEYS, COLUMNS
 
@@ -282,13 +303,11 @@ def test_host_ram_refusals_are_listed_in_the_app_language(qtbot, window) -> None
     """R-HOST (issue 11) in the Refused tab, its example in the interface language; the sentence about the plan
     as opened names the host RAM."""
     import dataclasses
-    from pathlib import Path
 
-    from estimator.formats import parse
     from sapp_gui.search_model import build_rows
     from sapp_gui.search_panel import current_sentence
 
-    parsed = parse([Path(__file__).resolve().parents[1] / "fixtures" / "offload" / "swap_7b.plan.yaml"])
+    parsed = swap_7b()
     small = dataclasses.replace(parsed, hardware=parsed.hardware.replace(host_ram_per_node=200 * GiB),
                                 strategy=parsed.strategy.replace(dp=4, tp=2, micro_batches=16))
     result = search(small, SearchSpace(8, small.strategy.global_batch_size, parse_dims(["tp=1,2,4,8", "pp=1,2"])))
@@ -308,17 +327,9 @@ def test_host_ram_refusals_are_listed_in_the_app_language(qtbot, window) -> None
 def test_the_sp_column_is_shown_and_filtered_in_the_app_language(qtbot, window) -> None:
     """The sequence-parallel column says on/off in the interface language, and its filter matches what is shown
     (the English word too, in either language); the hidden-column note above the table follows."""
-    from pathlib import Path
+    from sapp_gui.search_model import build_rows
 
-    from estimator.formats import parse
-    from sapp_gui.search_model import COLUMN_KEYS, build_rows
-
-    parsed = parse([Path(__file__).resolve().parents[1] / "fixtures" / "offload" / "swap_7b.plan.yaml"])
-    result = search(parsed, SearchSpace(8, parsed.strategy.global_batch_size,
-                                        parse_dims(["tp=2,4", "pp=1", "sp=0,1"])))
-    tabs = window.workspace_tabs.search.results
-    tabs.set_result(result, build_rows(result))
-    column = COLUMN_KEYS.index("sp")
+    tabs, result, column = shown_search(window, ["tp=2,4", "pp=1", "sp=0,1"], "sp")
 
     def shown() -> list[str]:
         return [tabs.proxy.index(r, column).data() for r in range(tabs.proxy.rowCount())]
@@ -348,17 +359,9 @@ def test_the_sp_column_is_shown_and_filtered_in_the_app_language(qtbot, window) 
 def test_the_recompute_column_is_shown_and_filtered_in_the_app_language(qtbot, window) -> None:
     """The recompute column's words follow the interface language and its filter matches what is shown, the
     English word too (rec=full is rec=完全 in the Chinese window); the rows' identity stays the English mode."""
-    from pathlib import Path
+    from sapp_gui.search_model import strategy_key
 
-    from estimator.formats import parse
-    from sapp_gui.search_model import COLUMN_KEYS, build_rows, strategy_key
-
-    parsed = parse([Path(__file__).resolve().parents[1] / "fixtures" / "offload" / "swap_7b.plan.yaml"])
-    result = search(parsed, SearchSpace(8, parsed.strategy.global_batch_size,
-                                        parse_dims(["tp=2,4", "pp=1", "rec=none,full"])))
-    tabs = window.workspace_tabs.search.results
-    tabs.set_result(result, build_rows(result))
-    column = COLUMN_KEYS.index("rec")
+    tabs, _result, column = shown_search(window, ["tp=2,4", "pp=1", "rec=none,full"], "rec")
     full = sum(r.row.strategy.recompute.default_mode == "full" for r in tabs.rows)
     assert 0 < full < len(tabs.rows)
     keys = [strategy_key(r.row) for r in tabs.rows]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gui_helpers import DSV3_PLAN, edit_and_wait, open_and_wait, type_into
+from gui_helpers import DSV3_PLAN, edit_and_wait, gated_window, open_and_wait, type_into
 
 from estimator.cli import main as cli_main
 
@@ -92,18 +92,7 @@ def test_a_file_that_cannot_be_read_leaves_the_open_one_said_so(qtbot, window, d
 
 
 def test_a_slow_estimate_is_announced_after_a_grace(qtbot, make_window, dsv3_plan) -> None:
-    from estimator.estimate import estimate
-
-    gate = threading.Event()
-
-    def gated(*args, **kwargs):
-        gate.wait(20)
-        return estimate(*args, **kwargs)
-
-    window = make_window(estimate_fn=gated)
-    gate.set()
-    open_and_wait(qtbot, window, [dsv3_plan])
-    gate.clear()
+    window, gate = gated_window(qtbot, make_window, [dsv3_plan])
     window.edit({"strategy.tp": 8}, "tp 8")
     assert not window.summary_frame.stale  # within the grace nothing flickers
     qtbot.waitUntil(lambda: window.summary_frame.stale, timeout=5000)
