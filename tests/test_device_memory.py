@@ -218,7 +218,7 @@ def test_trace_reproduces_the_estimate_at_its_peak(shared_dir: Path) -> None:
     for _rec, plan in _plans(shared_dir):
         dm, pricer = _device(plan, "")
         assert library_workspaces(pricer.r).total == dm.bytes_by_category["library_workspaces"]
-        events = stage_trace(pricer, 0, stage_rows(pricer, 0), library_workspaces(pricer.r)).compact()
+        events = stage_trace(pricer, 0, stage_rows(pricer, 0), library_workspaces(pricer.r)).events
         steady = replay(events)[-1]
         assert steady.max_allocated == pytest.approx(dm.tensor_peak, rel=0.01), plan.name  # block rounding
 

@@ -163,7 +163,7 @@ def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: Li
                 _EVENTS.move_to_end(key)
                 return got
     with collector_paused():
-        events = HashedOnce(stage_trace(pricer, stage, rows, workspace).compact())
+        events = HashedOnce(stage_trace(pricer, stage, rows, workspace).events)
     with _EVENTS_LOCK:
         got = _interned(events)[0]
         if key is not None:

@@ -36,7 +36,8 @@ COMPUTE, COPY_IN, REDUCE_SCATTER = 0, 1, 2
 
 @dataclass
 class Trace:
-    """``("a", handle, bytes, stream)``, ``("f", handle)``, and ``("step", n)`` before step n."""
+    """``("a", handle, bytes, stream, transient)``, ``("f", handle)``, and ``("step", n)`` before step n; the free
+    of a never-allocated (zero-size) or freed handle is never recorded (``free``)."""
 
     events: list[tuple] = field(default_factory=list)
     labels: dict[int, str] | None = None  # handle → what it is (when asked for, to explain a peak)
@@ -69,10 +70,6 @@ class Trace:
 
     def step(self, n: int) -> None:
         self.events.append(("step", n))
-
-    def compact(self) -> list[tuple]:
-        """The events: the frees of never-allocated (zero-size) or freed handles are never recorded (``free``)."""
-        return list(self.events)
 
 
 class _Stage:
