@@ -30,7 +30,7 @@ from .resolve import Resolved, dense_domain
 from .result import Result, StageResult
 from .reuse import key_of, resolved_layout, row_book
 from .schedules import inflight_profile
-from .stage import StagePricer, stage_rows
+from .stage import StagePricer, kept_with, stage_rows
 from .steptime import StepTime, step_seconds, step_time
 from .strategy import Strategy
 from .units import fmt_bytes
@@ -68,12 +68,7 @@ _POINTS: dict[int, tuple[tuple, list]] = {}
 
 def _points(profile: tuple) -> list:
     """Each stage's replay points, made once per in-flight profile (``inflight_profile`` keeps its profiles)."""
-    got = _POINTS.get(id(profile))
-    if got is None or got[0] is not profile:
-        if len(_POINTS) >= 256:
-            _POINTS.clear()
-        got = _POINTS[id(profile)] = (profile, [profile_points(stage) for stage in profile])
-    return got[1]
+    return kept_with(_POINTS, id(profile), profile, lambda: [profile_points(stage) for stage in profile], 256)
 
 
 def step_band(pricer: StagePricer) -> tuple[float, float]:

@@ -136,16 +136,23 @@ DEVICES = 8  # entries per device table: a plan's device and its band's two ends
 # arrives as a new object)
 
 
+def kept_with(table: dict, key: object, holder: object, make: Callable[[], T], limit: int) -> T:
+    """``table``'s entry under ``key``, made by ``make`` when missing or kept for another ``holder`` (the object
+    the key names by its id, held in the entry so that its id is not reused); the table is emptied when it holds
+    ``limit`` entries."""
+    got = table.get(key)
+    if got is None or got[0] is not holder:
+        if len(table) >= limit:
+            table.clear()
+        got = table[key] = (holder, make())
+    return got[1]
+
+
 def device_entry(table: dict, hardware: object, make: Callable[[], T]) -> T:
     """``table``'s entry for the device record ``hardware``, made by ``make`` when missing: keyed by the object
     (held in the entry, so its id is not reused) — hashing a device record by value costs microseconds, and a
     plan's device and its band ends stay the same objects; at most ``DEVICES`` kept."""
-    got = table.get(id(hardware))
-    if got is None or got[0] is not hardware:
-        if len(table) >= DEVICES:
-            table.clear()
-        got = table[id(hardware)] = (hardware, make())
-    return got[1]
+    return kept_with(table, id(hardware), hardware, make, DEVICES)
 
 
 class RowBook:

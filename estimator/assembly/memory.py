@@ -26,7 +26,7 @@ from ..layout import EMBEDDING, OUTPUT
 from ..masked_points import MaskedPoints, stacked_rows
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
-from ..stage import Row, StagePricer, stage_rows
+from ..stage import Row, StagePricer, kept_with, stage_rows
 from ..static import forloop_temporaries
 from . import terms
 from .form import Coefs, StageForm
@@ -536,14 +536,8 @@ def _kept_combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Seq
     values = points_key(points)
     if values is None or type(vision) is not bool:  # arrays or masked points: the search, the balancer
         return _combined(pricer, chunks, points, vision, pricer.memo)
-    kept = pricer.shared.setdefault("combined", {})
-    key = (id(chunks), vision, values)
-    got = kept.get(key)  # type: ignore[attr-defined]
-    if got is None or got[0] is not chunks:
-        if len(kept) >= KEPT_COMBINED:  # type: ignore[arg-type]
-            kept.clear()  # type: ignore[attr-defined]
-        got = kept[key] = (chunks, _combined(pricer, chunks, points, vision, pricer.memo))  # type: ignore[index]
-    return got[1]  # type: ignore[no-any-return]
+    return kept_with(pricer.shared.setdefault("combined", {}), (id(chunks), vision, values), chunks,
+                     lambda: _combined(pricer, chunks, points, vision, pricer.memo), KEPT_COMBINED)
 
 
 def _kept_instants(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],
@@ -556,14 +550,8 @@ def _kept_instants(pricer: StagePricer, stage: int, form: StageForm, points: Seq
     acc = fsdp.accumulates(pricer)
     if values is None or acc is None:  # arrays or masked points: the search, the balancer
         return _tensors(pricer, stage, form, points, chunks, False, rows)
-    kept = pricer.shared.setdefault("fsdp-tensors", {})
-    key = (stage, acc, values)
-    got = kept.get(key)  # type: ignore[attr-defined]
-    if got is None or got[0] is not chunks:
-        if len(kept) >= KEPT_COMBINED:  # type: ignore[arg-type]
-            kept.clear()  # type: ignore[attr-defined]
-        got = kept[key] = (chunks, _tensors(pricer, stage, form, points, chunks, False, rows))  # type: ignore[index]
-    return got[1]  # type: ignore[no-any-return]
+    return kept_with(pricer.shared.setdefault("fsdp-tensors", {}), (stage, acc, values), chunks,
+                     lambda: _tensors(pricer, stage, form, points, chunks, False, rows), KEPT_COMBINED)
 
 
 def _tensors(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any], chunks: Sequence[ChunkSums],
