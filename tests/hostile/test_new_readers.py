@@ -9,7 +9,6 @@ or, for the user's own folder, a warning naming the file that was left out.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -220,13 +219,15 @@ def test_the_user_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder
 def test_the_replay_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     """The schedule replays the CLI keeps between runs (replay_cache.py): a cache file that is not what sapp
     writes is ignored (and replaced by the next write), never read forever."""
-    source = (ROOT / "estimator" / "schedules.py").read_bytes()
-    path = tmp_path / f"replay-{hashlib.sha256(source).hexdigest()[:16]}.json"
+    from estimator import replay_cache
+
+    monkeypatch.setenv("SAPP_CACHE_DIR", str(tmp_path))
+    path = replay_cache._path()  # the file the command reads (its name versions schedules.py and the format)
+    assert path is not None and path.parent == tmp_path
     if kind in ("fifo", "zero"):
         _special(path, kind)
     else:
         path.write_text(DEEP_JSON if kind == "deep" else '{"x": ' + DIGITS + "}")
-    monkeypatch.setenv("SAPP_CACHE_DIR", str(tmp_path))
     plan = tmp_path / "plan.yaml"
     plan.write_text(KIND_PLAN, encoding="utf-8")
     got = run_cases([cli(kind, "estimate", plan)])[kind]
