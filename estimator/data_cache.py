@@ -41,7 +41,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sapp-planner"
 
 
-def _read_stored(path: Path) -> Any:
+def read_stored(path: Path) -> Any:
     """The JSON of a regular file of at most MAX_CACHE_BYTES, or None (a FIFO or /dev/zero in its place must not
     hang or fill memory; a number too long for ``int`` or nesting too deep for the parser is a malformed file)."""
     try:
@@ -88,7 +88,7 @@ def cached(kind: str, sources: Sequence[Path], build: Callable[[], Any], valid: 
         return build()
     folder = cache_dir()
     path = folder / f"{kind}-{digest}.json"
-    stored = _read_stored(path)
+    stored = read_stored(path)
     if stored is not None and valid(stored):
         return stored
     value = build()
@@ -139,4 +139,4 @@ def _write(folder: Path, path: Path, kind: str, value: Any) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-__all__ = ["MAX_CACHE_BYTES", "cache_dir", "cached", "cached_files", "json_exact"]
+__all__ = ["MAX_CACHE_BYTES", "cache_dir", "cached", "cached_files", "json_exact", "read_stored"]

@@ -23,10 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .data_cache import cache_dir
-from .errors import ConfigError
-from .inputs import read_text
-from .limits import MAX_CACHE_BYTES
+from .data_cache import cache_dir, read_stored
 
 MAX_ENTRIES = 20_000  # a few MB of JSON at most; beyond that the oldest entries go
 Key = tuple[Any, ...]
@@ -80,12 +77,7 @@ def _read(path: Path) -> dict[str, Any]:
     """The stored entries (key text -> JSON text, undecoded); {} when there are none or the file is not what this
     module writes (a regular JSON file of at most MAX_CACHE_BYTES: a FIFO or /dev/zero in its place must not hang
     or fill memory; a number too long for ``int`` or nesting too deep for the parser is a malformed file)."""
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(read_text(path, MAX_CACHE_BYTES))
-    except (ConfigError, ValueError, RecursionError):
-        return {}
+    data = read_stored(path)
     return data if isinstance(data, dict) else {}
 
 
