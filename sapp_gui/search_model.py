@@ -273,6 +273,13 @@ def parse_filter(text: str) -> tuple[list[tuple[str, Callable[[Any, Any], bool],
     return conditions, words
 
 
+def _shown_word(key: str, value: Any) -> Any:
+    """A condition's value as the column shows it: an English word of a word column in the current language."""
+    if key not in WORD_COLUMNS:
+        return value
+    return {w: translate("SearchTable", w).lower() for w in WORD_COLUMNS[key]}.get(value, value)
+
+
 class SearchFilterProxy(QSortFilterProxyModel):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -283,7 +290,10 @@ class SearchFilterProxy(QSortFilterProxyModel):
 
     def set_filter(self, text: str, pareto_only: bool = False) -> None:
         self.beginFilterChange()
-        self.conditions, self.words = parse_filter(text)
+        conditions, self.words = parse_filter(text)
+        # the English word means what is shown in any language (translated once here, not per row: a language
+        # change filters again through ``set_filter``)
+        self.conditions = [(key, op, _shown_word(key, value)) for key, op, value in conditions]
         self.pareto_only = pareto_only
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
@@ -296,8 +306,6 @@ class SearchFilterProxy(QSortFilterProxyModel):
             return False
         for key, op, value in self.conditions:
             k = COLUMN_KEYS.index(key)
-            if key in WORD_COLUMNS:  # the English word means what is shown in any language
-                value = {w: translate("SearchTable", w).lower() for w in WORD_COLUMNS[key]}.get(value, value)
             have = COLUMNS[k][4](row) if key in NUMERIC else COLUMNS[k][3](row).lower()
             if key == "mfu" or key == "peak" or key == "headroom":
                 have = float(COLUMNS[k][3](row).replace(",", ""))  # what is shown: mfu in %, GiB

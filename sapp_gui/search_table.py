@@ -156,8 +156,9 @@ class SearchResultsTabs(QTabWidget):
         header = self.table.horizontalHeader()
         same = []
         for column, key in enumerate(COLUMN_KEYS):
-            values = {self.model.data(self.model.index(r, column)) for r in range(self.model.rowCount())}
-            hide = key in DIMENSION_COLUMNS and len(self.rows) > 1 and len(values) == 1
+            values = {self.model.data(self.model.index(r, column)) for r in range(self.model.rowCount())} \
+                if key in DIMENSION_COLUMNS and len(self.rows) > 1 else set()
+            hide = len(values) == 1
             header.setSectionHidden(column, hide)
             if hide:
                 name = self.model.headerData(column, Qt.Orientation.Horizontal)

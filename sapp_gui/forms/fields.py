@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from estimator.limits import bound_of
+from estimator.reuse import Same
 from estimator.session import PlanSession, canonical_key
 from estimator.units import GiB
 from estimator.warnings import Assumption
@@ -273,20 +274,6 @@ def _show(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-class _Same:
-    """Compares as equal to another only when both hold the same object (the document's files, by identity)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: object) -> None:
-        self.obj = obj
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.obj is self.obj
-
-    __hash__ = None  # type: ignore[assignment]
-
-
 def _repolish(widget: QWidget) -> None:
     style = widget.style()
     style.unpolish(widget)
@@ -395,7 +382,7 @@ class FieldRow:
         prov = doc.parsed.provenance.get(canonical_key(self.key))
         hardware = doc.parsed.hardware.id or doc.parsed.hardware.name if self.key.startswith("hardware.") else None
         return (type(value), value, doc.mark(self.key), prov.describe() if prov is not None else None,
-                assumptions.get(self.key), hardware, _Same(doc.original))
+                assumptions.get(self.key), hardware, Same(doc.original))
 
     def set_error(self, message: str | None) -> None:
         message = message or ""
