@@ -258,24 +258,28 @@ def dequantize_time(row: Row, ctx: TimeContext) -> Num:
     return (w.q + w.c) * (local.quantized + local.quantized_expert) / ctx.rate_hbm
 
 
-def row_time(ctx: TimeContext, row: Row) -> RowTime:
+def row_time(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowTime:
     """A row's times; rows sharing a cost (same kind, block, option, head) share them (kept with the row costs
-    per device, with the cost they were timed for)."""
-    key = _row_key(row)
+    per device, with the cost they were timed for). ``key``: the row's ``row_key`` when the caller keeps it."""
+    if key is None:
+        key = row_key(row)
     got = ctx.row_cache.get(key)
     if got is None or got[0] is not row.cost:
         got = ctx.row_cache[key] = (row.cost, _row_time(ctx, row))
     return got[1]
 
 
-def _row_key(row: Row) -> tuple:
+def row_key(row: Row) -> tuple:
+    """What the kept FLOPs and times of a row are found by (the cost by identity; the entry holds it)."""
     item = row.item
     return (item.kind, item.block, item.option, item.group, item.keeps_input, id(row.cost))
 
 
-def _flops(ctx: TimeContext, row: Row) -> RowFlops:
-    """The row's FLOPs, kept per pricer with the cost they were counted for."""
-    key = _row_key(row)
+def kept_flops(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowFlops:
+    """The row's FLOPs, kept with the row costs (for every device: they read none) with the cost they were
+    counted for; ``key`` as for ``row_time``."""
+    if key is None:
+        key = row_key(row)
     got = ctx.flops_cache.get(key)
     if got is not None and got[0] is row.cost:
         return got[1]
@@ -299,7 +303,7 @@ def _row_time(ctx: TimeContext, row: Row) -> RowTime:
     k, item = ctx.k, row.item
     kind = item.kind
     vision = kind in (VISION, VISION_EXTRAS)
-    flops = _flops(ctx, row)
+    flops = kept_flops(ctx, row)
     backward = not (vision and row.local.frozen) and item.grad != "off"
     a_none = row.act_none
     if item.option == "none":
@@ -413,5 +417,5 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
 
 
 __all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "TimeContext", "async_tp_exposed", "attention_time",
-           "compute_time", "cp_causal_imbalance", "dequantize_time", "elementwise_time", "fp8_cast_time", "knobs",
-           "mm_time", "offload_exposed", "row_time"]
+           "compute_time", "cp_causal_imbalance", "dequantize_time", "elementwise_time", "fp8_cast_time", "kept_flops",
+           "knobs", "mm_time", "offload_exposed", "row_key", "row_time"]

@@ -18,7 +18,18 @@ from .arr import Num, is_array, maximum, where
 from .assembly.form import StageForm, build_form, form_signature, stage_plan
 from .layout import EMBEDDING, NOOP, OUTPUT, VISION, build_layout, layout_inputs, slot_index, slot_position
 from .resolve import Resolved, resolve
-from .rowtime import COMM_KINDS, KNOBS, Knobs, TimeContext, compute_time, elementwise_time, knobs, row_time
+from .rowtime import (
+    COMM_KINDS,
+    KNOBS,
+    Knobs,
+    TimeContext,
+    compute_time,
+    elementwise_time,
+    kept_flops,
+    knobs,
+    row_key,
+    row_time,
+)
 from .stage import Row, StagePricer, device_entry
 from .static import gather_bytes, gather_trainable_bytes
 
@@ -114,8 +125,12 @@ CHUNK_HOLDINGS = "chunk-holdings"  # the pricer's memo key of its chunks' device
 
 
 class Holdings(NamedTuple):
-    """What a chunk's rows hold, apart from any time: the per-step terms' inputs (``ChunkTimes`` fields)."""
+    """What a chunk's rows hold, apart from any device: its rows with their counts and kept keys (``row_key``),
+    their FLOPs, and the per-step terms' inputs (``ChunkTimes`` fields)."""
 
+    rows: tuple[tuple[Num, tuple, Row], ...]
+    model_flops: Num
+    hardware_flops: Num
     elements: tuple[Num, ...]
     static: Num
     states: Num
@@ -125,40 +140,45 @@ class Holdings(NamedTuple):
 
 
 def chunk_times(ctx: TimeContext, form: StageForm, j: int, shared: dict | None = None) -> ChunkTimes:
-    """A chunk's times on the context's device; its holdings are kept in ``shared`` (the asking pricer's, by
-    default the context's own)."""
-    F = B = W = Rc = fwd = bwd = rec = model = hardware = 0.0
+    """A chunk's times on the context's device; what its rows hold (``chunk_holdings``) is kept in ``shared``
+    (the asking pricer's, by default the context's own)."""
+    held = chunk_holdings(ctx, form, j, ctx.pricer.shared if shared is None else shared)
+    F = B = W = Rc = fwd = bwd = rec = 0.0
     comm: dict[str, Num] = {"tp": 0.0, "cp": 0.0, "ep": 0.0, "host": 0.0}
-    for k, n in form.counts[j]:
-        item, with_head = form.keys[k]
-        rt = row_time(ctx, Row(item, j, ctx.pricer.cost(item, with_head), with_head))
+    for n, key, row in held.rows:
+        rt = row_time(ctx, row, key)
         f_ = b_ = rc_ = 0.0
         for kind, (cf, cb, crc) in rt.comm.items():
             f_, b_, rc_ = f_ + cf, b_ + cb, rc_ + crc
             comm[kind] = comm[kind] + n * (cf + cb + crc)
         F, B, W, Rc = F + n * (rt.F + f_), B + n * (rt.B + b_), W + n * rt.W, Rc + n * (rt.Rc + rc_)
         fwd, bwd, rec = fwd + n * rt.F, bwd + n * (rt.B + rt.W), rec + n * rt.Rc
-        model, hardware = model + n * rt.flops.model, hardware + n * rt.flops.hardware
-    held = chunk_holdings(ctx, form, j, ctx.pricer.shared if shared is None else shared)
-    return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, model, hardware, *held)
+    return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, held.model_flops, held.hardware_flops, held.elements,
+                      held.static, held.states, held.layers, held.params, held.grads)
 
 
 def chunk_holdings(ctx: TimeContext, form: StageForm, j: int, shared: dict) -> Holdings:
-    """The chunk's trainable elements, gathered bytes and static bytes; they do not depend on the device's
-    efficiencies, so the band's step times (``estimate.step_band``) reuse the plan's (kept in ``shared``, per
+    """The chunk's rows, their FLOPs, trainable elements, gathered bytes and static bytes; none of it depends on
+    the device, so the band's step times (``estimate.step_band``) reuse the plan's (kept in ``shared``, per
     form)."""
     memo = shared.setdefault(CHUNK_HOLDINGS, {})
     key = (id(form), j)
     got = memo.get(key)  # type: ignore[union-attr]
     if got is not None and got[0] is form:
         return got[1]
+    rows = []
     elements = [0.0] * 6
-    static = states = layers = params = grads = 0.0
+    model = hardware = static = states = layers = params = grads = 0.0
     f = ctx.r.flags
     bc, bp = ctx.r.widths.c, ctx.r.widths.p
     for k, n in form.counts[j]:
         item, with_head = form.keys[k]
         cost = ctx.pricer.cost(item, with_head)
+        row = Row(item, j, cost, with_head)
+        kept = row_key(row)
+        rows.append((n, kept, row))
+        flops = kept_flops(ctx, row, kept)
+        model, hardware = model + n * flops.model, hardware + n * flops.hardware
         local, st = cost.local, cost.static
         for i, value in enumerate((local.trainable_dense, local.trainable_expert, gather_bytes(local, f, bc, 1, 0),
                                    gather_bytes(local, f, bc, 0, 1), gather_trainable_bytes(local, f, bp, 1, 0),
@@ -169,7 +189,7 @@ def chunk_holdings(ctx: TimeContext, form: StageForm, j: int, shared: dict) -> H
         params, grads = params + n * st.parameters, grads + n * st.gradients
         if item.kind not in NOT_LAYERS:
             layers = layers + n
-    held = Holdings(tuple(elements), static, states, layers, params, grads)
+    held = Holdings(tuple(rows), model, hardware, tuple(elements), static, states, layers, params, grads)
     memo[key] = (form, held)  # type: ignore[index]
     return held
 
@@ -201,17 +221,28 @@ def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes]) -> S
     cB = [c.B for c in chunks]
     cW = [c.W for c in chunks]
     cR = [c.Rc for c in chunks]
-    comm = {kind: _total(chunks, lambda c, kind=kind: c.comm.get(kind, 0.0)) for kind in COMM_KINDS}
-    comp = {"fwd": _total(chunks, lambda c: c.fwd), "bwd": _total(chunks, lambda c: c.bwd),
-            "recompute": _total(chunks, lambda c: c.recompute)}
-    exp_pp = 1 - k.o_pp
+    # the chunks' totals, each summed in chunk order from 0.0 (one pass over the chunks, not one per total)
+    comm: dict[str, Num] = dict.fromkeys(COMM_KINDS, 0.0)
+    fwd = bwd = rec = model = hardware = static = states = params = grads = layers = 0.0
+    elements: list[Num] = [0.0] * 6
+    for c in chunks:
+        for kind in COMM_KINDS:
+            comm[kind] = comm[kind] + c.comm.get(kind, 0.0)
+        fwd, bwd, rec = fwd + c.fwd, bwd + c.bwd, rec + c.recompute
+        model, hardware = model + c.model_flops, hardware + c.hardware_flops
+        static, states, layers = static + c.static, states + c.states, layers + c.layers
+        params, grads = params + c.params, grads + c.grads
+        for i in range(6):
+            elements[i] = elements[i] + c.elements[i]
+    comp = {"fwd": fwd, "bwd": bwd, "recompute": rec}
+    send = (1 - k.o_pp) * C.pp_boundary(ctx.M_p, ctx.pp)
+    hand_overs = stage_sends(r.flags.schedule, r.par.p, r.par.vp)[stage]
     for j in range(len(chunks)):
-        n_fwd, n_bwd = pp_sends(r, stage, j)
-        send = exp_pp * C.pp_boundary(ctx.M_p, ctx.pp)
+        n_fwd, n_bwd = hand_overs[j]
         cF[j] = cF[j] + n_fwd * send
         cB[j] = cB[j] + n_bwd * send
         comm["pp"] = comm["pp"] + (n_fwd + n_bwd) * send
-    dp = _dp(ctx, [_total(chunks, lambda c, i=i: c.elements[i]) for i in range(6)])
+    dp = _dp(ctx, elements)
     fs_f, fs_b = (1 - k.o_fsdp) * dp.per_mb_fwd, (1 - k.o_fsdp) * dp.per_mb_bwd
     if chunks:  # per-micro-batch parameter gathers and reduce-scatters ride with the first chunk's passes
         cF[0] = cF[0] + fs_f
@@ -219,26 +250,17 @@ def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes]) -> S
     comm["fsdp"] = fs_f + fs_b
     if r.flags.feat.offload_params:  # [T-COMM.offload_params] shards copied in before each gather, gradients out
         host = r.hardware.host_link_bandwidth
-        params, grads = _total(chunks, lambda c: c.params), _total(chunks, lambda c: c.grads)
         regather = r.flags.reshard_after_forward or r.flags.sharding_mode == "zero3"
         h_f = (1 - k.o_fsdp) * params / host
         h_b = (1 - k.o_fsdp) * ((params if regather else 0.0) + grads) / host
         if chunks:
             cF[0], cB[0] = cF[0] + h_f, cB[0] + h_b
         comm["host"] = comm["host"] + h_f + h_b
-    comm["dp"] = exposed_dp(ctx, dp, comp, _total(chunks, lambda c: c.layers))
-    optimizer = optimizer_time(ctx, _total(chunks, lambda c: c.static), _total(chunks, lambda c: c.states))
+    comm["dp"] = exposed_dp(ctx, dp, comp, layers)
+    optimizer = optimizer_time(ctx, static, states)
     return StageTimes(F=sum(cF), B=sum(cB), W=sum(cW), Rc=sum(cR), chunk_F=tuple(cF), chunk_B=tuple(cB),
                       chunk_W=tuple(cW), chunk_Rc=tuple(cR), comm=comm, compute=comp, optimizer=optimizer,
-                      model_flops=_total(chunks, lambda c: c.model_flops),
-                      hardware_flops=_total(chunks, lambda c: c.hardware_flops))
-
-
-def _total(chunks: Sequence[ChunkTimes], get) -> Num:
-    out: Num = 0.0
-    for c in chunks:
-        out = out + get(c)
-    return out
+                      model_flops=model, hardware_flops=hardware)
 
 
 def exposed_dp(ctx: TimeContext, dp: C.DPTimes, compute: dict[str, Num], layers: Num) -> Num:
