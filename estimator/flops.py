@@ -230,11 +230,12 @@ def selective_flops(c: FlopContext, kind: str, option: str) -> Num:
     return out
 
 
-def _assemble(fwd_mm: Num, fwd_core: Num, c: FlopContext, frozen: bool, rc: Num, backward: bool = True) -> RowFlops:
+def _assemble(fwd_mm: Num, fwd_core: Num, c: FlopContext, frozen: bool, rc: Num, backward: bool = True,
+              rc_attn: Num = 0.0) -> RowFlops:
     if not backward:
-        return RowFlops(fwd_mm=fwd_mm, fwd_attn=fwd_core)
+        return RowFlops(fwd_mm=fwd_mm, fwd_attn=fwd_core, rc_attn=rc_attn)
     return RowFlops(fwd_mm=fwd_mm, fwd_attn=fwd_core, bwd_mm=fwd_mm, bwd_attn=c.bwd_attn * fwd_core,
-                    wgrad_mm=0.0 if frozen else fwd_mm, rc=rc)
+                    wgrad_mm=0.0 if frozen else fwd_mm, rc=rc, rc_attn=rc_attn)
 
 
 def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tuple | None = None) -> RowFlops:
@@ -271,7 +272,7 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
                        wgrad_mm=0.0 if frozen else adapters, rc=rc, fwd_fp8=eight, bwd_fp8=eight, rc_fp8=rc8,
                        rc_attn=rc_core)
         return _repeated_head(out, c, 2) if kind == MTP else out
-    out = replace(_assemble(mm, core, c, frozen, rc), rc_attn=rc_core)
+    out = _assemble(mm, core, c, frozen, rc, rc_attn=rc_core)
     if kind == MTP:
         out = _repeated_head(out, c, 2 if frozen else 3)
     if not c.flags.feat.fp8_on:
