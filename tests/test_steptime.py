@@ -265,9 +265,9 @@ def test_shared_stages_and_chunks_equal_each_priced_alone(model, strategy, frame
     step times reuse what the chunks hold (``CHUNK_HOLDINGS``): every stage equals its own assembly from fresh
     chunk times, and each band end equals a step timed from scratch on the device at that end."""
     from estimator.assembly.form import stage_plan
-    from estimator.estimate import step_band
+    from estimator.estimate import _band_end, step_band
     from estimator.rowtime import TimeContext
-    from estimator.steptime import chunk_times, stage_times
+    from estimator.steptime import chunk_times, stage_times, timed_stages
 
     r = resolve(model, strategy, H100, RunOptions(framework=framework))
     layout = build_layout(layout_inputs(r))
@@ -287,6 +287,12 @@ def test_shared_stages_and_chunks_equal_each_priced_alone(model, strategy, frame
     pricer = StagePricer(r, layout)
     step_time(pricer)  # as estimate: the plan's step first, then its band from what that kept
     assert step_band(pricer) == tuple(fresh)
+    # what the chunks hold (their rows, FLOP totals, elements, static bytes) is kept from the plan's device:
+    # each band end's stages, every field, equal those timed from scratch on that device
+    for end in ("high", "low"):
+        kept = timed_stages(pricer, hardware=_band_end(pricer, end)).stages
+        alone = step_time(StagePricer(dataclasses.replace(r, hardware=H100.at_band(end)), layout)).stages
+        assert kept == alone
 
 
 # ----------------------------------------------------------------------------------------- T-UPSTREAM
