@@ -38,6 +38,11 @@ Quiet machine, third session's close (main 2fe605e, load 0.5–0.7, min/median):
 (DeepSeek-V3) and 0.196/0.199 (Llama-3-70B), micro-batch edit 0.165/0.175 and 0.196/0.212, undo 0.174/0.202 and
 0.212/0.250; tp, pp and recompute edits 1.60–2.25/1.78–2.39 ms (goal missed: stages assembled one by one); cold
 first estimate median 11.3 and 59.4 ms.
+Step time, fourth session (2026-12-02, against main 494e94f, load 6.3–6.9, three runs each alternating, min CPU ms
+through the session): DeepSeek-V3 tp 2.42–3.91 (main 2.56–2.69), pp 2.49–3.96 (2.35–2.78), Llama-3-70B tp
+3.02–3.46 (3.47–3.76) — within the noise of a machine running four test suites; the step part alone (step_time
+and step_band after an edit, min of 300) went 0.79 → 0.66 ms (DeepSeek-V3 tp) and 0.52 → 0.43 ms (Llama-3-70B
+tp), P-SCALAR-SPEED "Fourth session — step time".
 """
 
 from __future__ import annotations
