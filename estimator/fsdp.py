@@ -110,12 +110,10 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
 
 
 def accumulates(pricer: StagePricer) -> int | None:
-    """Whether a step accumulates gradients over micro-batches, ``gt(m·n_acc, 1)``: all a walk reads of the
-    micro-batch count and the accumulation steps; None over arrays of candidates."""
-    m, n_acc = pricer.r.par.m, pricer.r.par.n_acc
-    if type(m) is int and type(n_acc) is int:  # one plan (asked for every stage of every estimate)
-        return 1 if m * n_acc > 1 else 0
-    return None if is_array(m, n_acc) else gt(m * n_acc, 1)  # type: ignore[return-value]
+    """The key part of ``Par.accumulates`` (whether a step accumulates gradients, the value ``_stage`` reads): all a
+    walk reads of the micro-batch count and the accumulation steps; None over arrays of candidates (not kept)."""
+    par = pricer.r.par
+    return None if is_array(par.m, par.n_acc) else par.accumulates  # type: ignore[return-value]
 
 
 def _walk_store(pricer: StagePricer) -> tuple[dict, int | None]:
@@ -309,7 +307,7 @@ def _stage(pricer: StagePricer, rows: list[Row]) -> _Stage:
 
     # gradients (D51): progressive sharded gradients of the units whose post-backward has run; with
     # accumulation every unit holds them (sync every micro-batch: sharded; deferred: unsharded β_rd·E_u)
-    acc = gt(par.m * par.n_acc, 1)
+    acc = par.accumulates
     held_all = sum(w.g * x / os for x in units) if f.fsdp_sync else sum(brd * x for x in units)
     reshard = f.reshard_after_forward
     res_base: Num = (0.0 if reshard else sum(gather_bytes(row.local, f, bc) for row in blocks)) + \

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .arr import Num, ceil_div, where
+from .arr import Num, ceil_div, gt, where
 from .dims import Dims
 from .errors import ModelSpecError
 from .features import Features, nf4_bytes, resolve_features, unpriced_warnings
@@ -136,6 +136,12 @@ class Par:
     def T(self) -> Num:
         """Tokens per device per micro-batch (per slice for Seq1F1B)."""
         return self.b * self.s / (self.cp * self.n_s)
+
+    @property
+    def accumulates(self) -> Num:
+        """1 when a step accumulates gradients over micro-batches (m·n_acc > 1), else 0: the one rule read by
+        γ of D5 (``static.grad_factor``), the FSDP2 walks (``fsdp._stage``) and their keys (``fsdp.accumulates``)."""
+        return gt(self.m * self.n_acc, 1)
 
 
 @dataclass(frozen=True)

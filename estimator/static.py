@@ -192,7 +192,7 @@ def grad_factor(f: Flags, par: Par) -> Num:
     """γ of D5 for the non-FSDP2 paths: upstream_rule holds gradients only when p > 1 or the run
     accumulates (m·n_acc > 1); persistent (and progressive outside FSDP2) always."""
     if f.persistence == "upstream_rule":
-        return maximum(gt(par.p, 1), gt(par.m * par.n_acc, 1))
+        return maximum(gt(par.p, 1), par.accumulates)
     return 1
 
 
