@@ -15,6 +15,7 @@ from . import params as P
 from .activations import FROZEN_SUFFIX, ActivationTable, ClassSums, combine
 from .activations import ZERO as ZERO_SUMS
 from .arr import Num, gt, maximum, minimum, where
+from .attention_mask import mask_bytes
 from .device.overlap import mc2_workspace
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item, Layout
 from .resolve import Resolved, routed_tokens, shard_divisors, t_head, t_vocab, v_pad
@@ -368,7 +369,7 @@ class StagePricer:
         the s/cp rows of its context-parallel rank and holds them through the micro-batch's forward. Returns (the
         kept mask b·(s/cp)·s, and what the fetch holds while it slices: b·s·s + b·(s/cp)·s with cp > 1, else 0)."""
         par = self.r.par
-        kept = par.b * (par.s / par.cp) * par.s
+        kept = mask_bytes(par.b, par.s, par.cp)
         return kept, (par.b * par.s * par.s + kept) * gt(par.cp, 1)
 
     def vision_forward_working(self) -> float:

@@ -130,6 +130,16 @@ def test_mindspeeds_dataloader_mask_is_said_where_mindspeed_llm_builds_it(capsys
     assert not [t for t in said(capsys, packed) if "attention mask" in t]
 
 
+def test_mindspeeds_dataloader_mask_is_not_divided_by_cp(tmp_path):
+    """MindSpeed's get_batch_on_this_cp_rank skips the attention mask for the causal ring and the Ulysses
+    algorithms (unlike Megatron-LM's, which keeps s/cp rows): at cp 2 every rank still holds 1×1×4096×4096 = 16 MiB."""
+    for algo in ("megatron_cp_algo", "ulysses_cp_algo"):
+        flags = f"--tokenizer-padding-side left --context-parallel-size 2 --context-parallel-algo {algo}"
+        path = adding(tmp_path, flags, name=f"{algo}.sh")
+        texts = [w.text for w in parse([path]).warnings if "attention mask" in w.text]
+        assert len(texts) == 1 and "1×1×4096×4096, 16 MiB)" in texts[0], texts
+
+
 def test_the_new_statements_are_said_in_chinese(tmp_path):
     path = without(tmp_path, "--mla-fa-without-pad")
     zh = [w.localized(CHINESE) for w in parse([path]).warnings if "--mla-fa-without-pad" in w.text]

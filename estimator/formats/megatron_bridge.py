@@ -24,6 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..attention_mask import mask_bytes
 from ..errors import ConfigError
 from ..limits import short_repr
 from ..messages import Message, msg
@@ -291,7 +292,7 @@ def _dataset_mask(out: Collector, fl: BridgeArgs, dataset: Any) -> None:
         out.warn("W-UNMODELLED", msg("W-UNMODELLED.bridge-attention-mask"))
         return
     out.warn("W-UNMODELLED", msg("W-UNMODELLED.bridge-attention-mask.sized", b=micro, rows=seq // cp, s=seq,
-                                 size=fmt_bytes(micro * (seq // cp) * seq)))
+                                 size=fmt_bytes(mask_bytes(micro, seq, cp))))
 
 
 @cache

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from ..attention_mask import mask_bytes
 from ..errors import ConfigError
 from ..messages import Text, msg
 from ..units import fmt_bytes
@@ -138,7 +139,7 @@ def read_dataloader_mask(fl: FlagQueries, out: Collector, dialect: str) -> None:
     except ConfigError:  # a malformed value is the readers' to report
         return
     if local and not fl.has("--use-flash-attn") and out.values.get("strategy.flash_attention") is not True:
-        size = fmt_bytes(micro * (seq // cp) * seq) if seq else "b·(s/cp)·s"
+        size = fmt_bytes(mask_bytes(micro, seq, cp)) if seq else "b·(s/cp)·s"
         out.warn("W-UNMODELLED", msg("W-UNMODELLED.megatron-attention-mask.saved", size=size))
 
 

@@ -5,6 +5,7 @@ that change neither memory nor time are in ``megatron_vocab.yaml`` under the cat
 
 from __future__ import annotations
 
+from ..attention_mask import mask_bytes
 from ..errors import ConfigError
 from ..messages import Text, msg
 from ..units import fmt_bytes
@@ -104,7 +105,13 @@ def _dataloader_mask(fl: FlagQueries) -> list[EstimateWarning]:
     then ``get_batch_on_this_tp_rank`` (training/utils.py) puts each micro-batch's b×1×s×s boolean mask on the
     devices of the first and last pipeline stages (every stage with --reset-position-ids). Fine-tuning (``--stage
     sft``, tasks/posttrain/sft/sft_trainer.py) builds it on every stage with ``get_tune_attention_mask`` unless
-    --reset-position-ids packs the documents. Not priced: said."""
+    --reset-position-ids packs the documents. Not priced: said, with the whole mask's size: MindSpeed's
+    ``get_batch_on_this_cp_rank`` (mindspeed/utils.py in 2.1.0; core/context_parallel/get_batch_utils.py later)
+    skips the ``attention_mask`` key for the causal ring, Ulysses and hybrid algorithms, so unlike Megatron-LM's
+    (b×1×(s/cp)×s) every context-parallel rank keeps b×1×s×s. Only the ``general`` mask type under the ring or hybrid
+    algorithm slices it to its s/cp rows (cut into cp column pieces); whether the whole mask is then freed depends
+    on the version (MindSpeed-LLM's later get_batch_utils.py keeps it through ``set_attention_mask``), so there the
+    size said is the larger figure, not divided by cp."""
     position = (fl.text("--position-embedding-type") or "").lower()
     why = [flag for flag, on in (
         ("--reset-attention-mask --attention-mask-type general", fl.has("--reset-attention-mask") and
@@ -123,8 +130,9 @@ def _dataloader_mask(fl: FlagQueries) -> list[EstimateWarning]:
     if seq is None:
         return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.mindspeed-attention-mask", why="; ".join(why),
                                                     where=where))]
+    size = fmt_bytes(mask_bytes(micro, seq, 1))  # cp 1: MindSpeed's context parallelism keeps the whole mask
     return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.mindspeed-attention-mask.sized", why="; ".join(why),
-                                                where=where, b=micro, s=seq, size=fmt_bytes(micro * seq * seq)))]
+                                                where=where, b=micro, s=seq, size=size))]
 
 
 def said_absent(flag: str, effect: Text) -> EstimateWarning:
