@@ -44,6 +44,14 @@ def allocator_kind(r: Resolved) -> tuple[str, AllocatorConfig, Message]:
     return allocator_kind_for(r.flags.framework, r.options.alloc_conf)
 
 
+def replays_allocator(r: Resolved) -> bool:
+    """Whether a plan's allocator slack comes from replaying its stages' traces [D-SLACK]: not under a static pool
+    (MindSpore's) nor where the plan is priced with a given slack per dynamic byte (``options.allocator_slack_ratio``:
+    the search's candidates, the balancer). Read by ``device.stages`` (which stages to replay), ``stage_terms.slack``
+    and ``stage_terms.terms_key`` (what a kept stage term depends on)."""
+    return r.options.allocator_slack_ratio is None and allocator_kind(r)[0] != "static"
+
+
 @lru_cache(maxsize=64)
 def allocator_kind_for(framework: str, alloc_conf: str | None) -> tuple[str, AllocatorConfig, Message]:
     """``allocator_kind`` of a framework and alloc_conf (kept: every stage term of every stage asks, and the answer
@@ -201,4 +209,4 @@ def calibrated_options(r: Resolved) -> RunOptions:
 
 __all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "HashedOnce", "allocator_kind", "allocator_kind_for",
            "allocator_slack", "calibrated_options", "collector_paused", "forget_replays", "replayed_slack",
-           "stage_events"]
+           "replays_allocator", "stage_events"]

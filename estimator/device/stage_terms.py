@@ -29,7 +29,7 @@ from .communicators import (
     nvls_rule,
     rank_groups,
 )
-from .memory import DEFAULT_CONTEXT, allocator_kind, allocator_slack, calibrated_options
+from .memory import DEFAULT_CONTEXT, allocator_kind, allocator_slack, calibrated_options, replays_allocator
 from .workspaces import LibraryWorkspaces, library_workspaces, uses_transformer_engine
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ def slack(view: StageView) -> Num:
     pricer = view.pricer
     vector = is_array(r.par.d, r.par.t, r.par.cp, r.par.b, r.par.m, view.dynamic)
     replayed = pricer.memo.get(REPLAYED) if pricer is not None and not vector else None
-    exact = kind != "static" and ratio is None and pricer is not None and not vector and \
+    exact = replays_allocator(r) and pricer is not None and not vector and \
         (replayed is None or view.stage in replayed)
     band: tuple[float, float, float] | None = None
     entry: tuple | None = None  # the replayed stages' ratio this stage takes
@@ -241,9 +241,9 @@ def terms_key(pricer: StagePricer, stage: int) -> tuple | None:
     r = pricer.r
     if is_array(r.par.m, r.par.d, r.par.t, r.par.p):
         return None
-    kind, config, _source = allocator_kind(r)
-    if kind == "static" or r.options.allocator_slack_ratio is not None:
+    if not replays_allocator(r):
         return ()
+    config = allocator_kind(r)[1]
     replayed = pricer.memo.get(REPLAYED)
     if replayed is None or stage in replayed:
         from ..stage import stage_rows

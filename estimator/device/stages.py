@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..messages import msg
-from .memory import allocator_kind
+from .memory import replays_allocator
 from .stage_terms import REPLAYED, STAGE_RATIO
 from .trace_key import say_trace_plan
 
@@ -74,7 +74,7 @@ def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> t
 
     p = len(points)
     r = pricer.r
-    unreplayed = r.options.allocator_slack_ratio is not None or allocator_kind(r)[0] == "static"
+    unreplayed = not replays_allocator(r)
     if not unreplayed:
         say_trace_plan(pricer)  # its replayed stages' traces are kept for the next estimate
     if p <= REPLAY_ALL or unreplayed:
