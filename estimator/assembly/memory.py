@@ -53,9 +53,9 @@ class ChunkSums:
     host: dict[str, Num] | None = None  # HOST_TERMS id → Σ over the chunk's rows (host memory)
 
 
-@dataclass(frozen=True, slots=True)
-class StageMemory:
-    """A stage assembled: its categories, total and optimizer-step peak, and where its peak sits."""
+class StageMemory(NamedTuple):
+    """A stage assembled: its categories, total and optimizer-step peak, and where its peak sits (a NamedTuple:
+    every stage of every estimate makes one, and a frozen dataclass takes several times as long to make)."""
 
     categories: dict[str, Num]
     total: Num
@@ -139,10 +139,12 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
     costs = [v[-1] for v in values]
     pairs = form.counts[j]
     width = len(terms.ROW_TERMS)
-    by_term = {t.id: _lin(pairs, [v[i] for v in values]) for i, t in enumerate(terms.ROW_TERMS)}
-    at_step = {t.id: _lin(pairs, [v[width + i] for v in values]) for i, t in enumerate(terms.ROW_TERMS)}
+    # per value: its column over the keys (a form without keys: empty columns)
+    cols = list(zip(*values, strict=True)) if values else [()] * (2 * width + 2 + len(terms.HOST_TERMS))
+    by_term = {t.id: _lin(pairs, cols[i]) for i, t in enumerate(terms.ROW_TERMS)}
+    at_step = {t.id: _lin(pairs, cols[width + i]) for i, t in enumerate(terms.ROW_TERMS)}
     act = _lin(pairs, [c.act for c in costs])
-    host = {t.id: _lin(pairs, [v[2 * width + 2 + i] for v in values]) for i, t in enumerate(terms.HOST_TERMS)}
+    host = {t.id: _lin(pairs, cols[2 * width + 2 + i]) for i, t in enumerate(terms.HOST_TERMS)}
     # [W-BWD] the walk's positions, last row first; the first strict maximum names the position
     work: Num = 0.0
     work_at = -1
@@ -165,7 +167,7 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
     transient: Num = 0.0
     transient_at = -1
     if f.comm_buffer_mode == "upstream_sum":
-        transient = _lin(pairs, [v[2 * width] for v in values])
+        transient = _lin(pairs, cols[2 * width])
     else:
         for k, n in pairs:
             value = _present(n, costs[k].transient)
@@ -301,6 +303,7 @@ class Tensors(NamedTuple):
     working: Num
     transient: Num
     where: dict[str, Any]
+    held: ChunkTotals  # chunk_totals(pricer, chunks): what _finish adds besides
 
 
 def combine(pricer: StagePricer, stage: int, chunks: Sequence[ChunkSums], points: Sequence[Any],
@@ -331,10 +334,12 @@ def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence
         work = [w + where(vision, fwd, 0.0) for w in work]
     counts, working, point = peak_point(points, [c.act for c in chunks], work, memo)
     transient, transient_from = _stage_transient(f.comm_buffer_mode, chunks)
-    cat = {name: 0.0 for name in CATEGORIES}
+    cat = dict.fromkeys(CATEGORIES, 0.0)
     held = chunk_totals(pricer, chunks)
+    rows = held.rows
     for term in terms.ROW_TERMS:
-        cat[term.category] = cat[term.category] + held.rows[term.id]
+        name = term.category
+        cat[name] = cat[name] + rows[term.id]
     acts: Num = 0.0
     for n, c in zip(counts, chunks, strict=True):
         acts = acts + n * c.act
@@ -343,7 +348,7 @@ def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence
     cat["working_overhead"] = cat["working_overhead"] + working
     return Tensors(cat, chunks, tuple(counts), working, transient,
                    {"point": point, "transient_from": transient_from,
-                    "working_from": working_from[points[point].backward_chunk] if point >= 0 else (-1, -1)})
+                    "working_from": working_from[points[point].backward_chunk] if point >= 0 else (-1, -1)}, held)
 
 
 def _stage_transient(mode: str, chunks: Sequence[ChunkSums]) -> tuple[Num, tuple[int, int]]:
@@ -398,8 +403,7 @@ def chunk_totals(pricer: StagePricer, chunks: Sequence[ChunkSums]) -> ChunkTotal
 
 def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
     """The stage terms, the total (M-STAGE) and the optimizer-step peak [S-OPT]."""
-    cat, chunks, counts, working, transient = dict(tensors.categories), tensors.chunks, tensors.counts, \
-        tensors.working, tensors.transient
+    cat, chunks = dict(tensors.categories), tensors.chunks
     r = pricer.r
     groups = process_groups(r, stage, pricer.memo)
     at_step: Num = 0.0
@@ -407,8 +411,10 @@ def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
     for term in terms.STAGE_TERMS:
         view = StageView(r, stage, dict(cat), groups, pricer)
         value = term.value(view)
-        cat[term.category] = cat[term.category] + value
-        at_step = at_step + (value if term.at_optimizer_step is None else term.at_optimizer_step(view))
+        name = term.category
+        cat[name] = cat[name] + value
+        step = term.at_optimizer_step
+        at_step = at_step + (value if step is None else step(view))
         added.append((value, view))
     total: Num = 0.0
     for name in CATEGORIES:
@@ -418,11 +424,12 @@ def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
         cat = {name: value if (value.shape if isinstance(value, np.ndarray) else ()) == total.shape else value + zeros
                for name, value in cat.items()}
     # [S-OPT] what the rows hold at the optimizer step, the optimizer's temporaries, the stage terms' part
-    held = chunk_totals(pricer, chunks)
-    opt_peak = held.step + held.temps + at_step
-    return StageMemory(categories=cat, total=total, optimizer_step_peak=opt_peak, counts=tuple(counts),
-                       working=working, transient=transient, groups=groups, stage_terms=tuple(added),
-                       host=_host(chunks, counts, held), **tensors.where)
+    held = tensors.held
+    where = tensors.where
+    return StageMemory(cat, total, held.step + held.temps + at_step, tensors.counts, tensors.working,
+                       tensors.transient, groups, tuple(added), where.get("point", -1),
+                       where.get("working_from", (-1, -1)), where.get("transient_from", (-1, -1)),
+                       where.get("instant"), _host(chunks, tensors.counts, held))
 
 
 def _host(chunks: Sequence[ChunkSums], counts: Sequence[Num], held: ChunkTotals) -> dict[str, Num]:
@@ -569,7 +576,7 @@ def _tensors(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[
     best = peak.best
     cat["gradients"], cat["activations"] = best.gradients, best.activations
     cat["communication_buffers"], cat["working_overhead"] = best.comm, best.working
-    return Tensors(cat, chunks, tuple(peak.counts), best.working, best.comm, {"instant": peak})
+    return Tensors(cat, chunks, tuple(peak.counts), best.working, best.comm, {"instant": peak}, held)
 
 
 __all__ = ["CATEGORIES", "INSTANT_CATEGORIES", "ChunkSums", "Point", "StageMemory", "chunk_sums", "combine",

@@ -217,17 +217,20 @@ def slack(view: StageView) -> Num:
             band = (float(value), float(value) * low_rel, float(value) * high_rel)
     factor = opts.allocator_slack_factor
     fraction = opts.allocator_slack_fraction
-    scale = (lambda x: x * factor) if factor is not None else (lambda x: x)
     extra = fraction * _tensors(view) if fraction is not None else 0.0
-    value = scale(value) + extra
+    value = (value if factor is None else value * factor) + extra
     if said:
-        low, high = (band[1], band[2]) if band else (value, value)
-        pricer.memo[("device", view.stage)] = {  # type: ignore[union-attr]
-            "allocator": kind, "allocator_slack_low": float(scale(low) + extra),
-            "allocator_slack_high": float(scale(high) + extra),
-            "allocator_source": _allocator_said(source, kind == "static" or exact, entry, ratio),
-            "allocator_replayed": exact,
-            **({"calibration": r.options.calibration} if r.options.calibration else {})}
+        if band:
+            low, high = (band[1], band[2]) if factor is None else (band[1] * factor, band[2] * factor)
+            low, high = low + extra, high + extra
+        else:  # the value as scaled above, scaled again (a stage priced by a ratio states no band of its own)
+            low = high = (value if factor is None else value * factor) + extra
+        note = {"allocator": kind, "allocator_slack_low": float(low), "allocator_slack_high": float(high),
+                "allocator_source": _allocator_said(source, kind == "static" or exact, entry, ratio),
+                "allocator_replayed": exact}
+        if r.options.calibration:
+            note["calibration"] = r.options.calibration
+        pricer.memo[("device", view.stage)] = note  # type: ignore[union-attr]
     return value
 
 
