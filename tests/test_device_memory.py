@@ -74,20 +74,20 @@ def test_equal_free_blocks_go_lowest_address_first_at_any_size() -> None:
         a = CachingAllocator()
         for handle in range(4):
             a.malloc(handle, 40 * unit)   # four segments of the same size
-        addr = [a._live[h].addr for h in range(4)]
+        addr = [a.address(h) for h in range(4)]
         assert addr == sorted(addr) and len(set(addr)) == 4
         a.free(2)
         a.free(0)
         a.free(3)
         a.malloc(4, 30 * unit)            # three equal free blocks: the lowest address, split
-        assert a._live[4].addr == addr[0]
+        assert a.address(4) == addr[0]
         a.malloc(5, 40 * unit)            # the 10-unit remainder does not fit: the next lowest
         a.malloc(6, 40 * unit)
-        assert (a._live[5].addr, a._live[6].addr) == (addr[2], addr[3]) and a.reserved == 160 * unit
+        assert (a.address(5), a.address(6)) == (addr[2], addr[3]) and a.reserved == 160 * unit
         for handle in (1, 4, 5, 6):
             a.free(handle)
         a.malloc(7, 40 * unit)            # the split block merged back whole: the lowest address again
-        assert a._live[7].addr == addr[0] and a.allocated == 40 * unit and a.reserved == 160 * unit
+        assert a.address(7) == addr[0] and a.allocated == 40 * unit and a.reserved == 160 * unit
 
 
 def test_freed_neighbours_merge_and_streams_do_not_share() -> None:

@@ -24,6 +24,7 @@ same source):
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
 from dataclasses import dataclass
 
@@ -46,14 +47,12 @@ class AllocatorConfig:
 
 
 class _Block:
-    __slots__ = ("addr", "allocated", "key", "mapped", "next", "pool", "prev", "size")
+    __slots__ = ("addr", "avail", "key", "next", "pool", "prev", "size")
 
-    def __init__(self, addr: int, size: int, pool: _Pool, prev: _Block | None = None,
-                 next: _Block | None = None, mapped: bool = True) -> None:
+    def __init__(self, addr: int, size: int, pool: _Pool | None, prev: _Block | None, next: _Block | None) -> None:
         self.addr, self.size, self.pool = addr, size, pool
-        self.allocated = False
-        self.mapped = mapped
         self.prev, self.next = prev, next
+        self.avail = False  # free and mapped: a neighbour a freed block merges with
         self.key = 0  # while free: its key in the pool's sorted list
 
 
@@ -62,16 +61,17 @@ class _Block:
 # a pool: its blocks never overlap (segments take consecutive address ranges, an expandable segment maps pages at
 # its end). Addresses stay below 2**_KEY_SHIFT: the bytes a replay reserves in all (far beyond any device).
 _KEY_SHIFT = 128
+_NEVER = math.inf  # the split minimum of a request whose remainder is never split off (no remainder reaches it)
 
 
 class _Pool:
     __slots__ = ("blocks", "free", "mapped_end", "reserved", "small", "tail")
 
-    def __init__(self, small: bool) -> None:
+    def __init__(self, small: bool, tail: _Block) -> None:
         self.small = small
         self.free: list[int] = []              # the free blocks' keys, sorted
         self.blocks: dict[int, _Block] = {}    # key → free block
-        self.tail: _Block | None = None        # expandable: the unmapped tail block
+        self.tail = tail                       # expandable: the unmapped tail block; else one linked to no block
         self.mapped_end = 0
         self.reserved = 0
 
@@ -94,13 +94,56 @@ def allocation_size(size: int) -> int:
     return -(-size // ROUND_LARGE) * ROUND_LARGE
 
 
+@dataclass(frozen=True, eq=False)
+class Program:
+    """A trace's events as the replay loop reads them (``compile_events``): one integer per event — ``+slot`` a
+    request, ``-slot`` the free of the block that request got, ``0`` a ``step`` — and each slot's request as an
+    index into the trace's distinct requests ``(bytes, stream, transient)`` (a stage's trace has a few dozen).
+    What a scale and an allocator configuration make of a request (its rounded size, its pool, whether a remainder
+    is split off) is then worked out once per distinct request instead of once per event. A trace's program is
+    made once and serves all its replays (``device.memory`` keeps it with the trace)."""
+
+    codes: list[int]
+    requests: tuple[tuple[float, int, bool], ...]
+    request_of: list[int]  # slot → index into ``requests`` (slot 0 unused: 0 is a step)
+
+
+def compile_events(events: list[tuple] | tuple, slot_of: dict[int, int] | None = None, first: int = 1) -> Program:
+    """The ``Program`` of a trace's events (``device.trace``); slots numbered from ``first``, and ``slot_of``
+    (handle → slot of its live block; updated) for frees of handles requested before these events. A free of a
+    handle that holds no block raises ``KeyError``, as the replay of the events themselves did."""
+    slot_of = {} if slot_of is None else slot_of
+    codes: list[int] = []
+    requests: dict[tuple[float, int, bool], int] = {}
+    request_of = [0] * first
+    add = codes.append
+    for ev in events:
+        kind = ev[0]
+        if kind == "f":
+            add(-slot_of.pop(ev[1]))
+        elif kind == "a":
+            slot = len(request_of)
+            slot_of[ev[1]] = slot
+            request = (ev[2], ev[3], bool(len(ev) > 4 and ev[4]))
+            index = requests.get(request)
+            if index is None:
+                index = requests[request] = len(requests)
+            request_of.append(index)
+            add(slot)
+        elif kind == "step":
+            add(0)
+    return Program(codes, tuple(requests), request_of)
+
+
 class CachingAllocator:
     """Replays ``malloc``/``free`` and keeps the peaks of allocated and reserved bytes.
 
     A replay runs tens of thousands of events per stage on every cold estimate and every edit that changes a
-    stage's tensors, so the events are run by one loop (``run``) with the common path (a free block that fits,
-    split, freed and merged back) written out in it and the allocator's fields held in local variables; ``malloc``
-    and ``free`` run one event through it."""
+    stage's tensors, so the events are first made a ``Program`` (what each distinct request becomes is worked out
+    once: its rounded size, pool, best-fit key and split minimum) and run by one loop (``_run``) with the common
+    path (a free block that fits, split, freed and merged back) written out in it, the allocator's fields held in
+    local variables, blocks found by slot in a list and segment ends marked by a block that is never free (no
+    ``None`` tests); ``malloc`` and ``free`` run one event through it."""
 
     def __init__(self, config: AllocatorConfig | None = None) -> None:
         self.config = config or AllocatorConfig()
@@ -111,7 +154,10 @@ class CachingAllocator:
         self.allocated = self.reserved = 0
         self.max_allocated = self.max_reserved = 0
         self._next_segment = 0  # the address of the next segment
-        self._live: dict[int, _Block] = {}
+        self._edge = _Block(0, 0, None, None, None)  # before a segment's first block, after its last: never free
+        self._no_tail = _Block(0, 0, None, None, None)  # a non-expandable pool's tail: no block's neighbour
+        self._slot_of: dict[int, int] = {}  # handle → the slot of its live block (``malloc``/``free``/``run``)
+        self._live: list[_Block | None] = [None]  # slot → its block
         self._started = False  # a ``step`` event was run: the next one closes a step
 
     # ------------------------------------------------------------------------------------------ public
@@ -121,102 +167,124 @@ class CachingAllocator:
     def free(self, handle: int) -> None:
         self.run((("f", handle),))
 
+    def address(self, handle: int) -> int:
+        """Where the block of a live tensor starts (the placement rules' tests)."""
+        return self._live[self._slot_of[handle]].addr  # type: ignore[union-attr]
+
     def run(self, events: list[tuple] | tuple, scale: float = 1.0) -> list[StepPeaks]:
         """Run a trace's events (``device.trace``: ``("a", handle, bytes, stream[, transient])``, ``("f",
         handle)``, ``("step", n)``), the transient tensors' bytes × ``scale``; the peaks of each step a ``step``
         event closes (peaks reset at each, as ``torch.cuda.reset_peak_memory_stats`` before each step)."""
-        scaled = scale != 1.0
-        divisions, limit, expandable = self._divisions, self._limit, self._expandable
-        pools, live = self.pools, self._live
+        return self._run(compile_events(events, self._slot_of, len(self._live)), scale)
+
+    def reset_peaks(self) -> None:
+        """``torch.cuda.reset_peak_memory_stats``: peaks restart from the current values."""
+        self.max_allocated, self.max_reserved = self.allocated, self.reserved
+
+    # ------------------------------------------------------------------------------------------ the loop
+    def _request(self, request: tuple[float, int, bool], scale: float) -> tuple[int, _Pool, int, float]:
+        """What a request becomes: its rounded size, its pool, its best-fit key (the smallest free-block key that
+        fits) and the least remainder that is split off."""
+        size, stream, transient = request
+        size = round_size(int(size * scale) if transient and scale != 1.0 else int(size), self._divisions)
+        small = size <= SMALL_SIZE
+        pool = self.pools.get(stream << 1 | small)
+        if pool is None:
+            pool = self.pools[stream << 1 | small] = _Pool(
+                small, _Block(0, _HUGE, None, self._edge, None) if self._expandable else self._no_tail)
+            pool.tail.pool = pool
+        limit = self._limit
+        if small or self._expandable:
+            split: float = MIN_BLOCK  # sizes are multiples of 512: any remainder
+        elif limit is None or size < limit:
+            split = SMALL_SIZE + 1  # the large pool: a remainder of more than 1 MiB
+        else:
+            split = _NEVER  # an oversize block is never split
+        return size, pool, size << _KEY_SHIFT, split
+
+    def _run(self, program: Program, scale: float) -> list[StepPeaks]:
+        table = [self._request(request, scale) for request in program.requests]
+        first = len(self._live)
+        spec = [table[i] for i in program.request_of[first:]]
+        spec[:0] = [None] * first  # type: ignore[list-item]
+        live = self._live
+        live.extend([None] * (len(spec) - first))
+        limit, expandable = self._limit, self._expandable
         allocated, max_allocated = self.allocated, self.max_allocated
         out: list[StepPeaks] = []
         spare: list[_Block] = []  # blocks merged into a neighbour, reused by the next split
-        for ev in events:
-            kind = ev[0]
-            if kind == "f":
-                block = live.pop(ev[1])
-                pool = block.pool
-                free, blocks = pool.free, pool.blocks
-                size = block.size
-                allocated -= size
-                block.allocated = False
-                prev, nxt = block.prev, block.next
-                if prev is not None and not prev.allocated and prev.mapped:  # merge with a free block before it
-                    key = prev.key
-                    del free[bisect_left(free, key)]
-                    del blocks[key]
-                    block.addr = prev.addr
-                    block.prev = before = prev.prev
-                    if before is not None:
-                        before.next = block
-                    size += prev.size
-                    spare.append(prev)
-                if nxt is not None and not nxt.allocated and nxt.mapped:  # and after it
-                    key = nxt.key
-                    del free[bisect_left(free, key)]
-                    del blocks[key]
-                    block.next = after = nxt.next
-                    if after is not None:
-                        after.prev = block
-                    size += nxt.size
-                    spare.append(nxt)
-                block.size = size
-                block.key = key = size << _KEY_SHIFT | block.addr
-                insort(free, key)
-                blocks[key] = block
-            elif kind == "a":
-                size = int(ev[2] * scale) if scaled and len(ev) > 4 and ev[4] else int(ev[2])
-                if divisions > 1 or size < MIN_BLOCK:
-                    size = round_size(size, divisions)
-                else:
-                    size = -(-size // MIN_BLOCK) * MIN_BLOCK
-                small = size <= SMALL_SIZE
-                pool = pools.get(ev[3] << 1 | small)
-                if pool is None:
-                    pool = pools[ev[3] << 1 | small] = _Pool(small)
+        for code in program.codes:
+            if code > 0:  # a request
+                size, pool, low, split = spec[code]
                 free = pool.free
                 n = len(free)
-                i = bisect_left(free, size << _KEY_SHIFT)  # the first free block at least this large: best fit
-                got: _Block | None = None
+                i = bisect_left(free, low)  # the first free block at least this large: best fit
                 if i < n:
                     blocks = pool.blocks
-                    tail = pool.tail
-                    while i < n:
-                        candidate = blocks[free[i]]
-                        if tail is not None and candidate.next is tail and i + 1 < n:
-                            i += 1  # the tail block can grow into new pages: a block that fits as it is comes first
-                            continue
-                        if limit is not None and (size < limit <= candidate.size or
-                                                  (size >= limit and candidate.size >= size + LARGE_BUFFER)):
-                            break  # an oversize block serves only requests near its size: a new segment instead
+                    got = blocks[free[i]]
+                    if got.next is pool.tail and i + 1 < n:
+                        # the tail block can grow into new pages: a block that fits as it is comes first
+                        i += 1
+                        got = blocks[free[i]]
+                    if limit is not None and (size < limit <= got.size or
+                                              (size >= limit and got.size >= size + LARGE_BUFFER)):
+                        # an oversize block serves only requests near its size: a new segment instead
+                        got = self._expand(pool, size) if expandable else self._new_segment(pool, size)
+                    else:
                         del blocks[free.pop(i)]
-                        got = candidate
-                        break
-                if got is None:
+                else:
                     got = self._expand(pool, size) if expandable else self._new_segment(pool, size)
                 remaining = got.size - size
-                if remaining >= MIN_BLOCK and (small or expandable or (  # split off the remainder
-                        remaining > SMALL_SIZE and (limit is None or size < limit))):
+                if remaining >= split:  # split off the remainder
                     nxt = got.next
                     if spare:  # a block object a merge let go: set every field, not a constructor call
                         rest = spare.pop()
-                        rest.addr, rest.size, rest.pool = got.addr + size, remaining, pool
-                        rest.prev, rest.next, rest.allocated, rest.mapped = got, nxt, False, True
+                        rest.addr, rest.size, rest.pool, rest.prev, rest.next = got.addr + size, remaining, pool, \
+                            got, nxt
                     else:
                         rest = _Block(got.addr + size, remaining, pool, got, nxt)
-                    if nxt is not None:
-                        nxt.prev = rest
+                    rest.avail = True
+                    nxt.prev = rest  # type: ignore[union-attr]
                     got.next = rest
                     got.size = size
                     rest.key = key = remaining << _KEY_SHIFT | rest.addr
                     insort(free, key)
                     pool.blocks[key] = rest
-                got.allocated = True
-                live[ev[1]] = got
+                got.avail = False
+                live[code] = got
                 allocated += got.size
                 if allocated > max_allocated:
                     max_allocated = allocated
-            elif kind == "step":
+            elif code:  # a free
+                block = live[-code]
+                pool = block.pool  # type: ignore[union-attr]
+                free, blocks = pool.free, pool.blocks
+                size = block.size  # type: ignore[union-attr]
+                allocated -= size
+                prev, nxt = block.prev, block.next  # type: ignore[union-attr]
+                if prev.avail:  # merge with a free block before it
+                    key = prev.key
+                    del free[bisect_left(free, key)]
+                    del blocks[key]
+                    block.addr = prev.addr  # type: ignore[union-attr]
+                    block.prev = before = prev.prev  # type: ignore[union-attr]
+                    before.next = block
+                    size += prev.size
+                    spare.append(prev)
+                if nxt.avail:  # and after it
+                    key = nxt.key
+                    del free[bisect_left(free, key)]
+                    del blocks[key]
+                    block.next = after = nxt.next  # type: ignore[union-attr]
+                    after.prev = block
+                    size += nxt.size
+                    spare.append(nxt)
+                block.size = size  # type: ignore[union-attr]
+                block.avail = True  # type: ignore[union-attr]
+                block.key = key = size << _KEY_SHIFT | block.addr  # type: ignore[union-attr]
+                insort(free, key)
+                blocks[key] = block  # type: ignore[assignment]
+            else:  # a step
                 if self._started:
                     out.append(StepPeaks(max_allocated, self.max_reserved))
                 max_allocated = allocated  # reset_peaks
@@ -224,10 +292,6 @@ class CachingAllocator:
                 self._started = True
         self.allocated, self.max_allocated = allocated, max_allocated
         return out
-
-    def reset_peaks(self) -> None:
-        """``torch.cuda.reset_peak_memory_stats``: peaks restart from the current values."""
-        self.max_allocated, self.max_reserved = self.allocated, self.reserved
 
     # ------------------------------------------------------------------------------------------ pools
     def _new_segment(self, pool: _Pool, size: int) -> _Block:
@@ -238,15 +302,14 @@ class CachingAllocator:
         pool.reserved += grant
         if self.reserved > self.max_reserved:
             self.max_reserved = self.reserved
-        return _Block(address, grant, pool)
+        return _Block(address, grant, pool, self._edge, self._edge)
 
     def _expand(self, pool: _Pool, size: int) -> _Block:
         """Map pages at the end of the stream's segment; a free block ending there grows into them."""
         page = SMALL_BUFFER if pool.small else LARGE_BUFFER
-        if pool.tail is None:
-            pool.tail = _Block(0, _HUGE, pool, mapped=False)
         tail = pool.tail
-        last = tail.prev if tail.prev is not None and not tail.prev.allocated else None
+        before = tail.prev
+        last = before if before.avail else None  # type: ignore[union-attr]
         have = last.size if last is not None else 0
         grow = -(-(size - have) // page) * page
         start = pool.mapped_end
@@ -261,9 +324,8 @@ class CachingAllocator:
             del pool.blocks[key]
             last.size += grow
             return last
-        block = _Block(start, grow, pool, tail.prev, tail)
-        if tail.prev is not None:
-            tail.prev.next = block
+        block = _Block(start, grow, pool, before, tail)
+        before.next = block  # type: ignore[union-attr]
         tail.prev = block
         return block
 
@@ -274,14 +336,16 @@ class StepPeaks:
     max_reserved: int
 
 
-def replay(events: list[tuple] | tuple, config: AllocatorConfig | None = None,
+def replay(events: list[tuple] | tuple | Program, config: AllocatorConfig | None = None,
            scale: float = 1.0) -> list[StepPeaks]:
     """Replay a trace (``device.trace``); the peaks of each step (peaks reset at each ``step`` event, as
-    ``torch.cuda.reset_peak_memory_stats`` before each step). ``scale`` multiplies the transient tensors."""
+    ``torch.cuda.reset_peak_memory_stats`` before each step). ``scale`` multiplies the transient tensors. A
+    ``Program`` (``compile_events``) of the trace replays as the trace."""
     alloc = CachingAllocator(config)
-    out = alloc.run(events, scale)
+    out = alloc._run(events, scale) if isinstance(events, Program) else alloc.run(events, scale)
     out.append(StepPeaks(alloc.max_allocated, alloc.max_reserved))
     return out
 
 
-__all__ = ["AllocatorConfig", "CachingAllocator", "StepPeaks", "allocation_size", "replay", "round_size"]
+__all__ = ["AllocatorConfig", "CachingAllocator", "Program", "StepPeaks", "allocation_size", "compile_events", "replay",
+           "round_size"]

@@ -28,7 +28,7 @@ from ..options import RunOptions
 from ..resolve import Resolved
 from ..stage import Row, StagePricer
 from ..units import GiB
-from .allocator import AllocatorConfig, replay
+from .allocator import AllocatorConfig, Program, compile_events, replay
 from .knobs import parse_alloc_conf
 from .trace import stage_ops, stage_trace
 from .workspaces import LibraryWorkspaces
@@ -99,12 +99,18 @@ def collector_paused() -> Iterator[None]:
 class HashedOnce(tuple):
     """A tuple that computes its hash once: a stage's allocation trace (tens of thousands of events, looked up by
     ``replayed_slack`` three times per replayed stage and estimate). Equal to the plain tuple of the same items,
-    with the same hash."""
+    with the same hash. It also makes its allocator ``Program`` once, for all its replays."""
 
     def __hash__(self) -> int:
         got = self.__dict__.get("hash")
         if got is None:
             got = self.__dict__["hash"] = tuple.__hash__(self)
+        return got
+
+    def program(self) -> Program:
+        got = self.__dict__.get("_program")
+        if got is None:
+            got = self.__dict__["_program"] = compile_events(self)
         return got
 
 
@@ -146,11 +152,11 @@ def replayed_slack(events: tuple, config: AllocatorConfig, scale: float) -> floa
     key = (config, tuple(map(type, (config.expandable_segments, config.max_split_size,
                                     config.roundup_power2_divisions))), scale, type(scale))
     with _EVENTS_LOCK:
-        results = _interned(events)[1]
+        trace, results = _interned(events)
         got = results.get(key)
     if got is None:
         with collector_paused():
-            steady = replay(events, config, scale)[-1]
+            steady = replay(trace.program(), config, scale)[-1]
         got = float(steady.max_reserved - steady.max_allocated)
         with _EVENTS_LOCK:
             results[key] = got
