@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import given, settings
+from fuzzing import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from estimator.device.allocator import (
@@ -138,7 +139,7 @@ configs = st.builds(AllocatorConfig, st.booleans(), st.sampled_from([None, 16 * 
                     st.sampled_from([0, 1, 2, 4, 8]))
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz_settings(300)
 @given(traces(), configs, st.sampled_from([1.0, 0.99, 1.01, 0.5, 1.7]))
 def test_replay_equals_the_straightforward_replay(events: list[tuple], config: AllocatorConfig, scale: float) -> None:
     want = reference(events, config, scale)
@@ -148,7 +149,7 @@ def test_replay_equals_the_straightforward_replay(events: list[tuple], config: A
     assert [(p.max_allocated, p.max_reserved) for p in replay(compile_events(events), config, scale)] == want
 
 
-@settings(max_examples=100, deadline=None)
+@fuzz_settings(100)
 @given(traces(), configs)
 def test_event_by_event_equals_one_run(events: list[tuple], config: AllocatorConfig) -> None:
     """``malloc``/``free`` one at a time (handles carried across runs) leave the allocator as one run does."""
