@@ -437,3 +437,22 @@ def test_nvls_knobs_read_from_launch_scripts(tmp_path: Path) -> None:
     assert "train.sh:1" in str(parsed.provenance["options.nccl_nvls_enable"])
     res = estimate(parsed.model, parsed.strategy, find_preset("H200"), parsed.options)
     assert all(s.device.get("comm_library_low", 0.0) == 0.0 for s in res.stages)
+
+
+# ----------------------------------------------------------------------------------------- calibrated bands
+@pytest.mark.parametrize("terms", [{"allocator_slack_fraction": 0.05},
+                                   {"allocator_slack_factor": 2.0, "allocator_slack_fraction": 0.05}])
+def test_a_calibrated_static_pools_band_is_its_slack(terms: dict) -> None:
+    """A MindSpore plan (static pool: no modelled slack) calibrated with a slack fraction holds that fraction of
+    its tensors as slack, with no band of its own: its device peak's ends are the nominal peak. (Before, the note's
+    ends were the slack scaled and added twice, so even the 'low' end sat above the nominal.)"""
+    p = parse([str(Path(__file__).resolve().parents[1] / "resources/examples/mindformers_deepseek_v3_671b.yaml")])
+    plain = estimate(p.model, p.strategy, p.hardware, p.options)
+    got = estimate(p.model, p.strategy, p.hardware, p.options.replace(**terms))
+    for before, stage in zip(plain.stages, got.stages, strict=True):
+        assert stage.device["allocator"] == "static"
+        assert before.allocator_slack == 0.0 and stage.allocator_slack > 0.0
+        # the fraction of what the stage's tensors hold (the factor scales the static pool's zero)
+        assert stage.allocator_slack == pytest.approx(0.05 * before.tensor_peak, rel=0.02)
+        assert stage.device_peak_low == stage.device_peak == stage.device_peak_high
+        assert stage.allocator_peak_low == stage.allocator_peak == stage.allocator_peak_high

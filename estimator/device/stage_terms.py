@@ -223,8 +223,8 @@ def slack(view: StageView) -> Num:
         if band:
             low, high = (band[1], band[2]) if factor is None else (band[1] * factor, band[2] * factor)
             low, high = low + extra, high + extra
-        else:  # the value as scaled above, scaled again (a stage priced by a ratio states no band of its own)
-            low = high = (value if factor is None else value * factor) + extra
+        else:  # no band of its own (a static pool: only a calibrated fraction): its ends are the value itself
+            low = high = value
         note = {"allocator": kind, "allocator_slack_low": float(low), "allocator_slack_high": float(high),
                 "allocator_source": _allocator_said(source, kind == "static" or exact, entry, ratio),
                 "allocator_replayed": exact}
