@@ -26,7 +26,7 @@ from estimator.units import GiB
 from .bars import StackedBarChart, category_brush, device_scale, nice_ceil, outline_pen
 from .language import category_label, translate
 from .panel import plan_difference, plan_text, refused_text
-from .plot_items import Bars
+from .plot_items import Bars, place_line_label
 from .style import CAPACITY, CATEGORY_COLORS, OVER_BUDGET
 
 PINNED_COLOR = "#6e6e6e"
@@ -332,9 +332,7 @@ class StageChart(StackedBarChart):
             sides = (1.25, -0.25) if above else (-0.25, 1.25)  # its own side of the line first
             for anchor in sides:
                 for position, side in ((0.985, 1), (0.015, 0)):
-                    label.orthoPos = position  # setPosition's own placement would be replaced at once
-                    label.anchors = [(side, anchor), (side, anchor)]
-                    label.updatePosition()
+                    place_line_label(label, position, (side, anchor))
                     rect = label.sceneBoundingRect()
                     if inside.contains(rect) and not any(rect.intersects(other) for other in taken):
                         break

@@ -11,6 +11,24 @@ import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF
 from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPicture
 
+# pyqtgraph has no public API for what the items below need; each private use is behind one function or method
+# here, checked against this version (tests/gui/test_plot_items.py fails if one goes or stops being called).
+PYQTGRAPH_CHECKED = "0.14.0"
+
+
+def tick_settings(axis: pg.AxisItem) -> tuple[object, object, float]:
+    """What ``setTicks``, ``setTickSpacing`` and ``setTickDensity`` set on an axis (no getters in pyqtgraph
+    0.14.0: the private ``_tickLevels``, ``_tickSpacing``, ``_tickDensity``)."""
+    return axis._tickLevels, axis._tickSpacing, axis._tickDensity
+
+
+def place_line_label(label: pg.InfLineLabel, position: float, anchor: tuple[float, float]) -> None:
+    """An ``InfiniteLine``'s label at ``position`` (0–1 along the line in the view) with the text ``anchor`` on
+    either side of the view's centre. pyqtgraph 0.14.0 has no setter for the anchors (a constructor argument kept
+    as ``anchors``, which ``updatePosition`` reads); set before ``setPosition`` so that its one placement uses them."""
+    label.anchors = [anchor, anchor]
+    label.setPosition(position)
+
 
 class ValueGrid(pg.GraphicsObject):
     """Horizontal grid lines at the value axis's ticks, drawn behind the bars in opaque colours pre-blended with
@@ -130,6 +148,8 @@ class ScaleAxis(pg.AxisItem):
         super().setRange(mn, mx)
 
     def _updateMaxTextSize(self, x: float) -> None:
+        """pyqtgraph's (0.14.0) private hook through which ``generateDrawSpecs`` reports the tick labels' largest
+        size and the axis resizes itself (no public equivalent: ``setWidth``/``setHeight`` fix the size)."""
         self._text_size = x  # what the drawing just measured (kept with its picture)
         super()._updateMaxTextSize(x)
 
@@ -141,9 +161,10 @@ class ScaleAxis(pg.AxisItem):
         if t is None:
             return None
         style = tuple((name, freeze(value)) for name, value in sorted(self.style.items()))
+        levels, spacing, density = tick_settings(self)
         return (tuple(self.range), geometry.x(), geometry.y(), geometry.width(), geometry.height(),
                 t.m11(), t.m12(), t.m13(), t.m21(), t.m22(), t.m23(), t.m31(), t.m32(), t.m33(),
-                freeze(self._tickLevels), freeze(self._tickSpacing), self._tickDensity, self.scale,
+                freeze(levels), freeze(spacing), density, self.scale,
                 self.autoSIPrefixScale, self.logMode, style, freeze(self.pen()), freeze(self.tickPen()),
                 freeze(self.textPen()), self.orientation)
 

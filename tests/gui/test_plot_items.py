@@ -92,3 +92,58 @@ def test_bars_keep_their_bounding_rectangle_until_the_bars_or_the_scale_change(c
     chart.set_y_top(400)  # a pixel is now ten times as many GiB: the pen's padding grows
     chart.plot.grab()
     assert bar.boundingRect() == fresh() != before
+
+
+def test_pyqtgraphs_private_axis_api_is_still_there_and_read(chart) -> None:
+    """plot_items' private pyqtgraph uses (PYQTGRAPH_CHECKED): the text-size hook generateDrawSpecs calls, and the
+    tick settings without getters. Fails if pyqtgraph renames or stops calling them (the axis would then keep a
+    stale size or a picture of other ticks)."""
+    import pyqtgraph as pg
+
+    from sapp_gui.plot_items import ScaleAxis, tick_settings
+
+    axis = chart.plot.getPlotItem().getAxis("left")
+    assert isinstance(axis, ScaleAxis) and "_updateMaxTextSize" in vars(pg.AxisItem)
+    axis._pictures.clear()
+    axis.picture, axis._text_size = None, None
+    axis.update()
+    chart.plot.grab()
+    assert axis._text_size is not None  # the drawing reported its tick labels' size through the hook
+
+    fresh = pg.AxisItem("left")
+    assert tick_settings(fresh) == (None, None, 1.0)
+    ticks = [[(1.0, "one")], [(0.5, "half")]]
+    fresh.setTicks(ticks)
+    fresh.setTickSpacing(5.0, 1.0)
+    fresh.setTickDensity(2.0)
+    assert tick_settings(fresh) == (ticks, [(5.0, 0.0), (1.0, 0.0)], 2.0)
+
+
+def test_a_line_label_is_placed_at_the_position_and_anchor_asked(qtbot) -> None:
+    """place_line_label (pyqtgraph's InfLineLabel has no anchors setter): the label goes to either end of the line
+    and either side of it as asked, which it would not if pyqtgraph stopped reading ``anchors``."""
+    import pyqtgraph as pg
+
+    from sapp_gui.plot_items import place_line_label
+
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    plot.resize(400, 300)
+    plot.show()
+    qtbot.waitExposed(plot)
+    plot.setXRange(0, 10, padding=0)
+    plot.setYRange(0, 10, padding=0)
+    line = pg.InfiniteLine(pos=5, angle=0, label="capacity")
+    plot.addItem(line)
+    plot.getPlotItem().getViewBox().updateMatrix()
+    line_y = plot.getPlotItem().getViewBox().mapViewToScene(pg.Point(0, 5)).y()
+    rects = {}
+    for position, side in ((0.985, 1), (0.015, 0)):
+        for anchor in (1.25, -0.25):
+            place_line_label(line.label, position, (side, anchor))
+            rects[position, anchor] = line.label.sceneBoundingRect()
+    view = plot.getPlotItem().getViewBox().sceneBoundingRect()
+    assert rects[0.985, 1.25].bottom() < line_y < rects[0.985, -0.25].top()  # above, then below the line
+    assert rects[0.015, 1.25].bottom() < line_y < rects[0.015, -0.25].top()
+    assert rects[0.985, 1.25].right() <= view.right() + 1 and rects[0.985, 1.25].left() > view.center().x()
+    assert rects[0.015, 1.25].left() >= view.left() - 1 and rects[0.015, 1.25].right() < view.center().x()
