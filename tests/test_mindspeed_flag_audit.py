@@ -27,7 +27,10 @@ def cli_warnings(capsys, path: str) -> list[dict]:
 
 
 def said(capsys, path: str) -> list[str]:
-    return [w["text"] for w in cli_warnings(capsys, path) if w["code"] == "W-UNMODELLED"]
+    """The W-UNMODELLED statements but MindSpeed's own flash-attention mask, which every MindSpeed-LLM script gets
+    (test_mindspeeds_own_flash_attention_mask_is_said_with_its_size)."""
+    return [w["text"] for w in cli_warnings(capsys, path) if w["code"] == "W-UNMODELLED" and
+            "causal mask of its own" not in w["text"]]
 
 
 def adding(tmp_path: Path, flags: str, name: str = "train.sh") -> str:
@@ -95,7 +98,7 @@ def test_the_default_backend_is_not_said(capsys, tmp_path):
 def test_flags_that_change_neither_memory_nor_time_are_listed_with_the_reason(tmp_path, flags):
     path = adding(tmp_path, flags)
     parsed, plain = parse([path]), parse([str(FUSED)])
-    assert [w.text for w in parsed.warnings] == [w.text for w in plain.warnings] == []
+    assert [w.text for w in parsed.warnings] == [w.text for w in plain.warnings] == _flash_masks(str(FUSED))
     ours = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
     base = estimate(plain.model, plain.strategy, plain.hardware, plain.options)
     assert ours.peak_bytes == base.peak_bytes and ours.step_time_s == base.step_time_s
@@ -138,6 +141,29 @@ def test_mindspeeds_dataloader_mask_is_not_divided_by_cp(tmp_path):
         path = adding(tmp_path, flags, name=f"{algo}.sh")
         texts = [w.text for w in parse([path]).warnings if "attention mask" in w.text]
         assert len(texts) == 1 and "1×1×4096×4096, 16 MiB)" in texts[0], texts
+
+
+def _flash_masks(path: str, language=None) -> list[str]:
+    return [w.localized(language) if language else w.text for w in parse([path]).warnings
+            if w.code == "W-UNMODELLED" and "causal mask of its own" in w.text]
+
+
+def test_mindspeeds_own_flash_attention_mask_is_said_with_its_size(tmp_path):
+    """MindSpeed 2.1.0's generate_mask.py keeps one causal mask for the run: s×s with MLA (the fixture: s 4096),
+    the compressed 2048×2048 for flash attention otherwise, b×1×s×s without flash attention; none on the host
+    (--attention-mask-on-cpu) or where the data loader gives the layers a mask."""
+    mla = _flash_masks(str(FUSED))
+    assert len(mla) == 1 and "(--multi-head-latent-attention: 4096×4096, 16 MiB)" in mla[0] \
+        and "device memory a lower bound by about 16 MiB" in mla[0]
+    plain = _flash_masks(without(tmp_path, "--multi-head-latent-attention"))
+    assert len(plain) == 1 and "(--use-flash-attn: 2048×2048, 4 MiB)" in plain[0]
+    unfused = _flash_masks(variant(tmp_path, FUSED, ("    --use-flash-attn \\\n", ""),
+                                   ("--micro-batch-size 1", "--micro-batch-size 2"), name="unfused.sh"))
+    assert len(unfused) == 1 and "(--use-flash-attn not given: 2×1×4096×4096, 32 MiB)" in unfused[0]
+    assert not _flash_masks(adding(tmp_path, "--attention-mask-on-cpu", name="cpu.sh"))
+    assert not _flash_masks(adding(tmp_path, "--tokenizer-padding-side left", name="left.sh"))
+    zh = _flash_masks(str(FUSED), CHINESE)
+    assert zh and "（--multi-head-latent-attention：4096×4096，16 MiB）" in zh[0] and "下界" in zh[0]
 
 
 def test_the_new_statements_are_said_in_chinese(tmp_path):

@@ -24,12 +24,14 @@ DEFAULT_VALUES = {"--ai-framework": "pytorch"}
 VALUED: dict[str, Text] = {"--ai-framework": msg("mindspeed_unpriced.mindspore-backend")}
 # MindSpeed-LLM's --padded-base-length default (features_manager/transformer/multi_latent_attention/mla_feature.py)
 PADDED_BASE_LENGTH = 128
+# the side of the compressed causal mask MindSpeed's flash attention keeps (generate_mask.py, sparse_mode 2)
+COMPRESSED_MASK_SIDE = 2048
 
 
 def mindspeed_warnings(fl: FlagQueries) -> list[EstimateWarning]:
     """Everything D-MS-AUDIT says about a MindSpeed script's flags (and D-MG-AUDIT's unfused RMSNorm)."""
     out = [said(flag, effect) for flag, effect in GIVEN.items() if fl.has(flag)]
-    for check in (_valued, _absent, _dataloader_mask):
+    for check in (_valued, _absent, _dataloader_mask, _flash_attention_mask):
         try:
             out.extend(check(fl))
         except ConfigError:  # a malformed or unresolved value is the readers' to report
@@ -98,6 +100,20 @@ def _mla_padding(fl: FlagQueries) -> list[EstimateWarning]:
                                                    padded=", ".join(f"{k} {w}" for k, w in widths.items())))]
 
 
+def _dataloader_reasons(fl: FlagQueries) -> list[str]:
+    """Why MindSpeed-LLM's data loader builds the attention mask (``_dataloader_mask``); empty when it does not."""
+    position = (fl.text("--position-embedding-type") or "").lower()
+    why = [flag for flag, on in (
+        ("--reset-attention-mask --attention-mask-type general", fl.has("--reset-attention-mask") and
+         (fl.text("--attention-mask-type") or "causal").lower() == "general"),
+        ("--position-embedding-type alibi", "alibi" in position and not fl.has("--use-flash-attn")),
+        ("--tokenizer-padding-side left", (fl.text("--tokenizer-padding-side") or "right").lower() == "left"),
+    ) if on]
+    if (fl.text("--stage") or "").lower() == "sft" and not fl.has("--reset-position-ids"):
+        why.append("--stage sft")
+    return why
+
+
 def _dataloader_mask(fl: FlagQueries) -> list[EstimateWarning]:
     """MindSpeed (megatron_basic/arguments_basic.py) turns Megatron's dataloader mask off, and MindSpeed-LLM
     (training/arguments.py ``_validate_create_attention_mask_in_dataloader``) back on only for a document mask
@@ -112,18 +128,10 @@ def _dataloader_mask(fl: FlagQueries) -> list[EstimateWarning]:
     algorithm slices it to its s/cp rows (cut into cp column pieces); whether the whole mask is then freed depends
     on the version (MindSpeed-LLM's later get_batch_utils.py keeps it through ``set_attention_mask``), so there the
     size said is the larger figure, not divided by cp."""
-    position = (fl.text("--position-embedding-type") or "").lower()
-    why = [flag for flag, on in (
-        ("--reset-attention-mask --attention-mask-type general", fl.has("--reset-attention-mask") and
-         (fl.text("--attention-mask-type") or "causal").lower() == "general"),
-        ("--position-embedding-type alibi", "alibi" in position and not fl.has("--use-flash-attn")),
-        ("--tokenizer-padding-side left", (fl.text("--tokenizer-padding-side") or "right").lower() == "left"),
-    ) if on]
-    sft = (fl.text("--stage") or "").lower() == "sft" and not fl.has("--reset-position-ids")
-    if sft:
-        why.append("--stage sft")
+    why = _dataloader_reasons(fl)
     if not why:
         return []
+    sft = "--stage sft" in why
     where = msg("mindspeed_unpriced.mask-every-stage") if sft or fl.has("--reset-position-ids") else \
         msg("mindspeed_unpriced.mask-first-last")
     seq, micro = fl.int("--seq-length", 1), fl.int("--micro-batch-size", 1) or 1
@@ -133,6 +141,33 @@ def _dataloader_mask(fl: FlagQueries) -> list[EstimateWarning]:
     size = fmt_bytes(mask_bytes(micro, seq, 1))  # cp 1: MindSpeed's context parallelism keeps the whole mask
     return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.mindspeed-attention-mask.sized", why="; ".join(why),
                                                 where=where, b=micro, s=seq, size=size))]
+
+
+def _flash_attention_mask(fl: FlagQueries) -> list[EstimateWarning]:
+    """MindSpeed's own causal mask (core/transformer/flash_attention/generate_mask: its adaptor wraps Megatron's
+    DotProductAttention.forward and, when the layer gets no mask — MindSpeed-LLM's data loader builds none unless
+    ``_dataloader_reasons`` — makes one with ``get_attention_mask`` and keeps it in a module global for the run, on
+    the device unless --attention-mask-on-cpu). MindSpeed 2.1.0_core_r0.12.1 (the audited version, D-MS-AUDIT;
+    generate_mask.py read at Ascend/MindSpeed 1af125f) makes the compressed 2048×2048 booleans for flash attention
+    (sparse_mode 2), s×s with --multi-head-latent-attention, and b×1×s×s without --use-flash-attn. Not priced:
+    said with its size on every device (a lower bound by about that). Later MindSpeed compresses by another rule
+    (causal mask type without --use-fusion-attn-v2, MLA included), so with another MindSpeed the size said may
+    differ. MindSpeed-MM scripts (``--mm-model``) are not said: their models pass the data's masks (not audited)."""
+    if fl.has("--mm-model") or fl.has("--attention-mask-on-cpu") or _dataloader_reasons(fl):
+        return []
+    seq, micro = fl.int("--seq-length", 1), fl.int("--micro-batch-size", 1) or 1
+    flash = fl.has("--use-flash-attn")
+    if not flash:
+        why, b, side = "--use-flash-attn not given", micro, seq
+    elif fl.has("--multi-head-latent-attention"):
+        why, b, side = "--multi-head-latent-attention", 1, seq
+    else:
+        why, b, side = "--use-flash-attn", 1, COMPRESSED_MASK_SIDE
+    if side is None:
+        return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.mindspeed-flash-mask", why=why))]
+    dims = f"{side}×{side}" if flash else f"{b}×1×{side}×{side}"
+    return [EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.mindspeed-flash-mask.sized", why=why, shape=dims,
+                                                size=fmt_bytes(mask_bytes(b, side, 1))))]
 
 
 def said_absent(flag: str, effect: Text) -> EstimateWarning:
