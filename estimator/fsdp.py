@@ -112,8 +112,8 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
 def accumulates(pricer: StagePricer) -> int | None:
     """The key part of ``Par.accumulates`` (whether a step accumulates gradients, the value ``_stage`` reads): all a
     walk reads of the micro-batch count and the accumulation steps; None over arrays of candidates (not kept)."""
-    par = pricer.r.par
-    return None if is_array(par.m, par.n_acc) else par.accumulates  # type: ignore[return-value]
+    acc = pricer.r.par.accumulates
+    return None if isinstance(acc, np.ndarray) else acc  # type: ignore[return-value]
 
 
 def _walk_store(pricer: StagePricer) -> tuple[dict, int | None]:

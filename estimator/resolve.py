@@ -141,7 +141,10 @@ class Par:
     def accumulates(self) -> Num:
         """1 when a step accumulates gradients over micro-batches (m·n_acc > 1), else 0: the one rule read by
         γ of D5 (``static.grad_factor``), the FSDP2 walks (``fsdp._stage``) and their keys (``fsdp.accumulates``)."""
-        return gt(self.m * self.n_acc, 1)
+        m, n_acc = self.m, self.n_acc
+        if type(m) is int and type(n_acc) is int:  # one plan (asked for every stage of every estimate): gt's value
+            return 1 if m * n_acc > 1 else 0
+        return gt(m * n_acc, 1)
 
 
 @dataclass(frozen=True)
