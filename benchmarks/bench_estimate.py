@@ -43,6 +43,12 @@ through the session): DeepSeek-V3 tp 2.42–3.91 (main 2.56–2.69), pp 2.49–3
 3.02–3.46 (3.47–3.76) — within the noise of a machine running four test suites; the step part alone (step_time
 and step_band after an edit, min of 300) went 0.79 → 0.66 ms (DeepSeek-V3 tp) and 0.52 → 0.43 ms (Llama-3-70B
 tp), P-SCALAR-SPEED "Fourth session — step time".
+Stage assembly, fourth session (2026-12-02, against main 84dc8d8, load 4.7–5.7, two runs each alternating, min
+CPU ms through the session): DeepSeek-V3 tp 2.13–2.24 (main 2.06–2.22), pp 1.71–1.72 (1.65–1.95), recompute
+1.67–1.80 (1.64–1.78); Llama-3-70B tp 2.18–2.49 (2.24–2.39), pp 2.20–2.28 (2.29–2.37) — within the noise; the
+stages' assembly alone (best of 7×200 on a tp edit's pricer, row costs kept) went 0.56–0.60 → 0.52–0.60 ms
+(DeepSeek-V3: stage terms 0.17 → 0.14, combinations 0.07 → 0.045) and 1.10–1.22 → 0.97–1.07 ms (Llama-3-70B),
+P-SCALAR-SPEED "Fourth session — stage assembly".
 """
 
 from __future__ import annotations

@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 
 from estimator import ModelSpec, RecomputePlan, RunOptions, ShardingSpec, Strategy, estimate, find_preset
-from estimator.assembly import RowTerm, StageTerm, price_stage, profile_points, stage_form, stage_memory, terms
+from estimator.assembly import (
+    RowTerm,
+    StageTerm,
+    price_stage,
+    profile_points,
+    stage_chunks,
+    stage_form,
+    stage_memory,
+    terms,
+)
 from estimator.assembly.form import stack_forms
 from estimator.balance.tables import StageTables
 from estimator.formats import parse
@@ -161,6 +170,31 @@ def test_one_element_array_and_stacked_forms_agree(name):
             assert np.asarray(stacked.total)[i] == pytest.approx(alone[i].total, rel=1e-12)
             for cat, value in alone[i].categories.items():
                 assert np.asarray(stacked.categories[cat])[i] == pytest.approx(value, rel=1e-12, abs=1e-6), cat
+
+
+@pytest.mark.parametrize("name", sorted(name for name in PLANS if name != "fsdp2"))
+def test_stages_sharing_chunk_sums_share_their_part_before_the_points(name, monkeypatch):
+    """The part of a stage's combination its chunk sums decide (work, transient, the rows' categories) is made once
+    per pricer and chunk-sum list (the stages holding the same rows share one), and each stage then equals the
+    stage priced by a pricer of its own, which makes that part for it alone."""
+    from estimator.assembly import memory
+
+    framework, model, st = PLANS[name]
+    pricer, points = _pricer(framework, model, st)
+    p = pricer.r.par.p
+    made = []
+    real = memory._chunks_part
+    monkeypatch.setattr(memory, "_chunks_part", lambda *args: made.append(id(args[1])) or real(*args))
+    shared = [stage_memory(pricer, i, stage_form(pricer, i), points[i], stage_chunks(pricer, stage_form(pricer, i)))
+              for i in range(p)]
+    assert len(made) == len(set(made)) == len({id(stage_form(pricer, i)) for i in range(p)})
+    for i in range(p):
+        own, own_points = _pricer(framework, model, st)
+        alone = stage_memory(own, i, stage_form(own, i), own_points[i])
+        assert (shared[i].categories, shared[i].total, shared[i].optimizer_step_peak, shared[i].counts,
+                shared[i].point, shared[i].working_from, shared[i].transient_from) == \
+            (alone.categories, alone.total, alone.optimizer_step_peak, alone.counts, alone.point, alone.working_from,
+             alone.transient_from)
 
 
 # ------------------------------------------------------------------------------------------ the extension point

@@ -4,6 +4,7 @@ or a grid of chunk choices) and PyTorch FSDP2 plans (instants instead of the pea
 
 * ``form``: a stage's structure — the distinct row costs per chunk with their counts, its backward walk;
 * ``memory``: chunk sums → the stage at its peak replay point (or FSDP2 instant) → the stage terms;
+* ``peak``: the peak replay point (D49) for one plan's points, the search's and the balancer's arrays;
 * ``terms``: the memory terms as data (``ROW_TERMS``, ``STAGE_TERMS``) — where a new term goes;
 * ``report``: the per-layer table and the Explain tree of one element (labels only; the numbers come from
   ``memory``).

@@ -20,16 +20,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import fsdp
-from ..arr import Num, index_size, is_array, mask_index, max_all, maximum, valid_shapes, where
+from ..arr import Num, is_array, max_all, maximum, where
 from ..device.stage_terms import terms_key
 from ..layout import EMBEDDING, OUTPUT
-from ..masked_points import MaskedPoints, stacked_rows
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
 from ..stage import Row, StagePricer, kept_with, stage_rows
 from ..static import forloop_temporaries
 from . import terms
 from .form import Coefs, StageForm
+from .peak import peak_point
 from .terms import StageView, process_groups
 
 INSTANT_CATEGORIES = frozenset({"gradients", "activations", "communication_buffers", "working_overhead"})
@@ -154,7 +154,7 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
             _lin(term.after, acts)
         if term.valid is not True:
             need = np.where(term.valid, need, -np.inf)
-        if is_array(need, work):
+        if isinstance(need, np.ndarray) or isinstance(work, np.ndarray):  # inline: once per walk position
             work = np.maximum(work, need)
         elif need > work:
             work, work_at = need, t
@@ -171,7 +171,7 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
     else:
         for k, n in pairs:
             value = _present(n, costs[k].transient)
-            if is_array(value, transient):
+            if isinstance(value, np.ndarray) or isinstance(transient, np.ndarray):
                 transient = np.maximum(transient, value)
             elif transient_at < 0 or value > transient:
                 transient, transient_at = value, k
@@ -211,86 +211,6 @@ def _with_mask(pricer: StagePricer, form: StageForm, pairs: Coefs, act: Num, for
     return (during, MASK_AT) if during > work else (work, work_at)
 
 
-# ------------------------------------------------------------------------------------------ the peak point
-def peak_point(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num],
-               memo: dict | None = None) -> tuple[tuple[Num, ...], Num, int]:
-    """D49: per element, the first point maximising Σ_j n_j·A_chunk(j) + W(backward chunk): (in-flight counts
-    per chunk, W of that point, and — one element — the point's index). For arrays the values of a set of points
-    are one matrix product, values[P, C] = N[P, vp] @ A[vp, C] + W[b_P, C]; a point's ``valid`` (the search: a
-    mask per micro-batch count) selects the elements it belongs to, and points sharing a mask are evaluated on
-    those elements only (``memo``, the pricer's, keeps each mask's element indices across stages)."""
-    if isinstance(points, MaskedPoints):
-        return _masked_peak_point(points, act, work, {} if memo is None else memo)
-    if not is_array(*act, *work, *(pt.valid for pt in points)):
-        return _first_best(points, act, work)
-    groups: dict[int, list[Any]] = {}
-    for pt in points:
-        groups.setdefault(id(pt.valid), []).append(pt)
-    size = np.broadcast_shapes(*[np.shape(x) for x in (*act, *work)], *valid_shapes(points))
-    vp = len(act)
-    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act]).reshape(vp, -1)
-    works = np.stack([np.broadcast_to(np.asarray(w, dtype=np.float64), size) for w in work]).reshape(vp, -1)
-    memo = {} if memo is None else memo
-    return _best_per_block(_point_blocks(groups.values(), size, vp, memo), acts, works, size)
-
-
-def _point_blocks(groups: Any, size: tuple[int, ...], vp: int, memo: dict) -> Any:
-    """Per group of points sharing a mask: (its elements, counts [P, vp], backward chunks [P], largest count)."""
-    for pts in groups:
-        idx = mask_index(pts[0].valid, size, memo)
-        if not index_size(idx):
-            continue
-        if vp == 1:
-            yield idx, None, None, max(pt.counts[0] for pt in pts)
-        else:
-            yield (idx, np.array([pt.counts for pt in pts], dtype=np.float64),
-                   np.array([pt.backward_chunk for pt in pts], dtype=np.int64), None)
-
-
-def _masked_peak_point(points: MaskedPoints, act: Sequence[Num], work: Sequence[Num],
-                       memo: dict) -> tuple[tuple[Num, ...], Num, int]:
-    """``peak_point`` over a search group's points, with the masks' arrays built once per schedule profile
-    (``masked_points``) instead of regrouping the points here."""
-    size = points.size
-    blocks = ((b.index, b.arrays.counts, b.arrays.chunk, b.arrays.largest) for b in points.blocks)
-    return _best_per_block(blocks, stacked_rows(act, size, memo), stacked_rows(work, size, memo), size)
-
-
-def _best_per_block(blocks: Any, acts: np.ndarray, works: np.ndarray,
-                    size: tuple[int, ...]) -> tuple[tuple[Num, ...], Num, int]:
-    """D49 per block of elements sharing their points: values[P, C] = N[P, vp] @ A[vp, C] + W[b_P, C], the first
-    largest point per element; one chunk needs no product (n·A + W with A ≥ 0 and one W peaks at the largest n;
-    A = 0: every point alike)."""
-    vp, n = acts.shape
-    out_counts = np.zeros((vp, n))
-    out_work = np.zeros(n)
-    for idx, counts, chunk, largest in blocks:
-        if vp == 1:
-            out_counts[0, idx] = largest
-            out_work[idx] = works[0, idx]
-            continue
-        sub = works[:, idx]
-        best = np.argmax(counts @ acts[:, idx] + sub[chunk], axis=0)
-        out_counts[:, idx] = counts[best].T
-        out_work[idx] = sub[chunk[best], np.arange(sub.shape[1])]
-    return tuple(out_counts[j].reshape(size) for j in range(vp)), out_work.reshape(size), -1
-
-
-def _first_best(points: Sequence[Any], act: Sequence[Num], work: Sequence[Num]) -> tuple[tuple[Num, ...], Num, int]:
-    """One element: the first point with the largest value, and its index."""
-    best_value: Num = None
-    best_k = -1
-    for k, pt in enumerate(points):
-        value: Num = 0
-        for n, a in zip(pt.counts, act, strict=True):
-            value = value + n * a
-        value = value + work[pt.backward_chunk]
-        if best_value is None or value > best_value:
-            best_value, best_k = value, k
-    chosen = points[best_k]
-    return tuple(chosen.counts), work[chosen.backward_chunk], best_k
-
-
 # ------------------------------------------------------------------------------------------ the stage
 class Tensors(NamedTuple):
     """A stage before its stage terms: the categories of what its rows and micro-batches hold at its peak point
@@ -312,8 +232,20 @@ def combine(pricer: StagePricer, stage: int, chunks: Sequence[ChunkSums], points
     return _finish(pricer, stage, _combined(pricer, chunks, points, vision, memo))
 
 
-def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence[Any], vision: Num,
-              memo: dict | None) -> Tensors:
+class _ChunksPart(NamedTuple):
+    """What a stage's combination reads of its chunks alone, not of its points: per chunk the work W the peak point
+    adds (V schedules' overlap, a frozen vision tower's forward folded in) and where it comes from, the stage's
+    transient buffer and where, the rows' categories and the chunks' totals."""
+
+    work: list[Num]
+    working_from: list[tuple[int, int]]
+    transient: Num
+    transient_from: tuple[int, int]
+    rows: dict[str, Num]
+    held: ChunkTotals
+
+
+def _chunks_part(pricer: StagePricer, chunks: Sequence[ChunkSums], vision: Num) -> _ChunksPart:
     f = pricer.r.flags
     work = [c.work for c in chunks]
     working_from = [(j, c.work_at) for j, c in enumerate(chunks)]
@@ -332,7 +264,6 @@ def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence
     if pricer.vision_frozen and vision is not False:
         fwd = pricer.vision_forward_working()
         work = [w + where(vision, fwd, 0.0) for w in work]
-    counts, working, point = peak_point(points, [c.act for c in chunks], work, memo)
     transient, transient_from = _stage_transient(f.comm_buffer_mode, chunks)
     cat = dict.fromkeys(CATEGORIES, 0.0)
     held = chunk_totals(pricer, chunks)
@@ -340,6 +271,24 @@ def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence
     for term in terms.ROW_TERMS:
         name = term.category
         cat[name] = cat[name] + rows[term.id]
+    return _ChunksPart(work, working_from, transient, transient_from, cat, held)
+
+
+def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence[Any], vision: Num,
+              memo: dict | None) -> Tensors:
+    # the part the chunks decide, kept per pricer for one plan's stages sharing a list of chunk sums
+    # (``stage_chunks``); not for arrays: the balancer combines a new list per call
+    if type(vision) is bool and not isinstance(chunks[0].act, np.ndarray):
+        key = ("chunks-part", id(chunks), vision)
+        got = pricer.memo.get(key)
+        if got is None or got[0] is not chunks:  # type: ignore[index]
+            got = pricer.memo[key] = (chunks, _chunks_part(pricer, chunks, vision))
+        part: _ChunksPart = got[1]  # type: ignore[index]
+    else:
+        part = _chunks_part(pricer, chunks, vision)
+    counts, working, point = peak_point(points, [c.act for c in chunks], part.work, memo)
+    transient = part.transient
+    cat = dict(part.rows)
     acts: Num = 0.0
     for n, c in zip(counts, chunks, strict=True):
         acts = acts + n * c.act
@@ -347,8 +296,9 @@ def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence
     cat["communication_buffers"] = cat["communication_buffers"] + transient
     cat["working_overhead"] = cat["working_overhead"] + working
     return Tensors(cat, chunks, tuple(counts), working, transient,
-                   {"point": point, "transient_from": transient_from,
-                    "working_from": working_from[points[point].backward_chunk] if point >= 0 else (-1, -1)}, held)
+                   {"point": point, "transient_from": part.transient_from,
+                    "working_from": part.working_from[points[point].backward_chunk] if point >= 0 else (-1, -1)},
+                   part.held)
 
 
 def _stage_transient(mode: str, chunks: Sequence[ChunkSums]) -> tuple[Num, tuple[int, int]]:
@@ -568,7 +518,7 @@ def _tensors(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[
 
     rows = stage_rows(pricer, stage) if rows is None else rows
     peak = fsdp.peak_instant(pricer, list(rows), [c.act for c in chunks], points, explain)
-    cat = {name: 0.0 for name in CATEGORIES}
+    cat = dict.fromkeys(CATEGORIES, 0.0)
     held = chunk_totals(pricer, chunks)
     for term in terms.ROW_TERMS:
         if term.category not in INSTANT_CATEGORIES:
