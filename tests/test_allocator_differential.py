@@ -160,3 +160,61 @@ def test_event_by_event_equals_one_run(events: list[tuple], config: AllocatorCon
         single.run((ev,))
     assert (single.allocated, single.reserved, single.max_allocated, single.max_reserved) == \
         (whole.allocated, whole.reserved, whole.max_allocated, whole.max_reserved)
+
+
+def test_a_stage_traces_program_replays_as_its_events() -> None:
+    """The trace builder writes the allocator's program as it goes (``device.trace.Trace``: a handle is its slot,
+    a zero-size handle a slot no code names); its replays equal those of its event tuples, for every stage of
+    the benchmark's FSDP2 plan, under three configurations and the band's scales."""
+    from pathlib import Path
+
+    from estimator.device.trace import stage_trace
+    from estimator.device.workspaces import library_workspaces
+    from estimator.estimate import layout_inputs
+    from estimator.formats import parse
+    from estimator.layout import build_layout
+    from estimator.resolve import resolve
+    from estimator.stage import StagePricer, stage_rows
+
+    inputs = Path(__file__).parents[1] / "benchmarks" / "inputs"
+    plan = parse([str(inputs / "llama3_70b_torchtitan_pp8_vpp5.plan.yaml")])
+    r = resolve(plan.model, plan.strategy, plan.hardware, plan.options)
+    pricer = StagePricer(r, build_layout(layout_inputs(r)))
+    for stage in (0, r.strategy.pp - 1):
+        trace = stage_trace(pricer, stage, stage_rows(pricer, stage), library_workspaces(r))
+        events = trace.events
+        for config in (AllocatorConfig(), AllocatorConfig(expandable_segments=True),
+                       AllocatorConfig(max_split_size=256 * MiB)):
+            for scale in (1.0, 0.99, 1.01):
+                assert [(p.max_allocated, p.max_reserved) for p in replay(trace.program(), config, scale)] == \
+                    [(p.max_allocated, p.max_reserved) for p in replay(events, config, scale)]
+
+
+@fuzz_settings(100)
+@given(st.lists(st.tuples(st.sampled_from("aaf s"), st.sampled_from([0, 0.4, 1, 700, 3 * MiB, 30 * MiB]),
+                          st.integers(0, 2), st.booleans()), max_size=60), configs)
+def test_a_traces_program_with_zero_size_handles(ops: list, config: AllocatorConfig) -> None:
+    """A zero-size tensor gets a handle but no request (a slot no code names), its free is dropped, as is a
+    second free: the program the trace writes replays as its events, which say exactly that."""
+    from estimator.device.trace import Trace
+
+    trace = Trace()
+    handles: list[int] = []
+    requested: list[int] = []
+    steps = 0
+    for op, size, stream, transient in ops:
+        if op == "a":
+            handles.append(trace.alloc(size, stream, transient=transient))
+            if size >= 1:
+                requested.append(handles[-1])
+        elif op == "f" and handles:
+            trace.free(handles[len(handles) // 2])  # sometimes freed again: dropped
+        elif op == "s" and steps < 3:
+            trace.step(steps)
+            steps += 1
+    events = trace.events
+    assert [e[1] for e in events if e[0] == "a"] == requested and handles == list(range(1, len(handles) + 1))
+    assert [e[1] for e in events if e[0] == "step"] == list(range(steps))
+    for scale in (1.0, 0.99):
+        assert [(p.max_allocated, p.max_reserved) for p in replay(trace.program(), config, scale)] == \
+            [(p.max_allocated, p.max_reserved) for p in replay(events, config, scale)]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 from dataclasses import dataclass
+from typing import Any
 
 MIN_BLOCK = 512
 SMALL_SIZE = 1 << 20
@@ -94,28 +95,43 @@ def allocation_size(size: int) -> int:
     return -(-size // ROUND_LARGE) * ROUND_LARGE
 
 
-@dataclass(frozen=True, eq=False)
 class Program:
-    """A trace's events as the replay loop reads them (``compile_events``): one integer per event — ``+slot`` a
-    request, ``-slot`` the free of the block that request got, ``0`` a ``step`` — and each slot's request as an
-    index into the trace's distinct requests ``(bytes, stream, transient)`` (a stage's trace has a few dozen).
-    What a scale and an allocator configuration make of a request (its rounded size, its pool, whether a remainder
-    is split off) is then worked out once per distinct request instead of once per event. A trace's program is
-    made once and serves all its replays (``device.memory`` keeps it with the trace)."""
+    """A trace's events as the replay loop reads them: one integer per event — ``+slot`` a request, ``-slot`` the
+    free of the block that request got, ``0`` a ``step`` — and each slot's request as an index into the trace's
+    distinct requests ``(bytes, stream, transient)`` (a stage's trace has a few dozen), so that what a scale and an
+    allocator configuration make of a request (its rounded size, its pool, whether a remainder is split off) is
+    worked out once per distinct request instead of once per event. The trace builder writes it as it goes
+    (``device.trace``), ``compile_events`` from event tuples. Equal by value (two equal programs replay alike),
+    its hash computed once: ``device.memory`` keeps replays per program."""
 
-    codes: list[int]
-    requests: tuple[tuple[float, int, bool], ...]
-    request_of: list[int]  # slot → index into ``requests`` (slot 0 unused: 0 is a step)
+    __slots__ = ("_hash", "codes", "request_of", "requests")
+
+    def __init__(self, codes: list[int] | tuple[int, ...], requests: tuple[tuple[Any, ...], ...],
+                 request_of: list[int] | tuple[int, ...]) -> None:
+        self.codes = tuple(codes)
+        self.requests = requests
+        self.request_of = tuple(request_of)  # slot → index into ``requests``; -1: a slot no code names
+        self._hash: int | None = None
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash((self.codes, self.requests, self.request_of))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (type(other) is Program and self.codes == other.codes
+                                 and self.requests == other.requests and self.request_of == other.request_of)
 
 
 def compile_events(events: list[tuple] | tuple, slot_of: dict[int, int] | None = None, first: int = 1) -> Program:
-    """The ``Program`` of a trace's events (``device.trace``); slots numbered from ``first``, and ``slot_of``
-    (handle → slot of its live block; updated) for frees of handles requested before these events. A free of a
-    handle that holds no block raises ``KeyError``, as the replay of the events themselves did."""
+    """The ``Program`` of a trace's events (``device.trace``'s ``("a", handle, bytes, stream[, transient])``,
+    ``("f", handle)``, ``("step", n)``); slots numbered from ``first``, and ``slot_of`` (handle → slot of its live
+    block; updated) for frees of handles requested before these events. A free of a handle that holds no block
+    raises ``KeyError``, as the replay of the events themselves did."""
     slot_of = {} if slot_of is None else slot_of
     codes: list[int] = []
-    requests: dict[tuple[float, int, bool], int] = {}
-    request_of = [0] * first
+    requests: dict[tuple, int] = {}
+    request_of = [-1] * first
     add = codes.append
     for ev in events:
         kind = ev[0]
@@ -124,7 +140,7 @@ def compile_events(events: list[tuple] | tuple, slot_of: dict[int, int] | None =
         elif kind == "a":
             slot = len(request_of)
             slot_of[ev[1]] = slot
-            request = (ev[2], ev[3], bool(len(ev) > 4 and ev[4]))
+            request = ev[2:]  # (bytes, stream[, transient])
             index = requests.get(request)
             if index is None:
                 index = requests[request] = len(requests)
@@ -182,10 +198,11 @@ class CachingAllocator:
         self.max_allocated, self.max_reserved = self.allocated, self.reserved
 
     # ------------------------------------------------------------------------------------------ the loop
-    def _request(self, request: tuple[float, int, bool], scale: float) -> tuple[int, _Pool, int, float]:
-        """What a request becomes: its rounded size, its pool, its best-fit key (the smallest free-block key that
-        fits) and the least remainder that is split off."""
-        size, stream, transient = request
+    def _request(self, request: tuple[Any, ...], scale: float) -> tuple[int, _Pool, int, float]:
+        """What a request ``(bytes, stream[, transient])`` becomes: its rounded size, its pool, its best-fit key
+        (the smallest free-block key that fits) and the least remainder that is split off."""
+        size, stream = request[0], request[1]
+        transient = len(request) > 2 and request[2]
         size = round_size(int(size * scale) if transient and scale != 1.0 else int(size), self._divisions)
         small = size <= SMALL_SIZE
         pool = self.pools.get(stream << 1 | small)
@@ -204,6 +221,7 @@ class CachingAllocator:
 
     def _run(self, program: Program, scale: float) -> list[StepPeaks]:
         table = [self._request(request, scale) for request in program.requests]
+        table.append(None)  # type: ignore[arg-type]  # the request of a slot no code names (-1)
         first = len(self._live)
         spec = [table[i] for i in program.request_of[first:]]
         spec[:0] = [None] * first  # type: ignore[list-item]

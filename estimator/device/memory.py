@@ -96,24 +96,6 @@ def collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-class HashedOnce(tuple):
-    """A tuple that computes its hash once: a stage's allocation trace (tens of thousands of events, looked up by
-    ``replayed_slack`` three times per replayed stage and estimate). Equal to the plain tuple of the same items,
-    with the same hash. It also makes its allocator ``Program`` once, for all its replays."""
-
-    def __hash__(self) -> int:
-        got = self.__dict__.get("hash")
-        if got is None:
-            got = self.__dict__["hash"] = tuple.__hash__(self)
-        return got
-
-    def program(self) -> Program:
-        got = self.__dict__.get("_program")
-        if got is None:
-            got = self.__dict__["_program"] = compile_events(self)
-        return got
-
-
 # Kept traces and replays (P-REPLAY-STAGES; docs/model.md#what-an-edit-re-prices). A stage's trace reads the plan's
 # records but the micro-batch count m, the accumulation steps n_acc and the options that only scale the slack
 # (``SLACK_OPTIONS``), γ (which reads m·n_acc), the family profile and registered layer kinds its rows are priced
@@ -121,8 +103,8 @@ class HashedOnce(tuple):
 # of m) — kept under those (``_EVENTS``), so an edit of m that keeps a stage's order, undo and re-estimates find it.
 # Traces are interned by value (``_REPLAYS``: two plans whose traces are equal share one object), and a replay's
 # result is kept with its trace under the allocator configuration and the scale; a replay reads nothing else.
-_EVENTS: OrderedDict[tuple, HashedOnce] = OrderedDict()  # what a trace reads → the interned trace
-_REPLAYS: OrderedDict[HashedOnce, tuple[HashedOnce, dict]] = OrderedDict()  # trace → (itself, replay results)
+_EVENTS: OrderedDict[tuple, Program] = OrderedDict()  # what a trace reads → the interned trace
+_REPLAYS: OrderedDict[Program, tuple[Program, dict]] = OrderedDict()  # trace → (itself, replay results)
 _EVENTS_KEPT = 64
 _EVENTS_LOCK = threading.Lock()  # estimates run on several worker threads in the app
 TRACE_PLAN = "trace-plan"  # the pricer's memo key of what its stages' traces read of the plan
@@ -131,42 +113,44 @@ TRACE_PLAN = "trace-plan"  # the pricer's memo key of what its stages' traces re
 SLACK_OPTIONS = frozenset({"allocator_slack_ratio", "allocator_slack_factor", "allocator_slack_fraction"})
 
 
-def _interned(events: tuple) -> tuple[HashedOnce, dict]:
-    """The kept entry of a trace equal to ``events`` (made the most recently used), a new one if none; under
+def _interned(trace: Program) -> tuple[Program, dict]:
+    """The kept entry of a trace equal to ``trace`` (made the most recently used), a new one if none; under
     ``_EVENTS_LOCK``."""
-    got = _REPLAYS.get(events)
+    got = _REPLAYS.get(trace)
     if got is None:
-        trace = events if type(events) is HashedOnce else HashedOnce(events)
         got = _REPLAYS[trace] = (trace, {})
         while len(_REPLAYS) > _EVENTS_KEPT:
             _REPLAYS.popitem(last=False)
     else:
-        _REPLAYS.move_to_end(events)
+        _REPLAYS.move_to_end(trace)
     return got
 
 
-def replayed_slack(events: tuple, config: AllocatorConfig, scale: float) -> float:
+def replayed_slack(events: Program | tuple, config: AllocatorConfig, scale: float) -> float:
     """Reserved − allocated of a trace at its steady step, transient tensors × ``scale``; kept with the trace (an
     edit that does not change a stage's tensors does not replay it again, and the search's ratio reuses the
-    estimate's replay) under the configuration and the scale, by value and type. ``scale`` has no default."""
+    estimate's replay) under the configuration and the scale, by value and type. ``scale`` has no default. The
+    trace as its ``Program`` (``stage_events``) or as event tuples."""
     key = (config, tuple(map(type, (config.expandable_segments, config.max_split_size,
                                     config.roundup_power2_divisions))), scale, type(scale))
+    program = events if type(events) is Program else compile_events(events)
     with _EVENTS_LOCK:
-        trace, results = _interned(events)
+        results = _interned(program)[1]
         got = results.get(key)
     if got is None:
         with collector_paused():
-            steady = replay(trace.program(), config, scale)[-1]
+            steady = replay(program, config, scale)[-1]
         got = float(steady.max_reserved - steady.max_allocated)
         with _EVENTS_LOCK:
             results[key] = got
     return got
 
 
-def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: LibraryWorkspaces) -> HashedOnce:
-    """The stage's allocation trace, interned by value, and kept (``_EVENTS``) under what it reads when the
-    pricer's maker says what its plan's traces read (``pricer.memo[TRACE_PLAN]``: ``device.trace_key``, which the
-    estimate and the search's ratio set; a pricer without it has its traces built again)."""
+def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: LibraryWorkspaces) -> Program:
+    """The stage's allocation trace (as its allocator ``Program``), interned by value, and kept (``_EVENTS``) under
+    what it reads when the pricer's maker says what its plan's traces read (``pricer.memo[TRACE_PLAN]``:
+    ``device.trace_key``, which the estimate and the search's ratio set; a pricer without it has its traces built
+    again)."""
     r = pricer.r
     plan = pricer.memo.get(TRACE_PLAN)
     key = (plan, stage, workspace, stage_ops(r, stage)) if plan is not None else None
@@ -177,7 +161,7 @@ def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: Li
                 _EVENTS.move_to_end(key)
                 return got
     with collector_paused():
-        events = HashedOnce(stage_trace(pricer, stage, rows, workspace).events)
+        events = stage_trace(pricer, stage, rows, workspace).program()
     with _EVENTS_LOCK:
         got = _interned(events)[0]
         if key is not None:
@@ -213,6 +197,6 @@ def calibrated_options(r: Resolved) -> RunOptions:
 
 
 
-__all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "HashedOnce", "allocator_kind", "allocator_kind_for",
+__all__ = ["BAND", "DEFAULT_CONTEXT", "FRAMEWORK_ALLOC_CONF", "allocator_kind", "allocator_kind_for",
            "allocator_slack", "calibrated_options", "collector_paused", "forget_replays", "replayed_slack",
            "replays_allocator", "stage_events"]

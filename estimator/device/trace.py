@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..layout import EMBEDDING, OUTPUT
 from ..schedules import stage_order
 from ..stage import EMBEDDING_COPY, Row, StagePricer
+from .allocator import Program
 from .tensors import slot_tensors, weight_tensors
 from .workspaces import LibraryWorkspaces
 
@@ -36,10 +37,17 @@ COMPUTE, COPY_IN, REDUCE_SCATTER = 0, 1, 2
 
 @dataclass
 class Trace:
-    """``("a", handle, bytes, stream, transient)``, ``("f", handle)``, and ``("step", n)`` before step n; the free
-    of a never-allocated (zero-size) or freed handle is never recorded (``free``)."""
+    """The events as the allocator's ``Program`` reads them, written as they come (a trace is replayed three times
+    per replayed stage, so it is never turned into event tuples on the way): ``codes`` holds ``+handle`` for a
+    request, ``-handle`` for its free and ``0`` for a step (handles are numbered from 1 and never reused, so a
+    handle is its program slot); ``request_of[handle]`` the index of its ``(bytes, stream, transient)`` in
+    ``requests``, -1 for a zero-size handle (never requested). The free of a never-allocated (zero-size) or freed
+    handle is never recorded (``free``). ``events``: the same as ``("a", handle, bytes, stream, transient)``,
+    ``("f", handle)`` and ``("step", n)`` before step n."""
 
-    events: list[tuple] = field(default_factory=list)
+    codes: list[int] = field(default_factory=list)
+    requests: dict[tuple[int, int, bool], int] = field(default_factory=dict)
+    request_of: list[int] = field(default_factory=lambda: [-1])
     labels: dict[int, str] | None = None  # handle → what it is (when asked for, to explain a peak)
     _next: int = 0
     context: str = ""
@@ -49,19 +57,28 @@ class Trace:
         """A new tensor; ``transient``: one that comes and goes within the step (activations, their gradients,
         logits), the tensors the allocator model's sensitivity band scales."""
         self._next += 1
+        handle = self._next
         if size >= 1:
-            self.events.append(("a", self._next, int(size), stream, transient))
-            self._live.add(self._next)
+            request = (int(size), stream, transient)
+            requests = self.requests
+            index = requests.get(request)
+            if index is None:
+                index = requests[request] = len(requests)
+            self.request_of.append(index)
+            self.codes.append(handle)
+            self._live.add(handle)
             if self.labels is not None:
-                self.labels[self._next] = f"{self.context} {what}".strip()
-        return self._next
+                self.labels[handle] = f"{self.context} {what}".strip()
+        else:
+            self.request_of.append(-1)
+        return handle
 
     def free(self, handle: int | None) -> None:
         """Free a tensor; nothing for a zero-size one (never allocated), a freed one or None."""
         live = self._live
         if handle in live:
             live.remove(handle)  # type: ignore[arg-type]
-            self.events.append(("f", handle))
+            self.codes.append(-handle)  # type: ignore[operator]
 
     def free_all(self, handles: list[int]) -> None:
         for h in handles:
@@ -69,7 +86,26 @@ class Trace:
         handles.clear()
 
     def step(self, n: int) -> None:
-        self.events.append(("step", n))
+        """Step ``n`` begins; steps come in order from 0 (``_Stage.run``), so ``events`` numbers them back."""
+        self.codes.append(0)
+
+    def program(self) -> Program:
+        return Program(self.codes, tuple(self.requests), self.request_of)
+
+    @property
+    def events(self) -> list[tuple]:
+        requests = list(self.requests)
+        out: list[tuple] = []
+        steps = 0
+        for code in self.codes:
+            if code > 0:
+                out.append(("a", code, *requests[self.request_of[code]]))
+            elif code:
+                out.append(("f", -code))
+            else:
+                out.append(("step", steps))
+                steps += 1
+        return out
 
 
 class _Stage:
