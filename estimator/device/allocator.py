@@ -48,30 +48,34 @@ class AllocatorConfig:
 
 
 class _Block:
-    __slots__ = ("addr", "avail", "key", "next", "pool", "prev", "size")
+    __slots__ = ("addr", "avail", "id", "key", "next", "pool", "prev", "size")
 
     def __init__(self, addr: int, size: int, pool: _Pool | None, prev: _Block | None, next: _Block | None) -> None:
         self.addr, self.size, self.pool = addr, size, pool
         self.prev, self.next = prev, next
         self.avail = False  # free and mapped: a neighbour a freed block merges with
         self.key = 0  # while free: its key in the pool's sorted list
+        self.id = 0  # its index in the allocator's list of blocks (``_blocks``): the low bits of its key
 
 
-# A free block's key in its pool's sorted list: size << _KEY_SHIFT | address, so that the order is best fit, ties
-# to the lower address (as PyTorch's (size, address) comparison), with one integer comparison per probe. Unique in
-# a pool: its blocks never overlap (segments take consecutive address ranges, an expandable segment maps pages at
-# its end). Addresses stay below 2**_KEY_SHIFT: the bytes a replay reserves in all (far beyond any device).
-_KEY_SHIFT = 128
+# A free block's key in its pool's sorted list: size << _KEY_SHIFT | address << _ADDR_SHIFT | id, so that the
+# order is best fit, ties to the lower address (as PyTorch's (size, address) comparison), with one integer
+# comparison per probe, and the key names its block (``_blocks[key & _ID]``: no key → block map to keep). (size,
+# address) is unique in a pool: its blocks never overlap (segments take consecutive address ranges, an expandable
+# segment maps pages at its end), so the id never decides the order. Addresses stay below 2**128 (the bytes a
+# replay reserves in all, far beyond any device) and ids below 2**64.
+_KEY_SHIFT = 192
+_ADDR_SHIFT = 64
+_ID = (1 << _ADDR_SHIFT) - 1
 _NEVER = math.inf  # the split minimum of a request whose remainder is never split off (no remainder reaches it)
 
 
 class _Pool:
-    __slots__ = ("blocks", "free", "mapped_end", "reserved", "small", "tail")
+    __slots__ = ("free", "mapped_end", "reserved", "small", "tail")
 
     def __init__(self, small: bool, tail: _Block) -> None:
         self.small = small
         self.free: list[int] = []              # the free blocks' keys, sorted
-        self.blocks: dict[int, _Block] = {}    # key → free block
         self.tail = tail                       # expandable: the unmapped tail block; else one linked to no block
         self.mapped_end = 0
         self.reserved = 0
@@ -158,8 +162,9 @@ class CachingAllocator:
     stage's tensors, so the events are first made a ``Program`` (what each distinct request becomes is worked out
     once: its rounded size, pool, best-fit key and split minimum) and run by one loop (``_run``) with the common
     path (a free block that fits, split, freed and merged back) written out in it, the allocator's fields held in
-    local variables, blocks found by slot in a list and segment ends marked by a block that is never free (no
-    ``None`` tests); ``malloc`` and ``free`` run one event through it."""
+    local variables, blocks found by slot in a list, a free block found from its sorted-list key by the id the
+    key ends with, and segment ends marked by a block that is never free (no ``None`` tests); ``malloc`` and
+    ``free`` run one event through it."""
 
     def __init__(self, config: AllocatorConfig | None = None) -> None:
         self.config = config or AllocatorConfig()
@@ -174,6 +179,7 @@ class CachingAllocator:
         self._no_tail = _Block(0, 0, None, None, None)  # a non-expandable pool's tail: no block's neighbour
         self._slot_of: dict[int, int] = {}  # handle → the slot of its live block (``malloc``/``free``/``run``)
         self._live: list[_Block | None] = [None]  # slot → its block
+        self._blocks: list[_Block] = []  # every block a free-list key names, by id
         self._started = False  # a ``step`` event was run: the next one closes a step
 
     # ------------------------------------------------------------------------------------------ public
@@ -226,6 +232,7 @@ class CachingAllocator:
         spec = [table[i] for i in program.request_of[first:]]
         spec[:0] = [None] * first  # type: ignore[list-item]
         live = self._live
+        byid = self._blocks
         live.extend([None] * (len(spec) - first))
         limit, expandable = self._limit, self._expandable
         allocated, max_allocated = self.allocated, self.max_allocated
@@ -238,18 +245,17 @@ class CachingAllocator:
                 n = len(free)
                 i = bisect_left(free, low)  # the first free block at least this large: best fit
                 if i < n:
-                    blocks = pool.blocks
-                    got = blocks[free[i]]
+                    got = byid[free[i] & _ID]
                     if got.next is pool.tail and i + 1 < n:
                         # the tail block can grow into new pages: a block that fits as it is comes first
                         i += 1
-                        got = blocks[free[i]]
+                        got = byid[free[i] & _ID]
                     if limit is not None and (size < limit <= got.size or
                                               (size >= limit and got.size >= size + LARGE_BUFFER)):
                         # an oversize block serves only requests near its size: a new segment instead
                         got = self._expand(pool, size) if expandable else self._new_segment(pool, size)
                     else:
-                        del blocks[free.pop(i)]
+                        del free[i]
                 else:
                     got = self._expand(pool, size) if expandable else self._new_segment(pool, size)
                 remaining = got.size - size
@@ -261,13 +267,14 @@ class CachingAllocator:
                             got, nxt
                     else:
                         rest = _Block(got.addr + size, remaining, pool, got, nxt)
+                        rest.id = len(byid)
+                        byid.append(rest)
                     rest.avail = True
                     nxt.prev = rest  # type: ignore[union-attr]
                     got.next = rest
                     got.size = size
-                    rest.key = key = remaining << _KEY_SHIFT | rest.addr
+                    rest.key = key = remaining << _KEY_SHIFT | rest.addr << _ADDR_SHIFT | rest.id
                     insort(free, key)
-                    pool.blocks[key] = rest
                 got.avail = False
                 live[code] = got
                 allocated += got.size
@@ -276,32 +283,27 @@ class CachingAllocator:
             elif code:  # a free
                 block = live[-code]
                 pool = block.pool  # type: ignore[union-attr]
-                free, blocks = pool.free, pool.blocks
+                free = pool.free
                 size = block.size  # type: ignore[union-attr]
                 allocated -= size
                 prev, nxt = block.prev, block.next  # type: ignore[union-attr]
                 if prev.avail:  # merge with a free block before it
-                    key = prev.key
-                    del free[bisect_left(free, key)]
-                    del blocks[key]
+                    del free[bisect_left(free, prev.key)]
                     block.addr = prev.addr  # type: ignore[union-attr]
                     block.prev = before = prev.prev  # type: ignore[union-attr]
                     before.next = block
                     size += prev.size
                     spare.append(prev)
                 if nxt.avail:  # and after it
-                    key = nxt.key
-                    del free[bisect_left(free, key)]
-                    del blocks[key]
+                    del free[bisect_left(free, nxt.key)]
                     block.next = after = nxt.next  # type: ignore[union-attr]
                     after.prev = block
                     size += nxt.size
                     spare.append(nxt)
                 block.size = size  # type: ignore[union-attr]
                 block.avail = True  # type: ignore[union-attr]
-                block.key = key = size << _KEY_SHIFT | block.addr  # type: ignore[union-attr]
+                block.key = key = size << _KEY_SHIFT | block.addr << _ADDR_SHIFT | block.id  # type: ignore[union-attr]
                 insort(free, key)
-                blocks[key] = block  # type: ignore[assignment]
             else:  # a step
                 if self._started:
                     out.append(StepPeaks(max_allocated, self.max_reserved))
@@ -320,7 +322,10 @@ class CachingAllocator:
         pool.reserved += grant
         if self.reserved > self.max_reserved:
             self.max_reserved = self.reserved
-        return _Block(address, grant, pool, self._edge, self._edge)
+        block = _Block(address, grant, pool, self._edge, self._edge)
+        block.id = len(self._blocks)
+        self._blocks.append(block)
+        return block
 
     def _expand(self, pool: _Pool, size: int) -> _Block:
         """Map pages at the end of the stream's segment; a free block ending there grows into them."""
@@ -337,12 +342,12 @@ class CachingAllocator:
         self.max_reserved = max(self.max_reserved, self.reserved)
         tail.addr, tail.size = pool.mapped_end, tail.size - grow
         if last is not None:
-            key = last.key
-            del pool.free[bisect_left(pool.free, key)]
-            del pool.blocks[key]
+            del pool.free[bisect_left(pool.free, last.key)]
             last.size += grow
             return last
         block = _Block(start, grow, pool, before, tail)
+        block.id = len(self._blocks)
+        self._blocks.append(block)
         before.next = block  # type: ignore[union-attr]
         tail.prev = block
         return block
