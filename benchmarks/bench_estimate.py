@@ -49,6 +49,10 @@ CPU ms through the session): DeepSeek-V3 tp 2.13–2.24 (main 2.06–2.22), pp 1
 stages' assembly alone (best of 7×200 on a tp edit's pricer, row costs kept) went 0.56–0.60 → 0.52–0.60 ms
 (DeepSeek-V3: stage terms 0.17 → 0.14, combinations 0.07 → 0.045) and 1.10–1.22 → 0.97–1.07 ms (Llama-3-70B),
 P-SCALAR-SPEED "Fourth session — stage assembly".
+Cold first estimate, fourth session (2026-12-02: the allocator replays a compiled program the trace builder writes,
+free blocks named by their sorted-list key; P-COLD-START "Fourth session"), fresh processes alternating with main
+aa2b38a, seven each, min/median CPU ms at a load of 0.8–1.3: Llama-3-70B 43.2–44.8/45.2–45.7 (main 58.0–58.6/
+60.0–60.4), DeepSeek-V3 10.4–10.7/11.1–11.2 (main 10.6–10.7/10.8–11.3): goal ≤ 50 ms met for both.
 """
 
 from __future__ import annotations
