@@ -53,6 +53,11 @@ Cold first estimate, fourth session (2026-12-02: the allocator replays a compile
 free blocks named by their sorted-list key; P-COLD-START "Fourth session"), fresh processes alternating with main
 aa2b38a, seven each, min/median CPU ms at a load of 0.8–1.3: Llama-3-70B 43.2–44.8/45.2–45.7 (main 58.0–58.6/
 60.0–60.4), DeepSeek-V3 10.4–10.7/11.1–11.2 (main 10.6–10.7/10.8–11.3): goal ≤ 50 ms met for both.
+Per-stage overhead, fourth session's second round (2026-12-02: a stage without allocator replay kept once, the
+StageResult's dict set at once; P-SCALAR-SPEED "Fourth session — per-stage overhead"), alternating with main b6eac98,
+load 1.3–1.5, min/median CPU ms of four pairs: DeepSeek-V3 tp 2.00–2.11/2.16–2.42 (main 2.20–2.25/2.38–2.64), pp
+1.65–1.71/1.82–1.99 (1.74–1.84/1.98–2.17), recompute 1.51–1.64/1.72–1.91 (1.67–1.75/1.89–2.09); Llama-3-70B
+unchanged (replayed: its stages keep the layered parts).
 """
 
 from __future__ import annotations

@@ -274,3 +274,59 @@ def test_a_new_stage_term_reaches_a_kept_stage(monkeypatch):
     monkeypatch.setattr(terms, "STAGE_TERMS", (*terms.STAGE_TERMS, stage_term))
     after = estimate(*args)
     assert [s.total for s in after.stages] == pytest.approx([s.total + TERM for s in before.stages], rel=1e-12)
+
+
+def test_stage_result_made_at_once_equals_the_dataclass():
+    """``result.stage_result`` sets a StageResult's instance dict at once: every field of the dataclass is one of
+    its arguments, and the record equals, pickles and serialises as one made by ``StageResult(...)``."""
+    import dataclasses
+    import inspect
+    import pickle
+
+    from estimator.result import StageResult, stage_result
+
+    names = [f.name for f in dataclasses.fields(StageResult)]
+    assert list(inspect.signature(stage_result).parameters) == names
+    parsed = parse([str(ROOT / "resources/examples/mindformers_deepseek_v3_671b.yaml")])
+    made = estimate(parsed.model, parsed.strategy, parsed.hardware, parsed.options).stages[-1]
+    assert type(made) is StageResult and list(vars(made)) == names
+    plain = StageResult(**{name: getattr(made, name) for name in names})
+    assert made == plain and repr(made) == repr(plain) and made.to_dict() == plain.to_dict()
+    back = pickle.loads(pickle.dumps(made))
+    assert back == made and back.to_dict() == made.to_dict()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.total = 0.0  # type: ignore[misc]
+
+
+def test_a_kept_stage_equals_the_stage_priced_through_the_kept_parts():
+    """A plan that replays no allocator keeps each whole stage (``assembly._kept_stage``) without the parts the
+    generic rule keeps (the pricer's tensors, the combined and finished tables): each stage, its device notes
+    included, equals the stage priced by a pricer of its own through those parts, and an edit of the micro-batch
+    count and back finds every stage kept."""
+    from estimator.assembly import memory
+    from estimator.device.memory import replays_allocator
+
+    parsed = parse([str(ROOT / "resources/examples/mindformers_deepseek_v3_671b.yaml")])
+    r = resolve(parsed.model, parsed.strategy, parsed.hardware, parsed.options)
+    assert not replays_allocator(r)
+    pricer = StagePricer(r, build_layout(layout_inputs(r)))
+    profile = inflight_profile(r.flags.schedule, r.par.p, r.par.vp, r.par.m, n_s=r.par.n_s)
+    points = [profile_points(prof) for prof in profile]
+    kept = [price_stage(pricer, i, points[i], keep=True) for i in range(r.par.p)]
+    assert "combined" not in pricer.shared and "finished" not in pricer.shared
+    for i, stage in enumerate(kept):
+        own = StagePricer(r, pricer.layout)
+        mem = memory.stage_memory(own, i, stage_form(own, i), points[i], stage_chunks(own, stage_form(own, i)))
+        assert "combined" in own.shared
+        assert (stage.bytes_by_category, stage.total, stage.optimizer_step_peak, stage.peak_vector) == \
+            (mem.categories, mem.total, mem.optimizer_step_peak, tuple(mem.counts))
+        assert stage.device == own.memo.get(("device", i), {})
+    # fewer micro-batches than stages: other points; then back, where every stage is found kept
+    other = inflight_profile(r.flags.schedule, r.par.p, r.par.vp, 2, n_s=r.par.n_s)
+    assert [profile_points(prof) for prof in other] != points
+    for i, prof in enumerate(other):
+        price_stage(pricer, i, profile_points(prof), keep=True)
+    for i, stage in enumerate(kept):
+        again = price_stage(pricer, i, points[i], keep=True)
+        assert again.bytes_by_category is stage.bytes_by_category  # the kept stage's
+        assert again == stage and again.to_dict() == stage.to_dict()

@@ -166,10 +166,11 @@ def test_a_stage_without_allocator_replay_is_kept_across_a_micro_batch_edit():
     assert allocator_kind(resolve(DENSE, plan, H100, MF))[0] == "static"
     first = estimate(DENSE, plan, H100, MF)
     book = reuse.row_book(reuse.resolved(DENSE, plan, H100, MF))
-    kept = {stage: entry[2] for stage, entry in book.shared["stages"].items()}
-    assert sorted(kept) == list(range(plan.pp))
+    kept = {key: entry[1] for key, entry in book.shared["stages"].items()}  # (stage, its points' values)
+    assert sorted(stage for stage, _values in kept) == list(range(plan.pp))
     edited = estimate(DENSE, plan.replace(micro_batches=16), H100, MF)
-    assert all(book.shared["stages"][stage][2] is mem for stage, mem in kept.items())
+    assert {key: entry[1] for key, entry in book.shared["stages"].items()} == kept  # nothing new
+    assert all(book.shared["stages"][key][1] is mem for key, mem in kept.items())
     assert [s.total for s in edited.stages] == [s.total for s in first.stages]
     assert _text(edited) == _cold(plan.replace(micro_batches=16), MF)
     assert _text(estimate(DENSE, plan, H100, MF)) == _cold(plan, MF)

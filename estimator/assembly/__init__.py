@@ -30,8 +30,9 @@ from functools import partial
 from typing import Any
 
 from ..messages import Text, english, message_of
-from ..result import StageResult
+from ..result import StageResult, stage_result
 from ..stage import StagePricer, stage_rows
+from . import memory
 from .form import StageForm, stage_plan
 from .memory import ChunkSums, Point, StageMemory, chunk_sums, points_key, profile_points, stage_memory, terms_token
 from .report import explain_tree, layer_rows, point_label
@@ -72,28 +73,37 @@ def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: b
         _peak_point(points, mem)
     source = partial(_layer_rows, pricer, stage, form, mem)
     tree = explain_tree(pricer, stage, rows, mem, source(), point) if explain else None
-    return StageResult(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
-                       peak_vector=tuple(mem.counts), peak_instant=text, peak_said=message_of(point),
-                       optimizer_step_peak=mem.optimizer_step_peak, layer_counts=pricer.layout.chunk_counts()[stage],
-                       layers_per_chunk=pricer.layout.chunk_layers[stage],
-                       kinds=form.kinds, explain=tree, host_bytes=mem.host or {},
-                       device=dict(device))  # type: ignore[call-overload]
+    return stage_result(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
+                        peak_vector=tuple(mem.counts), peak_instant=text, peak_said=message_of(point),
+                        optimizer_step_peak=mem.optimizer_step_peak, layer_counts=pricer.layout.chunk_counts()[stage],
+                        layers_per_chunk=pricer.layout.chunk_layers[stage],
+                        kinds=form.kinds, explain=tree, host_bytes=mem.host or {},
+                        device=dict(device))  # type: ignore[arg-type]
+
+
+KEPT_STAGES = 1024  # stages kept per row book: each micro-batch count that moves a stage's points adds one
 
 
 def _kept_stage(pricer: StagePricer, stage: int, form: StageForm, points: list[Point],
                 values: tuple) -> tuple[StageMemory, dict]:
-    """A stage's memory and the device terms' notes, kept with the rows (``shared``) for the stage, its form and
-    its points' values: with the rows' inputs (the book's key) and no allocator replay, that is all a stage reads
-    — the micro-batch count only through the points, so an edit of it that leaves a stage's points as they were
-    (1F1B with m ≥ p) prices no stage again."""
+    """A stage's memory and the device terms' notes, kept with the rows (``shared``) under the stage and its
+    points' values, for its form and the stage terms in force: with the rows' inputs (the book's key) and no
+    allocator replay, that is all a stage reads — the micro-batch count only through the points, so an edit of it
+    that leaves a stage's points as they were (1F1B with m ≥ p), or an edit back, prices no stage again. This is
+    the only layer such a stage is kept in: the parts ``stage_memory`` keeps for a replaying plan (its combined
+    tensors, its finished terms) are keyed on the same or less — the combination on the form's chunk sums and the
+    points' values, the finished stage on the stage, those tensors and ``terms_key`` (() without a replay) — so a
+    miss here misses there, bar another stage of the same form at equal points, which combines anew."""
     kept = pricer.shared.setdefault("stages", {})
-    got = kept.get(stage)  # type: ignore[attr-defined]
+    key = (stage, values)
+    got = kept.get(key)  # type: ignore[attr-defined]
     token = terms_token()  # the stage terms in force: the book's key holds the row terms, not these
-    if got is None or got[0] is not form or got[1] != values or got[4] != token:
-        mem = stage_memory(pricer, stage, form, points, stage_chunks(pricer, form))
-        got = kept[stage] = (form, values, mem, dict(pricer.memo.get(("device", stage), {})),  # type: ignore[index]
-                             token)
-    return got[2], got[3]
+    if got is None or got[0] is not form or got[3] != token:
+        mem = memory.unkept_stage(pricer, stage, form, points, stage_chunks(pricer, form))
+        if len(kept) >= KEPT_STAGES:  # type: ignore[arg-type]
+            kept.clear()  # type: ignore[attr-defined]
+        got = kept[key] = (form, mem, dict(pricer.memo.get(("device", stage), {})), token)  # type: ignore[index]
+    return got[1], got[2]
 
 
 KEPT_LABELS = 256

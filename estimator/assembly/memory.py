@@ -419,6 +419,14 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     return _kept_finish(pricer, stage, tensors, keep)
 
 
+def unkept_stage(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],
+                 chunks: Sequence[ChunkSums]) -> StageMemory:
+    """A stage of one plan without the generic rule's kept parts (the pricer's tensors, the combined and the
+    finished tables): for a caller that keeps the whole stage under keys that cover theirs
+    (``assembly._kept_stage``)."""
+    return _finish(pricer, stage, _combined(pricer, chunks, points, form.vision, pricer.memo))
+
+
 _TERMS_TOKENS: dict[int, tuple[tuple, int]] = {}  # id of a STAGE_TERMS tuple → (the tuple, its number)
 
 
