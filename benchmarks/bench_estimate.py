@@ -58,6 +58,11 @@ StageResult's dict set at once; P-SCALAR-SPEED "Fourth session — per-stage ove
 load 1.3–1.5, min/median CPU ms of four pairs: DeepSeek-V3 tp 2.00–2.11/2.16–2.42 (main 2.20–2.25/2.38–2.64), pp
 1.65–1.71/1.82–1.99 (1.74–1.84/1.98–2.17), recompute 1.51–1.64/1.72–1.91 (1.67–1.75/1.89–2.09); Llama-3-70B
 unchanged (replayed: its stages keep the layered parts).
+Row pricing, fourth session (2026-12-02: layer groups kept across the session's model records, block elements
+with the activation table, a row priced with each term once; P-SCALAR-SPEED "Fourth session — row pricing"),
+three runs each alternating with main b0d0001 at a load of 1.0–1.3, min CPU ms through the session: DeepSeek-V3
+tp 1.98–2.10 (main 2.21–2.64), pp 1.54–1.62 (1.77–2.19), recompute 1.52–1.74 (1.61–2.06); Llama-3-70B tp
+2.23–2.36 (2.42–2.73), pp 2.33–2.45 (2.49–2.72), recompute 2.35–2.52 (2.49–2.75).
 """
 
 from __future__ import annotations

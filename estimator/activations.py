@@ -457,6 +457,10 @@ class ActivationTable:
         self._cache: dict[tuple[str, str, bool | None, str | None], ClassSums] = {}
         self._slots: dict[str, tuple[SlotDef, ...]] = {}
         self._subsets: dict[tuple, ClassSums] = {}
+        # a body layer's (or MTP module's) parameter elements (params.kept_block): they read the dims and the
+        # registered layer kinds only, as the slot tables do, so whoever shares this table (the row books of a tp,
+        # pp or recompute edit, reuse.activation_table) shares them (StagePricer.local, the row FLOPs)
+        self.elements: dict = {}
 
     def slots(self, kind: str) -> tuple[SlotDef, ...]:
         got = self._slots.get(kind)

@@ -9,7 +9,7 @@ recomputed ops. Every function takes Python numbers or numpy arrays for the degr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from . import params as P
@@ -123,12 +123,14 @@ class FlopContext:
     vision_tokens: Num = 0.0
     vision_seq: Num = 0.0
     t_head: Num | None = None  # the head's TP split (D58); None: t
+    # the body kinds' parameter elements, kept with the plan's activation table (P.kept_block); None: not kept
+    elements: dict | None = field(default=None, compare=False, repr=False)
 
 
 def _mixer_flops(c: FlopContext, kind: str) -> tuple[Num, Num]:
     """(matmul, core) forward FLOPs of a body layer of ``kind`` (mixer + FFN matmuls, attention core)."""
     d = c.dims
-    el = P.block(d, kind)
+    el = P.kept_block(c.elements, d, kind)
     mm = matmul_flops(c.T, el.tp_mm, el.rep_mm, c.t)
     if kind.endswith("moe"):
         mm = mm + expert_flops(c.R, d.g, d.h, d.hff_exp, c.etp)

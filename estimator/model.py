@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from .errors import ModelSpecError
 from .kinds import base_of, kind_for_layer, known_kinds
+from .kinds import generation as kinds_generation
 from .messages import Message, joined, msg
 from .records import Record
 
@@ -49,6 +50,10 @@ class VisionSpec(Record):
     projector_frozen: bool = True
     seq_length: int | None = None
     num_position_embeddings: int | None = None
+
+
+_STACKS: dict[tuple, tuple[LayerGroup, ...]] = {}  # ModelSpec._stack's layer groups, by the values they read
+STACKS = 64  # at most this many kept (emptied when full)
 
 
 @dataclass(frozen=True)
@@ -138,9 +143,21 @@ class ModelSpec(Record):
     @cached_property
     def _stack(self) -> tuple[LayerGroup, ...]:
         """The ordered layer groups: explicit ``layers`` if given, else built from first_k_dense,
-        moe_layer_freq and HF ``layer_types``; MTP modules last."""
+        moe_layer_freq and HF ``layer_types``; MTP modules last. Kept by the values it reads (and the layer-kind
+        registry's generation) across model records: the plan session makes a new one on every edit."""
         if self.layers:
             return self.layers
+        values = (self.num_layers, self.is_moe, self.first_k_dense, self.moe_layer_freq, self.layer_types,
+                  self.model_type, self.mtp_layers)
+        key = (kinds_generation(), values, tuple(map(type, values)), tuple(map(type, self.layer_types)))
+        got = _STACKS.get(key)
+        if got is None:
+            if len(_STACKS) >= STACKS:
+                _STACKS.clear()
+            got = _STACKS[key] = self._build_stack()
+        return got
+
+    def _build_stack(self) -> tuple[LayerGroup, ...]:
         kinds: list[str] = []
         for index in range(self.num_layers):
             moe = self.is_moe and index >= self.first_k_dense and (

@@ -103,6 +103,22 @@ def block(d: Dims, kind: str) -> Elements:
                                              tp_mm=extra["tp_mm"], rep_mm=extra["rep_mm"])
 
 
+def kept_block(kept: dict | None, d: Dims, kind: str, mtp: bool = False) -> Elements:
+    """``block(d, kind)`` (``mtp_module(d, kind)`` when ``mtp``), kept in ``kept`` (None: not kept): a dict whose
+    holder is keyed on everything they read — the dims, by value, and the registered layer kinds (the activation
+    table's ``elements``, reuse.activation_table)."""
+    if kept is None:
+        return mtp_module(d, kind) if mtp else block(d, kind)
+    key = (MTP_KEY, kind) if mtp else kind
+    got = kept.get(key)
+    if got is None:
+        got = kept[key] = mtp_module(d, kind) if mtp else block(d, kind)
+    return got
+
+
+MTP_KEY = "mtp"  # kept_block's keys: a body kind's name, or (MTP_KEY, the module's block kind)
+
+
 def trainable_part(d: Dims, kind: str, parts: frozenset[str]) -> Elements:
     """[A-FREEZE] The elements of a body layer of ``kind`` in its module groups ``parts`` (TRAINABLE_PARTS): the
     mixer (self_attention), the FFN with its router and experts (mlp), and each of the two norms."""

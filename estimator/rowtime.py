@@ -114,7 +114,7 @@ class TimeContext:
         self.fc = FlopContext(dims=d, flags=f, T=pricer.T, R=pricer.R, s=par.s, t=par.t, etp=par.etp,
                               v_pad=pricer.vpad, kappa=kappa, bwd_attn=attention_backward_factor(f.flash_attention),
                               sel=pricer.acts.sel, vision_tokens=self._vision_tokens(), vision_seq=self._vision_seq(),
-                              t_head=pricer.t_h)
+                              t_head=pricer.t_h, elements=pricer.acts.elements)
         t, cp, u = par.t, par.cp, par.u
         self.tp = C.level_link(hw, t, 1)
         self.ring = C.level_link(hw, cp / u, t * u)

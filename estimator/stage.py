@@ -235,10 +235,12 @@ class StagePricer:
             got = local_elements(P.vision_extras(vision, d.h), par,
                                  frozen=vision.projector_frozen or "projector" in frozen_modules)
         elif kind == MTP:
-            got = local_elements(P.mtp_module(d, block), par, frozen="mtp" in frozen_modules or grad is not None,
+            elements = P.kept_block(self.acts.elements, self.acts.d, block, mtp=True)
+            got = local_elements(elements, par, frozen="mtp" in frozen_modules or grad is not None,
                                  **self._peft(block), **self._fp8(block), **self._part(block, grad))
         else:
-            got = local_elements(P.block(d, kind), par, frozen="body" in frozen_modules or grad is not None,
+            elements = P.kept_block(self.acts.elements, self.acts.d, kind)
+            got = local_elements(elements, par, frozen="body" in frozen_modules or grad is not None,
                                  **self._peft(kind), **self._fp8(kind), **self._part(kind, grad))
         self._local[key] = got
         return got
@@ -434,15 +436,20 @@ class StagePricer:
             out = where(self.t_h < self.r.par.t, maximum(out, full), out)
         return out
 
-    def rc(self, item: Item, group_act_none: float = 0.0) -> float:
-        """Rc(ℓ): what the backward of ℓ recomputes (full: A(ℓ, none); selective: the dropped slots)."""
+    def rc(self, item: Item, group_act_none: float = 0.0, known: tuple[Num, Num, Num, Num] | None = None) -> Num:
+        """Rc(ℓ): what the backward of ℓ recomputes (full: A(ℓ, none); selective: the dropped slots). ``known``:
+        the row's (A(ℓ, none) with its host and rebuilt parts, A(ℓ), offloaded, rebuilt) when the caller has
+        them (``cost``)."""
         if item.option == "none" or item.kind in (NOOP, EMBEDDING, OUTPUT, EMBEDDING_COPY, VISION):
             return 0.0
-        # what the layer produces, wherever it is kept (device, host, freed for a rebuild)
-        none = self.activation(item, "none") + self.offloaded(item, "none") + self.rebuilt(item, "none")
+        if known is None:
+            # what the layer produces, wherever it is kept (device, host, freed for a rebuild)
+            none = self.activation(item, "none") + self.offloaded(item, "none") + self.rebuilt(item, "none")
+            known = (none, self.activation(item, item.option), self.offloaded(item), self.rebuilt(item))
+        none, act, offload, rebuilt = known
         if item.option == "full":
             return group_act_none if item.group > 1 else none
-        return none - self.activation(item, item.option) - self.offloaded(item) - self.rebuilt(item)
+        return none - act - offload - rebuilt
 
     # ---------------------------------------------------------------------------------- buffers
     def buffer_terms(self, item: Item) -> tuple[float, float, float, float, float]:
@@ -459,12 +466,18 @@ class StagePricer:
             sp_term = maximum(sp_term, self.mc2(item))
         cp_term: Num = 0.0
         if is_block and not block.startswith("lin_"):
-            ring = 2 * bc * d.n_kv * (d.dqk + d.dv) * T / par.t
-            ulysses = bc * (d.q_w + d.k_w + d.v_w + d.o_w) * T / par.t
-            # all-gather CP: the backward holds the gathered K/V and their full-length gradients (4 × cp blocks)
-            gathered = 2 * par.cp * bc * d.n_kv * (d.dqk + d.dv) * T / par.t
-            cp_term = {"ring": ring, "ulysses": ulysses, "hybrid": ring + ulysses,
-                       "allgather": gathered}[f.cp_algo] * gt(par.cp, 1)
+            algo = f.cp_algo  # only its own buffer is computed (a row priced per edit)
+            if algo in ("ring", "hybrid"):
+                cp_term = 2 * bc * d.n_kv * (d.dqk + d.dv) * T / par.t
+            if algo in ("ulysses", "hybrid"):
+                ulysses = bc * (d.q_w + d.k_w + d.v_w + d.o_w) * T / par.t
+                cp_term = cp_term + ulysses if algo == "hybrid" else ulysses
+            elif algo == "allgather":
+                # the backward holds the gathered K/V and their full-length gradients (4 × cp blocks)
+                cp_term = 2 * par.cp * bc * d.n_kv * (d.dqk + d.dv) * T / par.t
+            elif algo != "ring":
+                raise KeyError(algo)
+            cp_term = cp_term * gt(par.cp, 1)
         ep_term = 2 * bc * d.h * self.R * gt(par.ep, 1) if (is_block and block.endswith("moe")) else 0.0
         mode = f.sharding_mode
         regather = mode == "zero3" or (mode in ("fsdp", "hsdp") and not f.fsdp2) or \
@@ -508,23 +521,38 @@ class StagePricer:
     # ---------------------------------------------------------------------------------- rows
     def cost(self, item: Item, with_head: bool = True) -> RowCost:
         """The shared cost of a row like ``item`` (its model index does not matter)."""
-        key = cost_key(item, with_head)
-        got = self._rows.get(key)
+        got = self._rows.get((item.kind, item.block, item.option, item.group, item.keeps_input, item.offload,
+                              item.zero, with_head, item.grad))  # cost_key, written out: a call per row less
         if got is None:
-            head = with_head if item.kind == OUTPUT else True
-            terms = self.buffer_terms(item)
-            act, offload, rebuilt = self.activation(item), self.offloaded(item), self.rebuilt(item)
-            # A(ℓ, none) counts what the layer produces, on the device, sent to the host or freed for a rebuild
-            # (a layer without a graph produces what a trainable one does: its forward's traffic, T-COMP)
-            made = replace(item, grad=None) if item.grad == "off" else item
-            act_none = self.activation(made, "none") + self.offloaded(made, "none") + self.rebuilt(made, "none")
-            got = RowCost(local=self.local(item.kind, item.block, head, item.grad),
-                          static=self.static(item.kind, item.block, head, item.grad), act=act, act_none=act_none,
-                          gw=self.gw(item) + 2 * offload + rebuilt, gf=self.gw(item, False), transient=sum(terms),
-                          resident=self.resident(item), parts=terms, rc=self.rc(item), offload=offload,
-                          rebuilt=rebuilt, mc2=self.mc2(item) if self.r.flags.feat.async_tp else 0.0)
-            self._rows[key] = got
+            got = self._rows[cost_key(item, with_head)] = self._price(item, with_head)
         return got
+
+    def _price(self, item: Item, with_head: bool) -> RowCost:
+        """A row's cost, each term computed once (the duplicates ``cost`` would ask for are the same values)."""
+        kind, grad = item.kind, item.grad
+        head = with_head if kind == OUTPUT else True
+        terms = self.buffer_terms(item)
+        act, offload, rebuilt = self.activation(item), self.offloaded(item), self.rebuilt(item)
+        # A(ℓ, none) counts what the layer produces, on the device, sent to the host or freed for a rebuild
+        # (a layer without a graph produces what a trainable one does: its forward's traffic, T-COMP); with no
+        # recompute it is what the row keeps
+        if grad == "off":
+            made = replace(item, grad=None)
+            act_none = self.activation(made, "none") + self.offloaded(made, "none") + self.rebuilt(made, "none")
+            rc = self.rc(item)
+        else:
+            act_none = act + offload + rebuilt if item.option == "none" else \
+                self.activation(item, "none") + self.offloaded(item, "none") + self.rebuilt(item, "none")
+            rc = self.rc(item, known=(act_none, act, offload, rebuilt))
+        gf = self.gw(item, False)
+        # the backward's working set differs from the forward's only around a loss or by the executing layer's own
+        # gradient (gw's upstream rule)
+        gw = self.gw(item) if kind in (OUTPUT, MTP) or (grad != "off" and self.r.flags.persistence ==
+                                                          "upstream_rule") else gf
+        return RowCost(local=self.local(kind, item.block, head, grad), static=self.static(kind, item.block, head, grad),
+                       act=act, act_none=act_none, gw=gw + 2 * offload + rebuilt, gf=gf, transient=sum(terms),
+                       resident=self.resident(item), parts=terms, rc=rc, offload=offload, rebuilt=rebuilt,
+                       mc2=self.mc2(item) if self.r.flags.feat.async_tp else 0.0)
 
 
 def stage_rows(pricer: StagePricer, stage: int) -> list[Row]:

@@ -214,7 +214,9 @@ def test_an_edit_sequence_through_the_session_equals_estimates_with_nothing_kept
 def _nothing_kept(patch: pytest.MonkeyPatch) -> None:
     """Every table an estimate keeps for the next one, empty (the process's kept ones untouched)."""
     from estimator import assembly
+    from estimator import model as model_module
 
+    patch.setattr(model_module, "_STACKS", {})  # layer groups kept across model records
     for name in ("_BOOKS", "_COSTS", "_RESOLVED", "_TABLES", "_KEYS"):
         patch.setattr(reuse, name, OrderedDict())
     patch.setattr(reuse, "_TWINS", {})
@@ -283,3 +285,75 @@ def test_device_tables_key_the_device_object_and_stay_bounded():
     for _ in range(3 * DEVICES):
         device_entry(table, H100.at_band("high"), list)
     assert len(table) <= DEVICES
+
+
+def test_the_block_elements_are_kept_with_the_activation_table(monkeypatch):
+    """A body layer's parameter elements read the dims and the registered kinds only: kept with the activation
+    table (params.kept_block), so a tp, pp or recompute edit counts them once — each kept entry is what counting
+    afresh gives, and every estimate equals one with nothing kept."""
+    from estimator import params as P
+
+    spec = dict(name="moe", hidden_size=2048, num_layers=6, num_attention_heads=16, num_kv_heads=4,
+                ffn_hidden_size=8192, vocab_size=32000, num_experts=8, experts_per_token=2, moe_ffn_hidden_size=1024,
+                first_k_dense=1, mtp_layers=1)
+    moe = ModelSpec(**spec)
+    plan = Strategy(seq_length=4096, tp=2, pp=2, dp=2, ep=2, etp=1, micro_batches=4, sequence_parallel=True)
+    edits = [plan, plan.replace(tp=4, dp=1), plan.replace(pp=1, dp=4),
+             plan.replace(recompute=RecomputePlan(default_mode="full")), plan]
+    warm = [_text(estimate(moe, st, H100, MEGATRON)) for st in edits]
+    tables = [reuse.row_book(reuse.resolved(moe, st, H100, MEGATRON)).costs.acts for st in edits]
+    assert tables[1] is tables[0] and tables[-1] is tables[0]  # a tp edit keeps the table, and its elements
+    assert all(table.elements for table in tables)
+    kept = reuse.row_book(reuse.resolved(moe, plan, H100, MEGATRON)).costs.acts.elements
+    d = reuse.resolved(moe, plan, H100, MEGATRON).dims
+    assert set(kept) == {"dense", "moe", (P.MTP_KEY, "moe")}
+    assert kept["dense"] == P.block(d, "dense") and kept["moe"] == P.block(d, "moe")
+    assert kept[(P.MTP_KEY, "moe")] == P.mtp_module(d, "moe") != kept["moe"]
+    for st, got in zip(edits, warm, strict=True):
+        with monkeypatch.context() as empty:
+            _nothing_kept(empty)
+            assert got == _text(estimate(moe, st, H100, MEGATRON)), st
+    wide = ModelSpec(**{**spec, "hidden_size": 4096})  # other dims: another table, its own elements
+    estimate(wide, plan, H100, MEGATRON)
+    other = reuse.row_book(reuse.resolved(wide, plan, H100, MEGATRON)).costs.acts.elements
+    assert other is not kept and other["moe"] != kept["moe"]
+
+
+def test_layer_groups_are_kept_by_the_values_they_read(monkeypatch):
+    """The plan session makes a new model record on every edit: its layer groups are found by the values they
+    read (with their types) and the layer-kind registry's generation, and equal a fresh build."""
+    from estimator import model as model_module
+
+    monkeypatch.setattr(model_module, "_STACKS", {})
+    spec = dict(name="moe", hidden_size=2048, num_layers=6, num_attention_heads=16, ffn_hidden_size=8192,
+                vocab_size=32000, num_experts=8, experts_per_token=2, moe_ffn_hidden_size=1024, first_k_dense=1,
+                moe_layer_freq=2, mtp_layers=1)
+    a, b = ModelSpec(**spec), ModelSpec(**spec)
+    assert a is not b and a.layer_stack() is b.layer_stack()
+    assert a.layer_stack() == a._build_stack()
+    assert [g.kind for g in a.layer_stack()] == ["dense", "moe", "dense", "moe", "dense", "moe", "moe"]
+    for change in ({"moe_layer_freq": 1}, {"first_k_dense": 0}, {"num_experts": 0}, {"mtp_layers": 0},
+                   {"num_layers": 4}, {"model_type": "qwen3_next"},
+                   {"layer_types": ("linear_attention", "full_attention") * 3}):
+        other = ModelSpec(**{**spec, **change})
+        assert other.layer_stack() == other._build_stack() and other.layer_stack() is not a.layer_stack(), change
+    assert ModelSpec(**{**spec, "mtp_layers": True}).layer_stack() is not a.layer_stack()  # types tell apart
+    monkeypatch.setattr(model_module, "kinds_generation", lambda: -1)  # a kind folder registered since
+    assert ModelSpec(**spec).layer_stack() is not a.layer_stack()
+    monkeypatch.setattr(model_module, "STACKS", 2)
+    for n in range(1, 6):
+        ModelSpec(**{**spec, "num_layers": n}).layer_stack()
+    assert len(model_module._STACKS) <= 2
+
+
+def test_a_row_cost_is_found_again_by_its_key():
+    """``StagePricer.cost`` looks a row up by ``stage.cost_key`` written out: every row of a plan, asked again, is
+    the kept cost (not priced anew), and rows with different keys have their own."""
+    from estimator.stage import StagePricer, cost_key, stage_entries
+
+    r, layout = reuse.resolved_layout(DENSE, PLAN, H100, MEGATRON)
+    pricer = StagePricer(r, layout)
+    entries = [e for stage in range(layout.p) for e in stage_entries(layout, stage, r.dims.tie)]
+    costs = [pricer.cost(e.item, e.with_head) for e in entries]
+    assert set(pricer._rows) == {cost_key(e.item, e.with_head) for e in entries}
+    assert all(pricer.cost(e.item, e.with_head) is c for e, c in zip(entries, costs, strict=True))
