@@ -385,14 +385,18 @@ class StagePricer:
                                                           g * vision.ffn_hidden_size / self.r.par.t)
 
     # ---------------------------------------------------------------------------------- working sets
-    def gw(self, item: Item, backward: bool = True) -> float:
+    def gw(self, item: Item, backward: bool = True, forward: Num | None = None) -> Num:
         """Gw(ℓ) [W-BWD]: the gradient working set of a layer's backward (forward set when not
-        ``backward``)."""
+        ``backward``). ``forward``: the row's forward set when the caller has it — the backward's is the same but
+        around a loss or under the upstream rule, so it is returned as it is there (``cost``: a row priced once)."""
         d, w, f, par = self.r.dims, self.r.widths, self.r.flags, self.r.par
+        backward = backward and item.grad != "off"  # [A-FREEZE] no graph: only the forward's working set
+        upstream = backward and f.persistence == "upstream_rule"
+        if forward is not None and item.kind not in (OUTPUT, MTP) and not upstream:
+            return forward
         T = self.T
         kind = item.block if item.kind == MTP else item.kind
         frozen_vision = item.kind == VISION and self.vision_frozen
-        backward = backward and item.grad != "off"  # [A-FREEZE] no graph: only the forward's working set
         if item.kind in (NOOP, EMBEDDING, EMBEDDING_COPY, "vision_extras") or frozen_vision:
             out = 0.0
         elif item.kind == OUTPUT:
@@ -410,7 +414,7 @@ class StagePricer:
             out = T * w.c * (2 * d.h / par.sp_div + i_max)
             if item.kind == MTP:
                 out = maximum(out, self.loss_working(backward))
-        if backward and f.persistence == "upstream_rule":
+        if upstream:
             # D5 upstream rule without held gradients (γ = 0): the executing layer's own gradient
             out = out + (1 - self.gamma) * self.static(item.kind, item.block, grad=item.grad).gradients
         return out
@@ -545,10 +549,7 @@ class StagePricer:
                 self.activation(item, "none") + self.offloaded(item, "none") + self.rebuilt(item, "none")
             rc = self.rc(item, known=(act_none, act, offload, rebuilt))
         gf = self.gw(item, False)
-        # the backward's working set differs from the forward's only around a loss or by the executing layer's own
-        # gradient (gw's upstream rule)
-        gw = self.gw(item) if kind in (OUTPUT, MTP) or (grad != "off" and self.r.flags.persistence ==
-                                                          "upstream_rule") else gf
+        gw = self.gw(item, forward=gf)
         return RowCost(local=self.local(kind, item.block, head, grad), static=self.static(kind, item.block, head, grad),
                        act=act, act_none=act_none, gw=gw + 2 * offload + rebuilt, gf=gf, transient=sum(terms),
                        resident=self.resident(item), parts=terms, rc=rc, offload=offload, rebuilt=rebuilt,
