@@ -58,6 +58,11 @@ StageResult's dict set at once; P-SCALAR-SPEED "Fourth session — per-stage ove
 load 1.3–1.5, min/median CPU ms of four pairs: DeepSeek-V3 tp 2.00–2.11/2.16–2.42 (main 2.20–2.25/2.38–2.64), pp
 1.65–1.71/1.82–1.99 (1.74–1.84/1.98–2.17), recompute 1.51–1.64/1.72–1.91 (1.67–1.75/1.89–2.09); Llama-3-70B
 unchanged (replayed: its stages keep the layered parts).
+Stages as array elements, fifth session (2026-12-02: a plan without allocator replay prices its stages at once;
+P-SCALAR-SPEED "Fifth session — stages as array elements"), /work/helpers/sections.py alternating with main
+02c4c5a, two runs each at a load of 2.6–3.0, min/median CPU ms of 300 edits through the session: DeepSeek-V3 tp
+1.76–1.80/2.46–3.13 (main 1.97–2.05/2.67–3.47; its stages 0.52–0.55 against 0.73–0.75), recompute 1.28–1.45/
+1.81–2.43 (main 1.76–1.77/2.13–2.33), pp level (1.70–1.78 against 1.63–1.71); Llama-3-70B unchanged (replayed).
 Row pricing, fourth session (2026-12-02: layer groups kept across the session's model records, block elements
 with the activation table, a row priced with each term once; P-SCALAR-SPEED "Fourth session — row pricing"),
 three runs each alternating with main b0d0001 at a load of 1.0–1.3, min CPU ms through the session: DeepSeek-V3

@@ -5,6 +5,7 @@ or a grid of chunk choices) and PyTorch FSDP2 plans (instants instead of the pea
 * ``form``: a stage's structure — the distinct row costs per chunk with their counts, its backward walk;
 * ``memory``: chunk sums → the stage at its peak replay point (or FSDP2 instant) → the stage terms;
 * ``peak``: the peak replay point (D49) for one plan's points, the search's and the balancer's arrays;
+* ``stages``: one plan's stages at once as array elements (no allocator replay: ``price_plan_stages``);
 * ``terms``: the memory terms as data (``ROW_TERMS``, ``STAGE_TERMS``) — where a new term goes;
 * ``report``: the per-layer table and the Explain tree of one element (labels only; the numbers come from
   ``memory``).
@@ -18,7 +19,8 @@ Adding a memory term (docs/model.md#adding-a-memory-term):
    and — unless its category is priced by FSDP2's instants (``RowTerm.instant``) — FSDP2 plans.
 2. held once per device and stage (runtime context, library workspaces, communication-library buffers,
    allocator slack): one ``StageTerm`` in ``terms.STAGE_TERMS`` with its formula id, category, value, its part
-   of the optimizer-step peak and its Explain inputs. It reads the assembled stage (``StageView``) and
+   of the optimizer-step peak and its Explain inputs. It reads the assembled stage (``StageView``; its ``stage``
+   may be an array of one plan's stage indices, ``stages``) and
    reaches every path, FSDP2 included, and shows as one synthetic row of the per-layer table.
 3. stored activations of one micro-batch: ``StagePricer.activation`` (they are multiplied by the micro-batches
    in flight, walked by the backward, replayed by FSDP2's instants and the timeline).
@@ -26,13 +28,14 @@ Adding a memory term (docs/model.md#adding-a-memory-term):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from ..messages import Text, english, message_of
 from ..result import StageResult, stage_result
 from ..stage import StagePricer, stage_rows
-from . import memory
+from . import memory, stages
 from .form import StageForm, stage_plan
 from .memory import ChunkSums, Point, StageMemory, chunk_sums, points_key, profile_points, stage_memory, terms_token
 from .report import explain_tree, layer_rows, point_label
@@ -71,7 +74,7 @@ def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: b
         device = pricer.memo.get(("device", stage), {})
     point, text = (mem.instant.best.name, english(mem.instant.best.name)) if mem.instant is not None else \
         _peak_point(points, mem)
-    source = partial(_layer_rows, pricer, stage, form, mem)
+    source = partial(_layer_rows, pricer, stage, form, mem, points)
     tree = explain_tree(pricer, stage, rows, mem, source(), point) if explain else None
     return stage_result(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
                         peak_vector=tuple(mem.counts), peak_instant=text, peak_said=message_of(point),
@@ -79,6 +82,42 @@ def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: b
                         layers_per_chunk=pricer.layout.chunk_layers[stage],
                         kinds=form.kinds, explain=tree, host_bytes=mem.host or {},
                         device=dict(device))  # type: ignore[arg-type]
+
+
+def price_plan_stages(pricer: StagePricer, points: Sequence[list[Point]]) -> tuple[StageResult, ...] | None:
+    """Every stage of one plan whose stage terms read no micro-batch count (``price_stage`` with ``keep``, no
+    Explain, not FSDP2), the stages not kept priced at once as array elements (``stages.as_arrays``); None where a
+    stage's points or form are not one plan's numbers (then ``price_stage`` one by one)."""
+    p = len(points)
+    plan = stage_plan(pricer.layout, pricer.r.dims.tie)
+    forms = [plan[i][0] for i in range(p)]
+    values = stages.plan_keys(points, forms)
+    if values is None:
+        return None
+    kept = pricer.shared.setdefault("stages", {})
+    token = terms_token()
+    got = [kept.get((i, values[i])) for i in range(p)]  # type: ignore[attr-defined]
+    new = [i for i in range(p) if got[i] is None or got[i][0] is not forms[i] or got[i][3] != token]
+    if new:
+        made = stages.as_arrays(pricer, new, [forms[i] for i in new], [stage_chunks(pricer, forms[i]) for i in new],
+                                [points[i] for i in new])
+        for i, (mem, device) in zip(new, made, strict=True):
+            if len(kept) >= KEPT_STAGES:  # type: ignore[arg-type]
+                kept.clear()  # type: ignore[attr-defined]
+            got[i] = kept[(i, values[i])] = (forms[i], mem, device, token)  # type: ignore[index]
+    counts, layers = pricer.layout.chunk_counts(), pricer.layout.chunk_layers
+    out = []
+    for i in range(p):
+        form, mem, device, _token = got[i]  # type: ignore[misc]
+        pts = points[i]
+        point, text = _peak_point(pts, mem)
+        out.append(stage_result(index=i, layer_source=partial(_layer_rows, pricer, i, form, mem, pts),
+                                bytes_by_category=mem.categories, total=mem.total, peak_vector=tuple(mem.counts),
+                                peak_instant=text, peak_said=message_of(point),
+                                optimizer_step_peak=mem.optimizer_step_peak, layer_counts=counts[i],
+                                layers_per_chunk=layers[i], kinds=form.kinds, explain=None,
+                                host_bytes=mem.host or {}, device=dict(device)))
+    return tuple(out)
 
 
 KEPT_STAGES = 1024  # stages kept per row book: each micro-batch count that moves a stage's points adds one
@@ -131,10 +170,12 @@ def _peak_point(points: list[Point] | Any, mem: StageMemory) -> tuple[Text, str]
     return got
 
 
-def _layer_rows(pricer: StagePricer, stage: int, form: StageForm, mem: StageMemory) -> tuple:
+def _layer_rows(pricer: StagePricer, stage: int, form: StageForm, mem: StageMemory, points: list[Point]) -> tuple:
+    if mem.stage_terms is None:  # priced as an array element (``stages``): its stage terms' views one by one
+        mem = memory.unkept_stage(pricer, stage, form, points, stage_chunks(pricer, form))
     return layer_rows(pricer, form, stage_rows(pricer, stage), mem)
 
 
 __all__ = ["ROW_TERMS", "STAGE_TERMS", "ChunkSums", "Point", "RowTerm", "StageForm", "StageMemory", "StageTerm",
-           "StageView", "chunk_sums", "price_stage", "process_groups", "profile_points", "stage_chunks", "stage_form",
-           "stage_memory"]
+           "StageView", "chunk_sums", "price_plan_stages", "price_stage", "process_groups", "profile_points",
+           "stage_chunks", "stage_form", "stage_memory"]

@@ -64,7 +64,9 @@ class StageMemory(NamedTuple):
     working: Num
     transient: Num
     groups: Num
-    stage_terms: tuple[tuple[Num, StageView], ...] = ()  # per STAGE_TERMS entry: its value and what it saw
+    # per STAGE_TERMS entry: its value and what it saw; None for a stage priced as an array element
+    # (``assembly.stages``: its layer rows price it again one by one)
+    stage_terms: tuple[tuple[Num, StageView], ...] | None = ()
     point: int = -1           # one element: the peak point's index
     working_from: tuple[int, int] = (-1, -1)  # one element: (chunk, walk position), or (-1, V label index)
     transient_from: tuple[int, int] = (-1, -1)  # one element: (chunk, key)
@@ -243,6 +245,12 @@ class _ChunksPart(NamedTuple):
     transient_from: tuple[int, int]
     rows: dict[str, Num]
     held: ChunkTotals
+    # for a plan's stages as array elements (``stages``): ``rows``'s values in CATEGORIES order, each chunk's
+    # A_chunk and offloaded activations, and what the rows hold at the optimizer step with the temporaries
+    vector: tuple[Num, ...]
+    act: tuple[Num, ...]
+    offload: tuple[Num, ...]
+    at_step: Num
 
 
 def _chunks_part(pricer: StagePricer, chunks: Sequence[ChunkSums], vision: Num) -> _ChunksPart:
@@ -271,21 +279,25 @@ def _chunks_part(pricer: StagePricer, chunks: Sequence[ChunkSums], vision: Num) 
     for term in terms.ROW_TERMS:
         name = term.category
         cat[name] = cat[name] + rows[term.id]
-    return _ChunksPart(work, working_from, transient, transient_from, cat, held)
+    return _ChunksPart(work, working_from, transient, transient_from, cat, held, tuple(cat.values()),
+                       tuple(c.act for c in chunks), tuple(c.offload for c in chunks), held.step + held.temps)
 
 
-def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence[Any], vision: Num,
-              memo: dict | None) -> Tensors:
-    # the part the chunks decide, kept per pricer for one plan's stages sharing a list of chunk sums
-    # (``stage_chunks``); not for arrays: the balancer combines a new list per call
+def chunks_part(pricer: StagePricer, chunks: Sequence[ChunkSums], vision: Num) -> _ChunksPart:
+    """The part the chunks decide, kept per pricer for one plan's stages sharing a list of chunk sums
+    (``stage_chunks``); not for arrays: the balancer combines a new list per call."""
     if type(vision) is bool and not isinstance(chunks[0].act, np.ndarray):
         key = ("chunks-part", id(chunks), vision)
         got = pricer.memo.get(key)
         if got is None or got[0] is not chunks:  # type: ignore[index]
             got = pricer.memo[key] = (chunks, _chunks_part(pricer, chunks, vision))
-        part: _ChunksPart = got[1]  # type: ignore[index]
-    else:
-        part = _chunks_part(pricer, chunks, vision)
+        return got[1]  # type: ignore[index,no-any-return]
+    return _chunks_part(pricer, chunks, vision)
+
+
+def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence[Any], vision: Num,
+              memo: dict | None) -> Tensors:
+    part = chunks_part(pricer, chunks, vision)
     counts, working, point = peak_point(points, [c.act for c in chunks], part.work, memo)
     transient = part.transient
     cat = dict(part.rows)
@@ -339,14 +351,30 @@ def chunk_totals(pricer: StagePricer, chunks: Sequence[ChunkSums]) -> ChunkTotal
     if got is not None and got[0] is chunks:  # type: ignore[index]
         return got[1]  # type: ignore[index]
     step: Num = 0.0
+    for term in terms.ROW_TERMS:  # each term summed over the chunks in order, then added (as _chunk_total)
+        one: Num = 0.0
+        for c in chunks:
+            one = one + c.step[term.id]
+        step = step + one
+    if pricer.r.flags.optimizer_impl == "foreach":
+        temps: Num = 0.0
+        for c in chunks:
+            temps = temps + c.temps
+    else:
+        temps = max_all([c.temps for c in chunks])
+    rows: dict[str, Num] = {}
     for term in terms.ROW_TERMS:
-        step = step + _chunk_total(chunks, lambda c, t=term: c.step[t.id])
-    temps = _chunk_total(chunks, lambda c: c.temps) if pricer.r.flags.optimizer_impl == "foreach" else \
-        max_all([c.temps for c in chunks])
-    totals = ChunkTotals(rows={t.id: _chunk_total(chunks, lambda c, t=t: c.rows[t.id]) for t in terms.ROW_TERMS},
-                         step=step, temps=temps,
-                         host={t.id: _chunk_total(chunks, lambda c, t=t: (c.host or {})[t.id])
-                               for t in terms.HOST_TERMS})
+        one = 0.0
+        for c in chunks:
+            one = one + c.rows[term.id]
+        rows[term.id] = one
+    host: dict[str, Num] = {}
+    for term in terms.HOST_TERMS:
+        one = 0.0
+        for c in chunks:
+            one = one + (c.host or {})[term.id]
+        host[term.id] = one
+    totals = ChunkTotals(rows=rows, step=step, temps=temps, host=host)
     pricer.memo[key] = (chunks, totals)
     return totals
 

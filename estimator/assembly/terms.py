@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
+
 from ..arr import Num, gt
 from ..messages import msg
 from ..resolve import Resolved, dense_domain
@@ -114,7 +116,7 @@ class StageView(NamedTuple):
     NamedTuple: every stage makes one per stage term)."""
 
     r: Resolved
-    stage: int
+    stage: int | np.ndarray  # an array of one plan's stage indices where its stages are priced at once
     categories: dict[str, Num]
     groups: Num
     pricer: StagePricer | None = None  # the device terms replay the stage's tensors (one plan)
@@ -138,8 +140,9 @@ class StageTerm:
     note: Callable[[StageView], str] = lambda view: ""
 
 
-def process_groups(r: Resolved, stage: int, memo: dict | None = None) -> Num:
-    """Distinct groups of size > 1 a rank belongs to (D6); ``memo`` (a pricer's) keeps the count the stages share."""
+def process_groups(r: Resolved, stage: int | np.ndarray, memo: dict | None = None) -> Num:
+    """Distinct groups of size > 1 a rank belongs to (D6); ``memo`` (a pricer's) keeps the count the stages share.
+    ``stage``: one stage, or an array of one plan's stage indices (``assembly.stages``: one count each)."""
     par, f, d = r.par, r.flags, r.dims
     groups = memo.get("process-groups") if memo is not None else None
     if groups is None:
@@ -151,7 +154,10 @@ def process_groups(r: Resolved, stage: int, memo: dict | None = None) -> Num:
         groups = sum(gt(x, 1) for x in sizes)
         if memo is not None:
             memo["process-groups"] = groups
-    if d.tie and par.p > 1 and stage in (0, par.p - 1):
+    if isinstance(stage, np.ndarray):
+        if d.tie and par.p > 1:  # the embedding group of a tied table on two stages
+            groups = groups + ((stage == 0) | (stage == par.p - 1))
+    elif d.tie and par.p > 1 and stage in (0, par.p - 1):
         groups = groups + 1  # the embedding group of a tied table on two stages
     return groups
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
 from ..arr import Num, gt, is_array
 from ..hardware import runtime_of
 from ..messages import Message, joined, msg
@@ -43,7 +45,7 @@ class StageView(Protocol):
     imported, so that the assembler can import these terms)."""
 
     r: Resolved
-    stage: int
+    stage: int | np.ndarray  # an array of one plan's stage indices where its stages are priced at once
     categories: dict[str, Num]
     pricer: StagePricer | None
 
@@ -109,14 +111,33 @@ def comm_library(view: StageView) -> Num:
     [D-NVLS] with their band by the NCCL version (``nvls_band``)."""
     r = view.r
     rules = _rules(view)
-    factor, nvls = rules.comm_factor, rules.nvls
-    library, low, nominal, high = _comm_bytes(r, view.stage, rules.library, nvls, view.pricer)
     pricer = view.pricer
+    stage = view.stage
+    if not isinstance(stage, np.ndarray):
+        value, note = _comm_library(r, stage, rules, pricer)
+        if note is not None:
+            pricer.memo.setdefault(("device", stage), {}).update(note)  # type: ignore[union-attr]
+        return value
+    # one plan's stages as array elements (``assembly.stages``): an end stage's value or another's, each once
+    p = int(r.par.p)
+    ends = ((stage == 0) | (stage == p - 1)).tolist()
+    by_end = {end: _comm_library(r, 0 if end else 1, rules, pricer) for end in set(ends)}
+    for i, end in zip(stage.tolist(), ends, strict=True):
+        note = by_end[end][1]
+        if note is not None:
+            pricer.memo.setdefault(("device", i), {}).update(note)  # type: ignore[union-attr]
+    return np.array([by_end[end][0] for end in ends])
+
+
+def _comm_library(r: Resolved, stage: int, rules: _Rules, pricer: StagePricer | None) -> tuple[Num, dict | None]:
+    """``comm_library`` of one stage: its value and the NVLS band's note (None: no note)."""
+    factor, nvls = rules.comm_factor, rules.nvls
+    library, low, nominal, high = _comm_bytes(r, stage, rules.library, nvls, pricer)
+    note = None
     if nvls is not None and pricer is not None and not is_array(nominal):
-        pricer.memo.setdefault(("device", view.stage), {}).update(
-            {"comm_library_low": float((low - nominal) * factor),
-             "comm_library_high": float((high - nominal) * factor)})
-    return (library + nominal) * factor
+        note = {"comm_library_low": float((low - nominal) * factor),
+                "comm_library_high": float((high - nominal) * factor)}
+    return (library + nominal) * factor, note
 
 
 def _comm_bytes(r: Resolved, stage: int, rule: LibraryRule, nvls: NvlsRule | None,
@@ -189,13 +210,17 @@ def slack(view: StageView) -> Num:
     kind, config, source = allocator_kind(r)
     ratio = r.options.allocator_slack_ratio
     pricer = view.pricer
-    vector = is_array(r.par.d, r.par.t, r.par.cp, r.par.b, r.par.m, view.dynamic)
+    # one plan's stages as array elements (``assembly.stages``, a plan without replay): a note per stage
+    stages = isinstance(view.stage, np.ndarray)
+    vector = is_array(r.par.d, r.par.t, r.par.cp, r.par.b, r.par.m) or (not stages and is_array(view.dynamic))
     replayed = pricer.memo.get(REPLAYED) if pricer is not None and not vector else None
     exact = replays_allocator(r) and pricer is not None and not vector and \
         (replayed is None or view.stage in replayed)
     band: tuple[float, float, float] | None = None
     entry: tuple | None = None  # the replayed stages' ratio this stage takes
     said = pricer is not None and not vector
+    if stages and exact:  # replayed stages are priced one by one (``device.stages``)
+        raise ValueError("a replayed allocator's slack is priced stage by stage")
     if kind == "static":
         value: Num = 0.0
     elif exact:
@@ -213,7 +238,9 @@ def slack(view: StageView) -> Num:
             else:
                 ratio, low_rel, high_rel, _note = entry
         value = (ratio or 0.0) * _dynamic(view)
-        if not vector:
+        if stages:
+            band = (value, value * low_rel, value * high_rel)
+        elif not vector:
             band = (float(value), float(value) * low_rel, float(value) * high_rel)
     factor = opts.allocator_slack_factor
     fraction = opts.allocator_slack_fraction
@@ -225,13 +252,24 @@ def slack(view: StageView) -> Num:
             low, high = low + extra, high + extra
         else:  # no band of its own (a static pool: only a calibrated fraction): its ends are the value itself
             low = high = value
-        note = {"allocator": kind, "allocator_slack_low": float(low), "allocator_slack_high": float(high),
-                "allocator_source": _allocator_said(source, kind == "static" or exact, entry, ratio),
-                "allocator_replayed": exact}
-        if r.options.calibration:
-            note["calibration"] = r.options.calibration
-        pricer.memo[("device", view.stage)] = note  # type: ignore[union-attr]
+        said_source = _allocator_said(source, kind == "static" or exact, entry, ratio)
+        if not stages:
+            pricer.memo[("device", view.stage)] = _slack_note(r, kind, low, high, said_source, exact)  # type: ignore
+        else:
+            n = len(view.stage)
+            lows = low.tolist() if isinstance(low, np.ndarray) else [low] * n
+            highs = high.tolist() if isinstance(high, np.ndarray) else [high] * n
+            for i, lo, hi in zip(view.stage.tolist(), lows, highs, strict=True):
+                pricer.memo[("device", i)] = _slack_note(r, kind, lo, hi, said_source, exact)  # type: ignore
     return value
+
+
+def _slack_note(r: Resolved, kind: str, low: Num, high: Num, source: str, exact: bool) -> dict[str, Any]:
+    note = {"allocator": kind, "allocator_slack_low": float(low), "allocator_slack_high": float(high),
+            "allocator_source": source, "allocator_replayed": exact}
+    if r.options.calibration:
+        note["calibration"] = r.options.calibration
+    return note
 
 
 def terms_key(pricer: StagePricer, stage: int) -> tuple | None:

@@ -70,13 +70,18 @@ def _chosen(pricer: StagePricer, points: Sequence[Any]) -> list[int]:
 
 
 def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> tuple[StageResult, ...]:
-    from ..assembly import price_stage
+    from ..assembly import price_plan_stages, price_stage
 
     p = len(points)
     r = pricer.r
     unreplayed = not replays_allocator(r)
     if not unreplayed:
         say_trace_plan(pricer)  # its replayed stages' traces are kept for the next estimate
+    if unreplayed and not explain and not r.flags.fsdp2:
+        # no replay: no stage term reads the micro-batch count; the stages are kept, and priced at once
+        made = price_plan_stages(pricer, points)
+        if made is not None:
+            return made
     if p <= REPLAY_ALL or unreplayed:
         # no replay: no stage term reads the micro-batch count, and a stage may be kept (assembly.price_stage)
         return tuple(price_stage(pricer, i, points[i], explain, keep=unreplayed) for i in range(p))

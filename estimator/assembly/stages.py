@@ -1,0 +1,130 @@
+"""A plan's stages as the elements of arrays (P-SCALAR-SPEED): the stages of one plan that replays no allocator
+(``device.stages``: MindSpore's static pool, a stated slack ratio), priced at once as the search prices its
+candidates — each stage's rows' categories, activations at its peak point, working set and transient buffer one
+element of an array over the stages, the stage terms evaluated once over the array of stage indices (they ask
+whether a stage is an end stage, ``terms.process_groups``, ``device.stage_terms``), the total and the
+optimizer-step peak once — instead of assembling the stages one by one.
+
+Every number is the one the one-stage path (``memory.unkept_stage``) gives: each array operation is the same
+operation, in the same order, on each stage's element (float64, as Python's floats), so every sum keeps its
+sequential order; what a stage's chunks decide (``memory.chunks_part``) and its peak point are the one-stage
+path's own. A stage made here holds no stage-term views (``StageMemory.stage_terms`` None): its per-layer table
+prices it again one by one (``assembly._layer_rows``), on demand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..result import CATEGORIES
+from . import terms
+from .form import StageForm
+from .memory import Point, StageMemory, chunks_part, points_key
+from .peak import _first_best
+from .terms import StageView, process_groups
+
+if TYPE_CHECKING:
+    from ..stage import StagePricer
+
+
+def plan_keys(points: Sequence[list[Point]], forms: Sequence[StageForm]) -> list[tuple] | None:
+    """Each stage's points' values (``memory.points_key``), or None where a stage's points or form are not one
+    plan's numbers (arrays or masked points, an array of vision flags): those go one by one."""
+    out = []
+    for pts, form in zip(points, forms, strict=True):
+        values = points_key(pts)
+        if values is None or type(form.vision) is not bool:
+            return None
+        out.append(values)
+    return out
+
+
+def as_arrays(pricer: StagePricer, stages: Sequence[int], forms: Sequence[StageForm],
+              chunks: Sequence[Sequence[Any]], points: Sequence[list[Point]]) -> list[tuple[StageMemory, dict]]:
+    """The stages ``stages`` of one plan (their forms, the forms' chunk sums and their points, indexed like
+    ``stages``), each as a StageMemory with the device terms' notes — what ``memory.unkept_stage`` gives stage by
+    stage, computed over an array of the stages."""
+    r = pricer.r
+    n = len(stages)
+    parts = [chunks_part(pricer, c, form.vision) for c, form in zip(chunks, forms, strict=True)]
+    peaks = []  # per stage: (in-flight counts, working set, point index)
+    for pts, part in zip(points, parts, strict=True):
+        if len(pts) == 1:  # _first_best of one point: that point
+            pt = pts[0]
+            peaks.append((pt.counts, part.work[pt.backward_chunk], 0))
+        else:
+            peaks.append(_first_best(pts, part.act, part.work))
+    # the rows' categories of each stage (its chunks' part), one column per category
+    cat: dict[str, Any] = dict(zip(CATEGORIES, np.array([part.vector for part in parts], dtype=np.float64).T,
+                                   strict=True))
+    counts = np.array([peak[0] for peak in peaks], dtype=np.float64)
+    act = np.array([part.act for part in parts], dtype=np.float64)
+    acts: Any = 0.0
+    for j in range(counts.shape[1]):  # Σ_j n_j·A_chunk(j), chunk by chunk as one stage sums it
+        acts = acts + counts[:, j] * act[:, j]
+    cat["activations"] = cat["activations"] + acts
+    cat["communication_buffers"] = cat["communication_buffers"] + np.array([part.transient for part in parts],
+                                                                         dtype=np.float64)
+    cat["working_overhead"] = cat["working_overhead"] + np.array([peak[1] for peak in peaks], dtype=np.float64)
+    # the stage terms over the array of stage indices (``memory._finish``, each term once)
+    index = np.array(stages)
+    groups = process_groups(r, index, pricer.memo)
+    at_step: Any = 0.0
+    for term in terms.STAGE_TERMS:
+        view = StageView(r, index, cat, groups, pricer)
+        value = term.value(view)
+        step = term.at_optimizer_step
+        at_step = at_step + (value if step is None else step(view))  # the view's categories before this term
+        name = term.category
+        cat[name] = cat[name] + value
+    total: Any = 0.0
+    for name in CATEGORIES:
+        total = total + cat[name]
+    opt = (np.array([part.at_step for part in parts], dtype=np.float64) + at_step).tolist()
+    columns = np.array([cat[name] for name in CATEGORIES]).T.tolist()
+    host = _host(parts, counts)
+    groups_at = groups.tolist() if isinstance(groups, np.ndarray) else [groups] * n
+    out = []
+    memo = pricer.memo
+    for k, (stage, total_k, pts, part, peak) in enumerate(zip(stages, total.tolist(), points, parts, peaks,
+                                                             strict=True)):
+        point = peak[2]
+        mem = StageMemory(dict(zip(CATEGORIES, columns[k], strict=True)), total_k, opt[k], tuple(peak[0]), peak[1],
+                          part.transient, groups_at[k], None, point, part.working_from[pts[point].backward_chunk],
+                          part.transient_from, None, host[k])
+        out.append((mem, dict(memo.get(("device", stage), ()))))
+    return out
+
+
+def _host(parts: Sequence[Any], counts: np.ndarray) -> list[dict[str, Any]]:
+    """``memory._host`` of each stage: the offloaded activations at its peak point over the array, the host
+    terms (its chunks' totals) once per distinct list of chunk sums."""
+    offload = np.array([part.offload for part in parts], dtype=np.float64)
+    acts: Any = 0.0
+    for j in range(counts.shape[1]):
+        acts = acts + counts[:, j] * offload[:, j]
+    out = []
+    bases: dict[int, tuple[dict[str, Any], list]] = {}
+    for part, a in zip(parts, acts.tolist(), strict=True):
+        got = bases.get(id(part))
+        if got is None:
+            base: dict[str, Any] = {kind: 0.0 for kind in terms.HOST_KINDS}
+            later = []  # host terms of the activations' kind: added after the offloaded activations
+            for term in terms.HOST_TERMS:
+                if term.category == "activations":
+                    later.append(part.held.host[term.id])
+                else:
+                    base[term.category] = base[term.category] + part.held.host[term.id]
+            got = bases[id(part)] = (base, later)
+        one = dict(got[0])
+        for value in got[1]:
+            a = a + value
+        one["activations"] = a
+        out.append(one)
+    return out
+
+
+__all__ = ["as_arrays", "plan_keys"]
