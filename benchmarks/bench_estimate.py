@@ -68,6 +68,12 @@ with the activation table, a row priced with each term once; P-SCALAR-SPEED "Fou
 three runs each alternating with main b0d0001 at a load of 1.0–1.3, min CPU ms through the session: DeepSeek-V3
 tp 1.98–2.10 (main 2.21–2.64), pp 1.54–1.62 (1.77–2.19), recompute 1.52–1.74 (1.61–2.06); Llama-3-70B tp
 2.23–2.36 (2.42–2.73), pp 2.33–2.45 (2.49–2.72), recompute 2.35–2.52 (2.49–2.75).
+FSDP2 stages, fifth session (2026-12-02: one plan's largest instant in one pass, walks' instants made at once, a
+trace key hashed once, stage rows from each layout's entries; P-SCALAR-SPEED "Fifth session — FSDP2 stages"),
+alternating with main 02c4c5a through the session (/work/helpers/sections.py, 1,000 edits a run), three pairs at
+a load of 3.6–5.9, min CPU ms: Llama-3-70B tp 1.91–1.97 (main 2.03–2.77), its price_stages 1.04–1.10 (1.21–1.56);
+pp price_stages 1.19–1.28 (1.40–1.62), recompute 1.30–1.47 (1.64–1.67); instructions per fresh estimate + tp edit
+−9 % (callgrind).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ sum of gradients + activations + communication buffers + working overhead wins.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,6 +28,10 @@ ATTN_INPUTS = frozenset({"a.norm_in", "a.norm_out"})
 # a block's instants, named by ``Instant.named`` with each stage's layer index (made once: a walk makes four a block)
 BLOCK_A, BLOCK_B, BLOCK_C, BLOCK_C_OUTPUT = (msg("fsdp.block.a", block=None), msg("fsdp.block.b", block=None),
                                              msg("fsdp.block.c", block=None), msg("fsdp.block.c-output", block=None))
+LOSS, O_UNIT, O_UNIT_OUTPUT, E1, IDLE = (msg("fsdp.loss"), msg("fsdp.o-unit"), msg("fsdp.o-unit.output"),
+                                        msg("fsdp.e1"), msg("fsdp.idle"))
+E2_ROOT = (msg("fsdp.e2.root.copy-in"), msg("fsdp.e2.root.output"))
+E2_UNIT = (msg("fsdp.e2.unit.copy-in"), msg("fsdp.e2.unit.output"))
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,15 @@ class Instant:
         return Message(self.name.key, tuple((k, index if k == "block" else v) for k, v in self.name.params))
 
 
+def _instant(name: Text, gradients: Num, activations: Num, comm: Num, working: Num, focus: int = -1) -> Instant:
+    """An Instant equal to ``Instant(...)`` of the same, its instance dict set at once (``result.stage_result``'s
+    way: the frozen dataclass's ``__init__`` sets the six fields one by one, and a walk makes four a block)."""
+    out = object.__new__(Instant)
+    object.__setattr__(out, "__dict__", {"name": name, "gradients": gradients, "activations": activations,
+                                         "comm": comm, "working": working, "focus": focus})
+    return out
+
+
 def _is_block(row: Row) -> bool:
     return row.item.kind not in (EMBEDDING, OUTPUT, NOOP, EMBEDDING_COPY, VISION, "vision_extras")
 
@@ -71,27 +85,23 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
     micro-batches' activations A_h add a constant per replay point, so the largest instant of a backward depends only on
     its chunk: walk each chunk's backward once, then add the largest A_h among the points followed by that chunk's
     backward (P-FSDP-POINTS). Numbers or arrays over candidates alike."""
+    if not explain and type(points) is list and _NUMBERS.issuperset(map(type, act_chunk)) and \
+            all(pt.valid is True for pt in points):
+        got = _one_peak(pricer, rows, act_chunk, points)
+        if got is not None:
+            return got
     chunks = points.backward_chunks if isinstance(points, MaskedPoints) else \
         sorted({pt.backward_chunk for pt in points})
     others = _other_activations(points, act_chunk, chunks, pricer.memo)
     # stages holding the same rows share the walk of a chunk's backward (names take each stage's layer indices)
-    signature = tuple((row.chunk, row.item.kind, row.item.block, row.item.option, id(row.cost)) for row in rows)
+    signature = _signature(rows)
     store, acc = _walk_store(pricer)
     totals: list[Num] = []
     picked: list[tuple[Num, ...]] = []
     walks = []
     for j in chunks:
         a_h, point = others[j]
-        key = ("fsdp-walk", j, signature, acc)
-        cached = store.get(key)
-        if cached is None:
-            stage_key = ("fsdp-stage", signature, acc)
-            stage = store.get(stage_key)
-            if stage is None:
-                stage = store[stage_key] = _stage(pricer, rows)
-            walk = _instants(pricer, rows, j, stage)
-            cached = store[key] = (*_best_instant(walk), walk)
-        fields_j, dynamic_j, k_j, walk = cached
+        fields_j, dynamic_j, k_j, walk = _walk(pricer, rows, j, signature, store, acc)
         picked.append((fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3]))
         totals.append(a_h + dynamic_j)
         walks.append((a_h, walk, point, k_j))
@@ -107,6 +117,78 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
     shown = tuple((a_h, [replace(inst, name=inst.named(rows), focus=-1) for inst in walk], _where(points, point))
                   for a_h, walk, point, _k in walks) if explain else ()
     return Peak(Instant(name, *won), tuple(counts), shown, several)
+
+
+_NUMBERS = frozenset({int, float})
+_ROW_PARTS = attrgetter("chunk", "item.kind", "item.block", "item.option")
+_COST = attrgetter("cost")
+
+
+def _signature(rows: list[Row]) -> tuple:
+    """What a stage's walks read of its rows: per row its chunk, kind, block, option and cost (by identity; the
+    costs are the row book's), so that stages holding the same rows share their walks."""
+    return tuple(map(_ROW_PARTS, rows)), tuple(map(id, map(_COST, rows)))
+
+
+def _walk(pricer: StagePricer, rows: list[Row], j: int, signature: tuple, store: dict, acc: int | None) -> tuple:
+    """The walk of chunk ``j``'s backward (its largest instant's fields, dynamic sum, index, and the instants),
+    kept in ``store`` under the rows' signature and ``acc`` with the stage part it reads."""
+    key = ("fsdp-walk", j, signature, acc)
+    cached = store.get(key)
+    if cached is None:
+        stage_key = ("fsdp-stage", signature, acc)
+        stage = store.get(stage_key)
+        if stage is None:
+            stage = store[stage_key] = _stage(pricer, rows, store.setdefault("fsdp-block-parts", {}))
+        walk = _instants(pricer, rows, j, stage)
+        cached = store[key] = (*_best_instant(walk), walk)
+    return cached
+
+
+def _one_peak(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], points: list) -> Peak | None:
+    """``peak_instant`` of one plan's stage (numbers; no Explain) in one pass over its points: the same sums in the
+    same order — Σ_i n_i·A_chunk(i) per point, A_h = its largest minus A_chunk(j) per backward chunk j (ties to
+    the earliest point), the chunk with the largest A_h + dynamic (ties to the earliest chunk) — without the
+    general path's per-chunk lists. None where a walk holds arrays (the general path then decides)."""
+    best: dict[int, list] = {}  # backward chunk → [A_h, its point]
+    top = -1
+    top_sum = 0
+    for k, pt in enumerate(points):
+        counts = pt.counts
+        value: Num = 0
+        for n, a in zip(counts, act_chunk, strict=True):
+            value = value + n * a
+        j = pt.backward_chunk
+        value = value - act_chunk[j]
+        got = best.get(j)
+        if got is None:
+            best[j] = [value, k] if value > -np.inf else [-np.inf, -1]
+        elif value > got[0]:
+            got[0], got[1] = value, k
+        total = sum(counts)
+        if top < 0 or total > top_sum:
+            top, top_sum = k, total
+    if not best:  # no point: the general path says so
+        return None
+    signature = _signature(rows)
+    store, acc = _walk_store(pricer)
+    won_total: Num = None
+    for j in sorted(best):
+        a_h, point = best[j]
+        fields_j, dynamic_j, k_j, walk = _walk(pricer, rows, j, signature, store, acc)
+        if type(k_j) is not int:
+            return None
+        total = a_h + dynamic_j
+        if won_total is None or total > won_total:
+            won_total = total
+            won = (fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3])
+            inst, at = walk[k_j], point
+    if is_array(*won):
+        return None
+    named = inst.named(rows)
+    several = len(points) > 1
+    name = msg("explain.instant-after", name=named, where=_where(points, at)) if several else named
+    return Peak(Instant(name, *won), tuple(points[top].counts), (), several)
 
 
 def accumulates(pricer: StagePricer) -> int | None:
@@ -174,6 +256,14 @@ def _take(stacked: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 def _best_instant(walk: list[Instant]) -> tuple[tuple[Num, ...], Num, Num]:
     """The four fields of a walk's largest instant (ties to the earliest), its dynamic sum and its index."""
+    dynamic = [inst.gradients + inst.activations + inst.comm + inst.working for inst in walk]  # Instant.dynamic
+    if _NUMBERS.issuperset(map(type, dynamic)):  # no field is an array (an array's sum is never an int or float)
+        k = 0
+        for i in range(1, len(dynamic)):
+            if dynamic[i] > dynamic[k]:
+                k = i
+        inst = walk[k]
+        return (inst.gradients, inst.activations, inst.comm, inst.working), dynamic[k], k
     options = [(inst.gradients, inst.activations, inst.comm, inst.working) for inst in walk]
     if is_array(*(x for option in options for x in option)):
         # Instant.dynamic's sum, in its order, over all instants at once
@@ -278,10 +368,11 @@ class _Stage(NamedTuple):
     res_base: Num
     head_grad: Num
     beside: Num
-    per_cost: dict[int, tuple[Num, Num, Num, Num, Num]]  # per row cost: the block instants' parts (filled lazily)
+    per_cost: dict[int, tuple[Any, tuple[Num, ...]]]  # id of a row cost → (it, its block instants' parts), filled
+    # lazily and shared by the stages of one store (``_walk``): the parts read the cost and the plan alone
 
 
-def _stage(pricer: StagePricer, rows: list[Row]) -> _Stage:
+def _stage(pricer: StagePricer, rows: list[Row], per_cost: dict | None = None) -> _Stage:
     """The terms of a stage's instants that do not depend on the chunk walked: its units, gradients held,
     resident weights (docs/model.md#instants)."""
     r = pricer.r
@@ -315,7 +406,8 @@ def _stage(pricer: StagePricer, rows: list[Row]) -> _Stage:
     head_grad: Num = bc * o_elems if root else 0.0  # H: the root unit posts back only at the end (D52)
     # a reduce-scatter output made beside the sharded gradient: cast to the gradient dtype, or accumulated into it
     beside = maximum(acc, gt(abs(w.g - brd), 0.0))
-    return _Stage(e_elems, o_elems, held, o_last, e_last, acc, held_all, res_base, head_grad, beside, {})
+    return _Stage(e_elems, o_elems, held, o_last, e_last, acc, held_all, res_base, head_grad, beside,
+                  {} if per_cost is None else per_cost)
 
 
 def _instants(pricer: StagePricer, rows: list[Row], j_r: int, stage: _Stage) -> list[Instant]:
@@ -359,13 +451,13 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, stage: _Stage) -> 
     if has_o:
         o_gathered = 0.0 if root else bc * o_elems
         loss = pricer.loss_working()
-        out.append(Instant(msg("fsdp.loss"), grads_after(0.0), running, res_base + o_gathered, loss))
+        out.append(_instant(LOSS, grads_after(0.0), running, res_base + o_gathered, loss))
         if not root:
             pf = prefetch(block_bytes[-1], not reshard) if chunk_blocks else 0.0
             act = sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
-            out.append(Instant(msg("fsdp.o-unit"), grads_after(0.0), act,
+            out.append(_instant(O_UNIT, grads_after(0.0), act,
                                res_base + brd * o_elems + pf, bc * o_elems + T * bc * d.h / par.sp_div))
-            out.append(Instant(msg("fsdp.o-unit.output"), grads_after(w.g * o_elems / os), act,
+            out.append(_instant(O_UNIT_OUTPUT, grads_after(w.g * o_elems / os), act,
                                res_base + brd * o_elems * (1 + beside / os) + pf,
                                held * o_last + T * bc * d.h / par.sp_div))
     done: Num = w.g * o_elems / os if (has_o and not root) else 0.0
@@ -393,30 +485,31 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, stage: _Stage) -> 
         gather = block_bytes[pos] if reshard else 0.0  # a resident block is already counted in Res
         res = res_base - released
         grads = grads_after(done)
-        cached = per_cost.get(id(row.cost))
-        if cached is None:
+        cost = row.cost
+        cached = per_cost.get(id(cost))
+        if cached is None or cached[0] is not cost:
             # (a) live = A(ℓ, none) − fc2 inputs; (b) live = the attention inputs. The part A(ℓ, option) stores
             # counts as activations, the recomputed rest as working overhead.
             live_a = _live(pricer, row, FC2_INPUTS, exclude=True)
             live_b = _live(pricer, row, ATTN_INPUTS, exclude=False)
             stored_a, stored_b = minimum(row.act, live_a), minimum(row.act, live_b)
-            cached = per_cost[id(row.cost)] = (
+            cached = per_cost[id(cost)] = (cost, (
                 stored_a, _ffn_working(pricer, row) + (live_a - stored_a), stored_b,
                 bc * e_l + T * bc * (d.h / par.sp_div + 2 * d.h + d.q_w / par.t) + (live_b - stored_b),
-                bc * e_l + T * bc * d.h / par.sp_div)
-        stored_a, work_a, stored_b, work_b, work_c = cached
+                bc * e_l + T * bc * d.h / par.sp_div))
+        stored_a, work_a, stored_b, work_b, work_c = cached[1]
         if pos not in edge:
             done = done + w.g * e_l / os
             if not reshard:
                 released = released + block_bytes[pos]
             continue
         comm_ab = res + gather + pf + rs  # each stage names its own layer in the instants (Instant.named)
-        out.append(Instant(BLOCK_A, grads, before + stored_a, comm_ab, head_grad + work_a, k))
-        out.append(Instant(BLOCK_B, grads, before + stored_b, comm_ab, head_grad + work_b, k))
+        out.append(_instant(BLOCK_A, grads, before + stored_a, comm_ab, head_grad + work_a, k))
+        out.append(_instant(BLOCK_B, grads, before + stored_b, comm_ab, head_grad + work_b, k))
         res_c = res - (0.0 if reshard else block_bytes[pos])
-        out.append(Instant(BLOCK_C, grads, before, res_c + brd * e_l + pf,
+        out.append(_instant(BLOCK_C, grads, before, res_c + brd * e_l + pf,
                            head_grad + work_c, k))
-        out.append(Instant(BLOCK_C_OUTPUT, grads_after(done + w.g * e_l / os), before,
+        out.append(_instant(BLOCK_C_OUTPUT, grads_after(done + w.g * e_l / os), before,
                            res_c + brd * e_l + pf + brd * e_l / os * beside, head_grad + work_c - bc * e_l, k))
         done = done + w.g * e_l / os
         if not reshard:
@@ -432,19 +525,18 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, stage: _Stage) -> 
             # (docs/model.md#instants)
             emb_grad = where(par.sp, bc * pricer.vpad * d.h, emb_grad)
             incoming = where(par.sp, maximum(incoming, bc * e_elems), incoming)
-        out.append(Instant(msg("fsdp.e1"), grads, 0.0, bc * unit + block0,
+        out.append(_instant(E1, grads, 0.0, bc * unit + block0,
                            head_grad + emb_grad + incoming))
         # FSDP2's post-backward (_fsdp_collectives.foreach_reduce): the copy-in holds the unit's unsharded gradients
         # and its reduce-scatter input at once; only then are the gradients freed and the reduce-scatter output (the
         # unit's sharded gradient, reduce dtype; cast to the parameter dtype beside it when they differ; added into
         # the held one when accumulating) made while the input still lives — with os = 1 that can be the larger
-        copy_in, output = (msg("fsdp.e2.root.copy-in"), msg("fsdp.e2.root.output")) if root else \
-            (msg("fsdp.e2.unit.copy-in"), msg("fsdp.e2.unit.output"))
-        out.append(Instant(copy_in, grads, 0.0, brd * unit, bc * unit))
-        out.append(Instant(output, grads_after(done + w.g * unit / os), 0.0,
+        copy_in, output = E2_ROOT if root else E2_UNIT
+        out.append(_instant(copy_in, grads, 0.0, brd * unit, bc * unit))
+        out.append(_instant(output, grads_after(done + w.g * unit / os), 0.0,
                            brd * unit + brd * unit / os * beside, held * (o_last if root else e_last)))
     if not out:  # a stage with no blocks, E or O (e.g. only noop layers)
-        out.append(Instant(msg("fsdp.idle"), grads_after(0.0), 0.0, res_base, 0.0))
+        out.append(_instant(IDLE, grads_after(0.0), 0.0, res_base, 0.0))
     return out
 
 

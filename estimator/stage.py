@@ -7,9 +7,10 @@ look-ups per distinct layer kind.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from . import params as P
 from .activations import FROZEN_SUFFIX, ActivationTable, ClassSums, combine
@@ -562,10 +563,24 @@ def stage_rows(pricer: StagePricer, stage: int) -> list[Row]:
     key = ("stage-rows", stage)
     got = pricer.shared.get(key)
     if got is None or got[0] is not pricer.layout:
-        cost = pricer.cost
-        got = pricer.shared[key] = (pricer.layout, [Row(e.item, e.chunk, cost(e.item, e.with_head), e.with_head)
-                                                    for e in stage_entries(pricer.layout, stage, pricer.r.dims.tie)])
+        cost, new = pricer.cost, tuple.__new__  # Row(...) less its Python __new__: ~88 rows an estimate
+        got = pricer.shared[key] = (pricer.layout, [new(Row, (e.item, e.chunk, cost(e.item, e.with_head), e.with_head))
+                                                    for e in layout_entries(pricer.layout, pricer.r.dims.tie)[stage]])
     return list(got[1])
+
+
+_ENTRIES: dict[tuple[int, bool], tuple[Any, tuple]] = {}  # (id of a layout, tie) → (a weak reference to it, entries)
+
+
+def layout_entries(layout: Layout, tie: bool) -> tuple[tuple[Entry, ...], ...]:
+    """``stage_entries`` of a layout's every stage, once per layout (held weakly): a tp edit keeps the layout."""
+    got = _ENTRIES.get((id(layout), tie))
+    if got is None or got[0]() is not layout:
+        if len(_ENTRIES) > 256:
+            _ENTRIES.clear()
+        got = _ENTRIES[id(layout), tie] = (weakref.ref(layout),
+                                           tuple(tuple(stage_entries(layout, i, tie)) for i in range(layout.p)))
+    return got[1]
 
 
 def stage_entries(layout: Layout, stage: int, tie: bool) -> list[Entry]:

@@ -223,6 +223,7 @@ def _nothing_kept(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(assembly, "_LABELS", {})
     patch.setattr(device_memory, "_EVENTS", OrderedDict())  # the kept allocation traces and their replays
     patch.setattr(device_memory, "_REPLAYS", OrderedDict())
+    patch.setattr(device_memory, "_OPS_HASHES", {})  # the operation orders' hashes (the traces' keys)
 
 
 def test_a_recompute_edit_keeps_the_rows_whose_mode_stays():

@@ -146,19 +146,62 @@ def replayed_slack(events: Program | tuple, config: AllocatorConfig, scale: floa
     return got
 
 
+class _TraceKey:
+    """What a stage's trace reads (``stage_events``) as an ``_EVENTS`` key, equal by value, whose hash is worked out
+    once: its operation order is a tuple of hundreds of operations, which a lookup, a move and an insert would each
+    hash again (``_ops_hash`` keeps that tuple's hash)."""
+
+    __slots__ = ("_hash", "parts")
+
+    def __init__(self, parts: tuple, hashed: int) -> None:
+        self.parts = parts
+        self._hash = hashed
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (type(other) is _TraceKey and self._hash == other._hash and self.parts == other.parts)
+
+
+_OPS_HASHES: dict[int, tuple[tuple, int]] = {}  # id of an operation order (``trace.stage_ops``'s) → (it, its hash)
+
+
+def _ops_hash(ops: tuple) -> int:
+    """hash(ops), kept per order object (``stage_ops`` hands out the same tuple for the same arguments)."""
+    got = _OPS_HASHES.get(id(ops))
+    if got is None or got[0] is not ops:
+        if len(_OPS_HASHES) >= _EVENTS_KEPT * 4:
+            _OPS_HASHES.clear()  # one dict operation each: threads see a whole entry or none
+        got = _OPS_HASHES[id(ops)] = (ops, hash(ops))
+    return got[1]
+
+
+def _trace_key(plan: tuple, stage: int, workspace: LibraryWorkspaces, ops: tuple) -> _TraceKey:
+    return _TraceKey((plan, stage, workspace, ops), hash((plan, stage, workspace, _ops_hash(ops))))
+
+
 def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: LibraryWorkspaces) -> Program:
     """The stage's allocation trace (as its allocator ``Program``), interned by value, and kept (``_EVENTS``) under
     what it reads when the pricer's maker says what its plan's traces read (``pricer.memo[TRACE_PLAN]``:
     ``device.trace_key``, which the estimate and the search's ratio set; a pricer without it has its traces built
-    again)."""
+    again). Such a pricer also keeps it in its memo: the stage terms ask for it twice per estimate (``stage_terms``'
+    slack and ``terms_key``)."""
     r = pricer.r
     plan = pricer.memo.get(TRACE_PLAN)
-    key = (plan, stage, workspace, stage_ops(r, stage)) if plan is not None else None
-    if key is not None:
+    if plan is None:
+        key = None
+    else:
+        mine = ("stage-events", stage, workspace)
+        got = pricer.memo.get(mine)
+        if got is not None and got[0] is plan:
+            return got[1]  # type: ignore[no-any-return]
+        key = _trace_key(plan, stage, workspace, stage_ops(r, stage))
         with _EVENTS_LOCK:
             got = _EVENTS.get(key)
             if got is not None:
                 _EVENTS.move_to_end(key)
+                pricer.memo[mine] = (plan, got)
                 return got
     with collector_paused():
         events = stage_trace(pricer, stage, rows, workspace).program()
@@ -168,6 +211,7 @@ def stage_events(pricer: StagePricer, stage: int, rows: list[Row], workspace: Li
             _EVENTS[key] = got
             while len(_EVENTS) > _EVENTS_KEPT:
                 _EVENTS.popitem(last=False)
+            pricer.memo[mine] = (plan, got)
     return got
 
 
@@ -176,14 +220,27 @@ def forget_replays() -> None:
     with _EVENTS_LOCK:
         _EVENTS.clear()
         _REPLAYS.clear()
+        _OPS_HASHES.clear()
 
 
 def allocator_slack(pricer: StagePricer, stage: int, rows: list[Row], config: AllocatorConfig,
                     workspace: LibraryWorkspaces) -> tuple[float, float, float]:
-    """[D-SLACK] (nominal, low, high): the replay, and the replays with the transient tensors over BAND."""
+    """[D-SLACK] (nominal, low, high): the replay, and the replays with the transient tensors over BAND; kept in
+    the memo of a pricer whose traces are kept (``stage_events``) under the stage, its workspaces and the
+    configuration by value and type, as ``replayed_slack`` keys it (the stage terms ask twice per estimate)."""
+    mine = None
+    if TRACE_PLAN in pricer.memo:
+        mine = ("allocator-slack", stage, workspace, config, tuple(map(type, (
+            config.expandable_segments, config.max_split_size, config.roundup_power2_divisions))))
+        got = pricer.memo.get(mine)
+        if got is not None:
+            return got  # type: ignore[no-any-return]
     events = stage_events(pricer, stage, rows, workspace)
     values = [replayed_slack(events, config, scale) for scale in (1.0, *BAND)]
-    return values[0], min(values), max(values)
+    band = values[0], min(values), max(values)
+    if mine is not None:
+        pricer.memo[mine] = band
+    return band
 
 
 def calibrated_options(r: Resolved) -> RunOptions:
