@@ -298,15 +298,9 @@ def chunks_part(pricer: StagePricer, chunks: Sequence[ChunkSums], vision: Num) -
 def _combined(pricer: StagePricer, chunks: Sequence[ChunkSums], points: Sequence[Any], vision: Num,
               memo: dict | None) -> Tensors:
     part = chunks_part(pricer, chunks, vision)
-    counts, working, point = peak_point(points, [c.act for c in chunks], part.work, memo)
+    counts, working, point = peak_point(points, part.act, part.work, memo)
     transient = part.transient
-    cat = dict(part.rows)
-    acts: Num = 0.0
-    for n, c in zip(counts, chunks, strict=True):
-        acts = acts + n * c.act
-    cat["activations"] = cat["activations"] + acts
-    cat["communication_buffers"] = cat["communication_buffers"] + transient
-    cat["working_overhead"] = cat["working_overhead"] + working
+    cat = at_point(part.rows, in_flight(counts, part.act), transient, working)
     return Tensors(cat, chunks, tuple(counts), working, transient,
                    {"point": point, "transient_from": part.transient_from,
                     "working_from": part.working_from[points[point].backward_chunk] if point >= 0 else (-1, -1)},
@@ -379,11 +373,31 @@ def chunk_totals(pricer: StagePricer, chunks: Sequence[ChunkSums]) -> ChunkTotal
     return totals
 
 
-def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
-    """The stage terms, the total (M-STAGE) and the optimizer-step peak [S-OPT]."""
-    cat, chunks = dict(tensors.categories), tensors.chunks
+def in_flight(counts: Sequence[Num], per_chunk: Sequence[Num]) -> Num:
+    """Σ_j n_j·x_j: a quantity of one micro-batch per chunk (A_chunk, offloaded activations) times the chunk's
+    micro-batches in flight at the peak point, summed chunk by chunk in order (elements: a stage, a candidate)."""
+    out: Num = 0.0
+    for n, x in zip(counts, per_chunk, strict=True):
+        out = out + n * x
+    return out
+
+
+def at_point(rows: dict[str, Num], activations: Num, transient: Num, working: Num) -> dict[str, Num]:
+    """[D49] A stage's categories at its peak point: what its rows hold, the activations in flight, the transient
+    buffer [C-BUF] and the backward's working set [W-BWD]."""
+    cat = dict(rows)
+    cat["activations"] = cat["activations"] + activations
+    cat["communication_buffers"] = cat["communication_buffers"] + transient
+    cat["working_overhead"] = cat["working_overhead"] + working
+    return cat
+
+
+def add_stage_terms(pricer: StagePricer, stage: Any, cat: dict[str, Num],
+                    groups: Num) -> tuple[Num, Num, tuple[tuple[Num, StageView], ...]]:
+    """The stage terms added to ``cat`` in place, in STAGE_TERMS order, each seeing the categories before it;
+    ``stage`` is one stage index or an array of one plan's (``stages``). Returns the total (M-STAGE), the terms'
+    part of the optimizer-step peak [S-OPT] and each term's value with what it saw (Explain, the layer rows)."""
     r = pricer.r
-    groups = process_groups(r, stage, pricer.memo)
     at_step: Num = 0.0
     added = []
     for term in terms.STAGE_TERMS:
@@ -397,6 +411,25 @@ def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
     total: Num = 0.0
     for name in CATEGORIES:
         total = total + cat[name]
+    return total, at_step, tuple(added)
+
+
+def host_of(offloaded: Num, held: ChunkTotals) -> dict[str, Num]:
+    """[H-DEVICE] host memory of one device by HOST_KINDS: the offloaded activations in flight at the stage's peak
+    point (``in_flight``: pinned buffers of every micro-batch in flight) and the HOST_TERMS summed over its
+    chunks."""
+    out: dict[str, Num] = dict.fromkeys(terms.HOST_KINDS, 0.0)
+    out["activations"] = offloaded
+    for term in terms.HOST_TERMS:
+        out[term.category] = out[term.category] + held.host[term.id]
+    return out
+
+
+def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
+    """The stage terms, the total (M-STAGE) and the optimizer-step peak [S-OPT]."""
+    cat, chunks = dict(tensors.categories), tensors.chunks
+    groups = process_groups(pricer.r, stage, pricer.memo)
+    total, at_step, added = add_stage_terms(pricer, stage, cat, groups)
     if isinstance(total, np.ndarray):  # a per-device constant (runtime context, …) gets the stage's shape too
         zeros = np.zeros_like(total)
         cat = {name: value if (value.shape if isinstance(value, np.ndarray) else ()) == total.shape else value + zeros
@@ -405,20 +438,9 @@ def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
     held = tensors.held
     where = tensors.where
     return StageMemory(cat, total, held.step + held.temps + at_step, tensors.counts, tensors.working,
-                       tensors.transient, groups, tuple(added), where.get("point", -1),
+                       tensors.transient, groups, added, where.get("point", -1),
                        where.get("working_from", (-1, -1)), where.get("transient_from", (-1, -1)),
-                       where.get("instant"), _host(chunks, tensors.counts, held))
-
-
-def _host(chunks: Sequence[ChunkSums], counts: Sequence[Num], held: ChunkTotals) -> dict[str, Num]:
-    """[H-DEVICE] host memory of one device: Σ_j n_j·offload(j) at the stage's peak point (pinned buffers of
-    every micro-batch in flight) and the HOST_TERMS summed over the chunks, by HOST_KINDS."""
-    out: dict[str, Num] = {kind: 0.0 for kind in terms.HOST_KINDS}
-    for n, c in zip(counts, chunks, strict=True):
-        out["activations"] = out["activations"] + n * c.offload
-    for term in terms.HOST_TERMS:
-        out[term.category] = out[term.category] + held.host[term.id]
-    return out
+                       where.get("instant"), host_of(in_flight(tensors.counts, [c.offload for c in chunks]), held))
 
 
 def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],

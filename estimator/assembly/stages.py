@@ -5,11 +5,13 @@ element of an array over the stages, the stage terms evaluated once over the arr
 whether a stage is an end stage, ``terms.process_groups``, ``device.stage_terms``), the total and the
 optimizer-step peak once — instead of assembling the stages one by one.
 
-Every number is the one the one-stage path (``memory.unkept_stage``) gives: each array operation is the same
-operation, in the same order, on each stage's element (float64, as Python's floats), so every sum keeps its
-sequential order; what a stage's chunks decide (``memory.chunks_part``) and its peak point are the one-stage
-path's own. A stage made here holds no stage-term views (``StageMemory.stage_terms`` None): its per-layer table
-prices it again one by one (``assembly._layer_rows``), on demand.
+Every number is the one the one-stage path (``memory.unkept_stage``) gives, because the combination is the
+one-stage path's own functions (``memory.at_point``, ``in_flight``, ``add_stage_terms``, ``host_of``) applied to
+arrays over the stages: each array operation is the same operation, in the same order, on each stage's element
+(float64, as Python's floats), so every sum keeps its sequential order; what a stage's chunks decide
+(``memory.chunks_part``) and its peak point are the one-stage path's own too. A stage made here holds no
+stage-term views (``StageMemory.stage_terms`` None): its per-layer table prices it again one by one
+(``assembly._layer_rows``), on demand.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..result import CATEGORIES
-from . import terms
 from .form import StageForm
-from .memory import Point, StageMemory, chunks_part, points_key
+from .memory import Point, StageMemory, add_stage_terms, at_point, chunks_part, host_of, in_flight, points_key
 from .peak import _first_best
-from .terms import StageView, process_groups
+from .terms import process_groups
 
 if TYPE_CHECKING:
     from ..stage import StagePricer
@@ -57,35 +58,20 @@ def as_arrays(pricer: StagePricer, stages: Sequence[int], forms: Sequence[StageF
             peaks.append((pt.counts, part.work[pt.backward_chunk], 0))
         else:
             peaks.append(_first_best(pts, part.act, part.work))
-    # the rows' categories of each stage (its chunks' part), one column per category
-    cat: dict[str, Any] = dict(zip(CATEGORIES, np.array([part.vector for part in parts], dtype=np.float64).T,
-                                   strict=True))
-    counts = np.array([peak[0] for peak in peaks], dtype=np.float64)
-    act = np.array([part.act for part in parts], dtype=np.float64)
-    acts: Any = 0.0
-    for j in range(counts.shape[1]):  # Σ_j n_j·A_chunk(j), chunk by chunk as one stage sums it
-        acts = acts + counts[:, j] * act[:, j]
-    cat["activations"] = cat["activations"] + acts
-    cat["communication_buffers"] = cat["communication_buffers"] + np.array([part.transient for part in parts],
-                                                                         dtype=np.float64)
-    cat["working_overhead"] = cat["working_overhead"] + np.array([peak[1] for peak in peaks], dtype=np.float64)
-    # the stage terms over the array of stage indices (``memory._finish``, each term once)
+    # the rows' categories of each stage (its chunks' part), one column per category, at its peak point
+    rows = dict(zip(CATEGORIES, np.array([part.vector for part in parts], dtype=np.float64).T, strict=True))
+    counts = np.array([peak[0] for peak in peaks], dtype=np.float64).T  # per chunk: each stage's count
+    act = np.array([part.act for part in parts], dtype=np.float64).T
+    cat = at_point(rows, in_flight(counts, act), np.array([part.transient for part in parts], dtype=np.float64),
+                   np.array([peak[1] for peak in peaks], dtype=np.float64))
+    # the stage terms over the array of stage indices (as ``memory._finish``, each term once)
     index = np.array(stages)
     groups = process_groups(r, index, pricer.memo)
-    at_step: Any = 0.0
-    for term in terms.STAGE_TERMS:
-        view = StageView(r, index, cat, groups, pricer)
-        value = term.value(view)
-        step = term.at_optimizer_step
-        at_step = at_step + (value if step is None else step(view))  # the view's categories before this term
-        name = term.category
-        cat[name] = cat[name] + value
-    total: Any = 0.0
-    for name in CATEGORIES:
-        total = total + cat[name]
+    total, at_step, _views = add_stage_terms(pricer, index, cat, groups)
     opt = (np.array([part.at_step for part in parts], dtype=np.float64) + at_step).tolist()
     columns = np.array([cat[name] for name in CATEGORIES]).T.tolist()
-    host = _host(parts, counts)
+    offloaded = in_flight(counts, np.array([part.offload for part in parts], dtype=np.float64).T)
+    offloaded = offloaded.tolist() if isinstance(offloaded, np.ndarray) else [offloaded] * n
     groups_at = groups.tolist() if isinstance(groups, np.ndarray) else [groups] * n
     out = []
     memo = pricer.memo
@@ -94,36 +80,8 @@ def as_arrays(pricer: StagePricer, stages: Sequence[int], forms: Sequence[StageF
         point = peak[2]
         mem = StageMemory(dict(zip(CATEGORIES, columns[k], strict=True)), total_k, opt[k], tuple(peak[0]), peak[1],
                           part.transient, groups_at[k], None, point, part.working_from[pts[point].backward_chunk],
-                          part.transient_from, None, host[k])
+                          part.transient_from, None, host_of(offloaded[k], part.held))
         out.append((mem, dict(memo.get(("device", stage), ()))))
-    return out
-
-
-def _host(parts: Sequence[Any], counts: np.ndarray) -> list[dict[str, Any]]:
-    """``memory._host`` of each stage: the offloaded activations at its peak point over the array, the host
-    terms (its chunks' totals) once per distinct list of chunk sums."""
-    offload = np.array([part.offload for part in parts], dtype=np.float64)
-    acts: Any = 0.0
-    for j in range(counts.shape[1]):
-        acts = acts + counts[:, j] * offload[:, j]
-    out = []
-    bases: dict[int, tuple[dict[str, Any], list]] = {}
-    for part, a in zip(parts, acts.tolist(), strict=True):
-        got = bases.get(id(part))
-        if got is None:
-            base: dict[str, Any] = {kind: 0.0 for kind in terms.HOST_KINDS}
-            later = []  # host terms of the activations' kind: added after the offloaded activations
-            for term in terms.HOST_TERMS:
-                if term.category == "activations":
-                    later.append(part.held.host[term.id])
-                else:
-                    base[term.category] = base[term.category] + part.held.host[term.id]
-            got = bases[id(part)] = (base, later)
-        one = dict(got[0])
-        for value in got[1]:
-            a = a + value
-        one["activations"] = a
-        out.append(one)
     return out
 
 
