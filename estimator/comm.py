@@ -156,8 +156,17 @@ class DPTimes:
         return self.per_step - self.gather
 
     def __add__(self, other: DPTimes) -> DPTimes:
-        return DPTimes(self.per_step + other.per_step, self.per_mb_fwd + other.per_mb_fwd,
-                       self.per_mb_bwd + other.per_mb_bwd, self.gather + other.gather)
+        return _dp_times(self.per_step + other.per_step, self.per_mb_fwd + other.per_mb_fwd,
+                         self.per_mb_bwd + other.per_mb_bwd, self.gather + other.gather)
+
+
+def _dp_times(per_step: Num = 0.0, per_mb_fwd: Num = 0.0, per_mb_bwd: Num = 0.0, gather: Num = 0.0) -> DPTimes:
+    """``DPTimes(...)`` of the same, its instance dict set at once (the frozen dataclass's ``__init__`` sets the
+    fields one by one; every stage of every step time makes two or three)."""
+    out = object.__new__(DPTimes)
+    object.__setattr__(out, "__dict__", {"per_step": per_step, "per_mb_fwd": per_mb_fwd, "per_mb_bwd": per_mb_bwd,
+                                         "gather": gather})
+    return out
 
 
 def dp_times(mode: str, grads: Num, params: Num, gathered: Num, shard: Link, replicas: Link, *,
@@ -174,19 +183,19 @@ def dp_times(mode: str, grads: Num, params: Num, gathered: Num, shard: Link, rep
     step. Shard replicas (os < D, HSDP) add an all-reduce of the reduced shard per step."""
     replica_ar = all_reduce(grads / shard.n, replicas)
     if mode == "none":
-        return DPTimes(per_step=all_reduce(grads, reduce_domain or shard))
+        return _dp_times(per_step=all_reduce(grads, reduce_domain or shard))
     if mode in ("zero1", "zero2"):
         gather = all_gather(params, shard)
-        return DPTimes(per_step=reduce_scatter(grads, shard) + gather + replica_ar, gather=gather)
+        return _dp_times(per_step=reduce_scatter(grads, shard) + gather + replica_ar, gather=gather)
     if mode == "mf_op":
         gather = all_gather(gathered, shard)
         if keep_gathered:
-            return DPTimes(per_step=reduce_scatter(grads, shard) + gather + replica_ar, gather=gather)
-        return DPTimes(per_step=reduce_scatter(grads, shard) + replica_ar, per_mb_fwd=gather, per_mb_bwd=gather)
+            return _dp_times(per_step=reduce_scatter(grads, shard) + gather + replica_ar, gather=gather)
+        return _dp_times(per_step=reduce_scatter(grads, shard) + replica_ar, per_mb_fwd=gather, per_mb_bwd=gather)
     gather = all_gather(gathered, shard)
     rs = reduce_scatter(grads, shard)
     bwd = (gather if reshard else 0.0) + (rs if sync_every_mb else 0.0)
-    return DPTimes(per_step=(0.0 if sync_every_mb else rs) + replica_ar, per_mb_fwd=gather, per_mb_bwd=bwd)
+    return _dp_times(per_step=(0.0 if sync_every_mb else rs) + replica_ar, per_mb_fwd=gather, per_mb_bwd=bwd)
 
 
 __all__ = ["DPTimes", "Link", "all_gather", "all_reduce", "all_to_all", "cp_allgather", "cp_ring", "cp_ulysses",

@@ -30,7 +30,7 @@ from .resolve import Resolved, dense_domain
 from .result import Result, StageResult
 from .reuse import key_of, resolved_layout, row_book
 from .schedules import inflight_profile
-from .stage import StagePricer, kept_with, stage_rows
+from .stage import StagePricer, device_entry, kept_with, stage_rows
 from .steptime import StepTime, step_seconds, step_time
 from .strategy import Strategy
 from .units import fmt_bytes
@@ -79,13 +79,18 @@ def step_band(pricer: StagePricer) -> tuple[float, float]:
     return float(step_seconds(pricer, _band_end(pricer, "high"))), float(step_seconds(pricer, _band_end(pricer, "low")))
 
 
+_BAND_ENDS: dict = {}
+
+
 def _band_end(pricer: StagePricer, end: str) -> Hardware:
-    """The plan's device at one end of its efficiency bands, made once per row costs (their key holds the device
-    by value; ``stage.RowCosts``), so the kept time contexts of the band's ends are found again by the object."""
-    ends = pricer.book.costs.band_ends
+    """The plan's device at one end of its efficiency bands, made once per device record (kept by the object:
+    the row costs keep their band's times per device object, ``stage.device_entry``, so a new plan on the same
+    device — every edit — finds the band's ends' links and rates again, and its row costs' times by them)."""
+    hardware = pricer.r.hardware
+    ends = device_entry(_BAND_ENDS, hardware, dict)
     got = ends.get(end)
     if got is None:
-        got = ends.setdefault(end, pricer.r.hardware.at_band(end))
+        got = ends[end] = hardware.at_band(end)
     return got  # type: ignore[no-any-return]
 
 

@@ -8,8 +8,11 @@ Overlap and efficiency knobs are editable data: read from ``RunOptions`` when it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
+
+import numpy as np
 
 from . import comm as C
 from . import params as P
@@ -31,7 +34,10 @@ from .resolve import Resolved, dense_domain
 from .stage import device_entry
 
 if TYPE_CHECKING:
+    from .hardware import Hardware
     from .stage import Row, RowCost, StagePricer
+
+T = TypeVar("T")
 
 # Defaults (docs/model.md#knobs). None: the rule in ``knobs`` (o_tp per framework, o_cp per algorithm, o_ep per
 # schedule).
@@ -87,56 +93,96 @@ def knobs(r: Resolved) -> Knobs:
 
 
 # ------------------------------------------------------------------------------------------ context
+_DEVICES: dict = {}  # per device record (``stage.device_entry``): its dense peak per width, its links per group
+
+
+def _kept(table: dict, key: tuple, make: Callable[[], T]) -> T:
+    got = table.get(key)
+    if got is None:
+        if len(table) >= 512:  # group sizes come and go with the search's candidates; keep the table small
+            table.clear()
+        got = table[key] = make()
+    return got  # type: ignore[no-any-return]
+
+
+def _link(table: dict, hw: Hardware, n: Num, stride: Num) -> C.Link:
+    """``comm.level_link`` of a group, kept per device (numbers by value and type: an int and an equal float
+    would make the same floats but not always the same types)."""
+    if isinstance(n, np.ndarray) or isinstance(stride, np.ndarray):
+        return C.level_link(hw, n, stride)
+    key = (type(n), n, type(stride), stride)
+    got = table.get(key)
+    if got is None:
+        got = _kept(table, key, lambda: C.level_link(hw, n, stride))
+    return got  # type: ignore[no-any-return]
+
+
 class TimeContext:
     """Everything per plan that the row and stage times share (links, rates, knobs, FLOP context)."""
 
-    def __init__(self, pricer: StagePricer) -> None:
+    def __init__(self, pricer: StagePricer, like: TimeContext | None = None) -> None:
+        """``like``: a context of the same rows on another device (``pricer.r`` differs from its only in the
+        device) — what reads no device is taken from it, the rates and links are made for this one."""
         r = self.r = pricer.r
         self.pricer = pricer
-        d, w, f, par, hw = r.dims, r.widths, r.flags, r.par, r.hardware
-        costs = pricer.book.costs  # row times and FLOPs are kept with the row costs (per row, per device)
-        self.row_cache: dict[tuple, tuple[RowCost, RowTime]] = device_entry(costs.times, hw, dict)
+        d, w, f, par = r.dims, r.widths, r.flags, r.par
+        if like is not None:
+            self.flops_cache = like.flops_cache
+            self.k, self.attn_imbalance = like.k, like.attn_imbalance
+            self.vision_dims, self.fc = like.vision_dims, like.fc
+            self.M_h, self.M_kv, self.M_qkv, self.M_o, self.M_r, self.M_p = \
+                like.M_h, like.M_kv, like.M_qkv, like.M_o, like.M_r, like.M_p
+            self._on_device()
+            return
         # FLOPs do not depend on the device: the band's step times (estimate.step_band) reuse the plan's
-        self.flops_cache: dict[tuple, tuple] = costs.flops
+        self.flops_cache: dict[tuple, tuple] = pricer.book.costs.flops
         self.k = knobs(r)
-        self.rate_mm = hw.flops(w.c) * hw.eff_matmul
-        feat = f.feat
-        # FP8 GEMMs at the device's FP8 (MXFP8) peak; R-FP8-DEVICE refuses a device without one
-        self.rate_fp8 = (hw.peak("mxfp8" if feat.fp8 == "mxfp8" else "fp8") or 0.0) * hw.eff_matmul \
-            if feat.fp8_on else 0.0
-        self.rate_hbm = hw.hbm_bandwidth * hw.eff_hbm
         kappa = causal_factor(r.options.causal_factor, f.causal, f.flash_attention)
-        # attention kernels at their own efficiency where the preset states one, and the critical rank's share
-        # of a causal mask when context parallelism splits the sequence without load balancing
-        self.rate_attn = hw.flops(w.c) * (hw.eff_attention if hw.eff_attention is not None else hw.eff_matmul)
-        self.attn_imbalance = cp_causal_imbalance(par.cp, kappa, f.causal and not feat.cp_load_balance)
+        # the critical rank's share of a causal mask when context parallelism splits the sequence without load
+        # balancing
+        self.attn_imbalance = cp_causal_imbalance(par.cp, kappa, f.causal and not f.feat.cp_load_balance)
         self.vision_dims = self._vision_dims()
         self.fc = FlopContext(dims=d, flags=f, T=pricer.T, R=pricer.R, s=par.s, t=par.t, etp=par.etp,
                               v_pad=pricer.vpad, kappa=kappa, bwd_attn=attention_backward_factor(f.flash_attention),
                               sel=pricer.acts.sel, vision_tokens=self._vision_tokens(), vision_seq=self._vision_seq(),
                               t_head=pricer.t_h, elements=pricer.acts.elements)
-        t, cp, u = par.t, par.cp, par.u
-        self.tp = C.level_link(hw, t, 1)
-        self.ring = C.level_link(hw, cp / u, t * u)
-        self.uly = C.level_link(hw, u, t)
-        self.ep = C.level_link(hw, par.ep, par.etp)
-        self.etp = C.level_link(hw, par.etp, 1)
-        self.pp = C.level_link(hw, par.p, t * cp * par.d)
-        D = dense_domain(f, par)
-        stride = t if f.span_cp else t * cp
-        self.dp_domain = C.level_link(hw, D, stride)
-        self.dp_shard = C.level_link(hw, par.os, stride)
-        self.dp_replicas = C.level_link(hw, D / par.os, stride * par.os)
-        self.edp_shard = C.level_link(hw, par.os_e, par.etp * par.ep)
-        self.edp_replicas = C.level_link(hw, par.edp / par.os_e, par.etp * par.ep * par.os_e)
-        self.edp_domain = C.level_link(hw, par.edp, par.etp * par.ep)
-        T, bc = pricer.T, w.c
+        t, T, bc = par.t, pricer.T, w.c
         self.M_h = bc * d.h * T
         self.M_kv = bc * d.n_kv * (d.dqk + d.dv) * T / t
         self.M_qkv = bc * (d.q_w + d.k_w + d.v_w) * T / t
         self.M_o = bc * d.o_w * T / t
         self.M_r = bc * d.h * pricer.R
         self.M_p = bc * d.h * T / (t if self.k.pp_scatter_gather else par.sp_div)
+        self._on_device()
+
+    def _on_device(self) -> None:
+        """The rates and links of the context's device, and its kept row times."""
+        r = self.r
+        w, f, par, hw = r.widths, r.flags, r.par, r.hardware
+        # row times are kept with the row costs (per row, per device)
+        self.row_cache: dict[tuple, tuple[RowCost, RowTime, RowSums]] = device_entry(self.pricer.book.costs.times,
+                                                                                     hw, dict)
+        kept = device_entry(_DEVICES, hw, dict)
+        peak = _kept(kept, ("flops", w.c), lambda: hw.flops(w.c))
+        self.rate_mm = peak * hw.eff_matmul
+        feat = f.feat
+        # FP8 GEMMs at the device's FP8 (MXFP8) peak; R-FP8-DEVICE refuses a device without one
+        self.rate_fp8 = (hw.peak("mxfp8" if feat.fp8 == "mxfp8" else "fp8") or 0.0) * hw.eff_matmul \
+            if feat.fp8_on else 0.0
+        self.rate_hbm = hw.hbm_bandwidth * hw.eff_hbm
+        # attention kernels at their own efficiency where the preset states one
+        self.rate_attn = peak * (hw.eff_attention if hw.eff_attention is not None else hw.eff_matmul)
+        t, cp, u = par.t, par.cp, par.u
+        D = dense_domain(f, par)
+        stride = t if f.span_cp else t * cp
+        self.tp, self.ring, self.uly, self.ep, self.etp, self.pp, self.dp_domain, self.dp_shard, self.dp_replicas, \
+            self.edp_shard, self.edp_replicas, self.edp_domain = [
+                _link(kept, hw, n, s) for n, s in (
+                    (t, 1), (cp / u, t * u), (u, t), (par.ep, par.etp), (par.etp, 1), (par.p, t * cp * par.d),
+                    (D, stride), (par.os, stride), (D / par.os, stride * par.os), (par.os_e, par.etp * par.ep),
+                    (par.edp / par.os_e, par.etp * par.ep * par.os_e), (par.edp, par.etp * par.ep))]
+        # one exposed pipeline hand-over (every stage's sends, ``steptime.stage_times``)
+        self.pp_send = (1 - self.k.o_pp) * C.pp_boundary(self.M_p, self.pp)
 
     def _vision_dims(self) -> tuple | None:
         vision = self.r.model.vision
@@ -221,9 +267,11 @@ def fp8_cast_time(ctx: TimeContext, row: Row) -> tuple[Num, Num]:
     both ways, and the weight in each pass unless it arrived in FP8 (float8 all-gather)."""
     r = ctx.r
     feat = r.flags.feat
+    if not feat.fp8_on:
+        return 0.0, 0.0
     item = row.item
     kind = item.block if item.kind == MTP else item.kind
-    if not feat.fp8_on or item.kind in (NOOP, EMBEDDING, OUTPUT, EMBEDDING_COPY, VISION, VISION_EXTRAS):
+    if item.kind in (NOOP, EMBEDDING, OUTPUT, EMBEDDING_COPY, VISION, VISION_EXTRAS):
         return 0.0, 0.0
     d, par, bc, b8 = r.dims, r.par, r.widths.c, feat.fp8_act_bytes
     T = ctx.pricer.T
@@ -261,12 +309,40 @@ def dequantize_time(row: Row, ctx: TimeContext) -> Num:
 def row_time(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowTime:
     """A row's times; rows sharing a cost (same kind, block, option, head) share them (kept with the row costs
     per device, with the cost they were timed for). ``key``: the row's ``row_key`` when the caller keeps it."""
-    if key is None:
-        key = row_key(row)
+    return timed_row(ctx, row, row_key(row) if key is None else key)[1]
+
+
+class RowSums(NamedTuple):
+    """A row's times as a chunk sums them (``steptime.chunk_times``): F, B, Rc with the row's exposed comm folded
+    in (its kinds summed in their order from 0.0), W, compute alone (F, B + W, Rc) and per comm kind forward +
+    backward + recompute."""
+
+    F: Num
+    B: Num
+    W: Num
+    Rc: Num
+    fwd: Num
+    bwd: Num
+    recompute: Num
+    comm: tuple[tuple[str, Num], ...]
+
+
+def row_sums(rt: RowTime) -> RowSums:
+    f_ = b_ = rc_ = 0.0
+    comm = []
+    for kind, (cf, cb, crc) in rt.comm.items():
+        f_, b_, rc_ = f_ + cf, b_ + cb, rc_ + crc
+        comm.append((kind, cf + cb + crc))
+    return RowSums(rt.F + f_, rt.B + b_, rt.W, rt.Rc + rc_, rt.F, rt.B + rt.W, rt.Rc, tuple(comm))
+
+
+def timed_row(ctx: TimeContext, row: Row, key: tuple) -> tuple[RowCost, RowTime, RowSums]:
+    """The kept entry of a row's times: (the cost they were timed for, ``RowTime``, ``RowSums``)."""
     got = ctx.row_cache.get(key)
     if got is None or got[0] is not row.cost:
-        got = ctx.row_cache[key] = (row.cost, _row_time(ctx, row))
-    return got[1]
+        rt = _row_time(ctx, row, key)
+        got = ctx.row_cache[key] = (row.cost, rt, row_sums(rt))
+    return got
 
 
 def row_key(row: Row) -> tuple:
@@ -299,11 +375,11 @@ def kept_flops(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowFlops
     return flops
 
 
-def _row_time(ctx: TimeContext, row: Row) -> RowTime:
+def _row_time(ctx: TimeContext, row: Row, key: tuple) -> RowTime:
     k, item = ctx.k, row.item
     kind = item.kind
     vision = kind in (VISION, VISION_EXTRAS)
-    flops = kept_flops(ctx, row)
+    flops = kept_flops(ctx, row, key)
     backward = not (vision and row.local.frozen) and item.grad != "off"
     a_none = row.act_none
     if item.option == "none":
@@ -329,7 +405,9 @@ def _row_time(ctx: TimeContext, row: Row) -> RowTime:
         comm["ep"] = (ef, eb + (1 - k.o_ep) * (C.all_to_all(ctx.M_r, ctx.ep) + C.all_gather(ctx.M_r, ctx.etp)), erc)
     if row.cost.offload:
         comm["host"] = offload_exposed(ctx, row.cost.offload, F, B + W)
-    return RowTime(F=F, B=B, W=W, Rc=Rc, comm=comm, flops=flops)
+    out = object.__new__(RowTime)  # the frozen dataclass's fields at once (its __init__ sets them one by one)
+    object.__setattr__(out, "__dict__", {"F": F, "B": B, "W": W, "Rc": Rc, "comm": comm, "flops": flops})
+    return out
 
 
 def offload_exposed(ctx: TimeContext, offload: Num, forward: Num, backward: Num) -> tuple[Num, Num, Num]:
@@ -418,4 +496,4 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
 
 __all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "TimeContext", "async_tp_exposed", "attention_time",
            "compute_time", "cp_causal_imbalance", "dequantize_time", "elementwise_time", "fp8_cast_time", "kept_flops",
-           "knobs", "mm_time", "offload_exposed", "row_key", "row_time"]
+           "knobs", "mm_time", "offload_exposed", "row_key", "row_sums", "row_time", "timed_row"]

@@ -117,10 +117,10 @@ class Row(NamedTuple):
 class RowCosts:
     """What a plan's rows cost, apart from its layout (``reuse.row_costs`` shares one across the books of plans
     that differ only in what the layout reads of the recompute plan): ``StagePricer``'s priced locals, static
-    bytes, rows and activation table, each row cost's term values (``values``), the rows' FLOPs (``flops``) and
-    per device their row times (``times``) — all keyed per row (``cost_key``, or the RowCost object) — per
-    device the step time's context (``contexts``, ``steptime._context``), and the device at its band's ends
-    (``band_ends``: the book's key holds the device by value)."""
+    bytes, rows and activation table, each row cost's term values (``values``), the rows' FLOPs (``flops``), what
+    they hold for the step time (``holdings``, ``steptime.row_holdings``) and per device their row times
+    (``times``) — all keyed per row (``cost_key``, or the RowCost object) — and per device the step time's context
+    (``contexts``, ``steptime._context``)."""
 
     def __init__(self) -> None:
         self.local: dict = {}
@@ -129,9 +129,9 @@ class RowCosts:
         self.acts: ActivationTable | None = None
         self.values: dict = {}
         self.flops: dict = {}
+        self.holdings: dict = {}
         self.times: dict = {}
         self.contexts: dict = {}
-        self.band_ends: dict = {}
 
 
 DEVICES = 8  # entries per device table: a plan's device and its band's two ends (more when an equal device

@@ -9,14 +9,27 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import comm as C
-from .arr import Num, is_array, maximum, where
+from .arr import Num, is_array, maximum
 from .assembly.form import StageForm, build_form, form_signature, stage_plan
 from .layout import EMBEDDING, NOOP, OUTPUT, VISION, build_layout, layout_inputs, slot_index, slot_position
+from .pipeline import (
+    _first_largest,
+    _max,
+    _select,
+    pipe_1f1b,
+    pipe_dualpipev,
+    pipe_gpipe,
+    pipe_interleaved,
+    pipe_looped_bfs,
+    pipe_seq1f1b,
+    pipe_zbv,
+    pipeline_time,
+)
 from .resolve import Resolved, resolve
 from .rowtime import (
     COMM_KINDS,
@@ -29,6 +42,7 @@ from .rowtime import (
     knobs,
     row_key,
     row_time,
+    timed_row,
 )
 from .stage import Row, StagePricer, device_entry
 from .static import gather_bytes, gather_trainable_bytes
@@ -94,7 +108,7 @@ class StepTime:
 
 
 # ------------------------------------------------------------------------------------------ stages
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ChunkTimes:
     """Σ over one chunk's rows (numbers or arrays over the elements): compute F, B, W, Rc with the rows' exposed
     TP / CP / EP comm folded in, that comm per kind, compute alone, FLOPs, and the local elements and static
@@ -122,6 +136,7 @@ NOT_LAYERS = (EMBEDDING, OUTPUT, NOOP, VISION, "embedding_copy", "vision_extras"
 
 
 CHUNK_HOLDINGS = "chunk-holdings"  # the pricer's memo key of its chunks' device-independent sums
+STAGE_SUMS = "stage-sums"          # … and of its forms' (``stage_sums``)
 
 
 class Holdings(NamedTuple):
@@ -145,16 +160,23 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int, shared: dict | None =
     held = chunk_holdings(ctx, form, j, ctx.pricer.shared if shared is None else shared)
     F = B = W = Rc = fwd = bwd = rec = 0.0
     comm: dict[str, Num] = {"tp": 0.0, "cp": 0.0, "ep": 0.0, "host": 0.0}
+    cache = ctx.row_cache
     for n, key, row in held.rows:
-        rt = row_time(ctx, row, key)
-        f_ = b_ = rc_ = 0.0
-        for kind, (cf, cb, crc) in rt.comm.items():
-            f_, b_, rc_ = f_ + cf, b_ + cb, rc_ + crc
-            comm[kind] = comm[kind] + n * (cf + cb + crc)
-        F, B, W, Rc = F + n * (rt.F + f_), B + n * (rt.B + b_), W + n * rt.W, Rc + n * (rt.Rc + rc_)
-        fwd, bwd, rec = fwd + n * rt.F, bwd + n * (rt.B + rt.W), rec + n * rt.Rc
-    return ChunkTimes(F, B, W, Rc, comm, fwd, bwd, rec, held.model_flops, held.hardware_flops, held.elements,
-                      held.static, held.states, held.layers, held.params, held.grads)
+        got = cache.get(key)
+        if got is None or got[0] is not row.cost:
+            got = timed_row(ctx, row, key)
+        t = got[2]  # the row's RowSums
+        F, B, W, Rc = F + n * t.F, B + n * t.B, W + n * t.W, Rc + n * t.Rc
+        fwd, bwd, rec = fwd + n * t.fwd, bwd + n * t.bwd, rec + n * t.recompute
+        for kind, total in t.comm:
+            comm[kind] = comm[kind] + n * total
+    out = object.__new__(ChunkTimes)  # the frozen dataclass's fields at once (its __init__ sets them one by one)
+    object.__setattr__(out, "__dict__", {
+        "F": F, "B": B, "W": W, "Rc": Rc, "comm": comm, "fwd": fwd, "bwd": bwd, "recompute": rec,
+        "model_flops": held.model_flops, "hardware_flops": held.hardware_flops, "elements": held.elements,
+        "static": held.static, "states": held.states, "layers": held.layers, "params": held.params,
+        "grads": held.grads})
+    return out
 
 
 def chunk_holdings(ctx: TimeContext, form: StageForm, j: int, shared: dict) -> Holdings:
@@ -169,29 +191,43 @@ def chunk_holdings(ctx: TimeContext, form: StageForm, j: int, shared: dict) -> H
     rows = []
     elements = [0.0] * 6
     model = hardware = static = states = layers = params = grads = 0.0
-    f = ctx.r.flags
-    bc, bp = ctx.r.widths.c, ctx.r.widths.p
+    kept_rows = ctx.pricer.book.costs.holdings
     for k, n in form.counts[j]:
         item, with_head = form.keys[k]
         cost = ctx.pricer.cost(item, with_head)
         row = Row(item, j, cost, with_head)
         kept = row_key(row)
         rows.append((n, kept, row))
-        flops = kept_flops(ctx, row, kept)
-        model, hardware = model + n * flops.model, hardware + n * flops.hardware
-        local, st = cost.local, cost.static
-        for i, value in enumerate((local.trainable_dense, local.trainable_expert, gather_bytes(local, f, bc, 1, 0),
-                                   gather_bytes(local, f, bc, 0, 1), gather_trainable_bytes(local, f, bp, 1, 0),
-                                   gather_trainable_bytes(local, f, bp, 0, 1))):
-            elements[i] = elements[i] + n * value
-        static = static + n * (st.parameters + st.gradients + st.optimizer_states)
-        states = states + n * st.optimizer_states
-        params, grads = params + n * st.parameters, grads + n * st.gradients
+        got = kept_rows.get(kept)
+        if got is None or got[0] is not cost:
+            got = kept_rows[kept] = (cost, row_holdings(ctx, row, kept))
+        r_model, r_hardware, r_elements, r_static, r_states, r_params, r_grads = got[1]
+        model, hardware = model + n * r_model, hardware + n * r_hardware
+        for i in range(6):
+            elements[i] = elements[i] + n * r_elements[i]
+        static = static + n * r_static
+        states = states + n * r_states
+        params, grads = params + n * r_params, grads + n * r_grads
         if item.kind not in NOT_LAYERS:
             layers = layers + n
     held = Holdings(tuple(rows), model, hardware, tuple(elements), static, states, layers, params, grads)
     memo[key] = (form, held)  # type: ignore[index]
     return held
+
+
+def row_holdings(ctx: TimeContext, row: Row, key: tuple) -> tuple[Num, Num, tuple[Num, ...], Num, Num, Num, Num]:
+    """What one row holds, apart from any device (kept with the row costs per row, ``chunk_holdings`` sums them
+    with the rows' counts): model and hardware FLOPs, the six DP inputs (``ChunkTimes.elements``), parameter +
+    gradient + optimizer-state bytes, optimizer-state, parameter and gradient bytes."""
+    f = ctx.r.flags
+    bc, bp = ctx.r.widths.c, ctx.r.widths.p
+    flops = kept_flops(ctx, row, key)
+    local, st = row.cost.local, row.cost.static
+    elements = (local.trainable_dense, local.trainable_expert, gather_bytes(local, f, bc, 1, 0),
+                gather_bytes(local, f, bc, 0, 1), gather_trainable_bytes(local, f, bp, 1, 0),
+                gather_trainable_bytes(local, f, bp, 0, 1))
+    return (flops.model, flops.hardware, elements, st.parameters + st.gradients + st.optimizer_states,
+            st.optimizer_states, st.parameters, st.gradients)
 
 
 def pp_sends(r: Resolved, stage: int, chunk: int) -> tuple[int, int]:
@@ -213,54 +249,83 @@ def stage_sends(sched: str, p: int, vp: int) -> tuple[tuple[tuple[int, int], ...
     return tuple(tuple(sends(stage, chunk) for chunk in range(vp)) for stage in range(p))
 
 
-def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes]) -> StageTimes:
-    """[T-STAGE] F_i, B_i, W_i, Rc_i and their chunk values — the chunks' rows, the pipeline hand-overs, the
-    per-micro-batch parameter gathers and gradient reduce-scatters — and the per-step DP comm and t_opt."""
-    r, k = ctx.r, ctx.k
-    cF = [c.F for c in chunks]
-    cB = [c.B for c in chunks]
-    cW = [c.W for c in chunks]
-    cR = [c.Rc for c in chunks]
-    # the chunks' totals, each summed in chunk order from 0.0 (one pass over the chunks, not one per total)
-    comm: dict[str, Num] = dict.fromkeys(COMM_KINDS, 0.0)
-    fwd = bwd = rec = model = hardware = static = states = params = grads = layers = 0.0
+class StageSums(NamedTuple):
+    """What a stage's chunks hold, summed in chunk order from 0.0: FLOPs, the DP inputs (``ChunkTimes.elements``),
+    static and optimizer-state bytes, body layers, parameter and gradient bytes. None of it reads the device, so
+    the band's ends take the plan's (``timed_stages``)."""
+
+    model: Num
+    hardware: Num
+    static: Num
+    states: Num
+    layers: Num
+    params: Num
+    grads: Num
+    elements: list[Num]
+
+
+def stage_sums(chunks: Sequence[ChunkTimes]) -> StageSums:
+    model = hardware = static = states = params = grads = layers = 0.0
     elements: list[Num] = [0.0] * 6
     for c in chunks:
-        for kind in COMM_KINDS:
-            comm[kind] = comm[kind] + c.comm.get(kind, 0.0)
-        fwd, bwd, rec = fwd + c.fwd, bwd + c.bwd, rec + c.recompute
         model, hardware = model + c.model_flops, hardware + c.hardware_flops
         static, states, layers = static + c.static, states + c.states, layers + c.layers
         params, grads = params + c.params, grads + c.grads
         for i in range(6):
             elements[i] = elements[i] + c.elements[i]
+    return StageSums(model, hardware, static, states, layers, params, grads, elements)
+
+
+def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes], sums: StageSums | None = None
+                ) -> StageTimes:
+    """[T-STAGE] F_i, B_i, W_i, Rc_i and their chunk values — the chunks' rows, the pipeline hand-overs, the
+    per-micro-batch parameter gathers and gradient reduce-scatters — and the per-step DP comm and t_opt.
+    ``sums``: the chunks' ``stage_sums`` when the caller keeps them."""
+    r, k = ctx.r, ctx.k
+    cF = [c.F for c in chunks]
+    cB = [c.B for c in chunks]
+    cW = [c.W for c in chunks]
+    cR = [c.Rc for c in chunks]
+    held = stage_sums(chunks) if sums is None else sums
+    # the chunks' totals, each summed in chunk order from 0.0 (one pass over the chunks, not one per total)
+    tp = cp = ep = pp = fsdp = host = fwd = bwd = rec = 0.0
+    for c in chunks:
+        cc = c.comm
+        tp, cp, ep = tp + cc.get("tp", 0.0), cp + cc.get("cp", 0.0), ep + cc.get("ep", 0.0)
+        pp, fsdp, host = pp + cc.get("pp", 0.0), fsdp + cc.get("fsdp", 0.0), host + cc.get("host", 0.0)
+        fwd, bwd, rec = fwd + c.fwd, bwd + c.bwd, rec + c.recompute
     comp = {"fwd": fwd, "bwd": bwd, "recompute": rec}
-    send = (1 - k.o_pp) * C.pp_boundary(ctx.M_p, ctx.pp)
+    send = ctx.pp_send
     hand_overs = stage_sends(r.flags.schedule, r.par.p, r.par.vp)[stage]
     for j in range(len(chunks)):
         n_fwd, n_bwd = hand_overs[j]
         cF[j] = cF[j] + n_fwd * send
         cB[j] = cB[j] + n_bwd * send
-        comm["pp"] = comm["pp"] + (n_fwd + n_bwd) * send
-    dp = _dp(ctx, elements)
+        pp = pp + (n_fwd + n_bwd) * send
+    dp = _dp(ctx, held.elements)
     fs_f, fs_b = (1 - k.o_fsdp) * dp.per_mb_fwd, (1 - k.o_fsdp) * dp.per_mb_bwd
     if chunks:  # per-micro-batch parameter gathers and reduce-scatters ride with the first chunk's passes
         cF[0] = cF[0] + fs_f
         cB[0] = cB[0] + fs_b
-    comm["fsdp"] = fs_f + fs_b
+    fsdp = fs_f + fs_b
     if r.flags.feat.offload_params:  # [T-COMM.offload_params] shards copied in before each gather, gradients out
-        host = r.hardware.host_link_bandwidth
+        link = r.hardware.host_link_bandwidth
         regather = r.flags.reshard_after_forward or r.flags.sharding_mode == "zero3"
-        h_f = (1 - k.o_fsdp) * params / host
-        h_b = (1 - k.o_fsdp) * ((params if regather else 0.0) + grads) / host
+        h_f = (1 - k.o_fsdp) * held.params / link
+        h_b = (1 - k.o_fsdp) * ((held.params if regather else 0.0) + held.grads) / link
         if chunks:
             cF[0], cB[0] = cF[0] + h_f, cB[0] + h_b
-        comm["host"] = comm["host"] + h_f + h_b
-    comm["dp"] = exposed_dp(ctx, dp, comp, layers)
-    optimizer = optimizer_time(ctx, static, states)
-    return StageTimes(F=sum(cF), B=sum(cB), W=sum(cW), Rc=sum(cR), chunk_F=tuple(cF), chunk_B=tuple(cB),
-                      chunk_W=tuple(cW), chunk_Rc=tuple(cR), comm=comm, compute=comp, optimizer=optimizer,
-                      model_flops=model, hardware_flops=hardware)
+        host = host + h_f + h_b
+    # COMM_KINDS in order, then dp
+    comm = {"tp": tp, "cp": cp, "ep": ep, "pp": pp, "fsdp": fsdp, "host": host,
+            "dp": exposed_dp(ctx, dp, comp, held.layers)}
+    out = object.__new__(StageTimes)  # the frozen dataclass's fields at once (its __init__ sets them one by one)
+    object.__setattr__(out, "__dict__", {
+        "F": sum(cF), "B": sum(cB), "W": sum(cW), "Rc": sum(cR), "chunk_F": tuple(cF), "chunk_B": tuple(cB),
+        "chunk_W": tuple(cW), "chunk_Rc": tuple(cR), "comm": comm, "compute": comp,
+        "optimizer": optimizer_time(ctx, held.static, held.states), "model_flops": held.model, "hardware_flops":
+        held.hardware})
+    return out
 
 
 def exposed_dp(ctx: TimeContext, dp: C.DPTimes, compute: dict[str, Num], layers: Num) -> Num:
@@ -315,111 +380,14 @@ def optimizer_time(ctx: TimeContext, static: Num, states: Num) -> Num:
     return out
 
 
-# ------------------------------------------------------------------------------------------ pipeline
-# (docs/model.md#pipeline)
-def _max(values: Sequence[Num]) -> Num:
-    out = values[0]
-    for v in values[1:]:
-        out = maximum(out, v)
-    return out
-
-
-def pipe_1f1b(S: Sequence[Num], m: Num) -> Num:
-    """[T-PIPE.1f1b] Σ_i S_i + (m − 1)·S_max (p = 1: m·S_0)."""
-    return sum(S) + (m - 1) * _max(S)
-
-
-def pipe_interleaved(S: Sequence[Num], m: Num, vp: Num) -> Num:
-    """[T-PIPE.interleaved] Σ_i S_i/vp + (m·vp − 1)·S_max/vp."""
-    return sum(S) / vp + (m * vp - 1) * _max(S) / vp
-
-
-def pipe_gpipe(F: Sequence[Num], Bk: Sequence[Num], m: Num) -> Num:
-    """[T-PIPE.gpipe] Σ_i F_i + (m − 1)·max F + Σ_i Bk_i + (m − 1)·max Bk."""
-    return sum(F) + (m - 1) * _max(F) + sum(Bk) + (m - 1) * _max(Bk)
-
-
-def pipe_looped_bfs(F: Sequence[Num], Bk: Sequence[Num], m: Num, vp: Num) -> Num:
-    """[T-PIPE.looped_bfs] PyTorch's looped BFS runs every micro-batch through each local chunk before the next,
-    backwards in reverse — GPipe in chunk units: (Σ_i F_i + (m·vp − 1)·max F + Σ_i Bk_i + (m·vp − 1)·max Bk)/vp."""
-    return (sum(F) + (m * vp - 1) * _max(F) + sum(Bk) + (m * vp - 1) * _max(Bk)) / vp
-
-
-def pipe_seq1f1b(S_slice: Sequence[Num], m: Num, n_s: Num) -> Num:
-    """[T-PIPE.seq1f1b] Σ_i S_i/n_s + (m·n_s − 1)·S_max/n_s with S_i per micro-batch, i.e. per-slice values
-    s_i = S_i/n_s: Σ_i s_i + (m·n_s − 1)·s_max."""
-    return sum(S_slice) + (m * n_s - 1) * _max(S_slice)
-
-
-def pipe_zbv(S_max: Num, m: Num, p: Num, Fc: Num, Bc: Num, Wc: Num) -> Num:
-    """[T-PIPE.zbv] m·S_max + (p − 1)·max(0, F^c + B^c − 2·W^c) (ZB-H2 class)."""
-    return m * S_max + (p - 1) * maximum(0.0, Fc + Bc - 2 * Wc)
-
-
-def pipe_dualpipev(S_max: Num, m: Num, p: Num, Fc: Num, Bc: Num, Wc: Num) -> Num:
-    """[T-PIPE.dualpipev] m·S_max + (p − 1)·max(0, FB^c + Bf^c − 3·W^c), Bf^c = B^c + W^c, FB^c = F^c + Bf^c (the
-    overlapped pair; EP comm hidden through o_ep) — the DualPipe table with PP = 2p stages (D38)."""
-    Bf = Bc + Wc
-    FB = Fc + Bf
-    return m * S_max + (p - 1) * maximum(0.0, FB + Bf - 3 * Wc)
-
-
-def _select(S: Sequence[Num], values: Sequence[Num]) -> Num:
-    """values[argmax S] (ties to the earliest stage), elementwise for arrays."""
-    if not is_array(*S, *values):  # one plan: the first largest stage's value
-        first = 0
-        for i in range(1, len(S)):
-            if S[i] > S[first]:
-                first = i
-        return values[first]
-    best, out = S[0], values[0]
-    for s, v in zip(S[1:], values[1:], strict=True):
-        take = s > best
-        best = where(take, s, best)
-        out = where(take, v, out)
-    return out
-
-
-def pipeline_time(schedule: str, stages: Sequence[StageTimes], m: Num, vp: Num, n_s: Num,
-                  S: Sequence[Num] | None = None) -> Num:
-    """[T-PIPE] One flush of the pipeline (stage values per micro-batch; per slice for sliced schedules); ``S``:
-    the stages' S when the caller has them."""
-    S = [st.S for st in stages] if S is None else S
-    p = len(stages)
-    if schedule == "1f1b":
-        return pipe_1f1b(S, m)
-    if schedule == "interleaved":
-        return pipe_interleaved(S, m, vp)
-    if schedule == "seqsmartvpp":
-        return pipe_interleaved(S, m * n_s, vp)
-    if schedule == "gpipe":
-        return pipe_gpipe([st.F for st in stages], [st.Bk for st in stages], m)
-    if schedule == "looped_bfs":
-        return pipe_looped_bfs([st.F for st in stages], [st.Bk for st in stages], m, vp)
-    if schedule == "seq1f1b":
-        return pipe_seq1f1b(S, m, n_s)
-    S_max = _max(S)
-    # chunk values of the slowest stage: the chunk with the largest F^c + B^c − 2·W^c (resp. the DualPipeV term)
-    best: Num = None
-    for j in range(len(stages[0].chunk_F)):
-        Fc = _select(S, [st.chunk_F[j] for st in stages])
-        Bc = _select(S, [st.chunk_B[j] + (st.chunk_Rc[j] if st.chunk_Rc else 0.0) for st in stages])
-        Wc = _select(S, [st.chunk_W[j] for st in stages])
-        # ZB-V and interleaved ZB1P share the zero-bubble form (the W passes fill the bubble)
-        value = pipe_dualpipev(S_max, m, p, Fc, Bc, Wc) if schedule == "dualpipev" else pipe_zbv(S_max, m, p, Fc, Bc,
-                                                                                                   Wc)
-        best = value if best is None else maximum(best, value)
-    return best
-
-
 # ------------------------------------------------------------------------------------------ step (docs/model.md#step)
-def _kept_times(pricer: StagePricer, hardware: Hardware | None = None) -> tuple[TimeContext, dict, dict]:
-    """The time context of the pricer's rows on its device, with the stage and chunk times timed there (kept
-    with the rows, per device: the plan's and the band's two ends). A chunk's and a stage's times read the rows,
-    the device, the degrees, the schedule's hand-overs and the knobs — never the micro-batch count, which only
-    the pipeline formula and the step total below read (docs/model.md#what-an-edit-re-prices)."""
+def _kept_times(pricer: StagePricer, hardware: Hardware | None = None) -> tuple[TimeContext, dict]:
+    """The time context of the pricer's rows on its device, with the layouts' stages timed there (``Timed``, per
+    layout; kept with the rows, per device: the plan's and the band's two ends). A chunk's and a stage's times
+    read the rows, the device, the degrees, the schedule's hand-overs and the knobs — never the micro-batch count,
+    which only the pipeline formula and the step total below read (docs/model.md#what-an-edit-re-prices)."""
     hardware = pricer.r.hardware if hardware is None else hardware
-    return device_entry(pricer.book.times, hardware, lambda: (_context(pricer, hardware), {}, {}))
+    return device_entry(pricer.book.times, hardware, lambda: (_context(pricer, hardware), {}))
 
 
 def _context(pricer: StagePricer, hardware: Hardware) -> TimeContext:
@@ -430,11 +398,22 @@ def _context(pricer: StagePricer, hardware: Hardware) -> TimeContext:
         rows = copy.copy(pricer)  # the rows and their costs, not what this plan derived (its memo, its book's forms)
         rows.memo = {}
         rows.shared = {}
-        if hardware is not pricer.r.hardware:
-            rows.r = replace(pricer.r, hardware=hardware)
-        return TimeContext(rows)
+        if hardware is pricer.r.hardware:
+            return TimeContext(rows)
+        # a band end: what reads no device is the plan's device's context's
+        rows.r = with_device(pricer.r, hardware)
+        return TimeContext(rows, like=_context(pricer, pricer.r.hardware))
 
     return device_entry(pricer.book.costs.contexts, hardware, make)
+
+
+def with_device(r: Resolved, hardware: Hardware) -> Resolved:
+    """``replace(r, hardware=hardware)``: the record's instance dict copied at once (``replace`` runs the frozen
+    dataclass's ``__init__``, which sets its fields one by one; Resolved derives nothing in ``__post_init__``, and
+    tests/test_steptime_band.py checks the two equal)."""
+    out = object.__new__(Resolved)
+    object.__setattr__(out, "__dict__", {**r.__dict__, "hardware": hardware})
+    return out
 
 
 class Timed(NamedTuple):
@@ -452,19 +431,61 @@ class Timed(NamedTuple):
     hardware_flops: Num
 
 
+class StageGroups(NamedTuple):
+    """A plan's stages grouped by what they take the same time for: the same rows (one form) sending the same
+    pipeline hand-overs (most middle stages of a uniform stack), and within them chunks holding the same rows
+    (the same form and counts). None of it reads the device: the plan's and the band's ends share it."""
+
+    first: tuple[tuple[int, StageForm], ...]  # per group, in order of first occurrence: (first stage, form)
+    index: tuple[int, ...]                    # per stage: its group
+    chunk_of: tuple[tuple[int, ...], ...]     # per group, per chunk: its distinct chunk
+    chunks: tuple[tuple[StageForm, int], ...]  # the distinct chunks, in order of first occurrence: (form, chunk)
+
+
+def stage_groups(forms: Sequence[StageForm], sends: tuple, vp: int) -> StageGroups:
+    groups: dict[tuple, int] = {}
+    held: dict[tuple, int] = {}
+    first, index, chunk_of, chunks = [], [], [], []
+    for i, form in enumerate(forms):
+        key = (id(form), sends[i])
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = len(first)
+            first.append((i, form))
+            of = []
+            for j in range(vp):
+                c = held.setdefault((id(form), form.counts[j]), len(chunks))
+                if c == len(chunks):
+                    chunks.append((form, j))
+                of.append(c)
+            chunk_of.append(tuple(of))
+        index.append(g)
+    return StageGroups(tuple(first), tuple(index), tuple(chunk_of), tuple(chunks))
+
+
+STAGE_GROUPS = "stage-groups"  # the pricer's memo key of its layout's StageGroups
+
+
 def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None,
                  hardware: Hardware | None = None) -> Timed:
     """The stages of the pricer's layout (or of ``rows_per_stage``) timed on the plan's device (or on
     ``hardware``, the layout's stages only); for the layout, kept with the rows per device (``_kept_times``:
-    none of it reads the micro-batch count)."""
+    none of it reads the micro-batch count). Each group of stages (``stage_groups``) is timed once, each
+    distinct chunk once."""
     r = pricer.r
     par, sched = r.par, r.flags.schedule
+    sends = stage_sends(sched, par.p, par.vp)
     if rows_per_stage is None:
-        ctx, seen, chunks = _kept_times(pricer, hardware)
-        got = seen.get(("timed", id(pricer.layout)))
-        if got is not None and got[0] is pricer.layout:
-            return got[1]
-        forms = [form for form, _entries in stage_plan(pricer.layout, r.dims.tie)]
+        layout = pricer.layout
+        ctx, seen = _kept_times(pricer, hardware)
+        got = seen.get(("timed", id(layout)))
+        if got is not None and got[0] is layout:
+            return got[1]  # type: ignore[no-any-return]
+        kept = pricer.shared.get(STAGE_GROUPS)
+        if kept is None or kept[0] is not layout:
+            forms = [form for form, _entries in stage_plan(layout, r.dims.tie)]
+            kept = pricer.shared[STAGE_GROUPS] = (layout, stage_groups(forms, sends, par.vp))
+        groups = kept[1]
     else:
         built: dict[tuple, StageForm] = {}
         forms = []
@@ -473,32 +494,32 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
             if signature not in built:
                 built[signature] = build_form(rows, par.vp)
             forms.append(built[signature])
-        ctx, seen, chunks = TimeContext(pricer), {}, {}
-    # stages holding the same rows that send the same pipeline hand-overs take the same time: price each such
-    # stage once (most middle stages of a uniform stack); chunks holding the same rows, each such chunk once
-    sends = stage_sends(sched, par.p, par.vp)
-    timed = []
-    for i, form in enumerate(forms):
-        key = (id(form), sends[i])
-        got = seen.get(key)
-        if got is None or got[0] is not form:
-            parts = []
-            for j in range(par.vp):
-                held = (id(form), form.counts[j])
-                if held not in chunks or chunks[held][0] is not form:
-                    chunks[held] = (form, chunk_times(ctx, form, j, pricer.shared))
-                parts.append(chunks[held][1])
-            got = seen[key] = (form, stage_times(ctx, i, parts))
-        timed.append(got[1])
-    stages = tuple(timed)
-    distinct = list({id(st): st for st in stages}.values())
-    S_of = {id(st): st.S for st in distinct}
-    out = Timed(stages, [S_of[id(st)] for st in stages], [S_of[id(st)] for st in distinct], distinct,
+        ctx, seen = TimeContext(pricer), {}
+        groups = stage_groups(forms, sends, par.vp)
+    sums = pricer.shared.setdefault(STAGE_SUMS, {})
+    chunks = [chunk_times(ctx, form, j, pricer.shared) for form, j in groups.chunks]
+    distinct = []
+    for (i, form), of in zip(groups.first, groups.chunk_of, strict=True):
+        parts = [chunks[c] for c in of]
+        distinct.append(stage_times(ctx, i, parts, _kept_sums(sums, form, parts)))
+    index = groups.index
+    stages = tuple([distinct[g] for g in index])
+    S_distinct = [st.S for st in distinct]
+    out = Timed(stages, [S_distinct[g] for g in index], S_distinct, distinct,
                 _max([st.comm["dp"] for st in stages]), _max([st.optimizer for st in stages]),
                 sum(st.model_flops for st in stages), sum(st.hardware_flops for st in stages))
     if rows_per_stage is None:
-        seen[("timed", id(pricer.layout))] = (pricer.layout, out)
+        seen[("timed", id(layout))] = (layout, out)
     return out
+
+
+def _kept_sums(memo: dict, form: StageForm, chunks: list[ChunkTimes]) -> StageSums:
+    """The ``stage_sums`` of a form's chunks (they read no device: the band's ends take the plan's), kept per
+    form in the asking pricer's memo."""
+    got = memo.get(id(form))
+    if got is None or got[0] is not form:
+        got = memo[id(form)] = (form, stage_sums(chunks))
+    return got[1]  # type: ignore[no-any-return]
 
 
 def step_seconds(pricer: StagePricer, hardware: Hardware | None = None) -> Num:
@@ -524,10 +545,18 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
     total = par.n_acc * t_pipe + dp_step + t_opt
     reps = par.n_acc * units
     parts: dict[str, Num] = {}
-    split = {id(st): st.parts() for st in distinct}  # stages priced once share their parts
-    for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp", "host"):
-        parts[name] = reps * _select(S_distinct, [split[id(st)][name] for st in distinct])
-    parts["dp"] = dp_step + reps * _select(S_distinct, [st.comm["fsdp"] for st in distinct])
+    # one plan: the parts of the first largest stage (``_select``; a part that is an array makes its S one)
+    if not is_array(*S_distinct):
+        slowest = distinct[_first_largest(S_distinct)]
+        split = slowest.parts()
+        for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp", "host"):
+            parts[name] = reps * split[name]
+        parts["dp"] = dp_step + reps * slowest.comm["fsdp"]
+    else:
+        splits = [st.parts() for st in distinct]
+        for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp", "host"):
+            parts[name] = reps * _select(S_distinct, [split[name] for split in splits])
+        parts["dp"] = dp_step + reps * _select(S_distinct, [st.comm["fsdp"] for st in distinct])
     parts["bubble"] = par.n_acc * t_pipe - reps * _max(S)
     parts["optimizer"] = t_opt
     parts = {k: parts[k] for k in PARTS}
