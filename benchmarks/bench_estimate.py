@@ -63,6 +63,13 @@ P-SCALAR-SPEED "Fifth session — stages as array elements"), /work/helpers/sect
 02c4c5a, two runs each at a load of 2.6–3.0, min/median CPU ms of 300 edits through the session: DeepSeek-V3 tp
 1.76–1.80/2.46–3.13 (main 1.97–2.05/2.67–3.47; its stages 0.52–0.55 against 0.73–0.75), recompute 1.28–1.45/
 1.81–2.43 (main 1.76–1.77/2.13–2.33), pp level (1.70–1.78 against 1.63–1.71); Llama-3-70B unchanged (replayed).
+Step time in one pass, fifth session (2026-12-02: the band's ends share with the plan's device what reads no
+device, fewer objects per device pass; P-SCALAR-SPEED "Fifth session — step time in one pass"), alternating with
+main, min CPU ms of 300 edits through the session (step part = step_time + step_band): against main 369c33d at a
+load of 1.6–2.7, DeepSeek-V3 tp 1.48–1.51 (main 1.70–1.79; step part 0.59–0.62 against 0.77), pp 1.39–1.42
+(1.50–2.17), recompute 1.11–1.14 (1.40–1.70), Llama-3-70B tp 2.07–2.29 (2.33–2.59; step part 0.42–0.46 against
+0.59–0.64); against main 02c4c5a at a load of 3.5–6.8, the DeepSeek-V3 tp step part 0.58–0.70 (main 0.77–0.91)
+and its whole edit 1.66–2.27 (2.00–2.26; mean of six pairs 9 % cheaper).
 Row pricing, fourth session (2026-12-02: layer groups kept across the session's model records, block elements
 with the activation table, a row priced with each term once; P-SCALAR-SPEED "Fourth session — row pricing"),
 three runs each alternating with main b0d0001 at a load of 1.0–1.3, min CPU ms through the session: DeepSeek-V3
