@@ -81,6 +81,12 @@ alternating with main 02c4c5a through the session (/work/helpers/sections.py, 1,
 a load of 3.6–5.9, min CPU ms: Llama-3-70B tp 1.91–1.97 (main 2.03–2.77), its price_stages 1.04–1.10 (1.21–1.56);
 pp price_stages 1.19–1.28 (1.40–1.62), recompute 1.30–1.47 (1.64–1.67); instructions per fresh estimate + tp edit
 −9 % (callgrind).
+Resolve and verdict, fifth session (2026-12-02: resolving's settled part kept across degree edits, the layout kept
+with it, a rebuilt record compared once for all its keys, the verdict's records made at once; P-SCALAR-SPEED
+"Fifth session — resolve and verdict"), alternating with main 8d2dc01 at a load of 1.6–2.0, min/median CPU ms of
+300 tp edits through the session (helpers/sections.py): DeepSeek-V3 1.53–1.79/1.96–3.06 (main 1.75–2.85/
+2.54–3.69), resolved_layout 0.08–0.10 (main 0.17–0.33); Llama-3-70B 1.90–1.93/2.37–2.91 (main 2.14–2.26/
+2.81–3.71), resolved_layout 0.07–0.08 (0.18).
 """
 
 from __future__ import annotations

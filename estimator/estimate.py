@@ -25,8 +25,8 @@ from .layout import Layout, layout_inputs
 from .messages import msg
 from .model import ModelSpec
 from .options import RunOptions
-from .params import parameter_counts
-from .resolve import Resolved, dense_domain
+from .params import ParameterCounts, parameter_counts
+from .resolve import Resolved, at_once, dense_domain
 from .result import Result, StageResult
 from .reuse import key_of, resolved_layout, row_book
 from .schedules import inflight_profile
@@ -34,7 +34,7 @@ from .stage import StagePricer, device_entry, kept_with, stage_rows
 from .steptime import StepTime, step_seconds, step_time
 from .strategy import Strategy
 from .units import fmt_bytes
-from .validate import RuleContext, violations
+from .validate import RuleContext, context_of, violations
 from .warnings import EstimateWarning
 
 
@@ -99,7 +99,7 @@ def rule_context(r: Resolved, layout: Layout | None = None) -> RuleContext:
     kinds, divisors = _model_kinds(r.model)
     l_eff = d.n_lay + len(st.noop_layers) + (d.n_mtp if st.mtp_in_offset else 0) + \
         (2 if st.emb_out_in_offset else 0)
-    return RuleContext(
+    return context_of(
         framework=r.fw.name, a=d.a, n_kv=d.n_kv, hff=d.hff if kinds & {"dense", "lin_dense"} else 0,
         hff_sh=d.hff_sh, hff_exp=d.hff_exp if d.moe else 0, n_exp=d.n_exp, moe=d.moe, l_eff=l_eff,
         has_layer_list=st.partition is not None or st.offset is not None, schedule=r.flags.schedule,
@@ -126,6 +126,21 @@ def _model_kinds(model: ModelSpec) -> tuple[frozenset[str], tuple[tuple[str, int
     return got
 
 
+_COUNTS: dict[tuple, ParameterCounts] = {}
+
+
+def _counts(r: Resolved) -> ParameterCounts:
+    """``parameter_counts(r.model, r.dims)``, kept per model and dims (by value and type) and registry of layer
+    kinds: an edit of the strategy finds them."""
+    key = (key_of(r.model), key_of(r.dims), kinds_generation())
+    got = _COUNTS.get(key)
+    if got is None:
+        if len(_COUNTS) >= 64:
+            _COUNTS.clear()
+        got = _COUNTS[key] = parameter_counts(r.model, r.dims)
+    return got
+
+
 # ------------------------------------------------------------------------------------------ verdict
 def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step: StepTime | None = None,
              host: HostMemory | None = None, band: tuple[float, float] | None = None) -> Result:
@@ -143,15 +158,15 @@ def assemble(r: Resolved, layout: Layout, stages: tuple[StageResult, ...], step:
     headroom = device_budget - peak
     if pool is not None:
         headroom = min(pool - max(s.allocator_peak for s in stages), headroom)
-    counts = parameter_counts(r.model, r.dims)
+    counts = _counts(r)
     warnings = list(r.warnings) + list(layout.warnings)
     if host is not None and host.fits is False:
         per_device = fmt_bytes(host.per_device)
         warnings.append(EstimateWarning("W-HOST-RAM", msg("W-HOST-RAM", per_node=fmt_bytes(host.per_node),
                                                           devices_per_node=host.devices_per_node, per_device=per_device,
                                                           value=fmt_bytes(host.ram_per_node or 0))))
-    return Result(
-        stages=stages, peak_stage=peak_stage, peak_bytes=peak, budget=r.budget, capacity=r.capacity,
+    return at_once(  # Result(…), every field given: its instance dict set at once
+        Result, stages=stages, peak_stage=peak_stage, peak_bytes=peak, budget=r.budget, capacity=r.capacity,
         fits=headroom >= 0, headroom=headroom, limit=limit,
         world_size=int(r.par.world), global_batch_size=int(r.strategy.global_batch_size),
         parameters_total=counts.total, parameters_mtp=counts.mtp, parameters_active=counts.active,

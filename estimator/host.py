@@ -12,7 +12,7 @@ exact then and an upper bound otherwise.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -109,8 +109,25 @@ def host_explain(host: HostMemory) -> Quantity:
 def host_memory(r: Resolved, stages: Sequence[StageResult]) -> HostMemory:
     """[H-NODE] the plan's host memory: per device (the largest stage, whose figure the assembler priced:
     ``StageResult.host_bytes``) and per node, against the preset's RAM."""
-    per_stage = tuple(HostStage(**{k: float(v) for k, v in s.host_bytes.items()}) for s in stages)
-    return HostMemory(per_stage, r.hardware.devices_per_node, r.hardware.host_ram_per_node)
+    return HostMemory(tuple(map(_host_stage, stages)), r.hardware.devices_per_node, r.hardware.host_ram_per_node)
+
+
+_KINDS = {f.name: f.default for f in fields(HostStage)}
+
+
+def _host_stage(stage: StageResult) -> HostStage:
+    """``HostStage(**{k: float(v) for k, v in stage.host_bytes.items()})``, its instance dict set at once (the
+    frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``; every stage of every estimate
+    makes one). Bytes of a kind HostStage has no field for are refused by its ``__init__``, as before."""
+    given = stage.host_bytes
+    if not given.keys() <= _KINDS.keys():
+        return HostStage(**{k: float(v) for k, v in given.items()})
+    values = _KINDS.copy()
+    for kind, value in given.items():
+        values[kind] = float(value)
+    out = object.__new__(HostStage)
+    object.__setattr__(out, "__dict__", values)
+    return out
 
 
 __all__ = ["HostMemory", "HostStage", "host_explain", "host_memory", "host_text"]

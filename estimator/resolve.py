@@ -8,7 +8,9 @@ Every default that is filled in is recorded as an ``Assumption``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .arr import Num, ceil_div, gt, where
 from .dims import Dims
@@ -18,7 +20,7 @@ from .frameworks import FrameworkDefaults, framework_defaults
 from .hardware import Hardware
 from .kinds import data_kind_assumptions
 from .kinds import model_symbols as kind_model_symbols
-from .messages import Text, msg
+from .messages import Message, Text, msg
 from .model import ModelSpec
 from .options import RunOptions
 from .params import lora_modules
@@ -165,6 +167,9 @@ class Resolved:
     warnings: tuple[EstimateWarning, ...] = field(default=())
 
 
+_Record = TypeVar("_Record")
+
+
 # ------------------------------------------------------------------------------------------ derived
 def v_pad(dims: Dims, t: Num) -> Num:
     """Padded vocabulary (DECISION D35): the Megatron family pads to a multiple of divisible_by·t."""
@@ -303,8 +308,65 @@ def resolve_dims(model: ModelSpec, profile: FamilyProfile, rec: _Recorder,
     )
 
 
+# Strategy fields ``settle`` never reads (the degrees, the layout, the recompute plan but its rule): what a tp, pp,
+# cp, ep, recompute, micro-batch or sequence-length edit changes. tests/test_resolve_settled.py reads settle
+# through a strategy that refuses these.
+DEGREES = frozenset({"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "d_rep", "d_sh", "micro_batch_size", "micro_batches",
+                     "n_acc", "sequence_parallel", "ulysses_degree", "schedule", "n_s", "seq_length", "vpp_group",
+                     "overlap_moe_ep_comm", "offset", "partition", "offset_rule", "mtp_in_offset",
+                     "emb_out_in_offset", "noop_layers", "vision_partition", "rescale_user_layout", "recompute"})
+
+
+class Settled:
+    """What resolving reads of a plan but ``DEGREES`` (and the recompute plan's rule, which it reads): the
+    profile, the dims, the widths, the flags but the three a degree sets, and the assumptions and warnings that
+    come before the degrees' in the Result (``resolve_settled`` adds those). Its Flags are made once per value of
+    the three (``flags``), so plans that differ in degrees share the records (and their keys, reuse.key_of)."""
+
+    __slots__ = ("_assumed", "_flags", "assumptions", "choice", "dims", "flag_fields", "fw", "layouts", "profile",
+                 "warnings_head", "warnings_tail", "widths")
+
+    def __init__(self, choice: FamilyChoice, profile: FamilyProfile, fw: FrameworkDefaults, dims: Dims,
+                 widths: Widths, flag_fields: dict[str, object], assumptions: tuple[Assumption, ...],
+                 warnings_head: tuple[EstimateWarning, ...], warnings_tail: tuple[EstimateWarning, ...]) -> None:
+        self.choice, self.profile, self.fw, self.dims, self.widths = choice, profile, fw, dims, widths
+        self.flag_fields, self.assumptions = flag_fields, assumptions
+        self.warnings_head, self.warnings_tail = warnings_head, warnings_tail
+        self._flags: dict[tuple[bool, bool, str], Flags] = {}
+        self.layouts: dict[tuple, object] = {}  # the layouts reuse.py keeps, by what they read of the degrees
+        self._assumed: dict[tuple, Assumption] = {}
+
+    def flags(self, reshard: bool, fsdp_sync: bool, schedule: str) -> Flags:
+        """The Flags with the three fields a degree sets (bool, bool, str: the key tells every value apart)."""
+        key = (reshard, fsdp_sync, schedule)
+        got = self._flags.get(key)
+        if got is None:
+            got = Flags(**self.flag_fields, reshard_after_forward=reshard, fsdp_sync=fsdp_sync,  # type: ignore[arg-type]
+                        schedule=schedule)
+            if len(self._flags) < 64:  # 2 × 2 × the schedules
+                self._flags[key] = got
+        return got
+
+    def assumed(self, field_name: str, value: object, source: Callable[[], Message]) -> Assumption:
+        """``Assumption(field_name, value, source())`` of a degree, made once per field and value (and its type):
+        an Assumption renders its English text when made. What a field's assumption says reads nothing but the
+        framework, which is the Settled's own."""
+        memo = (field_name, value, type(value))
+        got = self._assumed.get(memo)
+        if got is None:
+            got = Assumption(field_name, value, source())
+            if len(self._assumed) < 256:
+                self._assumed[memo] = got
+        return got
+
+
 def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions) -> Resolved:
     """Fill every default from the framework and the family profile, and derive the parallel numbers."""
+    return resolve_settled(settle(model, strategy, options), model, strategy, hardware, options)
+
+
+def settle(model: ModelSpec, strategy: Strategy, options: RunOptions) -> Settled:
+    """The part of ``resolve`` that reads no field of ``DEGREES`` (nor the device)."""
     rec = _Recorder()
     fw = framework_defaults(options.framework)
     choice = detect_family(model.family, model.hf_architectures, model.model_type, model.name)
@@ -367,12 +429,8 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     w_b, w_f = fw.loss_widths(bc, bl, feat.loss_fusion)
     w_b_par, w_f_par = fw.loss_widths(bc, bl, feat.loss_fusion, vocab_parallel=True)
     fsdp2 = fw.fsdp_native and mode in FSDP_MODES
-    p = st.pp
-    reshard = sh.reshard_after_forward if sh.reshard_after_forward is not None else p == 1
-    fsdp_sync = options.fsdp_sync_every_microbatch if options.fsdp_sync_every_microbatch is not None else p == 1
-    schedule = st.schedule_name
     zero, zero_warnings = resolve_zero(st, fw.name, dims.h, rec.assumptions)
-    flags = Flags(
+    flag_fields: dict[str, object] = dict(  # Flags but reshard_after_forward, fsdp_sync, schedule (Settled.flags)
         framework=fw.name, flash_attention=fa, fused_act=fused_act, fused_act_experts=fused_exp,
         kv_repeat=kv_repeat, norm_stats=norm_stats, rule=rule,
         saves_gathered=bool(_pick(options.saves_gathered_input, fw.saves_gathered_input)),
@@ -384,8 +442,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
         sharding_mode=mode, span_cp=sh.span_cp, grad_shard=sh.grad_shard,
         keep_gathered=bool(_pick(sh.keep_gathered_weights, True)) if mode == "mf_op" else False,
         fp32_grad_partition=sh.fp32_grad_partition, fsdp2=fsdp2, fsdp_layout=sh.fsdp_layout,
-        reshard_after_forward=bool(reshard), reshard_head_unit=sh.reshard_head_unit, fsdp_sync=bool(fsdp_sync),
-        schedule=schedule, cp_algo=st.cp_algo, comm_buffer_mode=options.comm_buffer_mode,
+        reshard_head_unit=sh.reshard_head_unit, cp_algo=st.cp_algo, comm_buffer_mode=options.comm_buffer_mode,
         dtensor_sp=fw.fsdp_native, frozen=tuple(st.frozen_modules), causal=profile.causal, feat=feat,
         zero=zero, eager_norm=fw.eager_norm, dataloader_mask=options.dataloader_mask,
     )
@@ -393,6 +450,26 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
         rec.assumptions.append(Assumption("options.grad_persistence", persistence,
                                           msg("resolve.given") if options.grad_persistence else msg("resolve.default",
                                                                                                     title=fw.title)))
+    head = (*_family_warnings(choice, model), *unpriced_warnings(st, fsdp2), *lora_warnings(model, dims, feat),
+            *zero_warnings)
+    tail = (EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.fsdp2-instants-count")),) if feat.lora and fsdp2 else ()
+    return Settled(choice, profile, fw, dims, widths, flag_fields, tuple(rec.assumptions), head, tail)
+
+
+def resolve_settled(settled: Settled, model: ModelSpec, strategy: Strategy, hardware: Hardware,
+                    options: RunOptions) -> Resolved:
+    """``resolve`` from the plan's ``Settled`` (made from the same model and options, and a strategy equal to
+    this one but in ``DEGREES`` and the recompute plan but its rule): the flags a degree sets, the degrees and
+    what they derive, the budget, and the assumptions and warnings that read a degree."""
+    fw, dims, st = settled.fw, settled.dims, strategy
+    sh = st.sharding
+    mode = sh.mode
+    p = st.pp
+    reshard = sh.reshard_after_forward if sh.reshard_after_forward is not None else p == 1
+    fsdp_sync = options.fsdp_sync_every_microbatch if options.fsdp_sync_every_microbatch is not None else p == 1
+    schedule = st.schedule_name
+    flags = settled.flags(bool(reshard), bool(fsdp_sync), schedule)
+    assumptions = list(settled.assumptions)
 
     # degrees (docs/model.md#resolution)
     d = st.dp
@@ -400,7 +477,7 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     d_sh = st.d_sh if st.d_sh is not None else d // max(1, d_rep)
     etp = st.etp if st.etp is not None else (fw.default_etp(st.tp, st.ep, d, st.cp) if dims.moe else 1)
     if dims.moe and st.etp is None:
-        rec.assumptions.append(Assumption("strategy.etp", etp, msg("resolve.default", title=fw.title)))
+        assumptions.append(settled.assumed("strategy.etp", etp, lambda: msg("resolve.default", title=fw.title)))
     u = st.ulysses_degree if st.ulysses_degree is not None else (st.cp if st.cp_algo == "ulysses" else 1)
     span = sh.span_cp
     domain = d * st.cp if span else d
@@ -415,16 +492,16 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
     os = sh.os if sh.os is not None else os_default
     os_e = sh.os_e if sh.os_e is not None else os_e_default
     if mode != "none" and sh.os is None:
-        rec.assumptions.append(Assumption("strategy.shard_size", os, msg("resolve.whole-sharding-domain")))
+        assumptions.append(settled.assumed("strategy.shard_size", os, lambda: msg("resolve.whole-sharding-domain")))
     n_s = st.n_s if schedule in ("seq1f1b", "seqsmartvpp") else 1
-    par = Par(d=d, t=st.tp, p=p, vp=st.vpp, cp=st.cp, ep=st.ep, etp=etp, b=st.micro_batch_size,
-              m=st.micro_batches, n_acc=st.n_acc, s=st.seq_length, sp=1 if (st.sequence_parallel and st.tp > 1) else 0,
-              u=u, n_s=n_s, d_rep=d_rep, os=os, os_e=os_e)
+    par = at_once(Par, d=d, t=st.tp, p=p, vp=st.vpp, cp=st.cp, ep=st.ep, etp=etp, b=st.micro_batch_size,
+                  m=st.micro_batches, n_acc=st.n_acc, s=st.seq_length,
+                  sp=1 if (st.sequence_parallel and st.tp > 1) else 0, u=u, n_s=n_s, d_rep=d_rep, os=os, os_e=os_e)
 
     capacity = hardware.capacity
     budget = plan_budget(capacity, options)
-    warnings = unpriced_warnings(st, fsdp2) + lora_warnings(model, dims, feat) + zero_warnings
-    if feat.async_tp:
+    warnings = list(settled.warnings_head)
+    if flags.feat.async_tp:
         if st.tp > 1 and not st.sequence_parallel:
             warnings.append(EstimateWarning("W-ASYNC-TP", msg("W-ASYNC-TP")))
         if st.tp == 1:  # Megatron's arguments.py turns SP off at tp 1, then asserts --tp-comm-overlap needs SP
@@ -436,12 +513,19 @@ def resolve(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: R
             warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.async-tp-workspace", framework=fw.title)))
         if fw.name == "mindspeed" and dims.moe:  # mindspeed/arguments.py: 'mc2 is not compatible with moe models'
             warnings.append(EstimateWarning("W-MC2-MOE", msg("W-MC2-MOE")))
-    if feat.lora and fsdp2:
-        warnings.append(EstimateWarning("W-UNMODELLED", msg("W-UNMODELLED.fsdp2-instants-count")))
-    return Resolved(model=model, strategy=strategy, hardware=hardware, options=options, profile=profile, fw=fw,
-                    dims=dims, widths=widths, flags=flags, par=par, capacity=capacity, budget=budget,
-                    assumptions=tuple(rec.assumptions),
-                    warnings=(*_family_warnings(choice, model), *warnings))
+    warnings.extend(settled.warnings_tail)
+    return at_once(Resolved, model=model, strategy=strategy, hardware=hardware, options=options,
+                   profile=settled.profile, fw=fw, dims=dims, widths=settled.widths, flags=flags, par=par,
+                   capacity=capacity, budget=budget, assumptions=tuple(assumptions), warnings=tuple(warnings))
+
+
+def at_once(cls: type[_Record], **fields: object) -> _Record:
+    """``cls(**fields)`` of a frozen dataclass without ``__post_init__``, every field given, its instance dict set
+    at once (its ``__init__`` sets each field through ``object.__setattr__``; every estimate after an edit makes a
+    Par, a Resolved and a Result). tests/test_resolve_settled.py checks the records equal the dataclass's."""
+    out = object.__new__(cls)
+    object.__setattr__(out, "__dict__", fields)
+    return out
 
 
 def lora_warnings(model: ModelSpec, dims: Dims, feat: Features) -> list[EstimateWarning]:
@@ -485,5 +569,6 @@ def world_and_batch(par: Par) -> tuple[Num, Num]:
     return par.world, par.b * par.d * par.m * par.n_acc
 
 
-__all__ = ["Dims", "Flags", "Par", "Resolved", "Widths", "dense_domain", "resolve", "routed_tokens",
+__all__ = ["DEGREES", "Dims", "Flags", "Par", "Resolved", "Settled", "Widths", "dense_domain", "resolve",
+           "resolve_settled", "routed_tokens", "settle",
            "shard_divisors", "t_head", "t_vocab", "v_pad", "where"]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from dataclasses import replace
 from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,7 @@ from .assembly import terms
 from .kinds import generation as kinds_generation
 from .layout import build_layout, layout_inputs
 from .profiles import all_profiles
-from .resolve import Resolved, resolve
+from .resolve import DEGREES, Par, Resolved, Settled, at_once, resolve_settled, settle
 from .stage import RowBook, RowCosts
 from .static import grad_factor
 
@@ -145,14 +144,52 @@ def _same(new: tuple, old: tuple) -> bool:
     return True
 
 
+_ORIGINALS: OrderedDict[int, tuple[Any, Any]] = OrderedDict()  # id → (the record, the recent one it equals)
+_RECENT: dict[type, list[tuple[tuple, Any]]] = {}  # per record type, the last new records' field values, records
+
+
+def _original(record: Any) -> Any:
+    """The recent record of ``record``'s type whose fields all equal its own by value and type (``_same``), or the
+    record itself: the plan session rebuilds a plan's records on every edit, and a plan's estimate asks several
+    keys of one record (the strategy without different fields), so a rebuilt record is compared field by field
+    once and then has each of its keys from the recent one. Found once per record object."""
+    got = _kept(_ORIGINALS, id(record))
+    if got is not None and got[0] is record:
+        return got[1]
+    values = _getter(type(record), frozenset())(record)
+    recent = _RECENT.get(type(record), ())
+    original = next((old for old_values, old in recent
+                     if all(map(is_, values, old_values)) or _same(values, old_values)), None)
+    if original is None:
+        original = record
+        with _LOCK:
+            kept = _RECENT.setdefault(type(record), [])
+            kept.insert(0, (values, record))
+            del kept[TWINS:]
+    _keep(_ORIGINALS, id(record), (record, original), 8 * MAX_BOOKS)
+    return original
+
+
 def key_of(record: Any, skip: frozenset[str] = frozenset()) -> Key:
     """The key of ``record`` without the fields ``skip``, made once per record object and ``skip`` (a plan's model,
     device and options stay the same objects across its edits; records are frozen, and the object is held while
-    its key is kept, so its id is not reused). A new record whose fields are the very objects of a recent one's (the
-    plan session rebuilds a plan's records from its values on every edit) shares that one's key."""
+    its key is kept, so its id is not reused). A new record equal to a recent one (``_original``) has that one's
+    keys; one whose fields but ``skip`` are the very objects of a recent one's shares that one's key."""
     got = _kept(_KEYS, (id(record), skip))
     if got is not None and got[0] is record:
         return got[1]
+    original = _original(record)
+    if original is not record:
+        got = _kept(_KEYS, (id(original), skip))
+        key = got[1] if got is not None and got[0] is original else _twin_key(original, skip)
+    else:
+        key = _twin_key(record, skip)
+    _keep(_KEYS, (id(record), skip), (record, key), 8 * MAX_BOOKS)
+    return key
+
+
+def _twin_key(record: Any, skip: frozenset[str]) -> Key:
+    """The key of a recent record whose fields but ``skip`` equal ``record``'s by value and type, or a new one."""
     values = _getter(type(record), skip)(record)
     twins = _TWINS.get((type(record), skip), ())
     key = next((k for old, k in twins if all(map(is_, values, old)) or _same(values, old)), None)
@@ -162,8 +199,7 @@ def key_of(record: Any, skip: frozenset[str] = frozenset()) -> Key:
             kept = _TWINS.setdefault((type(record), skip), [])
             kept.insert(0, (values, key))
             del kept[TWINS:]
-    _keep(_KEYS, (id(record), skip), (record, key), 8 * MAX_BOOKS)
-    return key
+    return key  # type: ignore[no-any-return]
 
 
 _BOOKS: OrderedDict[tuple, RowBook] = OrderedDict()
@@ -237,12 +273,13 @@ class Same:
 
 
 class _Kept:
-    """A resolved plan and, once built, its layout."""
+    """A resolved plan, the ``Settled`` it was resolved from and, once built, its layout."""
 
-    __slots__ = ("layout", "r")
+    __slots__ = ("layout", "r", "settled")
 
-    def __init__(self, r: Resolved) -> None:
+    def __init__(self, r: Resolved, settled: Settled) -> None:
         self.r = r
+        self.settled = settled
         self.layout: Layout | None = None
 
 
@@ -263,21 +300,65 @@ def resolved_layout(model: ModelSpec, strategy: Strategy, hardware: Hardware,
     inputs read neither m nor n_acc (a plan whose layout is refused raises LayoutError every time)."""
     r, kept = _plan(model, strategy, hardware, options)
     if kept.layout is None:
-        kept.layout = build_layout(layout_inputs(r))
+        kept.layout = _layout(r, kept.settled)
     return r, kept.layout
+
+
+LAYOUT_READ = ("pp", "vpp", "schedule", "offset", "partition", "offset_rule", "mtp_in_offset", "emb_out_in_offset",
+               "noop_layers", "vision_partition", "recompute")  # the fields of resolve.DEGREES the layout reads
+_LAYOUT_READ = attrgetter(*LAYOUT_READ[:-1])  # and the recompute plan, by its key
+
+
+def _layout(r: Resolved, settled: Settled) -> Layout:
+    """``build_layout(layout_inputs(r))``, kept with the plan's ``Settled`` (which holds the model, the options
+    and every strategy field but ``resolve.DEGREES`` by value) under the values and types of what the layout
+    reads of those (``LAYOUT_READ``), so a tp, cp or ep edit finds its layout. 64 kept per Settled."""
+    values = _LAYOUT_READ(r.strategy)
+    kinds = tuple(map(type, values))
+    key = (values, kinds, tuple(_types(v) for v, k in zip(values, kinds, strict=True) if k not in _LEAVES),
+           key_of(r.strategy.recompute))
+    got = settled.layouts.get(key)
+    if got is None:
+        got = build_layout(layout_inputs(r))
+        with _LOCK:
+            if len(settled.layouts) >= 64:
+                settled.layouts.clear()
+            settled.layouts[key] = got
+    return got  # type: ignore[return-value]
 
 
 def _plan(model: ModelSpec, strategy: Strategy, hardware: Hardware, options: RunOptions) -> tuple[Resolved, _Kept]:
     """This plan resolved, and the kept entry it came from."""
-    key = (key_of(model), key_of(strategy, NOT_READ), key_of(hardware), key_of(options), Same(all_profiles()),
-           kinds_generation())
+    model_key, options_key, profiles, generation = key_of(model), key_of(options), Same(all_profiles()), \
+        kinds_generation()
+    key = (model_key, key_of(strategy, NOT_READ), key_of(hardware), options_key, profiles, generation)
     kept = _kept(_RESOLVED, key)
     if kept is None:
-        kept = _keep(_RESOLVED, key, _Kept(resolve(model, strategy, hardware, options)), MAX_BOOKS)
+        found = settled(model, strategy, options, (model_key, options_key, profiles, generation))
+        kept = _keep(_RESOLVED, key, _Kept(resolve_settled(found, model, strategy, hardware, options), found),
+                     MAX_BOOKS)
     r = kept.r
-    if r.strategy is not strategy:
-        r = replace(r, strategy=strategy, par=replace(r.par, m=strategy.micro_batches, n_acc=strategy.n_acc))
+    if r.strategy is not strategy:  # replace(r, strategy=…, par=replace(r.par, m=…, n_acc=…)), made at once
+        par = at_once(Par, **{**vars(r.par), "m": strategy.micro_batches, "n_acc": strategy.n_acc})
+        r = at_once(Resolved, **{**vars(r), "strategy": strategy, "par": par})
     return r, kept
+
+
+_SETTLED: OrderedDict[tuple, Settled] = OrderedDict()
+
+
+def settled(model: ModelSpec, strategy: Strategy, options: RunOptions, rest: tuple) -> Settled:
+    """``resolve.settle(model, strategy, options)``, kept: it reads no field of ``resolve.DEGREES`` and of the
+    recompute plan only its rule, so a tp, pp, cp, ep, recompute, micro-batch or sequence-length edit finds the
+    plan's dims, widths, flags and their assumptions and warnings (and the same records: their keys are found by
+    identity). Keyed on the strategy without those fields, the rule by value and type, and ``rest``: the model's
+    and the options' keys, the family profiles and the layer kinds' generation (``_plan``'s)."""
+    rule = strategy.recompute.rule
+    key = (key_of(strategy, DEGREES), rule, type(rule), *rest)
+    got = _kept(_SETTLED, key)
+    if got is None:
+        got = _keep(_SETTLED, key, settle(model, strategy, options), MAX_BOOKS)
+    return got  # type: ignore[no-any-return]
 
 
 def forget() -> None:
@@ -287,8 +368,10 @@ def forget() -> None:
         _BOOKS.clear()
         _COSTS.clear()
         _RESOLVED.clear()
+        _SETTLED.clear()
         _TABLES.clear()
 
 
-__all__ = ["LAYOUT_ONLY", "MAX_BOOKS", "NOT_READ", "RowBook", "RowCosts", "Same", "activation_table", "forget",
-           "key_of", "resolved", "resolved_layout", "row_book", "row_costs", "typed"]
+__all__ = ["LAYOUT_ONLY", "LAYOUT_READ", "MAX_BOOKS", "NOT_READ", "RowBook", "RowCosts", "Same",
+           "activation_table", "forget", "key_of", "resolved", "resolved_layout", "row_book", "row_costs", "settled",
+           "typed"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arr import Num, is_array
+from .arr import Num
 from .errors import Violation
 from .messages import Message, Text, msg
 from .strategy import V_SCHEDULES
@@ -60,27 +60,39 @@ class RuleContext:
     kind_divisors: tuple[tuple[str, int], ...] = ()  # counts TP must divide in layer kinds as data (kinds.tp_divisors)
 
 
+def context_of(**fields: object) -> RuleContext:
+    """``RuleContext(**fields)`` with every field given (``estimate.rule_context``), its instance dict set at once:
+    the frozen dataclass's ``__init__`` sets its 33 fields one by one through ``object.__setattr__``, and every
+    estimate makes one (tests/test_resolve_settled.py checks the fields and the equality)."""
+    out = object.__new__(RuleContext)
+    object.__setattr__(out, "__dict__", fields)
+    return out
+
+
+# the helpers test for arrays inline (``arr.is_array``'s test, without its call): an estimate asks ~40 of them
 def _all(*conds: Num) -> Num:
     out = conds[0]
     for c in conds[1:]:
-        out = np.logical_and(out, c) if is_array(out, c) else (bool(out) and bool(c))
+        out = np.logical_and(out, c) if isinstance(out, np.ndarray) or isinstance(c, np.ndarray) else \
+            (bool(out) and bool(c))
     return out
 
 
 def _any(*conds: Num) -> Num:
     out = conds[0]
     for c in conds[1:]:
-        out = np.logical_or(out, c) if is_array(out, c) else (bool(out) or bool(c))
+        out = np.logical_or(out, c) if isinstance(out, np.ndarray) or isinstance(c, np.ndarray) else \
+            (bool(out) or bool(c))
     return out
 
 
 def _not(c: Num) -> Num:
-    return np.logical_not(c) if is_array(c) else not c
+    return np.logical_not(c) if isinstance(c, np.ndarray) else not c
 
 
 def _divides(k: Num, n: Num) -> Num:
     """k divides n (a zero k divides nothing)."""
-    if is_array(k, n):
+    if isinstance(k, np.ndarray) or isinstance(n, np.ndarray):
         k = np.asarray(k)
         safe = np.where(k == 0, 1, k)
         return (k != 0) & ((n % safe) == 0)
@@ -104,7 +116,7 @@ def _tp_kv_ok(c: RuleContext) -> Num:
 def _vpp_mb_ok(c: RuleContext) -> Num:
     interleaved = c.schedule in ("interleaved", "seqsmartvpp", "interleaved_zb")
     if not interleaved:
-        return True if not is_array(c.m) else np.ones_like(c.m, dtype=bool)
+        return True if not isinstance(c.m, np.ndarray) else np.ones_like(c.m, dtype=bool)
     group = c.vpp_group
     last = c.m % group
     return _all(c.p <= group, group <= c.m, _any(last == 0, last >= c.p))

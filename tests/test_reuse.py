@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from importlib import import_module
 from pathlib import Path
 
 import pytest
@@ -217,9 +218,13 @@ def _nothing_kept(patch: pytest.MonkeyPatch) -> None:
     from estimator import model as model_module
 
     patch.setattr(model_module, "_STACKS", {})  # layer groups kept across model records
-    for name in ("_BOOKS", "_COSTS", "_RESOLVED", "_TABLES", "_KEYS"):
+    for name in ("_BOOKS", "_COSTS", "_RESOLVED", "_SETTLED", "_TABLES", "_KEYS", "_ORIGINALS"):
         patch.setattr(reuse, name, OrderedDict())
     patch.setattr(reuse, "_TWINS", {})
+    patch.setattr(reuse, "_RECENT", {})
+    estimate_module = import_module("estimator.estimate")
+    patch.setattr(estimate_module, "_COUNTS", {})
+    patch.setattr(estimate_module, "_KINDS", {})
     patch.setattr(assembly, "_LABELS", {})
     patch.setattr(device_memory, "_EVENTS", OrderedDict())  # the kept allocation traces and their replays
     patch.setattr(device_memory, "_REPLAYS", OrderedDict())
