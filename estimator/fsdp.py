@@ -19,7 +19,8 @@ from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximu
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .masked_points import MaskedPoints, stacked_rows
 from .messages import Message, Text, msg
-from .stage import EMBEDDING_COPY, Row, StagePricer
+from .stage import Row, StagePricer
+from .stage_entries import EMBEDDING_COPY
 from .static import gather_bytes
 
 # slots live at instant (a): the block's A(ℓ, none) minus the down-projection input, released by its backward

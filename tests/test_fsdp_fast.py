@@ -24,7 +24,8 @@ from estimator.errors import SappError
 from estimator.estimate import estimate
 from estimator.formats import parse
 from estimator.session import PlanSession
-from estimator.stage import Row, StagePricer, layout_entries, stage_entries, stage_rows
+from estimator.stage import Row, StagePricer, stage_rows
+from estimator.stage_entries import layout_entries, stage_entries
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA = ROOT / "benchmarks" / "inputs" / "llama3_70b_torchtitan_pp8_vpp5.plan.yaml"  # FSDP2, pp 8 × vpp 5, m 16

@@ -355,7 +355,8 @@ def test_layer_groups_are_kept_by_the_values_they_read(monkeypatch):
 def test_a_row_cost_is_found_again_by_its_key():
     """``StagePricer.cost`` looks a row up by ``stage.cost_key`` written out: every row of a plan, asked again, is
     the kept cost (not priced anew), and rows with different keys have their own."""
-    from estimator.stage import StagePricer, cost_key, stage_entries
+    from estimator.stage import StagePricer, cost_key
+    from estimator.stage_entries import stage_entries
 
     r, layout = reuse.resolved_layout(DENSE, PLAN, H100, MEGATRON)
     pricer = StagePricer(r, layout)

@@ -21,7 +21,8 @@ import numpy as np
 from ..arr import Num
 from ..layout import VISION, Item, Layout
 from ..messages import Text, msg
-from ..stage import Entry, Row, cost_key, stage_entries
+from ..stage import Row, cost_key
+from ..stage_entries import Entry, stage_entries
 
 Coefs = tuple[tuple[int, Num], ...]  # (key, coefficient) pairs
 

@@ -26,7 +26,7 @@ from ..assembly.form import build_form, stack_forms
 from ..assembly.memory import combine, map_elements
 from ..layout import MTP, NOOP, Item, slot_index, slot_position
 from ..parsed import ParsedConfig
-from ..stage import EMBEDDING_COPY, Entry
+from ..stage_entries import EMBEDDING_COPY, Entry
 from ..steptime import ChunkTimes, chunk_times, stage_times
 from .solver import Choice
 from .tables import Assignment, PlanTables, Position, assignments, slot_items, snap_times

@@ -41,7 +41,8 @@ from ..parsed import ParsedConfig
 from ..resolve import resolve
 from ..rowtime import TimeContext
 from ..schedules import inflight_profile
-from ..stage import EMBEDDING_COPY, Entry, Row, StagePricer
+from ..stage import Row, StagePricer
+from ..stage_entries import EMBEDDING_COPY, Entry
 from ..steptime import ChunkTimes, chunk_times, stage_times
 from .solver import Choice
 

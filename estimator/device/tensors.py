@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from ..activations import ClassSums, option_switches, torchtitan_op_keep
 from ..layout import EMBEDDING, MTP, NOOP, OUTPUT
-from ..stage import EMBEDDING_COPY, Row, StagePricer
+from ..stage import Row, StagePricer
+from ..stage_entries import EMBEDDING_COPY
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from ..layout import EMBEDDING, OUTPUT
 from ..schedules import stage_order
-from ..stage import EMBEDDING_COPY, Row, StagePricer
+from ..stage import Row, StagePricer
+from ..stage_entries import EMBEDDING_COPY
 from .allocator import Program
 from .tensors import slot_tensors, weight_tensors
 from .workspaces import LibraryWorkspaces
