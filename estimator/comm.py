@@ -22,6 +22,7 @@ import numpy as np
 
 from .arr import Num, gt, where
 from .hardware import Hardware, Level
+from .records import at_once
 
 _FALLBACK = Level(devices=math.inf, bandwidth=math.inf, latency=0.0, efficiency=1.0, name="ideal")
 
@@ -163,10 +164,7 @@ class DPTimes:
 def _dp_times(per_step: Num = 0.0, per_mb_fwd: Num = 0.0, per_mb_bwd: Num = 0.0, gather: Num = 0.0) -> DPTimes:
     """``DPTimes(...)`` of the same, its instance dict set at once (the frozen dataclass's ``__init__`` sets the
     fields one by one; every stage of every step time makes two or three)."""
-    out = object.__new__(DPTimes)
-    object.__setattr__(out, "__dict__", {"per_step": per_step, "per_mb_fwd": per_mb_fwd, "per_mb_bwd": per_mb_bwd,
-                                         "gather": gather})
-    return out
+    return at_once(DPTimes, per_step=per_step, per_mb_fwd=per_mb_fwd, per_mb_bwd=per_mb_bwd, gather=gather)
 
 
 def dp_times(mode: str, grads: Num, params: Num, gathered: Num, shard: Link, replicas: Link, *,

@@ -26,7 +26,8 @@ from .messages import msg
 from .model import ModelSpec
 from .options import RunOptions
 from .params import ParameterCounts, parameter_counts
-from .resolve import Resolved, at_once, dense_domain
+from .records import at_once
+from .resolve import Resolved, dense_domain
 from .result import Result, StageResult
 from .reuse import key_of, resolved_layout, row_book
 from .schedules import inflight_profile

@@ -19,6 +19,7 @@ from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximu
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
 from .masked_points import MaskedPoints, stacked_rows
 from .messages import Message, Text, msg
+from .records import at_once
 from .stage import Row, StagePricer
 from .stage_entries import EMBEDDING_COPY
 from .static import gather_bytes
@@ -59,10 +60,8 @@ class Instant:
 def _instant(name: Text, gradients: Num, activations: Num, comm: Num, working: Num, focus: int = -1) -> Instant:
     """An Instant equal to ``Instant(...)`` of the same, its instance dict set at once (``result.stage_result``'s
     way: the frozen dataclass's ``__init__`` sets the six fields one by one, and a walk makes four a block)."""
-    out = object.__new__(Instant)
-    object.__setattr__(out, "__dict__", {"name": name, "gradients": gradients, "activations": activations,
-                                         "comm": comm, "working": working, "focus": focus})
-    return out
+    return at_once(Instant, name=name, gradients=gradients, activations=activations, comm=comm, working=working,
+                   focus=focus)
 
 
 def _is_block(row: Row) -> bool:

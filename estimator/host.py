@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from .records import at_once
+
 if TYPE_CHECKING:
     from .explain import Quantity
     from .resolve import Resolved
@@ -125,9 +127,7 @@ def _host_stage(stage: StageResult) -> HostStage:
     values = _KINDS.copy()
     for kind, value in given.items():
         values[kind] = float(value)
-    out = object.__new__(HostStage)
-    object.__setattr__(out, "__dict__", values)
-    return out
+    return at_once(HostStage, **values)
 
 
 __all__ = ["HostMemory", "HostStage", "host_explain", "host_memory", "host_text"]

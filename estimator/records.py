@@ -9,7 +9,29 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
+
+_R = TypeVar("_R")
+_FIELD_COUNTS: dict[type, int] = {}  # per record class made ``at_once``: its number of fields
+
+
+def at_once(cls: type[_R], /, **fields: Any) -> _R:
+    """``cls(**fields)`` of a frozen dataclass, every field given, with its instance dict set at once: the frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__`` (~1.5 µs for 14 fields against ~0.35),
+    and the hot paths of an estimate (row and stage times, FSDP2 instants, the resolved plan, the stages, the
+    verdict) make thousands. Only for a class with a ``__dict__`` that derives nothing in ``__post_init__``; a
+    call giving another number of fields than the class declares is refused (a field added to the class must be
+    added where its records are made; the tests compare such records with the dataclass's own)."""
+    n = _FIELD_COUNTS.get(cls)
+    if n is None:
+        if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__") or "__slots__" in vars(cls):
+            raise TypeError(f"{cls.__name__} cannot be made at once")
+        n = _FIELD_COUNTS[cls] = len(dataclasses.fields(cls))
+    if len(fields) != n:
+        raise TypeError(f"{cls.__name__}: {len(fields)} fields given, {n} declared")
+    out = object.__new__(cls)
+    object.__setattr__(out, "__dict__", fields)
+    return out
 
 
 def _freeze(value: Any) -> Any:

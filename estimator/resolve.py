@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from .arr import Num, ceil_div, gt, where
 from .dims import Dims
@@ -25,6 +24,7 @@ from .model import ModelSpec
 from .options import RunOptions
 from .params import lora_modules
 from .profiles import FamilyChoice, FamilyProfile, detect_family, get_profile
+from .records import at_once
 from .strategy import FSDP_MODES, Strategy
 from .warnings import Assumption, EstimateWarning
 from .zero_buffers import ZeroBuffers, resolve_zero
@@ -165,9 +165,6 @@ class Resolved:
     budget: float
     assumptions: tuple[Assumption, ...] = field(default=())
     warnings: tuple[EstimateWarning, ...] = field(default=())
-
-
-_Record = TypeVar("_Record")
 
 
 # ------------------------------------------------------------------------------------------ derived
@@ -517,15 +514,6 @@ def resolve_settled(settled: Settled, model: ModelSpec, strategy: Strategy, hard
     return at_once(Resolved, model=model, strategy=strategy, hardware=hardware, options=options,
                    profile=settled.profile, fw=fw, dims=dims, widths=settled.widths, flags=flags, par=par,
                    capacity=capacity, budget=budget, assumptions=tuple(assumptions), warnings=tuple(warnings))
-
-
-def at_once(cls: type[_Record], **fields: object) -> _Record:
-    """``cls(**fields)`` of a frozen dataclass without ``__post_init__``, every field given, its instance dict set
-    at once (its ``__init__`` sets each field through ``object.__setattr__``; every estimate after an edit makes a
-    Par, a Resolved and a Result). tests/test_resolve_settled.py checks the records equal the dataclass's."""
-    out = object.__new__(cls)
-    object.__setattr__(out, "__dict__", fields)
-    return out
 
 
 def lora_warnings(model: ModelSpec, dims: Dims, feat: Features) -> list[EstimateWarning]:

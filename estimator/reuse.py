@@ -31,7 +31,8 @@ from .assembly import terms
 from .kinds import generation as kinds_generation
 from .layout import build_layout, layout_inputs
 from .profiles import all_profiles
-from .resolve import DEGREES, Par, Resolved, Settled, at_once, resolve_settled, settle
+from .records import at_once
+from .resolve import DEGREES, Par, Resolved, Settled, resolve_settled, settle
 from .stage import RowBook, RowCosts
 from .static import grad_factor
 

@@ -30,6 +30,7 @@ from .flops import (
     row_flops,
 )
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
+from .records import at_once
 from .resolve import Resolved, dense_domain
 from .stage import device_entry
 
@@ -405,9 +406,7 @@ def _row_time(ctx: TimeContext, row: Row, key: tuple) -> RowTime:
         comm["ep"] = (ef, eb + (1 - k.o_ep) * (C.all_to_all(ctx.M_r, ctx.ep) + C.all_gather(ctx.M_r, ctx.etp)), erc)
     if row.cost.offload:
         comm["host"] = offload_exposed(ctx, row.cost.offload, F, B + W)
-    out = object.__new__(RowTime)  # the frozen dataclass's fields at once (its __init__ sets them one by one)
-    object.__setattr__(out, "__dict__", {"F": F, "B": B, "W": W, "Rc": Rc, "comm": comm, "flops": flops})
-    return out
+    return at_once(RowTime, F=F, B=B, W=W, Rc=Rc, comm=comm, flops=flops)
 
 
 def offload_exposed(ctx: TimeContext, offload: Num, forward: Num, backward: Num) -> tuple[Num, Num, Num]:

@@ -30,6 +30,7 @@ from .pipeline import (
     pipe_zbv,
     pipeline_time,
 )
+from .records import at_once
 from .resolve import Resolved, resolve
 from .rowtime import (
     COMM_KINDS,
@@ -170,13 +171,9 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int, shared: dict | None =
         fwd, bwd, rec = fwd + n * t.fwd, bwd + n * t.bwd, rec + n * t.recompute
         for kind, total in t.comm:
             comm[kind] = comm[kind] + n * total
-    out = object.__new__(ChunkTimes)  # the frozen dataclass's fields at once (its __init__ sets them one by one)
-    object.__setattr__(out, "__dict__", {
-        "F": F, "B": B, "W": W, "Rc": Rc, "comm": comm, "fwd": fwd, "bwd": bwd, "recompute": rec,
-        "model_flops": held.model_flops, "hardware_flops": held.hardware_flops, "elements": held.elements,
-        "static": held.static, "states": held.states, "layers": held.layers, "params": held.params,
-        "grads": held.grads})
-    return out
+    return at_once(ChunkTimes, F=F, B=B, W=W, Rc=Rc, comm=comm, fwd=fwd, bwd=bwd, recompute=rec,
+                   model_flops=held.model_flops, hardware_flops=held.hardware_flops, elements=held.elements,
+                   static=held.static, states=held.states, layers=held.layers, params=held.params, grads=held.grads)
 
 
 def chunk_holdings(ctx: TimeContext, form: StageForm, j: int, shared: dict) -> Holdings:
@@ -319,13 +316,10 @@ def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes], sums
     # COMM_KINDS in order, then dp
     comm = {"tp": tp, "cp": cp, "ep": ep, "pp": pp, "fsdp": fsdp, "host": host,
             "dp": exposed_dp(ctx, dp, comp, held.layers)}
-    out = object.__new__(StageTimes)  # the frozen dataclass's fields at once (its __init__ sets them one by one)
-    object.__setattr__(out, "__dict__", {
-        "F": sum(cF), "B": sum(cB), "W": sum(cW), "Rc": sum(cR), "chunk_F": tuple(cF), "chunk_B": tuple(cB),
-        "chunk_W": tuple(cW), "chunk_Rc": tuple(cR), "comm": comm, "compute": comp,
-        "optimizer": optimizer_time(ctx, held.static, held.states), "model_flops": held.model, "hardware_flops":
-        held.hardware})
-    return out
+    return at_once(StageTimes, F=sum(cF), B=sum(cB), W=sum(cW), Rc=sum(cR), chunk_F=tuple(cF), chunk_B=tuple(cB),
+                   chunk_W=tuple(cW), chunk_Rc=tuple(cR), comm=comm, compute=comp,
+                   optimizer=optimizer_time(ctx, held.static, held.states), model_flops=held.model,
+                   hardware_flops=held.hardware)
 
 
 def exposed_dp(ctx: TimeContext, dp: C.DPTimes, compute: dict[str, Num], layers: Num) -> Num:
@@ -411,9 +405,7 @@ def with_device(r: Resolved, hardware: Hardware) -> Resolved:
     """``replace(r, hardware=hardware)``: the record's instance dict copied at once (``replace`` runs the frozen
     dataclass's ``__init__``, which sets its fields one by one; Resolved derives nothing in ``__post_init__``, and
     tests/test_steptime_band.py checks the two equal)."""
-    out = object.__new__(Resolved)
-    object.__setattr__(out, "__dict__", {**r.__dict__, "hardware": hardware})
-    return out
+    return at_once(Resolved, **{**r.__dict__, "hardware": hardware})
 
 
 class Timed(NamedTuple):

@@ -15,6 +15,7 @@ import numpy as np
 from .arr import Num
 from .errors import Violation
 from .messages import Message, Text, msg
+from .records import at_once
 from .strategy import V_SCHEDULES
 
 MEGATRON_FAMILY = ("megatron", "mindspeed")
@@ -64,9 +65,7 @@ def context_of(**fields: object) -> RuleContext:
     """``RuleContext(**fields)`` with every field given (``estimate.rule_context``), its instance dict set at once:
     the frozen dataclass's ``__init__`` sets its 33 fields one by one through ``object.__setattr__``, and every
     estimate makes one (tests/test_resolve_settled.py checks the fields and the equality)."""
-    out = object.__new__(RuleContext)
-    object.__setattr__(out, "__dict__", fields)
-    return out
+    return at_once(RuleContext, **fields)
 
 
 # the helpers test for arrays inline (``arr.is_array``'s test, without its call): an estimate asks ~40 of them

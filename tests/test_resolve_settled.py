@@ -131,8 +131,39 @@ def test_each_degree_edit_finds_its_own_layout(path):
         assert reuse.resolved_layout(p.model, edited, p.hardware, p.options)[1] == fresh, edited
 
 
+def test_at_once_refuses_a_record_it_cannot_make_whole():
+    """records.at_once, the one way a hot path makes a frozen record with its dict set at once, refuses a call that
+    gives another number of fields than the class declares (a field added to the class but not where its records
+    are made), and a class that derives fields in __post_init__ or has no instance dict."""
+    from estimator.records import at_once
+
+    @dataclasses.dataclass(frozen=True)
+    class Two:
+        a: int
+        b: int = 0
+
+    assert at_once(Two, a=1, b=2) == Two(1, 2)
+    with pytest.raises(TypeError, match="1 fields given, 2 declared"):
+        at_once(Two, a=1)
+
+    @dataclasses.dataclass(frozen=True)
+    class Derived:
+        a: int
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "a", self.a + 1)
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Slotted:
+        a: int
+
+    for cls in (Derived, Slotted, tuple):
+        with pytest.raises(TypeError, match="cannot be made at once"):
+            at_once(cls, a=1)
+
+
 def test_records_made_at_once_equal_the_dataclass():
-    """Par, Resolved, Result (resolve.at_once) and RuleContext (validate.context_of) are made with their instance
+    """Par, Resolved, Result (records.at_once) and RuleContext (validate.context_of) are made with their instance
     dict set at once: every field of the dataclass is there, and they equal, hash, print, pickle and copy as the
     dataclass's."""
     from importlib import import_module
