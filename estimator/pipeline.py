@@ -11,7 +11,9 @@ from typing import Any
 from .arr import Num, is_array, maximum, where
 
 
-def _max(values: Sequence[Num]) -> Num:
+def largest(values: Sequence[Num]) -> Num:
+    """The largest of the stages' values (elementwise for arrays; for numbers ``maximum``'s comparison, so a NaN
+    or a tie keeps what ``maximum`` would)."""
     out = values[0]
     if not is_array(*values):  # numbers: ``maximum``'s comparison, inline
         for v in values:
@@ -25,29 +27,29 @@ def _max(values: Sequence[Num]) -> Num:
 
 def pipe_1f1b(S: Sequence[Num], m: Num) -> Num:
     """[T-PIPE.1f1b] Σ_i S_i + (m − 1)·S_max (p = 1: m·S_0)."""
-    return sum(S) + (m - 1) * _max(S)
+    return sum(S) + (m - 1) * largest(S)
 
 
 def pipe_interleaved(S: Sequence[Num], m: Num, vp: Num) -> Num:
     """[T-PIPE.interleaved] Σ_i S_i/vp + (m·vp − 1)·S_max/vp."""
-    return sum(S) / vp + (m * vp - 1) * _max(S) / vp
+    return sum(S) / vp + (m * vp - 1) * largest(S) / vp
 
 
 def pipe_gpipe(F: Sequence[Num], Bk: Sequence[Num], m: Num) -> Num:
     """[T-PIPE.gpipe] Σ_i F_i + (m − 1)·max F + Σ_i Bk_i + (m − 1)·max Bk."""
-    return sum(F) + (m - 1) * _max(F) + sum(Bk) + (m - 1) * _max(Bk)
+    return sum(F) + (m - 1) * largest(F) + sum(Bk) + (m - 1) * largest(Bk)
 
 
 def pipe_looped_bfs(F: Sequence[Num], Bk: Sequence[Num], m: Num, vp: Num) -> Num:
     """[T-PIPE.looped_bfs] PyTorch's looped BFS runs every micro-batch through each local chunk before the next,
     backwards in reverse — GPipe in chunk units: (Σ_i F_i + (m·vp − 1)·max F + Σ_i Bk_i + (m·vp − 1)·max Bk)/vp."""
-    return (sum(F) + (m * vp - 1) * _max(F) + sum(Bk) + (m * vp - 1) * _max(Bk)) / vp
+    return (sum(F) + (m * vp - 1) * largest(F) + sum(Bk) + (m * vp - 1) * largest(Bk)) / vp
 
 
 def pipe_seq1f1b(S_slice: Sequence[Num], m: Num, n_s: Num) -> Num:
     """[T-PIPE.seq1f1b] Σ_i S_i/n_s + (m·n_s − 1)·S_max/n_s with S_i per micro-batch, i.e. per-slice values
     s_i = S_i/n_s: Σ_i s_i + (m·n_s − 1)·s_max."""
-    return sum(S_slice) + (m * n_s - 1) * _max(S_slice)
+    return sum(S_slice) + (m * n_s - 1) * largest(S_slice)
 
 
 def pipe_zbv(S_max: Num, m: Num, p: Num, Fc: Num, Bc: Num, Wc: Num) -> Num:
@@ -63,7 +65,7 @@ def pipe_dualpipev(S_max: Num, m: Num, p: Num, Fc: Num, Bc: Num, Wc: Num) -> Num
     return m * S_max + (p - 1) * maximum(0.0, FB + Bf - 3 * Wc)
 
 
-def _first_largest(S: Sequence[Num]) -> int:
+def first_largest(S: Sequence[Num]) -> int:
     """The first stage with the largest S (numbers)."""
     first = 0
     for i in range(1, len(S)):
@@ -72,10 +74,10 @@ def _first_largest(S: Sequence[Num]) -> int:
     return first
 
 
-def _select(S: Sequence[Num], values: Sequence[Num]) -> Num:
+def at_largest(S: Sequence[Num], values: Sequence[Num]) -> Num:
     """values[argmax S] (ties to the earliest stage), elementwise for arrays."""
     if not is_array(*S, *values):  # one plan: the first largest stage's value
-        return values[_first_largest(S)]
+        return values[first_largest(S)]
     best, out = S[0], values[0]
     for s, v in zip(S[1:], values[1:], strict=True):
         take = s > best
@@ -102,13 +104,13 @@ def pipeline_time(schedule: str, stages: Sequence[Any], m: Num, vp: Num, n_s: Nu
         return pipe_looped_bfs([st.F for st in stages], [st.Bk for st in stages], m, vp)
     if schedule == "seq1f1b":
         return pipe_seq1f1b(S, m, n_s)
-    S_max = _max(S)
+    S_max = largest(S)
     # chunk values of the slowest stage: the chunk with the largest F^c + B^c − 2·W^c (resp. the DualPipeV term)
     best: Num = None
     for j in range(len(stages[0].chunk_F)):
-        Fc = _select(S, [st.chunk_F[j] for st in stages])
-        Bc = _select(S, [st.chunk_B[j] + (st.chunk_Rc[j] if st.chunk_Rc else 0.0) for st in stages])
-        Wc = _select(S, [st.chunk_W[j] for st in stages])
+        Fc = at_largest(S, [st.chunk_F[j] for st in stages])
+        Bc = at_largest(S, [st.chunk_B[j] + (st.chunk_Rc[j] if st.chunk_Rc else 0.0) for st in stages])
+        Wc = at_largest(S, [st.chunk_W[j] for st in stages])
         # ZB-V and interleaved ZB1P share the zero-bubble form (the W passes fill the bubble)
         value = pipe_dualpipev(S_max, m, p, Fc, Bc, Wc) if schedule == "dualpipev" else pipe_zbv(S_max, m, p, Fc, Bc,
                                                                                                    Wc)
@@ -116,5 +118,5 @@ def pipeline_time(schedule: str, stages: Sequence[Any], m: Num, vp: Num, n_s: Nu
     return best
 
 
-__all__ = ["pipe_1f1b", "pipe_dualpipev", "pipe_gpipe", "pipe_interleaved", "pipe_looped_bfs", "pipe_seq1f1b",
-           "pipe_zbv", "pipeline_time"]
+__all__ = ["at_largest", "first_largest", "largest", "pipe_1f1b", "pipe_dualpipev", "pipe_gpipe", "pipe_interleaved",
+           "pipe_looped_bfs", "pipe_seq1f1b", "pipe_zbv", "pipeline_time"]

@@ -18,9 +18,9 @@ from .arr import Num, is_array, maximum
 from .assembly.form import StageForm, build_form, form_signature, stage_plan
 from .layout import EMBEDDING, NOOP, OUTPUT, VISION, build_layout, layout_inputs, slot_index, slot_position
 from .pipeline import (
-    _first_largest,
-    _max,
-    _select,
+    at_largest,
+    first_largest,
+    largest,
     pipe_1f1b,
     pipe_dualpipev,
     pipe_gpipe,
@@ -498,7 +498,7 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
     stages = tuple([distinct[g] for g in index])
     S_distinct = [st.S for st in distinct]
     out = Timed(stages, [S_distinct[g] for g in index], S_distinct, distinct,
-                _max([st.comm["dp"] for st in stages]), _max([st.optimizer for st in stages]),
+                largest([st.comm["dp"] for st in stages]), largest([st.optimizer for st in stages]),
                 sum(st.model_flops for st in stages), sum(st.hardware_flops for st in stages))
     if rows_per_stage is None:
         seen[("timed", id(layout))] = (layout, out)
@@ -537,9 +537,9 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
     total = par.n_acc * t_pipe + dp_step + t_opt
     reps = par.n_acc * units
     parts: dict[str, Num] = {}
-    # one plan: the parts of the first largest stage (``_select``; a part that is an array makes its S one)
+    # one plan: the parts of the first largest stage (``at_largest``; a part that is an array makes its S one)
     if not is_array(*S_distinct):
-        slowest = distinct[_first_largest(S_distinct)]
+        slowest = distinct[first_largest(S_distinct)]
         split = slowest.parts()
         for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp", "host"):
             parts[name] = reps * split[name]
@@ -547,9 +547,9 @@ def step_time(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = None
     else:
         splits = [st.parts() for st in distinct]
         for name in ("fwd", "bwd", "recompute", "tp", "cp", "ep", "pp", "host"):
-            parts[name] = reps * _select(S_distinct, [split[name] for split in splits])
-        parts["dp"] = dp_step + reps * _select(S_distinct, [st.comm["fsdp"] for st in distinct])
-    parts["bubble"] = par.n_acc * t_pipe - reps * _max(S)
+            parts[name] = reps * at_largest(S_distinct, [split[name] for split in splits])
+        parts["dp"] = dp_step + reps * at_largest(S_distinct, [st.comm["fsdp"] for st in distinct])
+    parts["bubble"] = par.n_acc * t_pipe - reps * largest(S)
     parts["optimizer"] = t_opt
     parts = {k: parts[k] for k in PARTS}
     world = par.world

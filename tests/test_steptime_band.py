@@ -199,7 +199,7 @@ def test_a_kept_link_keeps_the_group_sizes_type():
                                     [1.0, math.nan, 0.5], [2, 2.0, 1]])
 def test_max_of_numbers_is_the_fold_of_maximum(values):
     folded = functools.reduce(maximum, values)
-    got = pipeline._max(values)
+    got = pipeline.largest(values)
     assert repr(got) == repr(folded) and type(got) is type(folded)
 
 
