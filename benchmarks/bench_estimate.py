@@ -87,6 +87,12 @@ with it, a rebuilt record compared once for all its keys, the verdict's records 
 300 tp edits through the session (helpers/sections.py): DeepSeek-V3 1.53–1.79/1.96–3.06 (main 1.75–2.85/
 2.54–3.69), resolved_layout 0.08–0.10 (main 0.17–0.33); Llama-3-70B 1.90–1.93/2.37–2.91 (main 2.14–2.26/
 2.81–3.71), resolved_layout 0.07–0.08 (0.18).
+At the fifth session's close (2026-12-02, main 36fe339 alternating with 02c4c5a, load 0.4–1.1, the quieter pair,
+min/median CPU ms; P-SCALAR-SPEED "At the fifth session's close"): repeat 0.128/0.131 (DeepSeek-V3) and 0.183/0.189
+(Llama-3-70B), micro-batch edit 0.128/0.132 and 0.186/0.200 — goal met; the edit mix's tp 1.41/1.57 and 1.78/2.04,
+pp 1.27/1.49 and 1.91/2.22, recompute 1.12/1.24 and 1.90/2.18 (02c4c5a 2.03/3.30 and 2.28/2.58, 1.60/2.61 and
+2.44/2.76, 1.70/2.72 and 2.44/3.02) — goal missed 5.5–9.5×; cold first estimate Llama-3-70B 49.2–49.6/53.3–63.6
+(02c4c5a 47.6–51.3/49.8–84.0 on the same, slower day), DeepSeek-V3 11.9–13.1/12.2–21.1.
 """
 
 from __future__ import annotations
