@@ -32,3 +32,16 @@ def shared_dir():
         pytest.skip("../shared is not present")
     return SHARED
 
+
+@pytest.fixture
+def nothing_kept():
+    """No kept row books, resolved plans or allocator replays before and after the test (for tests that count
+    what an estimate keeps or compare it with one made from nothing): ``pytestmark = usefixtures("nothing_kept")``."""
+    from estimator import reuse
+    from estimator.device import memory
+
+    reuse.forget()
+    memory.forget_replays()
+    yield
+    reuse.forget()
+    memory.forget_replays()

@@ -33,13 +33,7 @@ BUNDLED = list(config_sets(None))
 PEAK = fsdp.peak_instant  # the real one (``_checked`` wraps the module's)
 
 
-@pytest.fixture(autouse=True)
-def _nothing_kept():
-    reuse.forget()
-    memory.forget_replays()
-    yield
-    reuse.forget()
-    memory.forget_replays()
+pytestmark = pytest.mark.usefixtures("nothing_kept")
 
 
 def _text(result) -> str:

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 import pytest
+from edit_sequences import walk
 
 from estimator import (
     ModelSpec,
@@ -188,23 +189,8 @@ def test_an_edit_sequence_equals_stages_priced_one_by_one_with_nothing_kept(path
     array elements, kept parts reused) equals one priced stage by stage with nothing kept."""
     session = PlanSession()
     session.open([ROOT / path])
-
-    def changes(kind: str) -> dict:
-        st = session.parsed.strategy
-        if kind == "m":
-            return {"strategy.micro_batches": st.micro_batches * 2}
-        if kind in ("tp", "pp"):
-            now = getattr(st, kind)
-            smaller = [v for v in session.step_candidates(f"strategy.{kind}") or [] if v < now]
-            return {f"strategy.{kind}": smaller[-1] if smaller else now * 2}
-        return session.recompute_changes(mode="selective" if st.recompute.default_mode == "full" else "full")
-
-    for kind in ("tp", "pp", "undo", "rec", "m", "undo", "undo", "undo", "pp", "tp", "rec", "undo", "m"):
-        if kind == "undo":
-            session.undo()
-        else:
-            session.apply(changes(kind))
-        p = session.parsed
+    for _, p in walk(session, ("tp", "pp", "undo", "rec", "m", "undo", "undo", "undo", "pp", "tp", "rec", "undo",
+                               "m")):
         warm = estimate(p.model, p.strategy, p.hardware, p.options)
         with monkeypatch.context() as cold:
             _nothing_kept(cold)

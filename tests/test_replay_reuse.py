@@ -20,13 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LLAMA = ROOT / "benchmarks" / "inputs" / "llama3_70b_torchtitan_pp8_vpp5.plan.yaml"  # FSDP2, pp 8 × vpp 5, m 16
 
 
-@pytest.fixture(autouse=True)
-def _nothing_kept():
-    reuse.forget()
-    memory.forget_replays()
-    yield
-    reuse.forget()
-    memory.forget_replays()
+pytestmark = pytest.mark.usefixtures("nothing_kept")
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from importlib import import_module
 from pathlib import Path
 
 import pytest
+from edit_sequences import walk
 
 from estimator import ModelSpec, RecomputePlan, RunOptions, ShardingSpec, Strategy, estimate, find_preset, reuse
 from estimator import kinds as kinds_module
@@ -189,23 +190,8 @@ def test_an_edit_sequence_through_the_session_equals_estimates_with_nothing_kept
     session = PlanSession()
     session.open([root / path])
 
-    def changes(kind: str) -> dict:
-        st = session.parsed.strategy
-        if kind == "m":
-            return {"strategy.micro_batches": st.micro_batches * 2}
-        if kind in ("tp", "pp"):
-            now = getattr(st, kind)
-            smaller = [v for v in session.step_candidates(f"strategy.{kind}") or [] if v < now]
-            return {f"strategy.{kind}": smaller[-1] if smaller else now * 2}
-        return session.recompute_changes(mode="selective" if st.recompute.default_mode == "full" else "full")
-
-    for kind in ("m", "tp", "undo", "undo", "pp", "rec", "undo", "m", "undo", "undo", "rec", "rec", "tp", "undo",
-                 "undo", "undo", "pp", "m", "rec", "undo", "undo", "undo"):
-        if kind == "undo":
-            session.undo()
-        else:
-            session.apply(changes(kind))
-        p = session.parsed
+    for kind, p in walk(session, ("m", "tp", "undo", "undo", "pp", "rec", "undo", "m", "undo", "undo", "rec", "rec",
+                                  "tp", "undo", "undo", "undo", "pp", "m", "rec", "undo", "undo", "undo")):
         warm = _text(estimate(p.model, p.strategy, p.hardware, p.options))
         with monkeypatch.context() as empty:  # nothing kept, the kept parts untouched for the next edit
             _nothing_kept(empty)

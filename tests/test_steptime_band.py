@@ -11,6 +11,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
+from edit_sequences import walk
 from fuzzing import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
@@ -114,22 +115,8 @@ def test_the_step_after_each_edit_of_a_sequence_equals_each_device_timed_alone(p
     session = PlanSession()
     session.open([ROOT / path])
 
-    def changes(kind: str) -> dict:
-        s = session.parsed.strategy
-        if kind == "m":
-            return {"strategy.micro_batches": s.micro_batches * 2}
-        if kind in ("tp", "pp"):
-            now = getattr(s, kind)
-            smaller = [v for v in session.step_candidates(f"strategy.{kind}") or [] if v < now]
-            return {f"strategy.{kind}": smaller[-1] if smaller else now * 2}
-        return session.recompute_changes(mode="selective" if s.recompute.default_mode == "full" else "full")
-
-    for kind in ("tp", "undo", "pp", "rec", "undo", "tp", "m", "undo", "undo", "undo", "rec", "tp", "pp"):
-        if kind == "undo":
-            session.undo()
-        else:
-            session.apply(changes(kind))
-        p = session.parsed
+    for _, p in walk(session, ("tp", "undo", "pp", "rec", "undo", "tp", "m", "undo", "undo", "undo", "rec", "tp",
+                               "pp")):
         _same(estimate(p.model, p.strategy, p.hardware, p.options), p.model, p.strategy, p.hardware, p.options)
 
 
