@@ -91,8 +91,8 @@ At the fifth session's close (2026-12-02, main 36fe339 alternating with 02c4c5a,
 min/median CPU ms; P-SCALAR-SPEED "At the fifth session's close"): repeat 0.128/0.131 (DeepSeek-V3) and 0.183/0.189
 (Llama-3-70B), micro-batch edit 0.128/0.132 and 0.186/0.200 — goal met; the edit mix's tp 1.41/1.57 and 1.78/2.04,
 pp 1.27/1.49 and 1.91/2.22, recompute 1.12/1.24 and 1.90/2.18 (02c4c5a 2.03/3.30 and 2.28/2.58, 1.60/2.61 and
-2.44/2.76, 1.70/2.72 and 2.44/3.02) — goal missed 5.5–9.5×; cold first estimate Llama-3-70B 49.2–49.6/53.3–63.6
-(02c4c5a 47.6–51.3/49.8–84.0 on the same, slower day), DeepSeek-V3 11.9–13.1/12.2–21.1.
+2.44/2.76, 1.70/2.72 and 2.44/3.02) — goal missed 5.5–9.5×; cold first estimate Llama-3-70B 49.2–49.8/53.3–63.6
+(02c4c5a 47.6–51.7/49.8–84.0 on the same, slower day), DeepSeek-V3 11.9–13.1/12.2–21.1.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ On a quiet machine at the third session's close (main 2fe605e, load 0.5–0.7, t
 the ≤ 1 s goal met from the command line; its wall 0.28–0.31 s above the search's own CPU (mark ≤ 0.2 s: missed).
 Fifth session's close (2026-12-02, load 0.7–1.2, two runs alternating with 02c4c5a and the third close's 2fe605e,
 docs/decisions.md P-SCALAR-SPEED "At the fifth session's close"): in one process DeepSeek-V3 0.70–0.82 s and
-Llama-3-70B 0.78–1.01 s of CPU; ``sapp search`` wall median 1.08–1.19 s (02c4c5a 1.11–1.21, 2fe605e 1.18–1.22 on
+Llama-3-70B 0.78–1.01 s of CPU; ``sapp search`` wall median 1.08–1.19 s (02c4c5a 1.11–1.21, 2fe605e 1.11–1.22 on
 the same day, against 0.92–0.95 on its own): the ≤ 1 s command-line goal missed on this day's slower machine by
 every version, main the fastest.
 """
