@@ -76,12 +76,18 @@ def price_stage(pricer: StagePricer, stage: int, points: list[Point], explain: b
         _peak_point(points, mem)
     source = partial(_layer_rows, pricer, stage, form, mem, points)
     tree = explain_tree(pricer, stage, rows, mem, source(), point) if explain else None
+    return _result(pricer, stage, form, mem, source, point, text, tree, device)
+
+
+def _result(pricer: StagePricer, stage: int, form: StageForm, mem: StageMemory, source: Any, point: Any, text: str,
+            tree: Any, device: dict) -> StageResult:
+    """The StageResult of an assembled stage: its numbers, its peak point's label, its layer rows (``source``,
+    on demand) and Explain tree, the device terms' notes."""
     return stage_result(index=stage, layer_source=source, bytes_by_category=mem.categories, total=mem.total,
                         peak_vector=tuple(mem.counts), peak_instant=text, peak_said=message_of(point),
                         optimizer_step_peak=mem.optimizer_step_peak, layer_counts=pricer.layout.chunk_counts()[stage],
-                        layers_per_chunk=pricer.layout.chunk_layers[stage],
-                        kinds=form.kinds, explain=tree, host_bytes=mem.host or {},
-                        device=dict(device))  # type: ignore[arg-type]
+                        layers_per_chunk=pricer.layout.chunk_layers[stage], kinds=form.kinds, explain=tree,
+                        host_bytes=mem.host or {}, device=dict(device))
 
 
 def price_plan_stages(pricer: StagePricer, points: Sequence[list[Point]]) -> tuple[StageResult, ...] | None:
@@ -97,26 +103,19 @@ def price_plan_stages(pricer: StagePricer, points: Sequence[list[Point]]) -> tup
     kept = pricer.shared.setdefault("stages", {})
     token = terms_token()
     got = [kept.get((i, values[i])) for i in range(p)]  # type: ignore[attr-defined]
-    new = [i for i in range(p) if got[i] is None or got[i][0] is not forms[i] or got[i][3] != token]
+    new = [i for i in range(p) if not _current(got[i], forms[i], token)]
     if new:
         made = stages.as_arrays(pricer, new, [forms[i] for i in new], [stage_chunks(pricer, forms[i]) for i in new],
                                 [points[i] for i in new])
         for i, (mem, device) in zip(new, made, strict=True):
-            if len(kept) >= KEPT_STAGES:  # type: ignore[arg-type]
-                kept.clear()  # type: ignore[attr-defined]
-            got[i] = kept[(i, values[i])] = (forms[i], mem, device, token)  # type: ignore[index]
-    counts, layers = pricer.layout.chunk_counts(), pricer.layout.chunk_layers
+            got[i] = _keep_stage(kept, (i, values[i]), (forms[i], mem, device, token))  # type: ignore[arg-type]
     out = []
     for i in range(p):
         form, mem, device, _token = got[i]  # type: ignore[misc]
         pts = points[i]
         point, text = _peak_point(pts, mem)
-        out.append(stage_result(index=i, layer_source=partial(_layer_rows, pricer, i, form, mem, pts),
-                                bytes_by_category=mem.categories, total=mem.total, peak_vector=tuple(mem.counts),
-                                peak_instant=text, peak_said=message_of(point),
-                                optimizer_step_peak=mem.optimizer_step_peak, layer_counts=counts[i],
-                                layers_per_chunk=layers[i], kinds=form.kinds, explain=None,
-                                host_bytes=mem.host or {}, device=dict(device)))
+        out.append(_result(pricer, i, form, mem, partial(_layer_rows, pricer, i, form, mem, pts), point, text, None,
+                           device))
     return tuple(out)
 
 
@@ -137,12 +136,22 @@ def _kept_stage(pricer: StagePricer, stage: int, form: StageForm, points: list[P
     key = (stage, values)
     got = kept.get(key)  # type: ignore[attr-defined]
     token = terms_token()  # the stage terms in force: the book's key holds the row terms, not these
-    if got is None or got[0] is not form or got[3] != token:
+    if not _current(got, form, token):
         mem = memory.unkept_stage(pricer, stage, form, points, stage_chunks(pricer, form))
-        if len(kept) >= KEPT_STAGES:  # type: ignore[arg-type]
-            kept.clear()  # type: ignore[attr-defined]
-        got = kept[key] = (form, mem, dict(pricer.memo.get(("device", stage), {})), token)  # type: ignore[index]
+        got = _keep_stage(kept, key, (form, mem, dict(pricer.memo.get(("device", stage), {})), token))  # type: ignore
     return got[1], got[2]
+
+
+def _current(got: tuple | None, form: StageForm, token: int) -> bool:
+    """A kept stage (form, memory, device notes, terms token) holds for this form and the stage terms in force."""
+    return got is not None and got[0] is form and got[3] == token
+
+
+def _keep_stage(kept: dict, key: tuple, entry: tuple) -> tuple:
+    if len(kept) >= KEPT_STAGES:
+        kept.clear()
+    kept[key] = entry
+    return entry
 
 
 KEPT_LABELS = 256

@@ -154,11 +154,8 @@ def process_groups(r: Resolved, stage: int | np.ndarray, memo: dict | None = Non
         groups = sum(gt(x, 1) for x in sizes)
         if memo is not None:
             memo["process-groups"] = groups
-    if isinstance(stage, np.ndarray):
-        if d.tie and par.p > 1:  # the embedding group of a tied table on two stages
-            groups = groups + ((stage == 0) | (stage == par.p - 1))
-    elif d.tie and par.p > 1 and stage in (0, par.p - 1):
-        groups = groups + 1  # the embedding group of a tied table on two stages
+    if d.tie and par.p > 1:  # the embedding group of a tied table on two stages (a bool, or one per stage)
+        groups = groups + ((stage == 0) | (stage == par.p - 1))
     return groups
 
 
