@@ -10,7 +10,8 @@ sum of gradients + activations + communication buffers + working overhead wins.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from operator import attrgetter
+from functools import reduce
+from operator import add, attrgetter, mul
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,7 +51,8 @@ class Instant:
         return self.gradients + self.activations + self.comm + self.working
 
     def named(self, rows: list[Row]) -> Text:
-        """The name with the block's layer index (walks are shared by the stages holding the same rows)."""
+        """The name with the block's layer index, ``rows`` the rows of the instant's chunk (walks are shared by the
+        stages, and the chunks of a stage, holding the same rows: ``_walk``)."""
         if self.focus < 0 or not isinstance(self.name, Message):
             return self.name
         index = rows[self.focus].item.index
@@ -104,18 +106,18 @@ def peak_instant(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], poi
         fields_j, dynamic_j, k_j, walk = _walk(pricer, rows, j, signature, store, acc)
         picked.append((fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3]))
         totals.append(a_h + dynamic_j)
-        walks.append((a_h, walk, point, k_j))
+        walks.append((a_h, walk, point, k_j, j))
     c, won = _largest_chunk(totals, picked)
     several = len(points) > 1
     if isinstance(c, int) and not is_array(*won):
-        a_h, walk, point, k_j = walks[c]
-        named = walk[k_j].named(rows)
+        a_h, walk, point, k_j, j = walks[c]
+        named = walk[k_j].named(_chunk_rows(rows, j))
         name = msg("explain.instant-after", name=named, where=_where(points, point)) if several else named
         counts = max(points, key=lambda pt: sum(pt.counts)).counts
     else:
         name, counts = "", points[0].counts
-    shown = tuple((a_h, [replace(inst, name=inst.named(rows), focus=-1) for inst in walk], _where(points, point))
-                  for a_h, walk, point, _k in walks) if explain else ()
+    shown = tuple((a_h, [replace(inst, name=inst.named(_chunk_rows(rows, j)), focus=-1) for inst in walk],
+                   _where(points, point)) for a_h, walk, point, _k, j in walks) if explain else ()
     return Peak(Instant(name, *won), tuple(counts), shown, several)
 
 
@@ -130,18 +132,30 @@ def _signature(rows: list[Row]) -> tuple:
     return tuple(map(_ROW_PARTS, rows)), tuple(map(id, map(_COST, rows)))
 
 
+def _chunk_rows(rows: list[Row], j: int) -> list[Row]:
+    return [row for row in rows if row.chunk == j]
+
+
 def _walk(pricer: StagePricer, rows: list[Row], j: int, signature: tuple, store: dict, acc: int | None) -> tuple:
     """The walk of chunk ``j``'s backward (its largest instant's fields, dynamic sum, index, and the instants),
-    kept in ``store`` under the rows' signature and ``acc`` with the stage part it reads."""
+    kept in ``store`` under the rows' signature and ``acc`` with the stage part it reads. A walk reads of the rows
+    only chunk ``j``'s (``_instants``; its instants' ``focus`` indexes them): the chunks of a stage holding the
+    same rows (an interleaved stage's middle chunks) share it, kept under those rows' part of the signature."""
     key = ("fsdp-walk", j, signature, acc)
     cached = store.get(key)
     if cached is None:
-        stage_key = ("fsdp-stage", signature, acc)
-        stage = store.get(stage_key)
-        if stage is None:
-            stage = store[stage_key] = _stage(pricer, rows, store.setdefault("fsdp-block-parts", {}))
-        walk = _instants(pricer, rows, j, stage)
-        cached = store[key] = (*_best_instant(walk), walk)
+        parts, ids = signature
+        own = tuple((part[1:], at) for part, at in zip(parts, ids, strict=True) if part[0] == j)
+        shared_key = ("fsdp-chunk-walk", own, signature, acc)
+        cached = store.get(shared_key)
+        if cached is None:
+            stage_key = ("fsdp-stage", signature, acc)
+            stage = store.get(stage_key)
+            if stage is None:
+                stage = store[stage_key] = _stage(pricer, rows, store.setdefault("fsdp-block-parts", {}))
+            walk = _instants(pricer, rows, j, stage)
+            cached = store[shared_key] = (*_best_instant(walk), walk)
+        store[key] = cached
     return cached
 
 
@@ -150,31 +164,20 @@ def _one_peak(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], points
     same order — Σ_i n_i·A_chunk(i) per point, A_h = its largest minus A_chunk(j) per backward chunk j (ties to
     the earliest point), the chunk with the largest A_h + dynamic (ties to the earliest chunk) — without the
     general path's per-chunk lists. None where a walk holds arrays (the general path then decides)."""
-    best: dict[int, list] = {}  # backward chunk → [A_h, its point]
-    top = -1
-    top_sum = 0
-    for k, pt in enumerate(points):
-        counts = pt.counts
-        value: Num = 0
-        for n, a in zip(counts, act_chunk, strict=True):
-            value = value + n * a
-        j = pt.backward_chunk
-        value = value - act_chunk[j]
-        got = best.get(j)
-        if got is None:
-            best[j] = [value, k] if value > -np.inf else [-np.inf, -1]
-        elif value > got[0]:
-            got[0], got[1] = value, k
-        total = sum(counts)
-        if top < 0 or total > top_sum:
-            top, top_sum = k, total
-    if not best:  # no point: the general path says so
+    top, by_chunk, width = _points_plan(points)
+    if not by_chunk or width != len(act_chunk):  # no point, or counts of another length: the general path says so
         return None
     signature = _signature(rows)
     store, acc = _walk_store(pricer)
     won_total: Num = None
-    for j in sorted(best):
-        a_h, point = best[j]
+    for j, members in by_chunk:
+        a_j = act_chunk[j]
+        a_h: Num = -np.inf  # A_h: the first largest Σ_i n_i·A_chunk(i) − A_chunk(j) of the points (-1: none above −∞)
+        point = -1
+        for k, counts in members:
+            value = reduce(add, map(mul, counts, act_chunk), 0) - a_j  # 0 + n_0·a_0 + n_1·a_1 + …, in order
+            if value > a_h:
+                a_h, point = value, k
         fields_j, dynamic_j, k_j, walk = _walk(pricer, rows, j, signature, store, acc)
         if type(k_j) is not int:
             return None
@@ -182,13 +185,40 @@ def _one_peak(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], points
         if won_total is None or total > won_total:
             won_total = total
             won = (fields_j[0], fields_j[1] + a_h, fields_j[2], fields_j[3])
-            inst, at = walk[k_j], point
+            inst, at, won_j = walk[k_j], point, j
     if is_array(*won):
         return None
-    named = inst.named(rows)
+    named = inst.named(_chunk_rows(rows, won_j))
     several = len(points) > 1
     name = msg("explain.instant-after", name=named, where=_where(points, at)) if several else named
     return Peak(Instant(name, *won), tuple(points[top].counts), (), several)
+
+
+KEPT_PLANS = 256
+_PLANS: dict[int, tuple[list, tuple]] = {}  # id of a points list → (the list, its plan): one plan's lists are kept
+# per in-flight profile (``estimate._points``) and never changed, and every stage and estimate of a profile reads one
+
+
+def _points_plan(points: list) -> tuple[int, tuple[tuple[int, tuple[tuple[int, tuple], ...]], ...], int]:
+    """What ``_one_peak`` reads of the points alone, kept per list: the first point with the most micro-batches in
+    flight (its counts are the stage's), per backward chunk in ascending order its points (index, counts) in
+    order, and the counts' length (-1 where they differ)."""
+    got = _PLANS.get(id(points))
+    if got is not None and got[0] is points:
+        return got[1]  # type: ignore[return-value]
+    top, top_sum = -1, 0
+    grouped: dict[int, list] = {}
+    for k, pt in enumerate(points):
+        grouped.setdefault(pt.backward_chunk, []).append((k, pt.counts))
+        total = sum(pt.counts)
+        if top < 0 or total > top_sum:
+            top, top_sum = k, total
+    widths = {len(pt.counts) for pt in points}
+    plan = (top, tuple((j, tuple(grouped[j])) for j in sorted(grouped)), widths.pop() if len(widths) == 1 else -1)
+    if len(_PLANS) >= KEPT_PLANS:
+        _PLANS.clear()  # one dict operation each, so threads sharing it see a whole entry or none
+    _PLANS[id(points)] = (points, plan)
+    return plan
 
 
 def accumulates(pricer: StagePricer) -> int | None:
@@ -412,7 +442,8 @@ def _stage(pricer: StagePricer, rows: list[Row], per_cost: dict | None = None) -
 
 def _instants(pricer: StagePricer, rows: list[Row], j_r: int, stage: _Stage) -> list[Instant]:
     """The instants of one backward of chunk ``j_r`` (docs/model.md#instants), without the other micro-batches'
-    activations A_h (``peak_instant`` adds them); block instants are named by ``Instant.named``."""
+    activations A_h (``peak_instant`` adds them); block instants are named by ``Instant.named`` with the chunk's
+    rows (``focus`` indexes them: the walk reads no other row, ``_walk``)."""
     r = pricer.r
     d, w, f, par = r.dims, r.widths, r.flags, r.par
     bc, brd, T, os = w.c, w.rd, pricer.T, par.os
@@ -434,18 +465,17 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, stage: _Stage) -> 
         return gather_bytes(row.local, f, bc)
 
     reshard = f.reshard_after_forward
-    chunk_rows = [row for row in rows if row.chunk == j_r]
-    has_o = any(row.item.kind == OUTPUT for row in chunk_rows)
-    has_e = any(row.item.kind == EMBEDDING for row in chunk_rows)
-    chunk_blocks = [k for k, row in enumerate(rows) if row.chunk == j_r and _is_block(row)]
+    rows = _chunk_rows(rows, j_r)  # what the walk reads of the stage's rows
+    has_o = any(row.item.kind == OUTPUT for row in rows)
+    has_e = any(row.item.kind == EMBEDDING for row in rows)
+    chunk_blocks = [k for k, row in enumerate(rows) if _is_block(row)]
     block_elems = [rows[k].local.total for k in chunk_blocks]
     block_bytes = [unsharded(rows[k]) for k in chunk_blocks]
-    before_of: dict[int, Num] = {}  # stored activations of the chunk's rows before each row
+    before_of: list[Num] = []  # stored activations of the chunk's rows before each row
     running: Num = 0.0
-    for k, row in enumerate(rows):
-        if row.chunk == j_r:
-            before_of[k] = running
-            running = running + row.act
+    for row in rows:
+        before_of.append(running)
+        running = running + row.act
 
     out: list[Instant] = []
     if has_o:
@@ -454,7 +484,7 @@ def _instants(pricer: StagePricer, rows: list[Row], j_r: int, stage: _Stage) -> 
         out.append(_instant(LOSS, grads_after(0.0), running, res_base + o_gathered, loss))
         if not root:
             pf = prefetch(block_bytes[-1], not reshard) if chunk_blocks else 0.0
-            act = sum(row.act for row in chunk_rows if row.item.kind != OUTPUT)
+            act = sum(row.act for row in rows if row.item.kind != OUTPUT)
             out.append(_instant(O_UNIT, grads_after(0.0), act,
                                res_base + brd * o_elems + pf, bc * o_elems + T * bc * d.h / par.sp_div))
             out.append(_instant(O_UNIT_OUTPUT, grads_after(w.g * o_elems / os), act,

@@ -209,6 +209,7 @@ def test_a_repeat_and_an_m_edit_back_finish_no_stage_again(plan, monkeypatch):
 
     monkeypatch.setattr(assembly_memory, "_finish", refused)
     monkeypatch.setattr(stages, "_unslacked", refused)
+    monkeypatch.setattr(stages, "_first_pass", refused)
     assert _text(estimate(plan.model, st, plan.hardware, plan.options)) == first
     assert _text(estimate(plan.model, edited, plan.hardware, plan.options)) == warm_edit
     monkeypatch.undo()

@@ -450,15 +450,21 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     stage's priced rows: by default the pricer's layout's stage ``stage``). With the form's kept ``chunks``
     (``stage_chunks``: then ``rows`` are the stage's own, if given) the part before the stage terms is kept per
     stage and reused when the stage is priced again at the same points (the slack replay's second pass)."""
-    if chunks is None:
-        chunks = [chunk_sums(pricer, form, j) for j in range(form.vp)]
+    if chunks is None or explain:
+        chunks = [chunk_sums(pricer, form, j) for j in range(form.vp)] if chunks is None else chunks
         return _finish(pricer, stage, _tensors(pricer, stage, form, points, chunks, explain, rows))
+    return _kept_finish(pricer, stage, *stage_tensors(pricer, stage, form, points, chunks, rows))
+
+
+def stage_tensors(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],
+                  chunks: Sequence[ChunkSums], rows: Sequence[Row] | None = None) -> tuple[Tensors, bool]:
+    """A stage's part before its stage terms (no Explain; the form's kept ``chunks``), kept per stage in the
+    pricer's memo for the same points and chunks (the slack replay prices each stage twice, ``device.stages``),
+    and whether it is kept with the rows (``keep``: one plan's numbers), which ``_kept_finish`` reads."""
     key = (STAGE_TENSORS, stage)
     kept = pricer.memo.get(key)
-    if not explain and kept is not None and kept[0] is points and kept[1] is chunks:  # type: ignore[index]
-        return _kept_finish(pricer, stage, kept[2], kept[3])  # type: ignore[index]
-    if explain:
-        return _finish(pricer, stage, _tensors(pricer, stage, form, points, chunks, explain, rows))
+    if kept is not None and kept[0] is points and kept[1] is chunks:  # type: ignore[index]
+        return kept[2], kept[3]  # type: ignore[index]
     fsdp2 = pricer.r.flags.fsdp2
     # kept with the rows (``keep``) for one plan's points: arrays or masked points (the search, the balancer) not
     keep = points_key(points) is not None and (fsdp.accumulates(pricer) is not None if fsdp2 else
@@ -466,7 +472,7 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     tensors = _kept_instants(pricer, stage, form, points, chunks, rows) if keep and fsdp2 else \
         _tensors(pricer, stage, form, points, chunks, False, rows)
     pricer.memo[key] = (points, chunks, tensors, keep)
-    return _kept_finish(pricer, stage, tensors, keep)
+    return tensors, keep
 
 
 def unkept_stage(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[Any],
@@ -588,4 +594,4 @@ def _tensors(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[
 
 
 __all__ = ["CATEGORIES", "INSTANT_CATEGORIES", "ChunkSums", "Point", "StageMemory", "chunk_sums", "combine",
-           "peak_point", "profile_points", "stage_memory"]
+           "peak_point", "profile_points", "stage_memory", "stage_tensors"]

@@ -215,7 +215,7 @@ def slack(view: StageView) -> Num:
     vector = is_array(r.par.d, r.par.t, r.par.cp, r.par.b, r.par.m) or (not stages and is_array(view.dynamic))
     replayed = pricer.memo.get(REPLAYED) if pricer is not None and not vector else None
     exact = replays_allocator(r) and pricer is not None and not vector and \
-        (replayed is None or view.stage in replayed)
+        (replayed is None or (not replayed.isdisjoint(view.stage.tolist()) if stages else view.stage in replayed))
     band: tuple[float, float, float] | None = None
     entry: tuple | None = None  # the replayed stages' ratio this stage takes
     said = pricer is not None and not vector

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..messages import msg
 from .memory import replays_allocator
 from .stage_terms import REPLAYED, STAGE_RATIO
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 REPLAY_ALL = 2
 
 
-def _dynamic(c: dict[str, float]) -> float:
+def _dynamic(c: dict[str, Any]) -> Any:
     return c["activations"] + c["working_overhead"] + c["communication_buffers"]
 
 
@@ -34,6 +36,36 @@ def _unslacked(pricer: StagePricer, stage: int, points: Any) -> StageMemory:
 
     form = stage_form(pricer, stage)
     return stage_memory(pricer, stage, form, points, stage_chunks(pricer, form))
+
+
+def _first_pass(pricer: StagePricer, points: Sequence[Any]) -> list[tuple[float, float, float]]:
+    """Pass 1: per stage its total, its optimizer-step peak and its dynamic bytes, every stage priced without
+    slack. Where every stage's part before its stage terms is one plan's numbers (``assembly.memory.stage_tensors``,
+    kept for pass 2), the stage terms are added once over the array of stage indices, as ``memory._finish`` adds
+    them to one stage (``assembly.stages`` does so for a plan without replay): each array operation is the
+    one-stage operation on each stage's element, in the same order; else one by one."""
+    from ..assembly import stage_chunks, stage_form
+    from ..assembly.memory import add_stage_terms, stage_tensors
+    from ..assembly.terms import process_groups
+    from ..result import CATEGORIES
+
+    p = len(points)
+    made = []
+    for i in range(p):
+        form = stage_form(pricer, i)
+        tensors, keep = stage_tensors(pricer, i, form, points[i], stage_chunks(pricer, form))
+        if not keep:  # arrays or masked points: one by one
+            return [_what_pass_1_reads(_unslacked(pricer, k, points[k])) for k in range(p)]
+        made.append(tensors)
+    cat = {name: np.array([t.categories[name] for t in made], dtype=np.float64) for name in CATEGORIES}
+    index = np.arange(p)
+    total, at_step, _views = add_stage_terms(pricer, index, cat, process_groups(pricer.r, index, pricer.memo))
+    at_step = (np.array([t.held.step + t.held.temps for t in made], dtype=np.float64) + at_step).tolist()
+    return list(zip(total.tolist(), at_step, _dynamic(cat).tolist(), strict=True))
+
+
+def _what_pass_1_reads(mem: StageMemory) -> tuple[float, float, float]:
+    return mem.total, mem.optimizer_step_peak, _dynamic(mem.categories)
 
 
 KEPT_CHOICES = 256  # per row book: one per in-flight profile (and accumulation) an estimate of it met
@@ -59,9 +91,9 @@ def _chosen(pricer: StagePricer, points: Sequence[Any]) -> list[int]:
     p = len(points)
     pricer.memo[REPLAYED] = frozenset()
     pricer.memo[STAGE_RATIO] = None
-    first = [_unslacked(pricer, i, points[i]) for i in range(p)]
-    chosen = sorted({max(range(p), key=lambda i: (max(first[i].total, first[i].optimizer_step_peak), -i)),
-                     max(range(p), key=lambda i: (_dynamic(first[i].categories), -i))})
+    first = _first_pass(pricer, points)
+    chosen = sorted({max(range(p), key=lambda i: (max(first[i][0], first[i][1]), -i)),
+                     max(range(p), key=lambda i: (first[i][2], -i))})
     if key is not None:
         if len(kept) >= KEPT_CHOICES:  # type: ignore[arg-type]
             kept.clear()  # type: ignore[attr-defined]
