@@ -319,10 +319,11 @@ def test_the_command_line_process_freezes_what_it_opened():
 
     code = ("import gc, sys\nfrom estimator.cli import main\nsys.argv = ['sapp', *sys.argv[1:]]\n"
             "from estimator.cli import plan\nopened = plan.load_session\n"
-            "def spy(args):\n    print('PAUSED', not gc.isenabled(), file=sys.stderr)\n    return opened(args)\n"
+            "def spy(args):\n    print('PAUSED', not gc.isenabled(), file=sys.stderr)\n    session = opened(args)\n"
+            "    print('AFTER', gc.isenabled(), gc.get_freeze_count() > 10_000, gc.get_threshold()[0], "
+            "file=sys.stderr)\n    return session\n"
             "plan.load_session = spy\nimport estimator.cli.estimate as command\ncommand.load_plan = "
-            "lambda args: plan.load_session(args).parsed\nmain()\n"
-            "print('AFTER', gc.isenabled(), gc.get_freeze_count() > 10_000, gc.get_threshold()[0], file=sys.stderr)")
+            "lambda args: plan.load_session(args).parsed\nmain()\n")
     proc = subprocess.run([sys.executable, "-c", code, "estimate", str(PLAN)], capture_output=True, text=True,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
@@ -330,3 +331,35 @@ def test_the_command_line_process_freezes_what_it_opened():
     threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
     assert main(["estimate", str(PLAN), "--json"]) == 0
     assert gc.isenabled() and gc.get_threshold() == threshold and gc.get_freeze_count() == frozen
+
+
+def _own_command_line(tmp_path: Path, prologue: str, *argv: str) -> subprocess.CompletedProcess:
+    code = (f"import atexit, sys, threading\nfrom estimator.cli import main\n{prologue}\n"
+            "atexit.register(lambda: print('HANDLER', file=sys.stderr))\n"
+            "sys.argv = ['sapp', *sys.argv[1:]]\nprint('RETURNED', main(), file=sys.stderr)\n"
+            "if 'done' in globals():\n    done.set()\n")
+    env = {**__import__("os").environ, "SAPP_CACHE_DIR": str(tmp_path / "cache")}
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, env=env)
+
+
+def test_the_command_line_process_ends_after_its_exit_handlers(tmp_path):
+    """A command that opened a plan ends its process at once (cli.end_process): with its status, its output
+    flushed, the atexit handlers run (the schedule-replay cache written) — and nothing after main()."""
+    proc = _own_command_line(tmp_path, "", "estimate", str(PLAN), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["schema"] == "sapp.estimate/1.1"
+    assert "HANDLER" in proc.stderr and "RETURNED" not in proc.stderr
+    assert list((tmp_path / "cache").glob("replay-*.json"))
+    bad = _own_command_line(tmp_path, "", "estimate", str(tmp_path / "missing.plan.yaml"))
+    assert bad.returncode == 1 and "sapp estimate: error:" in bad.stderr and "HANDLER" in bad.stderr
+    assert "RETURNED" not in bad.stderr
+
+
+def test_the_command_line_process_exits_as_usual_beside_another_thread(tmp_path):
+    """With a second thread running, main returns and the interpreter ends the process as usual (it waits for the
+    thread, here until the caller tells it to end)."""
+    waiting = ("done = threading.Event()\nthreading.Thread(target=lambda: done.wait(60) and "
+               "print('THREAD', file=sys.stderr)).start()")
+    proc = _own_command_line(tmp_path, waiting, "estimate", str(PLAN), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.split() == ["RETURNED", "0", "THREAD", "HANDLER"], proc.stderr
