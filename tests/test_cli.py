@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from estimator.cli import main
+from estimator.cli.plan import YOUNG_COLLECTION
 from estimator.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -327,7 +328,7 @@ def test_the_command_line_process_freezes_what_it_opened():
     proc = subprocess.run([sys.executable, "-c", code, "estimate", str(PLAN)], capture_output=True, text=True,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    assert "PAUSED True" in proc.stderr and "AFTER True True 10000" in proc.stderr, proc.stderr
+    assert "PAUSED True" in proc.stderr and f"AFTER True True {YOUNG_COLLECTION}" in proc.stderr, proc.stderr
     threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
     assert main(["estimate", str(PLAN), "--json"]) == 0
     assert gc.isenabled() and gc.get_threshold() == threshold and gc.get_freeze_count() == frozen

@@ -36,9 +36,12 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-YOUNG_COLLECTION = 10_000
+YOUNG_COLLECTION = 100_000
 """Allocations between two collections of the youngest generation once the plan is open (CPython's default:
-700): a command makes few reference cycles, and each collection costs a pass over the young objects."""
+700): a command makes few reference cycles, and each collection costs a pass over the young objects. A search of
+DeepSeek-V3 on 1,024 devices keeps ~73,000 more objects than it frees (caches of layouts, rows, profiles): at
+10,000 the collector walked them ~20 times (11-48 ms of a `sapp search`, 2026-12-02), at 100,000 not once; the
+process's peak memory grew by 2 MB."""
 _collector_paused = False
 
 
