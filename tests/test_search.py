@@ -207,3 +207,31 @@ def test_pricing_frees_each_group_at_once(framework, model, strategy, devices, b
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize(("framework", "model", "strategy", "devices", "batch"), CASES, ids=[c[0] for c in CASES])
+def test_the_search_resolver_resolves_as_resolve(framework, model, strategy, devices, batch):
+    """pricing.Resolver keeps ``settle`` per rest of the strategy (the sharding, mostly): every candidate, as
+    priced (one per group) and as written (a ranked row's), resolves to what ``resolve`` gives, assumptions and
+    warnings included — across shard sizes, sharding modes and recompute plans."""
+    from estimator.resolve import resolve
+    from estimator.search.pricing import Resolver, candidate_strategy
+
+    parsed = plan(framework, model, strategy, "A2" if framework.startswith("mind") else "H100-80G")
+    space = SearchSpace(devices=devices, global_batch=batch, dims=parse_dims(["all=auto"]))
+    cands = enumerate_candidates(parsed, space)
+    derived = resolve_columns(cands, parsed)
+    alive = np.nonzero(refusals(cands, derived, parsed, space) < 0)[0]
+    resolver = Resolver(parsed)
+    shardings = set()
+    for k in alive[::max(1, len(alive) // 60)]:
+        row = cands.row(int(k))
+        row["etp"] = int(derived["etp"][k])
+        for as_written in (False, True):
+            strategy_k = candidate_strategy(parsed, row, str(derived["schedule"][k]), as_written, resolver=resolver)
+            ours = resolver(strategy_k)
+            theirs = resolve(parsed.model, strategy_k, parsed.hardware, parsed.options)
+            assert ours == theirs and ours.assumptions == theirs.assumptions
+            assert [w.code for w in ours.warnings] == [w.code for w in theirs.warnings]
+            shardings.add(strategy_k.sharding)
+    assert len(resolver._settled) == len(shardings)  # one settle per shard size and mode, none per candidate

@@ -24,7 +24,7 @@ from ..strategy import Strategy
 from ..units import GiB, fmt_bytes
 from .candidates import Candidates
 from .filters import CODES, example_text
-from .pricing import candidate_strategy, price_candidates
+from .pricing import Resolver, candidate_strategy, price_candidates
 from .sieve import sieve
 from .space import Bounds, Dim, SearchSpace, parse_dims
 
@@ -135,11 +135,12 @@ class _Reporter:
         return self.cancel.is_set() if isinstance(self.cancel, threading.Event) else bool(self.cancel())
 
 
-def candidate_at(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray], k: int) -> Strategy:
+def candidate_at(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray], k: int,
+                 resolver: Resolver | None = None) -> Strategy:
     """The Strategy of candidate ``k`` (as ``estimate`` prices it)."""
     row = cands.row(k)
     row["etp"] = int(derived["etp"][k])
-    return candidate_strategy(parsed, row, str(derived["schedule"][k]))
+    return candidate_strategy(parsed, row, str(derived["schedule"][k]), resolver=resolver)
 
 
 def default_time_fn() -> Callable:
@@ -154,6 +155,7 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     plan's allocator slack per dynamic byte (``device.ratio``), not a replay each."""
     start = time.perf_counter()
     parsed = with_slack_ratio(parsed)
+    resolver = Resolver(parsed)
     rep = _Reporter(progress, cancel)
     time_fn = time_fn or default_time_fn()
     phases: dict[str, float] = {}
@@ -189,7 +191,7 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
         rep.report(priced_count[0], survivors, "price")
 
     priced = price_candidates(parsed, surv, surv_derived, time_fn, should_stop=rep.cancelled, on_group=on_group,
-                              chunk=CHUNK)
+                              chunk=CHUNK, resolver=resolver)
     phases["price"] = time.perf_counter() - t0
     cancelled = rep.cancelled()
     done = ~np.isnan(priced.peak)
@@ -216,11 +218,12 @@ def search(parsed: ParsedConfig, space: SearchSpace, progress: Progress | None =
     fit_idx = np.nonzero(fits)[0]
     order = fit_idx[np.lexsort((surv.columns["p"][fit_idx], priced.peak[fit_idx], priced.step_time[fit_idx]))]
     top = order[:space.top_k]
-    ranked = [_row(parsed, surv, surv_derived, priced, int(k), budget, rescore=True) for k in top]
+    ranked = [_row(parsed, surv, surv_derived, priced, int(k), budget, rescore=True, resolver=resolver)
+              for k in top]
     pareto_idx = _pareto(priced.step_time[fit_idx], decisive[fit_idx])
     in_top = dict(zip(top.tolist(), ranked, strict=True))  # a ranked row on the front is the same row
     pareto = [in_top.get(int(fit_idx[k])) or _row(parsed, surv, surv_derived, priced, int(fit_idx[k]), budget,
-                                                  rescore=False) for k in pareto_idx]
+                                                  rescore=False, resolver=resolver) for k in pareto_idx]
     current = _current(parsed, budget, ranked, priced.step_time[fit_idx])
     phases["rank"] = time.perf_counter() - t0
     return SearchResult(candidates=total, refusals=refused, examples=examples, survivors=survivors,
@@ -297,11 +300,11 @@ def _budget(parsed: ParsedConfig) -> float:
 
 
 def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray], priced, k: int,
-         budget: float, rescore: bool) -> RankedRow:
+         budget: float, rescore: bool, resolver: Resolver) -> RankedRow:
     row = cands.row(k)
-    strategy = candidate_at(parsed, cands, derived, k)
+    strategy = candidate_at(parsed, cands, derived, k, resolver)
     result = estimate(parsed.model, strategy, parsed.hardware, parsed.options) if rescore else None
-    band = result.step_band if result is not None else _band(parsed, strategy)
+    band = result.step_band if result is not None else _band(strategy, resolver)
     return RankedRow(strategy=strategy, peak_bytes=float(priced.peak[k]), peak_stage=int(priced.peak_stage[k]),
                      stage_peaks=tuple(float(x) for x in priced.stage_peaks(k)),
                      optimizer_step_peak=float(priced.optimizer_step_peak[k]),
@@ -312,16 +315,15 @@ def _row(parsed: ParsedConfig, cands: Candidates, derived: dict[str, np.ndarray]
                      shard_size=int(row["os"]) if parsed.strategy.sharding.mode != "none" else None)
 
 
-def _band(parsed: ParsedConfig, strategy: Strategy) -> tuple[float, float] | None:
+def _band(strategy: Strategy, resolver: Resolver) -> tuple[float, float] | None:
     """[T-BAND] of a front-only row (not re-estimated: it is not explained): its step time at the device's
     fast and slow ends, no memory priced."""
     from ..estimate import step_band
     from ..layout import build_layout, layout_inputs
-    from ..resolve import resolve
     from ..stage import StagePricer
 
     try:
-        r = resolve(parsed.model, strategy, parsed.hardware, parsed.options)
+        r = resolver(strategy)
         return step_band(StagePricer(r, build_layout(layout_inputs(r)))) if r.hardware.has_band else None
     except SappError:
         return None
