@@ -39,6 +39,13 @@ docs/decisions.md P-SCALAR-SPEED "At the fifth session's close"): in one process
 Llama-3-70B 0.78–1.01 s of CPU; ``sapp search`` wall median 1.08–1.19 s (02c4c5a 1.11–1.21, 2fe605e 1.11–1.22 on
 the same day, against 0.92–0.95 on its own): the ≤ 1 s command-line goal missed on this day's slower machine by
 every version, main the fastest.
+Sixth session (2026-12-02, helper cli; docs/decisions.md P-COLD-START and P-SEARCH-SPEED "Sixth session"): the
+process ends at once after its atexit handlers (the interpreter's teardown was 35–52 ms), the collector's young
+threshold is 100,000 (it walked the search's kept objects ~20 times, 11–48 ms) and the search settles once per
+shard size (170 → 8 settles, ~20 ms). Whole ``sapp search`` process, callgrind instructions: DeepSeek-V3 7.02 G
+(main 801803e 7.22 G), Llama-3-70B 7.72 G (7.96 G). ``sapp search`` in fresh
+processes alternating with main (six pairs, load 3.1–3.4, wall ≈ CPU), wall min/median: DeepSeek-V3 1.04/1.18 s
+(main 1.11/1.17), Llama-3-70B 1.08/1.13 s (main 1.11/1.21): the ≤ 1 s goal still missed on this day's VM.
 """
 
 from __future__ import annotations
