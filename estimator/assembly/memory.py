@@ -1,8 +1,8 @@
 """Memory of a stage from its form and its rows' costs (docs/model.md#stage-memory, formula M-STAGE):
 
-1. ``chunk_sums``: per chunk, the row terms summed, the stored activations of one micro-batch A_chunk, the
-   backward walk's largest need W [W-BWD], the largest forward working set, the transient buffer [C-BUF] and
-   the optimizer-step sums [S-OPT];
+1. ``chunks.chunk_sums``: per chunk, the row terms summed, the stored activations of one micro-batch A_chunk,
+   the backward walk's largest need W [W-BWD], the largest forward working set, the transient buffer [C-BUF]
+   and the optimizer-step sums [S-OPT];
 2. ``combine``: the stage at its peak replay point (D49) — max over points of Σ_j n_j·A_chunk(j) + W(backward
    chunk), ties to the earliest — or, under PyTorch FSDP2, at its largest instant (``fsdp``, D50–D52); then the
    stage terms (the reserve).
@@ -14,43 +14,25 @@ search, one per table row in the balancer (stacked forms), or a grid of chunk ch
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import fsdp
-from ..arr import Num, is_array, max_all, maximum, where
+from ..arr import Num, is_array, max_all, where
 from ..device.stage_terms import terms_key
-from ..layout import EMBEDDING, OUTPUT
 from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
 from ..stage import Row, StagePricer, kept_with, stage_rows
-from ..static import forloop_temporaries
 from . import terms
-from .form import Coefs, StageForm
+from .chunks import ChunkSums, chunk_sums
+from .form import StageForm
 from .peak import peak_point
 from .terms import StageView, process_groups
 
 INSTANT_CATEGORIES = frozenset({"gradients", "activations", "communication_buffers", "working_overhead"})
 STAGE_TENSORS = "stage-tensors"  # the pricer's memo key of a stage's part before its stage terms
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkSums:
-    """What the stage combination needs from one chunk (numbers or arrays over the elements)."""
-
-    rows: dict[str, Num]   # ROW_TERMS id → Σ over the chunk's rows
-    step: dict[str, Num]   # ROW_TERMS id → Σ of what the rows hold at the optimizer step
-    act: Num               # A_chunk: stored activations of one micro-batch
-    work: Num              # W: the largest need of the chunk's backward walk (≥ 0)
-    forward: Num           # the largest forward working set (V schedules overlap it with a backward)
-    transient: Num         # the largest transient buffer (D14), or upstream's per-layer sum
-    temps: Num             # S-OPT: the optimizer's temporaries (foreach: Σ; for-loop: the largest tensor's)
-    work_at: int = -1      # one element: the winning walk position (-1: none above 0)
-    transient_at: int = -1  # one element: the key of the largest transient
-    offload: Num = 0.0     # [A-OFFLOAD] activations of one micro-batch kept in host memory
-    host: dict[str, Num] | None = None  # HOST_TERMS id → Σ over the chunk's rows (host memory)
 
 
 class StageMemory(NamedTuple):
@@ -99,118 +81,6 @@ def map_elements(record: Any, fn: Any) -> Any:
             return tuple(one(v) for v in x)
         return x
     return replace(record, **{f.name: one(getattr(record, f.name)) for f in fields(record)})
-
-
-# ------------------------------------------------------------------------------------------ chunk sums
-def _row_values(pricer: StagePricer, form: StageForm) -> list[tuple[Num, ...]]:
-    """Per key: the ROW_TERMS values and the other per-row numbers the chunk sums read (kept with the rows)."""
-    f = pricer.r.flags
-    divisor = pricer.r.par.os if f.sharding_mode not in ("none",) else 1
-    out = []
-    kept = pricer.book.costs.values  # per RowCost object (held in the entry), shared with the row costs
-    for item, with_head in form.keys:
-        cost = pricer.cost(item, with_head)
-        key = id(cost)
-        got = kept.get(key)
-        if got is None:
-            _st, local = cost.static, cost.local
-            upstream = max_all([cost.parts[0], cost.parts[1], cost.parts[3]]) + cost.parts[2]
-            largest = None if local.frozen else forloop_temporaries(local.largest, divisor)
-            got = kept[key] = (*(t.value(cost, pricer) for t in terms.ROW_TERMS),
-                                      *((t.at_optimizer_step or t.value)(cost, pricer) for t in terms.ROW_TERMS),
-                                      upstream, largest, *(t.value(cost, pricer) for t in terms.HOST_TERMS), cost)
-        out.append(got)  # type: ignore[arg-type]
-    return out
-
-
-def _lin(pairs: Coefs, values: Sequence[Num]) -> Num:
-    out: Num = 0.0
-    for k, c in pairs:
-        out = out + c * values[k]
-    return out
-
-
-def _present(count: Num, value: Num) -> Num:
-    """``value`` where the key is present (stacked forms: count > 0), −∞ elsewhere."""
-    return np.where(count > 0, value, -np.inf) if isinstance(count, np.ndarray) else value
-
-
-def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
-    f = pricer.r.flags
-    values = _row_values(pricer, form)
-    costs = [v[-1] for v in values]
-    pairs = form.counts[j]
-    width = len(terms.ROW_TERMS)
-    # per value: its column over the keys (a form without keys: empty columns)
-    cols = list(zip(*values, strict=True)) if values else [()] * (2 * width + 2 + len(terms.HOST_TERMS))
-    by_term = {t.id: _lin(pairs, cols[i]) for i, t in enumerate(terms.ROW_TERMS)}
-    at_step = {t.id: _lin(pairs, cols[width + i]) for i, t in enumerate(terms.ROW_TERMS)}
-    act = _lin(pairs, [c.act for c in costs])
-    host = {t.id: _lin(pairs, cols[2 * width + 2 + i]) for i, t in enumerate(terms.HOST_TERMS)}
-    # [W-BWD] the walk's positions, last row first; the first strict maximum names the position
-    work: Num = 0.0
-    work_at = -1
-    rc, none, gw, acts = ([getattr(c, name) for c in costs] for name in ("rc", "act_none", "gw", "act"))
-    for t, term in enumerate(form.walks[j]):
-        need = (_lin(term.rc, rc) if term.rc else _lin(term.group_none, none)) + _lin(term.gw, gw) - \
-            _lin(term.after, acts)
-        if term.valid is not True:
-            need = np.where(term.valid, need, -np.inf)
-        if isinstance(need, np.ndarray) or isinstance(work, np.ndarray):  # inline: once per walk position
-            work = np.maximum(work, need)
-        elif need > work:
-            work, work_at = need, t
-    forward: Num = 0.0
-    for k, n in pairs:
-        forward = maximum(forward, _present(n, costs[k].gf))
-    if f.dataloader_mask:
-        work, work_at = _with_mask(pricer, form, pairs, act, forward, work, work_at)
-    # [C-BUF] one stage maximum (D14), or upstream's per-layer sum
-    transient: Num = 0.0
-    transient_at = -1
-    if f.comm_buffer_mode == "upstream_sum":
-        transient = _lin(pairs, cols[2 * width])
-    else:
-        for k, n in pairs:
-            value = _present(n, costs[k].transient)
-            if isinstance(value, np.ndarray) or isinstance(transient, np.ndarray):
-                transient = np.maximum(transient, value)
-            elif transient_at < 0 or value > transient:
-                transient, transient_at = value, k
-    if f.optimizer_impl == "foreach":
-        temps = _lin(pairs, [c.static.opt_temporaries for c in costs])
-    elif f.optimizer_impl == "forloop":
-        temps = 0.0
-        for k, n in pairs:
-            if values[k][2 * width + 1] is not None:
-                temps = maximum(temps, _present(n, values[k][2 * width + 1]))
-    else:
-        temps = 0.0
-    return ChunkSums(rows=by_term, step=at_step, act=act, work=work, forward=forward, transient=transient,
-                     temps=temps, work_at=work_at, transient_at=transient_at,
-                     offload=_lin(pairs, [c.offload for c in costs]), host=host)
-
-
-MASK_AT = -2  # ChunkSums.work_at: the dataloader's mask [W-MASK] sets the chunk's working overhead
-
-
-def _with_mask(pricer: StagePricer, form: StageForm, pairs: Coefs, act: Num, forward: Num, work: Num,
-               work_at: int) -> tuple[Num, int]:
-    """[W-MASK] A chunk holding the embedding or the output layer (where Megatron-LM's ``get_batch`` runs) holds
-    the micro-batch's mask through its forward — at most its largest forward working set beside it, the chunk's
-    activations of that micro-batch stored (counted at the point) — and, while the fetch slices it for context
-    parallelism, the whole mask beside the slice before any of them is: W = max(W, F + M, M_fetch − A_chunk)."""
-    ends = [n for k, n in pairs if form.keys[k][0].kind in (EMBEDDING, OUTPUT)]
-    if not ends:
-        return work, work_at
-    kept, fetch = pricer.dataloader_mask()
-    during = maximum(forward + kept, fetch - act)
-    held = [n > 0 for n in ends if isinstance(n, np.ndarray)]
-    if held:  # stacked forms: the elements whose chunk holds one of them
-        during = np.where(np.logical_or.reduce(held), during, -np.inf) if len(held) == len(ends) else during
-    if is_array(during, work):
-        return np.maximum(work, during), work_at
-    return (during, MASK_AT) if during > work else (work, work_at)
 
 
 # ------------------------------------------------------------------------------------------ the stage
@@ -400,8 +270,9 @@ def add_stage_terms(pricer: StagePricer, stage: Any, cat: dict[str, Num],
     r = pricer.r
     at_step: Num = 0.0
     added = []
+    new = tuple.__new__  # StageView(...) less its Python __new__: one per term and stage
     for term in terms.STAGE_TERMS:
-        view = StageView(r, stage, dict(cat), groups, pricer)
+        view = new(StageView, (r, stage, dict(cat), groups, pricer))
         value = term.value(view)
         name = term.category
         cat[name] = cat[name] + value

@@ -19,8 +19,9 @@ from ..stage import Row, StagePricer
 from ..static import Local, fp8_weight_bytes
 from ..units import fmt_bytes
 from . import terms
+from .chunks import MASK_AT
 from .form import StageForm, row_label
-from .memory import MASK_AT, StageMemory
+from .memory import StageMemory
 
 MASK_NOTE = msg("explain.dataloader-mask")  # the working overhead is the dataloader's mask [W-MASK]
 V_LABELS = ("", msg("explain.v-pair.first"), msg("explain.v-pair.second"))

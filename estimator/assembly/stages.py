@@ -75,12 +75,18 @@ def as_arrays(pricer: StagePricer, stages: Sequence[int], forms: Sequence[StageF
     groups_at = groups.tolist() if isinstance(groups, np.ndarray) else [groups] * n
     out = []
     memo = pricer.memo
+    new = tuple.__new__  # StageMemory(...) less its Python __new__: one per stage
+    hosts: dict[tuple, dict] = {}  # host_of per chunks' part and offloaded bytes (stages sharing both)
     for k, (stage, total_k, pts, part, peak) in enumerate(zip(stages, total.tolist(), points, parts, peaks,
                                                              strict=True)):
         point = peak[2]
-        mem = StageMemory(dict(zip(CATEGORIES, columns[k], strict=True)), total_k, opt[k], tuple(peak[0]), peak[1],
-                          part.transient, groups_at[k], None, point, part.working_from[pts[point].backward_chunk],
-                          part.transient_from, None, host_of(offloaded[k], part.held))
+        key = (id(part), offloaded[k])
+        host = hosts.get(key)
+        if host is None:
+            host = hosts[key] = host_of(offloaded[k], part.held)
+        mem = new(StageMemory, (dict(zip(CATEGORIES, columns[k], strict=True)), total_k, opt[k], tuple(peak[0]),
+                                peak[1], part.transient, groups_at[k], None, point,
+                                part.working_from[pts[point].backward_chunk], part.transient_from, None, dict(host)))
         out.append((mem, dict(memo.get(("device", stage), ()))))
     return out
 

@@ -119,13 +119,15 @@ def comm_library(view: StageView) -> Num:
             pricer.memo.setdefault(("device", stage), {}).update(note)  # type: ignore[union-attr]
         return value
     # one plan's stages as array elements (``assembly.stages``): an end stage's value or another's, each once
-    p = int(r.par.p)
-    ends = ((stage == 0) | (stage == p - 1)).tolist()
+    last = int(r.par.p) - 1
+    index = stage.tolist()
+    ends = [i == 0 or i == last for i in index]
     by_end = {end: _comm_library(r, 0 if end else 1, rules, pricer) for end in set(ends)}
-    for i, end in zip(stage.tolist(), ends, strict=True):
-        note = by_end[end][1]
-        if note is not None:
-            pricer.memo.setdefault(("device", i), {}).update(note)  # type: ignore[union-attr]
+    if any(got[1] is not None for got in by_end.values()):
+        for i, end in zip(index, ends, strict=True):
+            note = by_end[end][1]
+            if note is not None:
+                pricer.memo.setdefault(("device", i), {}).update(note)  # type: ignore[union-attr]
     return np.array([by_end[end][0] for end in ends])
 
 
@@ -256,11 +258,17 @@ def slack(view: StageView) -> Num:
         if not stages:
             pricer.memo[("device", view.stage)] = _slack_note(r, kind, low, high, said_source, exact)  # type: ignore
         else:
-            n = len(view.stage)
-            lows = low.tolist() if isinstance(low, np.ndarray) else [low] * n
-            highs = high.tolist() if isinstance(high, np.ndarray) else [high] * n
-            for i, lo, hi in zip(view.stage.tolist(), lows, highs, strict=True):
-                pricer.memo[("device", i)] = _slack_note(r, kind, lo, hi, said_source, exact)  # type: ignore
+            memo = pricer.memo  # type: ignore[union-attr]
+            if isinstance(low, np.ndarray) or isinstance(high, np.ndarray):
+                n = len(view.stage)
+                lows = low.tolist() if isinstance(low, np.ndarray) else [low] * n
+                highs = high.tolist() if isinstance(high, np.ndarray) else [high] * n
+                for i, lo, hi in zip(view.stage.tolist(), lows, highs, strict=True):
+                    memo[("device", i)] = _slack_note(r, kind, lo, hi, said_source, exact)
+            else:  # one band for every stage (a static pool): one note, a copy each
+                note = _slack_note(r, kind, low, high, said_source, exact)
+                for i in view.stage.tolist():
+                    memo[("device", i)] = dict(note)
     return value
 
 
