@@ -90,6 +90,9 @@ def _cases() -> list[tuple[str, ModelSpec, Strategy, object, RunOptions]]:
             ("tied pp2 mf", TIED, Strategy(seq_length=4096, tp=4, pp=2, dp=2, micro_batches=4,
                                            sharding=ShardingSpec(mode="mf_op")), mf),
             ("dense pp1", DENSE, Strategy(seq_length=4096, tp=8, pp=1, dp=2, micro_batches=4), mega),
+            # offloaded activations: stages of one form at other in-flight counts hold other host bytes
+            ("offload pp4", DENSE, Strategy(seq_length=4096, tp=2, pp=4, dp=2, micro_batches=8,
+                                            offload_activations=("layer",)), mega),
             ("zbv MoE", MOE, Strategy(seq_length=4096, tp=2, pp=2, vpp=2, dp=4, ep=4, micro_batches=8,
                                       schedule="zbv", mtp_in_offset=True, sharding=ShardingSpec(mode="mf_op"),
                                       recompute=RecomputePlan(full_counts=(2, 1))), mf),
@@ -180,6 +183,11 @@ def test_the_array_elements_equal_the_one_stage_assembly():
         assert mem._replace(stage_terms=()) == want._replace(stage_terms=())
         assert [type(v) for v in mem.categories.values()] == [type(v) for v in want.categories.values()]
         assert device == own.memo.get(("device", i), {})
+    # each stage's notes are its own (the slack term writes a static pool's one note to every stage; the
+    # communicators' terms add to a stage's notes in place)
+    notes = [pricer.memo[("device", i)] for i in order]
+    notes[0]["probe"] = 1.0
+    assert all("probe" not in note for note in notes[1:])
 
 
 @pytest.mark.parametrize("path", ["benchmarks/inputs/deepseek_v3_671b_mindformers.plan.yaml",
