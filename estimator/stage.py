@@ -378,13 +378,22 @@ class StagePricer:
     # ---------------------------------------------------------------------------------- working sets
     def gw(self, item: Item, backward: bool = True, forward: Num | None = None) -> Num:
         """Gw(ℓ) [W-BWD]: the gradient working set of a layer's backward (forward set when not
-        ``backward``). ``forward``: the row's forward set when the caller has it — the backward's is the same but
-        around a loss or under the upstream rule, so it is returned as it is there (``cost``: a row priced once)."""
-        d, w, f, par = self.r.dims, self.r.widths, self.r.flags, self.r.par
+        ``backward``). ``forward``: the row's forward set when the caller has it (``cost``: a row priced once) —
+        the backward's is the same set but around a loss, so only the upstream rule's own gradient is added."""
         backward = backward and item.grad != "off"  # [A-FREEZE] no graph: only the forward's working set
-        upstream = backward and f.persistence == "upstream_rule"
-        if forward is not None and item.kind not in (OUTPUT, MTP) and not upstream:
-            return forward
+        upstream = backward and self.r.flags.persistence == "upstream_rule"
+        if forward is not None and item.kind not in (OUTPUT, MTP):
+            out = forward  # ``_working`` reads ``backward`` only for a loss' working set
+        else:
+            out = self._working(item, backward)
+        if upstream:
+            # D5 upstream rule without held gradients (γ = 0): the executing layer's own gradient
+            out = out + (1 - self.gamma) * self.static(item.kind, item.block, grad=item.grad).gradients
+        return out
+
+    def _working(self, item: Item, backward: bool) -> Num:
+        """A layer's working set in its backward (or forward), before the upstream rule's own gradient."""
+        d, w, par = self.r.dims, self.r.widths, self.r.par
         T = self.T
         kind = item.block if item.kind == MTP else item.kind
         frozen_vision = item.kind == VISION and self.vision_frozen
@@ -405,9 +414,6 @@ class StagePricer:
             out = T * w.c * (2 * d.h / par.sp_div + i_max)
             if item.kind == MTP:
                 out = maximum(out, self.loss_working(backward))
-        if upstream:
-            # D5 upstream rule without held gradients (γ = 0): the executing layer's own gradient
-            out = out + (1 - self.gamma) * self.static(item.kind, item.block, grad=item.grad).gradients
         return out
 
     def loss_working(self, backward: bool = True) -> Num:
