@@ -58,19 +58,23 @@ def as_arrays(pricer: StagePricer, stages: Sequence[int], forms: Sequence[StageF
             peaks.append((pt.counts, part.work[pt.backward_chunk], 0))
         else:
             peaks.append(_first_best(pts, part.act, part.work))
-    # the rows' categories of each stage (its chunks' part), one column per category, at its peak point
-    rows = dict(zip(CATEGORIES, np.array([part.vector for part in parts], dtype=np.float64).T, strict=True))
-    counts = np.array([peak[0] for peak in peaks], dtype=np.float64).T  # per chunk: each stage's count
-    act = np.array([part.act for part in parts], dtype=np.float64).T
-    cat = at_point(rows, in_flight(counts, act), np.array([part.transient for part in parts], dtype=np.float64),
-                   np.array([peak[1] for peak in peaks], dtype=np.float64))
+    # one table, a column per stage: its rows' categories (its chunks' part, CATEGORIES order), per chunk A_chunk
+    # and the offloaded activations, the transient buffer, what the rows hold at the optimizer step, then its
+    # peak point's in-flight counts per chunk and working set W
+    vp, width = len(parts[0].act), len(CATEGORIES)
+    table = np.array([(*part.vector, *part.act, *part.offload, part.transient, part.at_step, *peak[0], peak[1])
+                      for part, peak in zip(parts, peaks, strict=True)], dtype=np.float64).T
+    at = width + 2 * vp  # the transient buffer's row
+    counts = table[at + 2:at + 2 + vp]
+    cat = at_point(dict(zip(CATEGORIES, table[:width], strict=True)), in_flight(counts, table[width:width + vp]),
+                   table[at], table[at + 2 + vp])
     # the stage terms over the array of stage indices (as ``memory._finish``, each term once)
     index = np.array(stages)
     groups = process_groups(r, index, pricer.memo)
     total, at_step, _views = add_stage_terms(pricer, index, cat, groups)
-    opt = (np.array([part.at_step for part in parts], dtype=np.float64) + at_step).tolist()
+    opt = (table[at + 1] + at_step).tolist()
     columns = np.array([cat[name] for name in CATEGORIES]).T.tolist()
-    offloaded = in_flight(counts, np.array([part.offload for part in parts], dtype=np.float64).T)
+    offloaded = in_flight(counts, table[width + vp:at])
     offloaded = offloaded.tolist() if isinstance(offloaded, np.ndarray) else [offloaded] * n
     groups_at = groups.tolist() if isinstance(groups, np.ndarray) else [groups] * n
     out = []
