@@ -3,6 +3,7 @@ caller — the estimate (one element), the search (one element per candidate), t
 or a grid of chunk choices) and PyTorch FSDP2 plans (instants instead of the peak point).
 
 * ``form``: a stage's structure — the distinct row costs per chunk with their counts, its backward walk;
+* ``chunks``: a chunk's sums (its rows' terms, A_chunk, the backward walk's W, the transient buffer);
 * ``memory``: chunk sums → the stage at its peak replay point (or FSDP2 instant) → the stage terms;
 * ``peak``: the peak replay point (D49) for one plan's points, the search's and the balancer's arrays;
 * ``stages``: one plan's stages at once as array elements (no allocator replay: ``price_plan_stages``);
