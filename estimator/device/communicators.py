@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -70,10 +71,10 @@ NCCL_MAX_CHANNELS = 32          # MAXCHANNELS of NCCL ≤ 2.21: a communicator's
 LIBRARIES = ("hccl", "nccl")
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
     """One kind of communicator a rank belongs to: ``count`` of them (p2p links), each of ``size`` ranks placed
-    ``stride`` ranks apart (TP, CP, DP, PP innermost first, D33)."""
+    ``stride`` ranks apart (TP, CP, DP, PP innermost first, D33). A NamedTuple: every estimate makes ~16 and
+    hashes them (``stage_terms._scalar_comm_bytes``), where a frozen dataclass makes and hashes each in Python."""
 
     name: str
     size: Num
