@@ -152,13 +152,20 @@ def _comm_bytes(r: Resolved, stage: int, rule: LibraryRule, nvls: NvlsRule | Non
     got = pricer.memo.get(key) if pricer is not None else None
     if got is None:
         groups = rank_groups(r, stage)
-        if any(is_array(g.size, g.count, g.stride) for g in groups):  # the search's arrays: nominal only
+        if _arrays(groups):  # the search's arrays: nominal only
             got = (library_bytes(groups, rule), *nvls_band(groups, nvls, band=False))
         else:
             got = _scalar_comm_bytes(tuple(groups), rule, nvls)
         if pricer is not None:
             pricer.memo[key] = got
     return got  # type: ignore[return-value]
+
+
+def _arrays(groups: list[Group]) -> bool:
+    for g in groups:  # noqa: SIM110 — a plain loop: any() over a generator costs more than the tests
+        if is_array(g.size, g.count, g.stride):
+            return True
+    return False
 
 
 @lru_cache(maxsize=256)
