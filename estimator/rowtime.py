@@ -182,6 +182,7 @@ class TimeContext:
                     (t, 1), (cp / u, t * u), (u, t), (par.ep, par.etp), (par.etp, 1), (par.p, t * cp * par.d),
                     (D, stride), (par.os, stride), (D / par.os, stride * par.os), (par.os_e, par.etp * par.ep),
                     (par.edp / par.os_e, par.etp * par.ep * par.os_e), (par.edp, par.etp * par.ep))]
+        self.comms: dict = {}  # the rows' exposed comm on this device per ``comm_recipe`` key (``row_comm``)
         # one exposed pipeline hand-over (every stage's sends, ``steptime.stage_times``)
         self.pp_send = (1 - self.k.o_pp) * C.pp_boundary(self.M_p, self.pp)
 
@@ -260,20 +261,21 @@ def attention_time(ctx: TimeContext, flops: Num) -> Num:
     return flops * ctx.attn_imbalance / ctx.rate_attn
 
 
-def fp8_cast_time(ctx: TimeContext, row: Row) -> tuple[Num, Num]:
+def fp8_cast_bytes(ctx: TimeContext, row: Row) -> tuple[Num, Num] | None:
     """[T-COMP.fp8cast] HBM time of the quantisation kernels of a layer's FP8 linears, (forward, backward): each
     reads β_c and writes β_8 per copy. Transformer Engine quantises each input rowwise and columnwise in the
     forward and each output gradient both ways in the backward (weights are cast once per step, not priced);
     torchao casts the input once, again in the backward from the saved high-precision input, the output gradient
-    both ways, and the weight in each pass unless it arrived in FP8 (float8 all-gather)."""
+    both ways, and the weight in each pass unless it arrived in FP8 (float8 all-gather). The bytes moved; None
+    where nothing is cast (``fp8_cast_time`` divides them by the device's HBM rate)."""
     r = ctx.r
     feat = r.flags.feat
     if not feat.fp8_on:
-        return 0.0, 0.0
+        return None
     item = row.item
     kind = item.block if item.kind == MTP else item.kind
     if item.kind in (NOOP, EMBEDDING, OUTPUT, EMBEDDING_COPY, VISION, VISION_EXTRAS):
-        return 0.0, 0.0
+        return None
     d, par, bc, b8 = r.dims, r.par, r.widths.c, feat.fp8_act_bytes
     T = ctx.pricer.T
     inputs = grads = 0.0
@@ -294,17 +296,31 @@ def fp8_cast_time(ctx: TimeContext, row: Row) -> tuple[Num, Num]:
         weight_cast = 0.0 if feat.fp8_param else weights * (bc + feat.fp8_weight_bytes)
         fwd = inputs * (bc + b8) + weight_cast
         bwd = inputs * (bc + b8) + grads * (bc + 2 * b8) + weight_cast
-    return fwd / ctx.rate_hbm, bwd / ctx.rate_hbm
+    return fwd, bwd
+
+
+def fp8_cast_time(ctx: TimeContext, row: Row) -> tuple[Num, Num]:
+    """[T-COMP.fp8cast] (forward, backward) seconds of ``fp8_cast_bytes`` at hbm_Bps·eff_hbm."""
+    moved = fp8_cast_bytes(ctx, row)
+    if moved is None:
+        return 0.0, 0.0
+    return moved[0] / ctx.rate_hbm, moved[1] / ctx.rate_hbm
+
+
+def dequantize_bytes(row: Row, ctx: TimeContext) -> Num | None:
+    """[T-COMP.nf4] QLoRA dequantises its NF4 weights to β_c before each use (forward, input-gradient backward,
+    recompute): (β_q + β_c)·E_q bytes per pass; None without NF4 weights."""
+    local = row.local
+    if not local.base_frozen:
+        return None
+    w = ctx.r.widths
+    return (w.q + w.c) * (local.quantized + local.quantized_expert)
 
 
 def dequantize_time(row: Row, ctx: TimeContext) -> Num:
-    """[T-COMP.nf4] QLoRA dequantises its NF4 weights to β_c before each use (forward, input-gradient backward,
-    recompute): (β_q + β_c)·E_q/(hbm_Bps·eff_hbm) per pass."""
-    local = row.local
-    if not local.base_frozen:
-        return 0.0
-    w = ctx.r.widths
-    return (w.q + w.c) * (local.quantized + local.quantized_expert) / ctx.rate_hbm
+    """[T-COMP.nf4] ``dequantize_bytes``/(hbm_Bps·eff_hbm) per pass (0 without NF4 weights)."""
+    moved = dequantize_bytes(row, ctx)
+    return 0.0 if moved is None else moved / ctx.rate_hbm
 
 
 def row_time(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowTime:
@@ -314,9 +330,10 @@ def row_time(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowTime:
 
 
 class RowSums(NamedTuple):
-    """A row's times as a chunk sums them (``steptime.chunk_times``): F, B, Rc with the row's exposed comm folded
+    """A row's times as a chunk sums them (``chunktime.chunk_times``): F, B, Rc with the row's exposed comm folded
     in (its kinds summed in their order from 0.0), W, compute alone (F, B + W, Rc) and per comm kind forward +
-    backward + recompute."""
+    backward + recompute (0.0 for a kind the row has none of: a chunk's sum from 0.0 is then the sum over the
+    rows that have it)."""
 
     F: Num
     B: Num
@@ -325,16 +342,20 @@ class RowSums(NamedTuple):
     fwd: Num
     bwd: Num
     recompute: Num
-    comm: tuple[tuple[str, Num], ...]
+    tp: Num
+    cp: Num
+    ep: Num
+    host: Num
 
 
 def row_sums(rt: RowTime) -> RowSums:
     f_ = b_ = rc_ = 0.0
-    comm = []
+    kinds: dict[str, Num] = {"tp": 0.0, "cp": 0.0, "ep": 0.0, "host": 0.0}
     for kind, (cf, cb, crc) in rt.comm.items():
         f_, b_, rc_ = f_ + cf, b_ + cb, rc_ + crc
-        comm.append((kind, cf + cb + crc))
-    return RowSums(rt.F + f_, rt.B + b_, rt.W, rt.Rc + rc_, rt.F, rt.B + rt.W, rt.Rc, tuple(comm))
+        kinds[kind] = cf + cb + crc
+    return RowSums(rt.F + f_, rt.B + b_, rt.W, rt.Rc + rc_, rt.F, rt.B + rt.W, rt.Rc, kinds["tp"], kinds["cp"],
+                   kinds["ep"], kinds["host"])
 
 
 def timed_row(ctx: TimeContext, row: Row, key: tuple) -> tuple[RowCost, RowTime, RowSums]:
@@ -376,12 +397,34 @@ def kept_flops(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowFlops
     return flops
 
 
-def _row_time(ctx: TimeContext, row: Row, key: tuple) -> RowTime:
+class RowWork(NamedTuple):
+    """What a row's times read apart from the device (kept with its FLOPs for every device, ``row_work``): its
+    FLOPs and, per pass (forward, backward, recompute), what the device's rates divide — the attention-core FLOPs
+    times the causal imbalance [T-COMP.attn] and the elementwise HBM bytes k_ew·A [T-COMP.ew] — with the NF4
+    dequantisation and FP8 cast bytes (None: none), the zero-memory rebuild's bytes k_ew·A (None: none) and the
+    offloaded bytes."""
+
+    flops: RowFlops
+    backward: bool          # the row has a backward pass (not a frozen vision tower, not grad off)
+    full: bool              # fully recomputed
+    attn: tuple[Num, Num, Num]
+    ew: tuple[Num, Num, Num]
+    nf4: Num | None
+    cast: tuple[Num, Num] | None
+    rebuilt: Num | None
+    zero_ep: bool           # the backward re-dispatches the tokens (zero-memory MoE)
+    offload: Num
+    comm: tuple[tuple[str, tuple], ...]  # ``comm_recipe``
+
+
+def row_work(ctx: TimeContext, row: Row, key: tuple) -> RowWork:
+    """The row's ``RowWork``, kept with its FLOPs (the band's ends take the plan's device's)."""
+    got = ctx.flops_cache.get(key)
+    if got is not None and got[0] is row.cost and len(got) == 3:
+        return got[2]  # type: ignore[no-any-return]
     k, item = ctx.k, row.item
-    kind = item.kind
-    vision = kind in (VISION, VISION_EXTRAS)
+    backward = not (item.kind in (VISION, VISION_EXTRAS) and row.local.frozen) and item.grad != "off"
     flops = kept_flops(ctx, row, key)
-    backward = not (vision and row.local.frozen) and item.grad != "off"
     a_none = row.act_none
     if item.option == "none":
         rc_bytes: Num = 0.0
@@ -389,23 +432,43 @@ def _row_time(ctx: TimeContext, row: Row, key: tuple) -> RowTime:
         rc_bytes = a_none
     else:
         rc_bytes = a_none - row.act
-    nf4 = dequantize_time(row, ctx)
-    cast_f, cast_b = fp8_cast_time(ctx, row)
-    F = mm_time(ctx, flops.fwd_mm, flops.fwd_fp8) + attention_time(ctx, flops.fwd_attn) + \
-        elementwise_time(k.k_ew_fwd, a_none, ctx.rate_hbm) + nf4 + cast_f
-    B = mm_time(ctx, flops.bwd_mm, flops.bwd_fp8) + attention_time(ctx, flops.bwd_attn) + (
-        elementwise_time(k.k_ew_bwd, a_none, ctx.rate_hbm) + nf4 + cast_b if backward else 0.0)
+    imbalance = ctx.attn_imbalance
+    rebuilt = row.cost.rebuilt
+    work = RowWork(
+        flops, backward, item.option == "full",
+        (flops.fwd_attn * imbalance, flops.bwd_attn * imbalance, flops.rc_attn * imbalance),
+        (k.k_ew_fwd * a_none, k.k_ew_bwd * a_none, k.k_ew_fwd * rc_bytes),
+        dequantize_bytes(row, ctx), fp8_cast_bytes(ctx, row), k.k_ew_fwd * rebuilt if rebuilt else None,
+        bool(rebuilt and moe_zero_memory_on(ctx.r.flags.feat, item)), row.cost.offload,
+        comm_recipe(ctx, row, backward))
+    ctx.flops_cache[key] = (row.cost, flops, work)
+    return work
+
+
+def _row_time(ctx: TimeContext, row: Row, key: tuple) -> RowTime:
+    """[T-COMP] The row's ``RowWork`` on the context's device: FLOPs at the matmul rates (``mm_time``), attention
+    FLOPs at the attention rate, HBM bytes at hbm_Bps·eff_hbm, each pass's terms added in one order."""
+    w = row_work(ctx, row, key)
+    flops = w.flops
+    hbm, attn = ctx.rate_hbm, ctx.rate_attn
+    a_f, a_b, a_rc = w.attn
+    e_f, e_b, e_rc = w.ew
+    nf4 = 0.0 if w.nf4 is None else w.nf4 / hbm
+    cast_f, cast_b = (0.0, 0.0) if w.cast is None else (w.cast[0] / hbm, w.cast[1] / hbm)
+    F = mm_time(ctx, flops.fwd_mm, flops.fwd_fp8) + a_f / attn + e_f / hbm + nf4 + cast_f
+    B = mm_time(ctx, flops.bwd_mm, flops.bwd_fp8) + a_b / attn + (e_b / hbm + nf4 + cast_b if w.backward else 0.0)
     W = mm_time(ctx, flops.wgrad_mm, flops.wgrad_fp8)
-    Rc = mm_time(ctx, flops.rc - flops.rc_attn, flops.rc_fp8) + attention_time(ctx, flops.rc_attn) + \
-        elementwise_time(k.k_ew_fwd, rc_bytes, ctx.rate_hbm) + (nf4 + cast_f if item.option == "full" else 0.0)
-    comm = _row_comm(ctx, row, backward, flops)
-    if row.cost.rebuilt:  # [T-COMP.zero_memory] the backward rebuilds them: the elementwise traffic
-        B = B + elementwise_time(k.k_ew_fwd, row.cost.rebuilt, ctx.rate_hbm)
-    if row.cost.rebuilt and moe_zero_memory_on(ctx.r.flags.feat, item):  # and re-dispatches the tokens
+    Rc = mm_time(ctx, flops.rc - flops.rc_attn, flops.rc_fp8) + a_rc / attn + e_rc / hbm + \
+        (nf4 + cast_f if w.full else 0.0)
+    comm = row_comm(ctx, w.comm, flops)
+    if w.rebuilt is not None:  # [T-COMP.zero_memory] the backward rebuilds them: the elementwise traffic
+        B = B + w.rebuilt / hbm
+    if w.zero_ep:  # and re-dispatches the tokens
         ef, eb, erc = comm.get("ep", (0.0, 0.0, 0.0))
-        comm["ep"] = (ef, eb + (1 - k.o_ep) * (C.all_to_all(ctx.M_r, ctx.ep) + C.all_gather(ctx.M_r, ctx.etp)), erc)
-    if row.cost.offload:
-        comm["host"] = offload_exposed(ctx, row.cost.offload, F, B + W)
+        comm["ep"] = (ef, eb + (1 - ctx.k.o_ep) * (C.all_to_all(ctx.M_r, ctx.ep) + C.all_gather(ctx.M_r, ctx.etp)),
+                      erc)
+    if w.offload:
+        comm["host"] = offload_exposed(ctx, w.offload, F, B + W)
     return at_once(RowTime, F=F, B=B, W=W, Rc=Rc, comm=comm, flops=flops)
 
 
@@ -424,34 +487,20 @@ def async_tp_exposed(comm: Num, matmuls: Num, t: Num) -> Num:
     return maximum(0.0, comm - matmuls) + minimum(comm, matmuls) / t
 
 
-def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> dict[str, tuple[Num, Num, Num]]:
-    """Exposed TP / CP / EP comm of a row: (forward, backward, recompute) [docs/model.md#communication-volumes,
-    docs/model.md#stage-time]."""
-    r, k, item = ctx.r, ctx.k, row.item
-    par, f = r.par, r.flags
+def comm_recipe(ctx: TimeContext, row: Row, backward: bool) -> tuple[tuple[str, tuple], ...]:
+    """What a row's exposed TP / CP / EP comm reads apart from the device: per kind, the key of its (forward,
+    backward, recompute) (``exposed_comm``), which the rows of a plan share on each device."""
+    r, item = ctx.r, row.item
     kind = item.kind
-    out: dict[str, tuple[Num, Num, Num]] = {}
     if kind in (NOOP, EMBEDDING_COPY, VISION_EXTRAS):
-        return out
-    full = item.option == "full"
-    exp_tp = 1 - k.o_tp
-    if kind == EMBEDDING:
-        if f.vocab_emb_dp:  # a replicated table looks tokens up locally
-            return out
-        fwd, bwd = C.tp_embedding(ctx.M_h, ctx.tp, par.sp, positions=r.dims.n_pos > 0)
-        out["tp"] = (exp_tp * fwd, exp_tp * bwd, 0.0)
-        return out
+        return ()
+    if kind == EMBEDDING:  # a replicated table looks tokens up locally
+        return () if r.flags.vocab_emb_dp else (("tp", ("embedding",)),)
     if kind == OUTPUT:
-        fwd, bwd = C.tp_head(ctx.M_h, ctx.tp, par.sp)
-        out["tp"] = (exp_tp * fwd, exp_tp * bwd, 0.0)
-        return out
+        return (("tp", ("output",)),)
     if kind == VISION:
-        vision = r.model.vision
-        assert vision is not None
-        M_v = r.widths.c * vision.hidden_size * ctx.fc.vision_tokens
-        fwd, bwd = C.tp_layer(M_v, ctx.tp, par.sp, 0.0)
-        out["tp"] = (exp_tp * fwd, exp_tp * bwd if backward else 0.0, 0.0)
-        return out
+        return (("tp", ("vision", backward)),)
+    full = item.option == "full"
     block = item.block if kind == MTP else kind
     regathers = 0.0 if ctx.pricer.acts.gathered(item.option) else 2.0
     # a checkpointed MLP / MoE layer (Megatron --recompute-modules mlp, moe) runs its half of the layer's TP
@@ -459,8 +508,45 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
     off = option_switches(item.option, ctx.pricer.acts.sel) if item.option in ("selective", "both") else frozenset()
     moe_rc = block.endswith("moe") and "moe" in off
     ffn_rc = moe_rc or ("mlp" in off and not block.endswith("moe"))
+    out: list[tuple[str, tuple]] = [("tp", ("layer", regathers, kind == MTP, "full" if full else "half" if ffn_rc
+                                            else "none"))]
+    if not block.startswith("lin_"):
+        out.append(("cp", ("cp", full)))
+    if block.endswith("moe"):
+        out.append(("ep", ("ep", full or moe_rc)))
+    return tuple(out)
+
+
+def exposed_comm(ctx: TimeContext, key: tuple, flops: RowFlops) -> tuple[Num, Num, Num]:
+    """Exposed comm of one kind of a row on the context's device, (forward, backward, recompute), from its
+    ``comm_recipe`` key [docs/model.md#communication-volumes, docs/model.md#stage-time]; ``flops``: the row's
+    (async TP overlaps its matmuls)."""
+    r, k = ctx.r, ctx.k
+    par, f = r.par, r.flags
+    what = key[0]
+    exp_tp = 1 - k.o_tp
+    if what == "embedding":
+        fwd, bwd = C.tp_embedding(ctx.M_h, ctx.tp, par.sp, positions=r.dims.n_pos > 0)
+        return exp_tp * fwd, exp_tp * bwd, 0.0
+    if what == "output":
+        fwd, bwd = C.tp_head(ctx.M_h, ctx.tp, par.sp)
+        return exp_tp * fwd, exp_tp * bwd, 0.0
+    if what == "vision":
+        vision = r.model.vision
+        assert vision is not None
+        M_v = r.widths.c * vision.hidden_size * ctx.fc.vision_tokens
+        fwd, bwd = C.tp_layer(M_v, ctx.tp, par.sp, 0.0)
+        return exp_tp * fwd, exp_tp * bwd if key[1] else 0.0, 0.0
+    if what == "cp":
+        cp_f, cp_b = _cp_exposed(ctx)
+        return cp_f, cp_b, cp_f if key[1] else 0.0
+    if what == "ep":
+        ef, eb = C.ep_layer(ctx.M_r, ctx.ep, ctx.etp)
+        exp_ep = 1 - k.o_ep
+        return exp_ep * ef, exp_ep * eb, exp_ep * ef if key[1] else 0.0
+    _, regathers, mtp, rc = key  # a layer's TP
     fwd, bwd = C.tp_layer(ctx.M_h, ctx.tp, par.sp, regathers)
-    if kind == MTP:
+    if mtp:
         hf, hb = C.tp_head(ctx.M_h, ctx.tp, par.sp)
         fwd, bwd = fwd + hf, bwd + hb
     if f.feat.async_tp:  # needs sequence parallelism: its all-gathers/reduce-scatters are what get decomposed
@@ -468,31 +554,44 @@ def _row_comm(ctx: TimeContext, row: Row, backward: bool, flops: RowFlops) -> di
         mm_b = mm_time(ctx, flops.bwd_mm + flops.wgrad_mm, flops.bwd_fp8 + flops.wgrad_fp8)
         a_f = where(par.sp, async_tp_exposed(fwd, mm_f, par.t), exp_tp * fwd)
         a_b = where(par.sp, async_tp_exposed(bwd, mm_b, par.t), exp_tp * bwd)
-        out["tp"] = (a_f, a_b, a_f if full else a_f / 2 if ffn_rc else 0.0)
-    else:
-        out["tp"] = (exp_tp * fwd, exp_tp * bwd, exp_tp * fwd if full else exp_tp * fwd / 2 if ffn_rc else 0.0)
-    if not block.startswith("lin_"):
-        cp_f: Num = 0.0
-        cp_b: Num = 0.0
-        if f.cp_algo in ("ring", "hybrid"):
-            rf, rb = C.cp_ring(ctx.M_kv, ctx.ring)
-            cp_f, cp_b = cp_f + (1 - k.o_cp_ring) * rf, cp_b + (1 - k.o_cp_ring) * rb
-        if f.cp_algo in ("ulysses", "hybrid"):
-            uf, ub = C.cp_ulysses(ctx.M_qkv, ctx.M_o, ctx.uly)
-            cp_f, cp_b = cp_f + (1 - k.o_cp_ulysses) * uf, cp_b + (1 - k.o_cp_ulysses) * ub
-        if f.cp_algo == "allgather":
-            af, ab = C.cp_allgather(ctx.M_kv, ctx.ring)
-            cp_f, cp_b = cp_f + (1 - k.o_cp_allgather) * af, cp_b + (1 - k.o_cp_allgather) * ab
-        out["cp"] = (cp_f, cp_b, cp_f if full else 0.0)
-    if block.endswith("moe"):
-        ef, eb = C.ep_layer(ctx.M_r, ctx.ep, ctx.etp)
-        exp_ep = 1 - k.o_ep
-        out["ep"] = (exp_ep * ef, exp_ep * eb, exp_ep * ef if full or moe_rc else 0.0)
+        return a_f, a_b, a_f if rc == "full" else a_f / 2 if rc == "half" else 0.0
+    return exp_tp * fwd, exp_tp * bwd, exp_tp * fwd if rc == "full" else exp_tp * fwd / 2 if rc == "half" else 0.0
+
+
+def row_comm(ctx: TimeContext, recipe: tuple[tuple[str, tuple], ...], flops: RowFlops
+             ) -> dict[str, tuple[Num, Num, Num]]:
+    """A row's exposed comm per kind from its ``comm_recipe``: each kind's value made once per context and key
+    (a row's async TP reads its own matmuls: made per row)."""
+    kept = ctx.comms
+    out: dict[str, tuple[Num, Num, Num]] = {}
+    for kind, key in recipe:
+        got = kept.get(key)
+        if got is None:
+            got = exposed_comm(ctx, key, flops)
+            if key[0] != "layer" or not ctx.r.flags.feat.async_tp:
+                kept[key] = got
+        out[kind] = got
     return out
 
 
+def _cp_exposed(ctx: TimeContext) -> tuple[Num, Num]:
+    """[T-COMM.cp] A layer's exposed CP comm (forward, backward) per algorithm and overlap (hybrid: both parts)."""
+    k, algo = ctx.k, ctx.r.flags.cp_algo
+    cp_f: Num = 0.0
+    cp_b: Num = 0.0
+    if algo in ("ring", "hybrid"):
+        rf, rb = C.cp_ring(ctx.M_kv, ctx.ring)
+        cp_f, cp_b = cp_f + (1 - k.o_cp_ring) * rf, cp_b + (1 - k.o_cp_ring) * rb
+    if algo in ("ulysses", "hybrid"):
+        uf, ub = C.cp_ulysses(ctx.M_qkv, ctx.M_o, ctx.uly)
+        cp_f, cp_b = cp_f + (1 - k.o_cp_ulysses) * uf, cp_b + (1 - k.o_cp_ulysses) * ub
+    if algo == "allgather":
+        af, ab = C.cp_allgather(ctx.M_kv, ctx.ring)
+        cp_f, cp_b = cp_f + (1 - k.o_cp_allgather) * af, cp_b + (1 - k.o_cp_allgather) * ab
+    return cp_f, cp_b
 
 
-__all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "TimeContext", "async_tp_exposed", "attention_time",
-           "compute_time", "cp_causal_imbalance", "dequantize_time", "elementwise_time", "fp8_cast_time", "kept_flops",
-           "knobs", "mm_time", "offload_exposed", "row_key", "row_sums", "row_time", "timed_row"]
+__all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "RowWork", "TimeContext", "async_tp_exposed", "attention_time",
+           "comm_recipe", "compute_time", "cp_causal_imbalance", "dequantize_bytes", "dequantize_time",
+           "elementwise_time", "exposed_comm", "fp8_cast_bytes", "fp8_cast_time", "kept_flops", "knobs", "mm_time",
+           "offload_exposed", "row_comm", "row_key", "row_sums", "row_time", "row_work", "timed_row"]

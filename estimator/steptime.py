@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from . import comm as C
 from .arr import Num, is_array, maximum
 from .assembly.form import StageForm, build_form, form_signature, stage_plan
-from .layout import EMBEDDING, NOOP, OUTPUT, VISION, build_layout, layout_inputs, slot_index, slot_position
+from .chunktime import ChunkTimes, chunk_times
+from .layout import build_layout, layout_inputs, slot_index, slot_position
 from .pipeline import (
     at_largest,
     first_largest,
@@ -39,14 +40,10 @@ from .rowtime import (
     TimeContext,
     compute_time,
     elementwise_time,
-    kept_flops,
     knobs,
-    row_key,
     row_time,
-    timed_row,
 )
 from .stage import Row, StagePricer, device_entry
-from .static import gather_bytes, gather_trainable_bytes
 
 if TYPE_CHECKING:
     from .hardware import Hardware
@@ -109,122 +106,7 @@ class StepTime:
 
 
 # ------------------------------------------------------------------------------------------ stages
-@dataclass(frozen=True)
-class ChunkTimes:
-    """Σ over one chunk's rows (numbers or arrays over the elements): compute F, B, W, Rc with the rows' exposed
-    TP / CP / EP comm folded in, that comm per kind, compute alone, FLOPs, and the local elements and static
-    bytes the per-step terms read."""
-
-    F: Num
-    B: Num
-    W: Num
-    Rc: Num
-    comm: dict[str, Num]   # tp, cp, ep: forward + backward + recompute
-    fwd: Num               # compute only: F, B + W, Rc
-    bwd: Num
-    recompute: Num
-    model_flops: Num
-    hardware_flops: Num
-    elements: tuple[Num, ...]  # DP inputs, dense then expert: trainable elements, gathered β_c bytes, β_p bytes
-    static: Num            # parameter + gradient + optimizer-state bytes (t_opt)
-    states: Num
-    layers: Num = 0        # body layers (each about one DP gradient bucket)
-    params: Num = 0        # parameter and gradient bytes the device stores (offload_params moves them per pass)
-    grads: Num = 0
-
-
-NOT_LAYERS = (EMBEDDING, OUTPUT, NOOP, VISION, "embedding_copy", "vision_extras")
-
-
-CHUNK_HOLDINGS = "chunk-holdings"  # the pricer's memo key of its chunks' device-independent sums
-STAGE_SUMS = "stage-sums"          # … and of its forms' (``stage_sums``)
-
-
-class Holdings(NamedTuple):
-    """What a chunk's rows hold, apart from any device: its rows with their counts and kept keys (``row_key``),
-    their FLOPs, and the per-step terms' inputs (``ChunkTimes`` fields)."""
-
-    rows: tuple[tuple[Num, tuple, Row], ...]
-    model_flops: Num
-    hardware_flops: Num
-    elements: tuple[Num, ...]
-    static: Num
-    states: Num
-    layers: Num
-    params: Num
-    grads: Num
-
-
-def chunk_times(ctx: TimeContext, form: StageForm, j: int, shared: dict | None = None) -> ChunkTimes:
-    """A chunk's times on the context's device; what its rows hold (``chunk_holdings``) is kept in ``shared``
-    (the asking pricer's, by default the context's own)."""
-    held = chunk_holdings(ctx, form, j, ctx.pricer.shared if shared is None else shared)
-    F = B = W = Rc = fwd = bwd = rec = 0.0
-    comm: dict[str, Num] = {"tp": 0.0, "cp": 0.0, "ep": 0.0, "host": 0.0}
-    cache = ctx.row_cache
-    for n, key, row in held.rows:
-        got = cache.get(key)
-        if got is None or got[0] is not row.cost:
-            got = timed_row(ctx, row, key)
-        t = got[2]  # the row's RowSums
-        F, B, W, Rc = F + n * t.F, B + n * t.B, W + n * t.W, Rc + n * t.Rc
-        fwd, bwd, rec = fwd + n * t.fwd, bwd + n * t.bwd, rec + n * t.recompute
-        for kind, total in t.comm:
-            comm[kind] = comm[kind] + n * total
-    return at_once(ChunkTimes, F=F, B=B, W=W, Rc=Rc, comm=comm, fwd=fwd, bwd=bwd, recompute=rec,
-                   model_flops=held.model_flops, hardware_flops=held.hardware_flops, elements=held.elements,
-                   static=held.static, states=held.states, layers=held.layers, params=held.params, grads=held.grads)
-
-
-def chunk_holdings(ctx: TimeContext, form: StageForm, j: int, shared: dict) -> Holdings:
-    """The chunk's rows, their FLOPs, trainable elements, gathered bytes and static bytes; none of it depends on
-    the device, so the band's step times (``estimate.step_band``) reuse the plan's (kept in ``shared``, per
-    form)."""
-    memo = shared.setdefault(CHUNK_HOLDINGS, {})
-    key = (id(form), j)
-    got = memo.get(key)  # type: ignore[union-attr]
-    if got is not None and got[0] is form:
-        return got[1]
-    rows = []
-    elements = [0.0] * 6
-    model = hardware = static = states = layers = params = grads = 0.0
-    kept_rows = ctx.pricer.book.costs.holdings
-    for k, n in form.counts[j]:
-        item, with_head = form.keys[k]
-        cost = ctx.pricer.cost(item, with_head)
-        row = Row(item, j, cost, with_head)
-        kept = row_key(row)
-        rows.append((n, kept, row))
-        got = kept_rows.get(kept)
-        if got is None or got[0] is not cost:
-            got = kept_rows[kept] = (cost, row_holdings(ctx, row, kept))
-        r_model, r_hardware, r_elements, r_static, r_states, r_params, r_grads = got[1]
-        model, hardware = model + n * r_model, hardware + n * r_hardware
-        for i in range(6):
-            elements[i] = elements[i] + n * r_elements[i]
-        static = static + n * r_static
-        states = states + n * r_states
-        params, grads = params + n * r_params, grads + n * r_grads
-        if item.kind not in NOT_LAYERS:
-            layers = layers + n
-    held = Holdings(tuple(rows), model, hardware, tuple(elements), static, states, layers, params, grads)
-    memo[key] = (form, held)  # type: ignore[index]
-    return held
-
-
-def row_holdings(ctx: TimeContext, row: Row, key: tuple) -> tuple[Num, Num, tuple[Num, ...], Num, Num, Num, Num]:
-    """What one row holds, apart from any device (kept with the row costs per row, ``chunk_holdings`` sums them
-    with the rows' counts): model and hardware FLOPs, the six DP inputs (``ChunkTimes.elements``), parameter +
-    gradient + optimizer-state bytes, optimizer-state, parameter and gradient bytes."""
-    f = ctx.r.flags
-    bc, bp = ctx.r.widths.c, ctx.r.widths.p
-    flops = kept_flops(ctx, row, key)
-    local, st = row.cost.local, row.cost.static
-    elements = (local.trainable_dense, local.trainable_expert, gather_bytes(local, f, bc, 1, 0),
-                gather_bytes(local, f, bc, 0, 1), gather_trainable_bytes(local, f, bp, 1, 0),
-                gather_trainable_bytes(local, f, bp, 0, 1))
-    return (flops.model, flops.hardware, elements, st.parameters + st.gradients + st.optimizer_states,
-            st.optimizer_states, st.parameters, st.gradients)
+STAGE_SUMS = "stage-sums"  # the pricer's memo key of its forms' device-independent sums (``stage_sums``)
 
 
 def pp_sends(r: Resolved, stage: int, chunk: int) -> tuple[int, int]:
@@ -278,7 +160,6 @@ def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes], sums
     """[T-STAGE] F_i, B_i, W_i, Rc_i and their chunk values — the chunks' rows, the pipeline hand-overs, the
     per-micro-batch parameter gathers and gradient reduce-scatters — and the per-step DP comm and t_opt.
     ``sums``: the chunks' ``stage_sums`` when the caller keeps them."""
-    r, k = ctx.r, ctx.k
     cF = [c.F for c in chunks]
     cB = [c.B for c in chunks]
     cW = [c.W for c in chunks]
@@ -292,16 +173,32 @@ def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes], sums
         pp, fsdp, host = pp + cc.get("pp", 0.0), fsdp + cc.get("fsdp", 0.0), host + cc.get("host", 0.0)
         fwd, bwd, rec = fwd + c.fwd, bwd + c.bwd, rec + c.recompute
     comp = {"fwd": fwd, "bwd": bwd, "recompute": rec}
+    pp, fsdp, host, dp = _add_stage_terms(ctx, stage, cF, cB, held, pp, host)
+    # COMM_KINDS in order, then dp
+    comm = {"tp": tp, "cp": cp, "ep": ep, "pp": pp, "fsdp": fsdp, "host": host,
+            "dp": exposed_dp(ctx, dp, comp, held.layers)}
+    return at_once(StageTimes, F=sum(cF), B=sum(cB), W=sum(cW), Rc=sum(cR), chunk_F=tuple(cF), chunk_B=tuple(cB),
+                   chunk_W=tuple(cW), chunk_Rc=tuple(cR), comm=comm, compute=comp,
+                   optimizer=optimizer_time(ctx, held.static, held.states), model_flops=held.model,
+                   hardware_flops=held.hardware)
+
+
+def _add_stage_terms(ctx: TimeContext, stage: int, cF: list[Num], cB: list[Num], held: StageSums, pp: Num,
+                     host: Num) -> tuple[Num, Num, Num, C.DPTimes]:
+    """[T-STAGE] Adds to the chunks' F and B (in place) the pipeline hand-overs, the per-micro-batch parameter
+    gathers and gradient reduce-scatters and the offloaded shards' copies; returns the stage's exposed pp, fsdp
+    and host comm (``pp``, ``host``: the chunks' own) and its DP collectives."""
+    r, k = ctx.r, ctx.k
     send = ctx.pp_send
     hand_overs = stage_sends(r.flags.schedule, r.par.p, r.par.vp)[stage]
-    for j in range(len(chunks)):
+    for j in range(len(cF)):
         n_fwd, n_bwd = hand_overs[j]
         cF[j] = cF[j] + n_fwd * send
         cB[j] = cB[j] + n_bwd * send
         pp = pp + (n_fwd + n_bwd) * send
     dp = _dp(ctx, held.elements)
     fs_f, fs_b = (1 - k.o_fsdp) * dp.per_mb_fwd, (1 - k.o_fsdp) * dp.per_mb_bwd
-    if chunks:  # per-micro-batch parameter gathers and reduce-scatters ride with the first chunk's passes
+    if cF:  # per-micro-batch parameter gathers and reduce-scatters ride with the first chunk's passes
         cF[0] = cF[0] + fs_f
         cB[0] = cB[0] + fs_b
     fsdp = fs_f + fs_b
@@ -310,16 +207,25 @@ def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes], sums
         regather = r.flags.reshard_after_forward or r.flags.sharding_mode == "zero3"
         h_f = (1 - k.o_fsdp) * held.params / link
         h_b = (1 - k.o_fsdp) * ((held.params if regather else 0.0) + held.grads) / link
-        if chunks:
+        if cF:
             cF[0], cB[0] = cF[0] + h_f, cB[0] + h_b
         host = host + h_f + h_b
-    # COMM_KINDS in order, then dp
-    comm = {"tp": tp, "cp": cp, "ep": ep, "pp": pp, "fsdp": fsdp, "host": host,
-            "dp": exposed_dp(ctx, dp, comp, held.layers)}
-    return at_once(StageTimes, F=sum(cF), B=sum(cB), W=sum(cW), Rc=sum(cR), chunk_F=tuple(cF), chunk_B=tuple(cB),
-                   chunk_W=tuple(cW), chunk_Rc=tuple(cR), comm=comm, compute=comp,
-                   optimizer=optimizer_time(ctx, held.static, held.states), model_flops=held.model,
-                   hardware_flops=held.hardware)
+    return pp, fsdp, host, dp
+
+
+def stage_seconds(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes], held: StageSums
+                  ) -> tuple[Num, Num, Num]:
+    """What the step formula reads of ``stage_times`` under a schedule that reads only S: the stage's S, its
+    exposed per-step DP comm and t_opt, the same values (the band's ends make no stage records)."""
+    cF = [c.F for c in chunks]
+    cB = [c.B for c in chunks]
+    fwd = bwd = rec = 0.0
+    for c in chunks:
+        fwd, bwd, rec = fwd + c.fwd, bwd + c.bwd, rec + c.recompute
+    dp = _add_stage_terms(ctx, stage, cF, cB, held, 0.0, 0.0)[3]
+    S = sum(cF) + sum(cB) + sum([c.W for c in chunks]) + sum([c.Rc for c in chunks])  # StageTimes.S
+    return (S, exposed_dp(ctx, dp, {"fwd": fwd, "bwd": bwd, "recompute": rec}, held.layers),
+            optimizer_time(ctx, held.static, held.states))
 
 
 def exposed_dp(ctx: TimeContext, dp: C.DPTimes, compute: dict[str, Num], layers: Num) -> Num:
@@ -464,20 +370,14 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
     ``hardware``, the layout's stages only); for the layout, kept with the rows per device (``_kept_times``:
     none of it reads the micro-batch count). Each group of stages (``stage_groups``) is timed once, each
     distinct chunk once."""
-    r = pricer.r
-    par, sched = r.par, r.flags.schedule
-    sends = stage_sends(sched, par.p, par.vp)
+    par = pricer.r.par
     if rows_per_stage is None:
         layout = pricer.layout
         ctx, seen = _kept_times(pricer, hardware)
         got = seen.get(("timed", id(layout)))
         if got is not None and got[0] is layout:
             return got[1]  # type: ignore[no-any-return]
-        kept = pricer.shared.get(STAGE_GROUPS)
-        if kept is None or kept[0] is not layout:
-            forms = [form for form, _entries in stage_plan(layout, r.dims.tie)]
-            kept = pricer.shared[STAGE_GROUPS] = (layout, stage_groups(forms, sends, par.vp))
-        groups = kept[1]
+        groups = _layout_groups(pricer)
     else:
         built: dict[tuple, StageForm] = {}
         forms = []
@@ -487,7 +387,7 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
                 built[signature] = build_form(rows, par.vp)
             forms.append(built[signature])
         ctx, seen = TimeContext(pricer), {}
-        groups = stage_groups(forms, sends, par.vp)
+        groups = stage_groups(forms, stage_sends(pricer.r.flags.schedule, par.p, par.vp), par.vp)
     sums = pricer.shared.setdefault(STAGE_SUMS, {})
     chunks = [chunk_times(ctx, form, j, pricer.shared) for form, j in groups.chunks]
     distinct = []
@@ -496,10 +396,14 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
         distinct.append(stage_times(ctx, i, parts, _kept_sums(sums, form, parts)))
     index = groups.index
     stages = tuple([distinct[g] for g in index])
+    # per stage, in stage order, from the distinct stages' values
     S_distinct = [st.S for st in distinct]
-    out = Timed(stages, [S_distinct[g] for g in index], S_distinct, distinct,
-                largest([st.comm["dp"] for st in stages]), largest([st.optimizer for st in stages]),
-                sum(st.model_flops for st in stages), sum(st.hardware_flops for st in stages))
+    dp = [st.comm["dp"] for st in distinct]
+    opt = [st.optimizer for st in distinct]
+    model = [st.model_flops for st in distinct]
+    hw_flops = [st.hardware_flops for st in distinct]
+    out = Timed(stages, [S_distinct[g] for g in index], S_distinct, distinct, largest([dp[g] for g in index]),
+                largest([opt[g] for g in index]), sum([model[g] for g in index]), sum([hw_flops[g] for g in index]))
     if rows_per_stage is None:
         seen[("timed", id(layout))] = (layout, out)
     return out
@@ -514,12 +418,54 @@ def _kept_sums(memo: dict, form: StageForm, chunks: list[ChunkTimes]) -> StageSu
     return got[1]  # type: ignore[no-any-return]
 
 
+def _layout_groups(pricer: StagePricer) -> StageGroups:
+    """The ``stage_groups`` of the pricer's layout, kept with its rows (they read no device)."""
+    layout, r = pricer.layout, pricer.r
+    kept = pricer.shared.get(STAGE_GROUPS)
+    if kept is None or kept[0] is not layout:
+        forms = [form for form, _entries in stage_plan(layout, r.dims.tie)]
+        sends = stage_sends(r.flags.schedule, r.par.p, r.par.vp)
+        kept = pricer.shared[STAGE_GROUPS] = (layout, stage_groups(forms, sends, r.par.vp))
+    return kept[1]  # type: ignore[no-any-return]
+
+
+S_ONLY = ("1f1b", "interleaved", "seqsmartvpp", "seq1f1b")  # the schedules whose T_pipe reads only the stages' S
+
+
+def seconds_per_stage(pricer: StagePricer, hardware: Hardware | None = None) -> tuple[list[Num], Num, Num]:
+    """Under a schedule of ``S_ONLY``, what ``step_seconds`` reads of ``timed_stages`` on ``hardware`` (or the plan's
+    device): the stages' S, max_i (1 − o_dp)·t_dp,i and max_i t_opt,i, from ``stage_seconds`` per group of stages
+    (kept with the rows per device, as ``timed_stages``)."""
+    layout = pricer.layout
+    ctx, seen = _kept_times(pricer, hardware)
+    got = seen.get(("seconds", id(layout)))
+    if got is not None and got[0] is layout:
+        return got[1]  # type: ignore[no-any-return]
+    groups = _layout_groups(pricer)
+    sums = pricer.shared.setdefault(STAGE_SUMS, {})
+    chunks = [chunk_times(ctx, form, j, pricer.shared) for form, j in groups.chunks]
+    S, dp, opt = [], [], []
+    for (i, form), of in zip(groups.first, groups.chunk_of, strict=True):
+        parts = [chunks[c] for c in of]
+        s, d, o = stage_seconds(ctx, i, parts, _kept_sums(sums, form, parts))
+        S.append(s)
+        dp.append(d)
+        opt.append(o)
+    index = groups.index
+    out = ([S[g] for g in index], largest([dp[g] for g in index]), largest([opt[g] for g in index]))
+    seen[("seconds", id(layout))] = (layout, out)
+    return out
+
+
 def step_seconds(pricer: StagePricer, hardware: Hardware | None = None) -> Num:
     """T_step of ``step_time`` alone, on ``hardware`` (the step-time band's ends) or the plan's device."""
     r = pricer.r
-    par = r.par
+    par, sched = r.par, r.flags.schedule
+    if sched in S_ONLY:
+        S, dp_step, t_opt = seconds_per_stage(pricer, hardware)
+        return par.n_acc * pipeline_time(sched, S, par.m, par.vp, par.n_s, S) + dp_step + t_opt
     timed = timed_stages(pricer, hardware=hardware)
-    t_pipe = pipeline_time(r.flags.schedule, timed.stages, par.m, par.vp, par.n_s, timed.S)
+    t_pipe = pipeline_time(sched, timed.stages, par.m, par.vp, par.n_s, timed.S)
     return par.n_acc * t_pipe + timed.dp_step + timed.t_opt
 
 

@@ -1,7 +1,8 @@
 """The step time and its band as an estimate keeps them (P-SCALAR-SPEED 'Fifth session — step time'): the band's
 ends timed on contexts derived from the plan's (``TimeContext(like=)``), links and peaks kept per device record,
-stage groups timed once, stage sums and row holdings kept — each equal to the float to timing every device on
-its own with nothing kept, on the bundled examples, on generated plans and after a session's edits."""
+stage groups timed once, stage sums and row holdings kept, the band's ends from per-stage seconds without stage
+records (sixth session) — each equal to the float to timing every device on its own with nothing kept and its
+T_step taken from the stage records, on the bundled examples, on generated plans and after a session's edits."""
 
 from __future__ import annotations
 
@@ -67,8 +68,11 @@ def _alone(model, strategy, hardware, options) -> tuple[steptime.StepTime, float
         pricer = on(hw)
         saved = rowtime._DEVICES
         rowtime._DEVICES = {}
-        try:
-            return float(steptime.step_seconds(pricer))
+        try:  # T_step from the stage records (not ``step_seconds``' per-stage seconds)
+            timed = steptime.timed_stages(pricer)
+            par = pricer.r.par
+            t_pipe = pipeline.pipeline_time(pricer.r.flags.schedule, timed.stages, par.m, par.vp, par.n_s)
+            return float(par.n_acc * t_pipe + timed.dp_step + timed.t_opt)
         finally:
             rowtime._DEVICES = saved
 
