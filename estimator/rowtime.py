@@ -446,8 +446,8 @@ def row_work(ctx: TimeContext, row: Row, key: tuple) -> RowWork:
 
 
 def _row_time(ctx: TimeContext, row: Row, key: tuple) -> RowTime:
-    """[T-COMP] The row's ``RowWork`` on the context's device: FLOPs at the matmul rates (``mm_time``), attention
-    FLOPs at the attention rate, HBM bytes at hbm_Bps·eff_hbm, each pass's terms added in one order."""
+    """The row's ``RowWork`` on the context's device: FLOPs at the matmul rates [T-COMP.mm], attention FLOPs at the
+    attention rate [T-COMP.attn], HBM bytes at hbm_Bps·eff_hbm [T-COMP.ew], each pass's terms added in one order."""
     w = row_work(ctx, row, key)
     flops = w.flops
     hbm, attn = ctx.rate_hbm, ctx.rate_attn
