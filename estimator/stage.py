@@ -108,7 +108,7 @@ class RowCosts:
     """What a plan's rows cost, apart from its layout (``reuse.row_costs`` shares one across the books of plans
     that differ only in what the layout reads of the recompute plan): ``StagePricer``'s priced locals, static
     bytes, rows and activation table, each row cost's term values (``values``), the rows' FLOPs (``flops``), what
-    they hold for the step time (``holdings``, ``steptime.row_holdings``) and per device their row times
+    they hold for the step time (``holdings``, ``chunktime.row_holdings``) and per device their row times
     (``times``) — all keyed per row (``cost_key``, or the RowCost object) — and per device the step time's context
     (``contexts``, ``steptime._context``)."""
 

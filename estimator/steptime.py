@@ -8,10 +8,10 @@ chunks may not.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from . import comm as C
 from .arr import Num, is_array, maximum
@@ -106,6 +106,7 @@ class StepTime:
 
 
 # ------------------------------------------------------------------------------------------ stages
+_T = TypeVar("_T")
 STAGE_SUMS = "stage-sums"  # the pricer's memo key of its forms' device-independent sums (``stage_sums``)
 
 
@@ -388,12 +389,7 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
             forms.append(built[signature])
         ctx, seen = TimeContext(pricer), {}
         groups = stage_groups(forms, stage_sends(pricer.r.flags.schedule, par.p, par.vp), par.vp)
-    sums = pricer.shared.setdefault(STAGE_SUMS, {})
-    chunks = [chunk_times(ctx, form, j, pricer.shared) for form, j in groups.chunks]
-    distinct = []
-    for (i, form), of in zip(groups.first, groups.chunk_of, strict=True):
-        parts = [chunks[c] for c in of]
-        distinct.append(stage_times(ctx, i, parts, _kept_sums(sums, form, parts)))
+    distinct = _per_group(pricer, ctx, groups, stage_times)
     index = groups.index
     stages = tuple([distinct[g] for g in index])
     # per stage, in stage order, from the distinct stages' values
@@ -406,6 +402,19 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
                 largest([opt[g] for g in index]), sum([model[g] for g in index]), sum([hw_flops[g] for g in index]))
     if rows_per_stage is None:
         seen[("timed", id(layout))] = (layout, out)
+    return out
+
+
+def _per_group(pricer: StagePricer, ctx: TimeContext, groups: StageGroups,
+               timed: Callable[[TimeContext, int, list[ChunkTimes], StageSums], _T]) -> list[_T]:
+    """``timed`` (``stage_times``, or ``stage_seconds`` for what an S-only schedule reads) of each group of stages'
+    first stage, from each distinct chunk timed once and the form's kept stage sums."""
+    sums = pricer.shared.setdefault(STAGE_SUMS, {})
+    chunks = [chunk_times(ctx, form, j, pricer.shared) for form, j in groups.chunks]
+    out = []
+    for (i, form), of in zip(groups.first, groups.chunk_of, strict=True):
+        parts = [chunks[c] for c in of]
+        out.append(timed(ctx, i, parts, _kept_sums(sums, form, parts)))
     return out
 
 
@@ -442,15 +451,7 @@ def seconds_per_stage(pricer: StagePricer, hardware: Hardware | None = None) -> 
     if got is not None and got[0] is layout:
         return got[1]  # type: ignore[no-any-return]
     groups = _layout_groups(pricer)
-    sums = pricer.shared.setdefault(STAGE_SUMS, {})
-    chunks = [chunk_times(ctx, form, j, pricer.shared) for form, j in groups.chunks]
-    S, dp, opt = [], [], []
-    for (i, form), of in zip(groups.first, groups.chunk_of, strict=True):
-        parts = [chunks[c] for c in of]
-        s, d, o = stage_seconds(ctx, i, parts, _kept_sums(sums, form, parts))
-        S.append(s)
-        dp.append(d)
-        opt.append(o)
+    S, dp, opt = zip(*_per_group(pricer, ctx, groups, stage_seconds), strict=True)
     index = groups.index
     out = ([S[g] for g in index], largest([dp[g] for g in index]), largest([opt[g] for g in index]))
     seen[("seconds", id(layout))] = (layout, out)

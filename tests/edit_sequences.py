@@ -1,13 +1,16 @@
 """The edits a user makes in the app, in a sequence with undos, for the tests that walk a plan session through
 them and compare every estimate with one made without kept parts (tests/test_reuse.py, test_plan_stages.py,
 test_steptime_band.py): a smaller tp or pp the session offers (or twice the present one), the other recompute
-mode, twice the micro-batches."""
+mode, twice the micro-batches; and strategies drawn at random for the FSDP2 path tests (``drawn_strategies``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from estimator.errors import SappError
 from estimator.session import PlanSession
 
 
@@ -32,3 +35,22 @@ def walk(session: PlanSession, kinds: Iterable[str]) -> Iterator[tuple[str, Any]
         else:
             session.apply(edit_changes(session, kind))
         yield kind, session.parsed
+
+
+def drawn_strategies(plan: Any, rng: random.Random, tries: int) -> list:
+    """Strategies of ``plan`` under drawn degrees, chunk counts, micro-batch counts and recompute modes: one per
+    try the strategy accepts (``tries`` draws)."""
+    out = []
+    for _ in range(tries):
+        pp = rng.choice([1, 2, 4, 8])
+        st = plan.strategy
+        try:
+            st = st.replace(tp=rng.choice([1, 2, 4, 8]), pp=pp, micro_batches=rng.choice([1, 2, 3, 8, 16, 24]),
+                            vpp=rng.choice([1, 2, 5]) if pp > 1 else 1)
+            if rng.random() < 0.5:
+                st = st.replace(recompute=dataclasses.replace(st.recompute, default_mode=rng.choice(
+                    ["none", "full", "selective"])))
+        except (SappError, TypeError, ValueError):
+            continue
+        out.append(st)
+    return out

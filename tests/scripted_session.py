@@ -15,6 +15,7 @@ from pathlib import Path
 
 from estimator import estimate
 from estimator.errors import SappError
+from estimator.parsed import ParsedConfig
 from estimator.search import SearchSpace, parse_dims, search
 from estimator.session import PlanSession
 from estimator.session.core import CURRENT, FAILED, REJECTED_EDIT
@@ -67,6 +68,17 @@ def _open(session: PlanSession, files: list[Path], args: dict) -> None:
         if "--devices" not in str(exc):
             raise
         session.open(files, devices=64, **args)
+
+
+def opened_plan(files: list[Path], args: dict) -> ParsedConfig | None:
+    """The plan of ``files`` opened in a new session (``_open``), or None where the session refuses it (a config
+    the session refuses to open is another test's subject)."""
+    session = PlanSession()
+    try:
+        _open(session, files, args)
+    except SappError:
+        return None
+    return session.parsed
 
 
 def check_fresh(session: PlanSession, transcript: Transcript, step: str) -> None:

@@ -15,7 +15,8 @@ import random
 from pathlib import Path
 
 import pytest
-from scripted_session import _open, config_sets
+from edit_sequences import drawn_strategies
+from scripted_session import config_sets, opened_plan
 
 from estimator import fsdp, reuse
 from estimator.arr import argmax_first
@@ -23,7 +24,6 @@ from estimator.device import memory
 from estimator.errors import SappError
 from estimator.estimate import estimate
 from estimator.formats import parse
-from estimator.session import PlanSession
 from estimator.stage import Row, StagePricer, stage_rows
 from estimator.stage_entries import layout_entries, stage_entries
 
@@ -79,15 +79,6 @@ def _estimates(parsed, strategies) -> int:
     return priced
 
 
-def _session(files: list[Path], args: dict):
-    session = PlanSession()
-    try:
-        _open(session, files, args)
-    except SappError:
-        return None
-    return session.parsed
-
-
 def _fsdp2(parsed) -> bool:
     try:
         return reuse.resolved(parsed.model, parsed.strategy, parsed.hardware, parsed.options).flags.fsdp2
@@ -97,7 +88,7 @@ def _fsdp2(parsed) -> bool:
 
 def test_one_peak_equals_the_general_path_on_the_bundled_fsdp2_examples(monkeypatch):
     seen = _checked(monkeypatch)
-    plans = [p for p in (_session(files, args) for _name, files, args in BUNDLED) if p is not None and _fsdp2(p)]
+    plans = [p for p in (opened_plan(files, args) for _name, files, args in BUNDLED) if p is not None and _fsdp2(p)]
     assert len(plans) >= 3
     for parsed in plans:
         _estimates(parsed, [parsed.strategy])
@@ -107,7 +98,7 @@ def test_one_peak_equals_the_general_path_on_the_bundled_fsdp2_examples(monkeypa
 def test_one_peak_equals_the_general_path_on_the_real_fsdp2_configs(shared_dir, monkeypatch):
     seen = _checked(monkeypatch)
     bundled = {b[0] for b in BUNDLED}
-    plans = [p for p in (_session(files, args) for name, files, args in config_sets(shared_dir)
+    plans = [p for p in (opened_plan(files, args) for name, files, args in config_sets(shared_dir)
                          if name not in bundled) if p is not None and _fsdp2(p)]
     assert len(plans) >= 5
     for parsed in plans:
@@ -120,24 +111,11 @@ def test_one_peak_equals_the_general_path_on_generated_plans(seed, monkeypatch):
     """Llama-3-70B and the bundled FSDP2 examples under drawn degrees, chunk counts, micro-batch counts and
     recompute modes: every stage's largest instant by both paths."""
     seen = _checked(monkeypatch)
-    bundled = [p for p in (_session(files, args) for _name, files, args in BUNDLED) if p is not None and _fsdp2(p)]
+    bundled = [p for p in (opened_plan(files, args) for _name, files, args in BUNDLED) if p is not None and _fsdp2(p)]
     rng = random.Random(seed)
     priced = 0
     for plan in [parse([str(LLAMA)]), *bundled]:
-        drawn = []
-        for _ in range(8):
-            pp = rng.choice([1, 2, 4, 8])
-            st = plan.strategy
-            try:
-                st = st.replace(tp=rng.choice([1, 2, 4, 8]), pp=pp, micro_batches=rng.choice([1, 2, 3, 8, 16, 24]),
-                                vpp=rng.choice([1, 2, 5]) if pp > 1 else 1)
-                if rng.random() < 0.5:
-                    st = st.replace(recompute=dataclasses.replace(st.recompute, default_mode=rng.choice(
-                        ["none", "full", "selective"])))
-            except (SappError, TypeError, ValueError):
-                continue
-            drawn.append(st)
-        priced += _estimates(plan, drawn)
+        priced += _estimates(plan, drawn_strategies(plan, rng, 8))
     assert priced >= 8
     assert len(seen) >= 30 and max(seen) > 1
 
@@ -210,7 +188,7 @@ def test_an_instant_made_quickly_is_an_instant():
 @pytest.mark.parametrize("name,files,args", [*BUNDLED, ("llama", [LLAMA], {})],
                          ids=[*(b[0] for b in BUNDLED), "llama"])
 def test_stage_rows_are_the_layouts_entries_priced(name, files, args):
-    parsed = _session(files, args)
+    parsed = opened_plan(files, args)
     if parsed is None:
         pytest.skip("the session refuses it (another test's subject)")
     try:

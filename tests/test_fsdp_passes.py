@@ -11,13 +11,13 @@ say what the plain ones say, to the byte:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 from pathlib import Path
 
 import pytest
-from scripted_session import _open, config_sets
+from edit_sequences import drawn_strategies
+from scripted_session import config_sets, opened_plan
 
 from estimator import fsdp, reuse
 from estimator.device import stages
@@ -25,7 +25,6 @@ from estimator.device.memory import replays_allocator
 from estimator.errors import SappError
 from estimator.estimate import estimate
 from estimator.formats import parse
-from estimator.session import PlanSession
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA = ROOT / "benchmarks" / "inputs" / "llama3_70b_torchtitan_pp8_vpp5.plan.yaml"  # FSDP2, pp 8 × vpp 5, m 16
@@ -38,33 +37,7 @@ def _text(result) -> str:
 
 
 def _bundled() -> list:
-    out = []
-    for _name, files, args in config_sets(None):
-        session = PlanSession()
-        try:
-            _open(session, files, args)
-        except SappError:
-            continue
-        out.append(session.parsed)
-    return out
-
-
-def _drawn(plan, rng: random.Random, n: int) -> list:
-    """``n`` strategies of ``plan`` under drawn degrees, chunk counts, micro-batch counts and recompute modes."""
-    out = []
-    for _ in range(n):
-        pp = rng.choice([1, 2, 4, 8])
-        st = plan.strategy
-        try:
-            st = st.replace(tp=rng.choice([1, 2, 4, 8]), pp=pp, micro_batches=rng.choice([1, 2, 3, 8, 16, 24]),
-                            vpp=rng.choice([1, 2, 5]) if pp > 1 else 1)
-            if rng.random() < 0.5:
-                st = st.replace(recompute=dataclasses.replace(st.recompute, default_mode=rng.choice(
-                    ["none", "full", "selective"])))
-        except (SappError, TypeError, ValueError):
-            continue
-        out.append(st)
-    return out
+    return [p for p in (opened_plan(files, args) for _name, files, args in config_sets(None)) if p is not None]
 
 
 def _texts(plan, strategies, explain: bool) -> list[str]:
@@ -103,7 +76,7 @@ def test_shared_walks_equal_walks_built_for_each_chunk(seed, monkeypatch):
     assert len(plans) >= 3
     checked = 0
     for plan in plans:
-        drawn = [plan.strategy, *_drawn(plan, rng, 4)]
+        drawn = [plan.strategy, *drawn_strategies(plan, rng, 4)]
         for explain in (False, True):
             quick = _texts(plan, drawn, explain)
             monkeypatch.setattr(fsdp, "_walk", _unshared_walk)
@@ -173,7 +146,7 @@ def test_first_pass_over_the_array_of_stages_equals_each_stage_alone(seed, monke
     plans = [parse([str(LLAMA)])] + [p for p in _bundled() if _replays(p)]
     assert len(plans) >= 3
     for plan in plans:
-        for st in [plan.strategy, *_drawn(plan, rng, 6)]:
+        for st in [plan.strategy, *drawn_strategies(plan, rng, 6)]:
             try:
                 estimate(plan.model, st, plan.hardware, plan.options)
             except SappError:

@@ -32,11 +32,7 @@ PLANS = ["benchmarks/inputs/deepseek_v3_671b_mindformers.plan.yaml",
          "resources/examples/deepseek_v3_671b.plan.yaml", "resources/examples/mindformers_mixtral_8x7b.yaml"]
 
 
-@pytest.fixture(autouse=True)
-def _no_books():
-    reuse.forget()
-    yield
-    reuse.forget()
+pytestmark = pytest.mark.usefixtures("nothing_kept")
 
 
 def _parsed(path: str):

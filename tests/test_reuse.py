@@ -26,11 +26,7 @@ MF = RunOptions(framework="mindformers")
 MEGATRON = RunOptions(framework="megatron")
 
 
-@pytest.fixture(autouse=True)
-def _no_books():
-    reuse.forget()
-    yield
-    reuse.forget()
+pytestmark = pytest.mark.usefixtures("nothing_kept")
 
 
 def _text(result) -> str:

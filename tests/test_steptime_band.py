@@ -16,7 +16,7 @@ from edit_sequences import walk
 from fuzzing import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
-from scripted_session import _open, config_sets
+from scripted_session import config_sets, opened_plan
 
 from estimator import (
     ModelSpec,
@@ -27,7 +27,6 @@ from estimator import (
     estimate,
     find_preset,
     pipeline,
-    reuse,
     rowtime,
     steptime,
 )
@@ -45,11 +44,7 @@ BUNDLED = [(name, files, args) for name, files, args in config_sets(None)]
 H100 = find_preset("H100-80G")
 
 
-@pytest.fixture(autouse=True)
-def _no_books():
-    reuse.forget()
-    yield
-    reuse.forget()
+pytestmark = pytest.mark.usefixtures("nothing_kept")
 
 
 def _alone(model, strategy, hardware, options) -> tuple[steptime.StepTime, float, float]:
@@ -97,12 +92,9 @@ def _same(result, model, strategy, hardware, options) -> None:
 
 @pytest.mark.parametrize("name,files,args", BUNDLED, ids=[b[0] for b in BUNDLED])
 def test_every_bundled_examples_step_and_band_equal_each_device_timed_alone(name, files, args):
-    session = PlanSession()
-    try:
-        _open(session, files, args)
-    except SappError:
+    p = opened_plan(files, args)
+    if p is None:
         pytest.skip("a config the session refuses to open is another test's subject")
-    p = session.parsed
     try:
         result = estimate(p.model, p.strategy, p.hardware, p.options)
     except SappError:

@@ -150,7 +150,7 @@ def _chunks_part(pricer: StagePricer, chunks: Sequence[ChunkSums], vision: Num) 
         name = term.category
         cat[name] = cat[name] + rows[term.id]
     return _ChunksPart(work, working_from, transient, transient_from, cat, held, tuple(cat.values()),
-                       tuple(c.act for c in chunks), tuple(c.offload for c in chunks), held.step + held.temps)
+                       tuple(c.act for c in chunks), tuple(c.offload for c in chunks), held_at_step(held))
 
 
 def chunks_part(pricer: StagePricer, chunks: Sequence[ChunkSums], vision: Num) -> _ChunksPart:
@@ -205,6 +205,12 @@ class ChunkTotals(NamedTuple):
     step: Num
     temps: Num
     host: dict[str, Num]
+
+
+def held_at_step(held: ChunkTotals) -> Num:
+    """[S-OPT] what a stage's rows hold at the optimizer step and the optimizer's temporaries: the optimizer-step
+    peak less its stage terms' part (``add_stage_terms``), which each caller adds to it."""
+    return held.step + held.temps
 
 
 def chunk_totals(pricer: StagePricer, chunks: Sequence[ChunkSums]) -> ChunkTotals:
@@ -305,10 +311,9 @@ def _finish(pricer: StagePricer, stage: int, tensors: Tensors) -> StageMemory:
         zeros = np.zeros_like(total)
         cat = {name: value if (value.shape if isinstance(value, np.ndarray) else ()) == total.shape else value + zeros
                for name, value in cat.items()}
-    # [S-OPT] what the rows hold at the optimizer step, the optimizer's temporaries, the stage terms' part
     held = tensors.held
     where = tensors.where
-    return StageMemory(cat, total, held.step + held.temps + at_step, tensors.counts, tensors.working,
+    return StageMemory(cat, total, held_at_step(held) + at_step, tensors.counts, tensors.working,
                        tensors.transient, groups, added, where.get("point", -1),
                        where.get("working_from", (-1, -1)), where.get("transient_from", (-1, -1)),
                        where.get("instant"), host_of(in_flight(tensors.counts, [c.offload for c in chunks]), held))
@@ -465,4 +470,4 @@ def _tensors(pricer: StagePricer, stage: int, form: StageForm, points: Sequence[
 
 
 __all__ = ["CATEGORIES", "INSTANT_CATEGORIES", "ChunkSums", "Point", "StageMemory", "chunk_sums", "combine",
-           "peak_point", "profile_points", "stage_memory", "stage_tensors"]
+           "held_at_step", "peak_point", "profile_points", "stage_memory", "stage_tensors"]

@@ -45,7 +45,7 @@ def _first_pass(pricer: StagePricer, points: Sequence[Any]) -> list[tuple[float,
     them to one stage (``assembly.stages`` does so for a plan without replay): each array operation is the
     one-stage operation on each stage's element, in the same order; else one by one."""
     from ..assembly import stage_chunks, stage_form
-    from ..assembly.memory import add_stage_terms, stage_tensors
+    from ..assembly.memory import add_stage_terms, held_at_step, stage_tensors
     from ..assembly.terms import process_groups
     from ..result import CATEGORIES
 
@@ -60,7 +60,7 @@ def _first_pass(pricer: StagePricer, points: Sequence[Any]) -> list[tuple[float,
     cat = {name: np.array([t.categories[name] for t in made], dtype=np.float64) for name in CATEGORIES}
     index = np.arange(p)
     total, at_step, _views = add_stage_terms(pricer, index, cat, process_groups(pricer.r, index, pricer.memo))
-    at_step = (np.array([t.held.step + t.held.temps for t in made], dtype=np.float64) + at_step).tolist()
+    at_step = (np.array([held_at_step(t.held) for t in made], dtype=np.float64) + at_step).tolist()
     return list(zip(total.tolist(), at_step, _dynamic(cat).tolist(), strict=True))
 
 
