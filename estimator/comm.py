@@ -15,14 +15,17 @@ Degrees may be numpy arrays: level choice and every formula use ``arr`` helpers,
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 from .arr import Num, gt, where
 from .hardware import Hardware, Level
 from .records import at_once
+
+T = TypeVar("T")
 
 _FALLBACK = Level(devices=math.inf, bandwidth=math.inf, latency=0.0, efficiency=1.0, name="ideal")
 
@@ -52,6 +55,52 @@ def level_link(hw: Hardware, n: Num, stride: Num) -> Link:
         bw = where(fits, level.bandwidth * level.efficiency, bw)
         alpha = where(fits, level.latency, alpha)
     return Link(n=n, bw=bw, alpha=alpha)
+
+
+def kept_entry(table: dict, key: tuple, make: Callable[[], T]) -> T:
+    """``table[key]``, made by ``make`` when missing; the table is emptied when it holds 512 entries."""
+    got = table.get(key)
+    if got is None:
+        if len(table) >= 512:  # group sizes come and go with the search's candidates; keep the table small
+            table.clear()
+        got = table[key] = make()
+    return got  # type: ignore[no-any-return]
+
+
+def kept_link(table: dict, hw: Hardware, n: Num, stride: Num) -> Link:
+    """``level_link`` of a group, kept in ``table`` (the device's) by size and stride, by value and type: an int
+    and an equal float would make the same floats but not always the same types."""
+    if isinstance(n, np.ndarray) or isinstance(stride, np.ndarray):
+        return level_link(hw, n, stride)
+    key = (type(n), n, type(stride), stride)
+    got = table.get(key)
+    if got is None:
+        got = kept_entry(table, key, lambda: level_link(hw, n, stride))
+    return got  # type: ignore[no-any-return]
+
+
+def plan_links(table: dict, hw: Hardware, t: Num, cp: Num, u: Num, ep: Num, etp: Num, p: Num, d: Num, D: Num,
+               stride: Num, os: Num, os_e: Num, edp: Num) -> tuple[Link, ...]:
+    """A plan's twelve groups' links on ``hw`` (TP, CP ring, Ulysses, EP, ETP, PP, the dense DP domain, its shard
+    and shard replicas, the expert shard, its replicas and the EDP domain; ``D`` the dense domain, ``stride`` its
+    members' distance), kept in ``table`` (the device's) by the degrees they are made of, by value and type, so a
+    plan's context finds them with one look-up."""
+    sizes = (t, cp, u, ep, etp, p, d, D, stride, os, os_e, edp)
+    kinds = tuple(map(type, sizes))
+    if np.ndarray in kinds:
+        return _plan_links(table, hw, *sizes)
+    key = ("links", sizes, kinds)
+    got = table.get(key)
+    if got is None:
+        got = kept_entry(table, key, lambda: _plan_links(table, hw, *sizes))
+    return got  # type: ignore[no-any-return]
+
+
+def _plan_links(table: dict, hw: Hardware, t: Num, cp: Num, u: Num, ep: Num, etp: Num, p: Num, d: Num, D: Num,
+                stride: Num, os: Num, os_e: Num, edp: Num) -> tuple[Link, ...]:
+    return tuple(kept_link(table, hw, n, s) for n, s in (
+        (t, 1), (cp / u, t * u), (u, t), (ep, etp), (etp, 1), (p, t * cp * d), (D, stride), (os, stride),
+        (D / os, stride * os), (os_e, etp * ep), (edp / os_e, etp * ep * os_e), (edp, etp * ep)))
 
 
 def all_reduce(M: Num, link: Link) -> Num:
@@ -197,5 +246,5 @@ def dp_times(mode: str, grads: Num, params: Num, gathered: Num, shard: Link, rep
 
 
 __all__ = ["DPTimes", "Link", "all_gather", "all_reduce", "all_to_all", "cp_allgather", "cp_ring", "cp_ulysses",
-           "dp_times", "ep_layer", "level_link", "p2p", "pp_boundary", "reduce_scatter", "tp_embedding", "tp_head",
-           "tp_layer"]
+           "dp_times", "ep_layer", "kept_entry", "kept_link", "level_link", "p2p", "plan_links", "pp_boundary",
+           "reduce_scatter", "tp_embedding", "tp_head", "tp_layer"]

@@ -8,11 +8,8 @@ Overlap and efficiency knobs are editable data: read from ``RunOptions`` when it
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import comm as C
 from . import params as P
@@ -35,10 +32,7 @@ from .resolve import Resolved, dense_domain
 from .stage import device_entry
 
 if TYPE_CHECKING:
-    from .hardware import Hardware
     from .stage import Row, RowCost, StagePricer
-
-T = TypeVar("T")
 
 # Defaults (docs/model.md#knobs). None: the rule in ``knobs`` (o_tp per framework, o_cp per algorithm, o_ep per
 # schedule).
@@ -94,28 +88,7 @@ def knobs(r: Resolved) -> Knobs:
 
 
 # ------------------------------------------------------------------------------------------ context
-_DEVICES: dict = {}  # per device record (``stage.device_entry``): its dense peak per width, its links per group
-
-
-def _kept(table: dict, key: tuple, make: Callable[[], T]) -> T:
-    got = table.get(key)
-    if got is None:
-        if len(table) >= 512:  # group sizes come and go with the search's candidates; keep the table small
-            table.clear()
-        got = table[key] = make()
-    return got  # type: ignore[no-any-return]
-
-
-def _link(table: dict, hw: Hardware, n: Num, stride: Num) -> C.Link:
-    """``comm.level_link`` of a group, kept per device (numbers by value and type: an int and an equal float
-    would make the same floats but not always the same types)."""
-    if isinstance(n, np.ndarray) or isinstance(stride, np.ndarray):
-        return C.level_link(hw, n, stride)
-    key = (type(n), n, type(stride), stride)
-    got = table.get(key)
-    if got is None:
-        got = _kept(table, key, lambda: C.level_link(hw, n, stride))
-    return got  # type: ignore[no-any-return]
+_DEVICES: dict = {}  # per device record (``stage.device_entry``): its dense peak per width, links per group and degrees
 
 
 class TimeContext:
@@ -164,7 +137,7 @@ class TimeContext:
         self.row_cache: dict[tuple, tuple[RowCost, RowTime, RowSums]] = device_entry(self.pricer.book.costs.times,
                                                                                      hw, dict)
         kept = device_entry(_DEVICES, hw, dict)
-        peak = _kept(kept, ("flops", w.c), lambda: hw.flops(w.c))
+        peak = C.kept_entry(kept, ("flops", w.c), lambda: hw.flops(w.c))
         self.rate_mm = peak * hw.eff_matmul
         feat = f.feat
         # FP8 GEMMs at the device's FP8 (MXFP8) peak; R-FP8-DEVICE refuses a device without one
@@ -177,11 +150,9 @@ class TimeContext:
         D = dense_domain(f, par)
         stride = t if f.span_cp else t * cp
         self.tp, self.ring, self.uly, self.ep, self.etp, self.pp, self.dp_domain, self.dp_shard, self.dp_replicas, \
-            self.edp_shard, self.edp_replicas, self.edp_domain = [
-                _link(kept, hw, n, s) for n, s in (
-                    (t, 1), (cp / u, t * u), (u, t), (par.ep, par.etp), (par.etp, 1), (par.p, t * cp * par.d),
-                    (D, stride), (par.os, stride), (D / par.os, stride * par.os), (par.os_e, par.etp * par.ep),
-                    (par.edp / par.os_e, par.etp * par.ep * par.os_e), (par.edp, par.etp * par.ep))]
+            self.edp_shard, self.edp_replicas, self.edp_domain = C.plan_links(
+                kept, hw, t, cp, u, par.ep, par.etp, par.p, par.d, D, stride, par.os, par.os_e, par.edp)
+        self.dp_kept: dict | None = None  # steptime._dp's table of this context's DP times (made on first use)
         self.comms: dict = {}  # the rows' exposed comm on this device per ``comm_recipe`` key (``row_comm``)
         # one exposed pipeline hand-over (every stage's sends, ``steptime.stage_times``)
         self.pp_send = (1 - self.k.o_pp) * C.pp_boundary(self.M_p, self.pp)
@@ -593,5 +564,5 @@ def _cp_exposed(ctx: TimeContext) -> tuple[Num, Num]:
 
 __all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "RowWork", "TimeContext", "async_tp_exposed", "attention_time",
            "comm_recipe", "compute_time", "cp_causal_imbalance", "dequantize_bytes", "dequantize_time",
-           "elementwise_time", "exposed_comm", "fp8_cast_bytes", "fp8_cast_time", "kept_flops", "knobs", "mm_time",
-           "offload_exposed", "row_comm", "row_key", "row_sums", "row_time", "row_work", "timed_row"]
+           "elementwise_time", "exposed_comm", "fp8_cast_bytes", "fp8_cast_time", "kept_flops", "knobs",
+           "mm_time", "offload_exposed", "row_comm", "row_key", "row_sums", "row_time", "row_work", "timed_row"]

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
+import numpy as np
+
 from . import comm as C
 from .arr import Num, is_array, maximum
 from .assembly.form import StageForm, build_form, form_signature, stage_plan
@@ -248,7 +250,45 @@ def exposed_dp(ctx: TimeContext, dp: C.DPTimes, compute: dict[str, Num], layers:
     return out_r + out_g
 
 
+_DP: dict = {}  # per ``_dp_reads`` of a context (its DP links and what selects the collectives): its kept DP times
+
+
+def _dp_reads(ctx: TimeContext) -> tuple | None:
+    """What ``_make_dp`` reads of a context apart from the stage's elements, by value and type: the collectives'
+    selection (sharding mode and its flags, MoE, the gradient width) and the six DP links (a link is its size,
+    bandwidth and latency: the device enters through them only). None with arrays (the search's candidates)."""
+    r = ctx.r
+    f = r.flags
+    g = r.widths.g
+    links = (*ctx.dp_shard, *ctx.dp_replicas, *ctx.dp_domain, *ctx.edp_shard, *ctx.edp_replicas, *ctx.edp_domain)
+    kinds = tuple(map(type, links))
+    if np.ndarray in kinds or type(g) is np.ndarray:
+        return None
+    return (f.sharding_mode, f.reshard_after_forward, f.fsdp_sync, f.keep_gathered, r.dims.moe, g, type(g), links,
+            kinds)
+
+
 def _dp(ctx: TimeContext, elements: list[Num]) -> C.DPTimes:
+    """[T-COMM.dp] ``_make_dp``, kept per what it reads (``_dp_reads``) and the stage's elements by value and type:
+    a band end's three devices time the same stages again on every estimate whose DP groups and element counts
+    recur (a tp or pp edit and its undo)."""
+    table = ctx.dp_kept
+    if table is None:
+        reads = _dp_reads(ctx)
+        if reads is None:
+            return _make_dp(ctx, elements)
+        table = ctx.dp_kept = C.kept_entry(_DP, reads, dict)
+    kinds = tuple(map(type, elements))
+    if np.ndarray in kinds:
+        return _make_dp(ctx, elements)
+    key = (*elements, kinds)
+    got = table.get(key)
+    if got is None:
+        got = C.kept_entry(table, key, lambda: _make_dp(ctx, elements))
+    return got  # type: ignore[no-any-return]
+
+
+def _make_dp(ctx: TimeContext, elements: list[Num]) -> C.DPTimes:
     """[T-COMM.dp] dense part on D and expert part on D_e from the stage's local elements."""
     r = ctx.r
     w, f = r.widths, r.flags

@@ -32,7 +32,7 @@ from estimator import (
 )
 from estimator.arr import maximum
 from estimator.assembly.form import stage_plan
-from estimator.comm import level_link
+from estimator.comm import kept_link, level_link
 from estimator.errors import SappError
 from estimator.layout import build_layout, layout_inputs
 from estimator.resolve import Resolved, resolve
@@ -171,11 +171,11 @@ def test_a_kept_link_keeps_the_group_sizes_type():
     """Links are kept per device by group size and stride, their types included: an int and an equal float make
     the same floats but not always the same types (an int 0 where a float 0.0 was)."""
     table: dict = {}
-    as_int = rowtime._link(table, H100, 1, 2)
-    as_float = rowtime._link(table, H100, 1.0, 2)
+    as_int = kept_link(table, H100, 1, 2)
+    as_float = kept_link(table, H100, 1.0, 2)
     assert type(as_int.n) is int and type(as_float.n) is float
-    assert as_int == level_link(H100, 1, 2) and rowtime._link(table, H100, 1, 2) is as_int
-    assert rowtime._link(table, H100, 8, 8) == level_link(H100, 8, 8)
+    assert as_int == level_link(H100, 1, 2) and kept_link(table, H100, 1, 2) is as_int
+    assert kept_link(table, H100, 8, 8) == level_link(H100, 8, 8)
 
 
 @pytest.mark.parametrize("values", [[1.0, 2.0, 2.0, 0.5], [0.0, -0.0, 0.0], [-0.0, 0.0], [3.0], [math.nan, 1.0, 2.0],

@@ -83,9 +83,37 @@ class Group(NamedTuple):
     stride: Num = 1
 
 
+_GROUPS: dict = {}  # one plan's rank groups per what ``_rank_groups`` reads (``_groups_reads``)
+
+
+def _groups_reads(r: Resolved, stage: int) -> tuple | None:
+    """What ``_rank_groups`` reads, by value and type: the degrees, the sharding mode, whether DP spans CP, MoE,
+    tied embeddings and whether ``stage`` is an end stage. None with arrays (the search's candidates)."""
+    par, f, d = r.par, r.flags, r.dims
+    p = par.p
+    degrees = (par.t, par.d, p, par.cp, par.d_rep, par.ep, par.etp, par.vp)
+    kinds = tuple(map(type, degrees))
+    if np.ndarray in kinds:
+        return None
+    return (degrees, kinds, f.sharding_mode, f.span_cp, d.moe, d.tie, stage in (0, int(p) - 1))
+
+
 def rank_groups(r: Resolved, stage: int) -> list[Group]:
     """The communicators of a rank of ``stage`` (entries with size 1 or count 0 are kept: arrays in the
-    search; ``communicator_count`` skips them)."""
+    search; ``communicator_count`` skips them); one plan's are kept per what they read (``_groups_reads``): every
+    estimate asks for an end stage's and another's."""
+    key = _groups_reads(r, stage)
+    if key is None:
+        return _rank_groups(r, stage)
+    got = _GROUPS.get(key)
+    if got is None:
+        if len(_GROUPS) >= 256:
+            _GROUPS.clear()
+        got = _GROUPS[key] = tuple(_rank_groups(r, stage))
+    return list(got)
+
+
+def _rank_groups(r: Resolved, stage: int) -> list[Group]:
     par, f, d = r.par, r.flags, r.dims
     t = par.t
     groups = [Group("world", par.world), Group("TP", t), Group("CP", par.cp, stride=t)]

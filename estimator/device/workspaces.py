@@ -99,7 +99,35 @@ def ub_workspace(r: Resolved) -> Num:
     return size if t > 1 else 0.0
 
 
+_KEPT: dict = {}  # one plan's workspaces per what they read (``_reads``)
+
+
+def _reads(r: Resolved) -> tuple | None:
+    """What ``library_workspaces`` reads, by value and type: the device's workspace figures and compute capability,
+    the framework, the stated TE use, FP8, async TP, MoE with grouped GEMMs and the TP degree. None with arrays."""
+    hw, f, t = r.hardware, r.flags, r.par.t
+    if is_array(t) or type(hw.workspaces) is not tuple:
+        return None
+    feat = f.feat
+    cc = hw.compute_capability
+    return (hw.workspaces, cc, type(cc), f.framework, r.fw.name, r.options.transformer_engine, feat.fp8_on,
+            feat.fp8_impl, feat.async_tp, r.dims.moe, r.strategy.grouped_gemm, t, type(t))
+
+
 def library_workspaces(r: Resolved) -> LibraryWorkspaces:
+    """The workspaces of a rank of the plan, kept per what they read (every estimate asks)."""
+    key = _reads(r)
+    if key is None:
+        return _library_workspaces(r)
+    got = _KEPT.get(key)
+    if got is None:
+        if len(_KEPT) >= 64:
+            _KEPT.clear()
+        got = _KEPT[key] = _library_workspaces(r)
+    return got
+
+
+def _library_workspaces(r: Resolved) -> LibraryWorkspaces:
     cublas = r.hardware.workspace_bytes(runtime_of(r.flags.framework)) or 0.0
     return LibraryWorkspaces(cublas, te_workspaces(r), ub_workspace(r))
 
