@@ -204,11 +204,6 @@ def compute_time(flop: Num, rate: Num) -> Num:
     return flop / rate
 
 
-def elementwise_time(k_ew: float, act_bytes: Num, rate_hbm: Num) -> Num:
-    """[T-COMP.ew] t_ew = k_ew·A(ℓ, none)/(hbm_Bps·eff_hbm)."""
-    return k_ew * act_bytes / rate_hbm
-
-
 def mm_time(ctx: TimeContext, flops: Num, fp8: Num) -> Num:
     """[T-COMP.mm] with FP8: (FLOPs − FP8 FLOPs)/(peak[β_c]·eff) + FP8 FLOPs/(peak[fp8 | mxfp8]·eff)."""
     if ctx.rate_fp8:
@@ -226,19 +221,13 @@ def cp_causal_imbalance(cp: Num, kappa: float, unbalanced: bool) -> Num:
     return where(cp > 1, (cp - 0.5) / (cp * kappa), 1.0)
 
 
-def attention_time(ctx: TimeContext, flops: Num) -> Num:
-    """[T-COMP.attn] attention-core FLOPs at peak[β_c]·eff_attention (eff_matmul where the preset states none),
-    times the critical rank's causal imbalance."""
-    return flops * ctx.attn_imbalance / ctx.rate_attn
-
-
 def fp8_cast_bytes(ctx: TimeContext, row: Row) -> tuple[Num, Num] | None:
-    """[T-COMP.fp8cast] HBM time of the quantisation kernels of a layer's FP8 linears, (forward, backward): each
+    """[T-COMP.fp8cast] HBM bytes of the quantisation kernels of a layer's FP8 linears, (forward, backward): each
     reads β_c and writes β_8 per copy. Transformer Engine quantises each input rowwise and columnwise in the
     forward and each output gradient both ways in the backward (weights are cast once per step, not priced);
     torchao casts the input once, again in the backward from the saved high-precision input, the output gradient
-    both ways, and the weight in each pass unless it arrived in FP8 (float8 all-gather). The bytes moved; None
-    where nothing is cast (``fp8_cast_time`` divides them by the device's HBM rate)."""
+    both ways, and the weight in each pass unless it arrived in FP8 (float8 all-gather). None where nothing is
+    cast (``_row_time`` divides them by the device's hbm_Bps·eff_hbm)."""
     r = ctx.r
     feat = r.flags.feat
     if not feat.fp8_on:
@@ -270,28 +259,15 @@ def fp8_cast_bytes(ctx: TimeContext, row: Row) -> tuple[Num, Num] | None:
     return fwd, bwd
 
 
-def fp8_cast_time(ctx: TimeContext, row: Row) -> tuple[Num, Num]:
-    """[T-COMP.fp8cast] (forward, backward) seconds of ``fp8_cast_bytes`` at hbm_Bps·eff_hbm."""
-    moved = fp8_cast_bytes(ctx, row)
-    if moved is None:
-        return 0.0, 0.0
-    return moved[0] / ctx.rate_hbm, moved[1] / ctx.rate_hbm
-
-
 def dequantize_bytes(row: Row, ctx: TimeContext) -> Num | None:
     """[T-COMP.nf4] QLoRA dequantises its NF4 weights to β_c before each use (forward, input-gradient backward,
-    recompute): (β_q + β_c)·E_q bytes per pass; None without NF4 weights."""
+    recompute): (β_q + β_c)·E_q bytes per pass (``_row_time`` divides them by hbm_Bps·eff_hbm); None without NF4
+    weights."""
     local = row.local
     if not local.base_frozen:
         return None
     w = ctx.r.widths
     return (w.q + w.c) * (local.quantized + local.quantized_expert)
-
-
-def dequantize_time(row: Row, ctx: TimeContext) -> Num:
-    """[T-COMP.nf4] ``dequantize_bytes``/(hbm_Bps·eff_hbm) per pass (0 without NF4 weights)."""
-    moved = dequantize_bytes(row, ctx)
-    return 0.0 if moved is None else moved / ctx.rate_hbm
 
 
 def row_time(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowTime:
@@ -371,7 +347,9 @@ def kept_flops(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowFlops
 class RowWork(NamedTuple):
     """What a row's times read apart from the device (kept with its FLOPs for every device, ``row_work``): its
     FLOPs and, per pass (forward, backward, recompute), what the device's rates divide — the attention-core FLOPs
-    times the causal imbalance [T-COMP.attn] and the elementwise HBM bytes k_ew·A [T-COMP.ew] — with the NF4
+    times the critical rank's causal imbalance [T-COMP.attn] (t_attn = that/(peak[β_c]·eff_attention), eff_matmul
+    where the preset states none) and the elementwise HBM bytes k_ew·A(ℓ, none) [T-COMP.ew] (t_ew =
+    that/(hbm_Bps·eff_hbm); the recompute's the bytes it re-creates) — with the NF4
     dequantisation and FP8 cast bytes (None: none), the zero-memory rebuild's bytes k_ew·A (None: none) and the
     offloaded bytes."""
 
@@ -562,7 +540,7 @@ def _cp_exposed(ctx: TimeContext) -> tuple[Num, Num]:
     return cp_f, cp_b
 
 
-__all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "RowWork", "TimeContext", "async_tp_exposed", "attention_time",
-           "comm_recipe", "compute_time", "cp_causal_imbalance", "dequantize_bytes", "dequantize_time",
-           "elementwise_time", "exposed_comm", "fp8_cast_bytes", "fp8_cast_time", "kept_flops", "knobs",
-           "mm_time", "offload_exposed", "row_comm", "row_key", "row_sums", "row_time", "row_work", "timed_row"]
+__all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "RowWork", "TimeContext", "async_tp_exposed", "comm_recipe",
+           "compute_time", "cp_causal_imbalance", "dequantize_bytes", "exposed_comm", "fp8_cast_bytes", "kept_flops",
+           "knobs", "mm_time", "offload_exposed", "row_comm", "row_key", "row_sums", "row_time", "row_work",
+           "timed_row"]

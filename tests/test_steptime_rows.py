@@ -111,9 +111,18 @@ def _row(ctx, row) -> tuple:
     backward = not (item.kind in (VISION, VISION_EXTRAS) and row.local.frozen) and item.grad != "off"
     a_none = row.act_none
     rc_bytes = 0.0 if item.option == "none" else a_none if item.option == "full" else a_none - row.act
-    nf4 = rowtime.dequantize_time(row, ctx)
-    cast_f, cast_b = rowtime.fp8_cast_time(ctx, row)
-    mm, attn, ew, hbm = rowtime.mm_time, rowtime.attention_time, rowtime.elementwise_time, ctx.rate_hbm
+    hbm = ctx.rate_hbm
+    nf4_bytes, cast = rowtime.dequantize_bytes(row, ctx), rowtime.fp8_cast_bytes(ctx, row)
+    nf4 = 0.0 if nf4_bytes is None else nf4_bytes / hbm  # [T-COMP.nf4]
+    cast_f, cast_b = (0.0, 0.0) if cast is None else (cast[0] / hbm, cast[1] / hbm)  # [T-COMP.fp8cast]
+    mm = rowtime.mm_time
+
+    def attn(ctx, flops):  # [T-COMP.attn] FLOPs × the critical rank's causal imbalance / the attention rate
+        return flops * ctx.attn_imbalance / ctx.rate_attn
+
+    def ew(k_ew, act_bytes, rate_hbm):  # [T-COMP.ew] k_ew·A / (hbm_Bps·eff_hbm)
+        return k_ew * act_bytes / rate_hbm
+
     F = mm(ctx, flops.fwd_mm, flops.fwd_fp8) + attn(ctx, flops.fwd_attn) + ew(k.k_ew_fwd, a_none, hbm) + nf4 + cast_f
     B = mm(ctx, flops.bwd_mm, flops.bwd_fp8) + attn(ctx, flops.bwd_attn) + (
         ew(k.k_ew_bwd, a_none, hbm) + nf4 + cast_b if backward else 0.0)
