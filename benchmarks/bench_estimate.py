@@ -93,6 +93,12 @@ min/median CPU ms; P-SCALAR-SPEED "At the fifth session's close"): repeat 0.128/
 pp 1.27/1.49 and 1.91/2.22, recompute 1.12/1.24 and 1.90/2.18 (02c4c5a 2.03/3.30 and 2.28/2.58, 1.60/2.61 and
 2.44/2.76, 1.70/2.72 and 2.44/3.02) — goal missed 5.5–9.5×; cold first estimate Llama-3-70B 49.2–49.8/53.3–63.6
 (02c4c5a 47.6–51.7/49.8–84.0 on the same, slower day), DeepSeek-V3 11.9–13.1/12.2–21.1.
+At the sixth session's close (2026-12-02, main 15624fa alternating with 801803e, load 0.5–0.8, two rounds, min CPU
+ms; P-SCALAR-SPEED "At the sixth session's close"): repeat 0.119–0.124 (DeepSeek-V3) and 0.173–0.177 (Llama-3-70B),
+micro-batch edit 0.121–0.126 and 0.173–0.179 — goal met; the edit mix's tp 1.128–1.266 and 1.414–1.497, pp
+1.064–1.139 and 1.399–1.585, recompute 0.855–0.954 and 1.444–1.481 (801803e 1.239–1.357 and 1.681–1.700,
+1.135–1.277 and 1.662–1.737, 0.995–1.097 and 1.801–1.811) — goal missed 4–8×; cold first estimate Llama-3-70B
+44.3–45.8 (801803e 43.7–44.6), DeepSeek-V3 11.2–11.3 (10.7–11.4) — met.
 """
 
 from __future__ import annotations
