@@ -79,7 +79,7 @@ class StageTimes:
 
     @property
     def S(self) -> Num:
-        return self.F + self.B + self.W + self.Rc
+        return stage_total(self.F, self.B, self.W, self.Rc)
 
     @property
     def Bk(self) -> Num:
@@ -143,6 +143,12 @@ class StageSums(NamedTuple):
     params: Num
     grads: Num
     elements: list[Num]
+
+
+def stage_total(F: Num, B: Num, W: Num, Rc: Num) -> Num:
+    """[T-STAGE] S_i = F_i + B_i + W_i + Rc_i: a stage's time per micro-batch (``StageTimes.S``, and
+    ``stage_seconds`` for the band's ends, which make no stage records)."""
+    return F + B + W + Rc
 
 
 def stage_sums(chunks: Sequence[ChunkTimes]) -> StageSums:
@@ -225,7 +231,7 @@ def stage_seconds(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes], he
     for c in chunks:
         fwd, bwd, rec = fwd + c.fwd, bwd + c.bwd, rec + c.recompute
     dp = _add_stage_terms(ctx, stage, cF, cB, held, 0.0, 0.0)[3]
-    S = sum(cF) + sum(cB) + sum([c.W for c in chunks]) + sum([c.Rc for c in chunks])  # StageTimes.S
+    S = stage_total(sum(cF), sum(cB), sum([c.W for c in chunks]), sum([c.Rc for c in chunks]))
     return (S, exposed_dp(ctx, dp, {"fwd": fwd, "bwd": bwd, "recompute": rec}, held.layers),
             optimizer_time(ctx, held.static, held.states))
 
