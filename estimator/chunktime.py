@@ -66,7 +66,35 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int, shared: dict | None =
     """A chunk's times on the context's device; what its rows hold (``chunk_holdings``) is kept in ``shared``
     (the asking pricer's, by default the context's own)."""
     held = chunk_holdings(ctx, form, j, ctx.pricer.shared if shared is None else shared)
-    F = B = W = Rc = fwd = bwd = rec = tp = cp = ep = host = 0.0
+    F, B, W, Rc, fwd, bwd, rec = chunk_passes(ctx, held)
+    tp = cp = ep = host = 0.0
+    cache = ctx.row_cache
+    for n, key, _row in held.rows:  # chunk_passes has timed every row
+        t = cache[key][2]
+        tp, cp, ep, host = tp + n * t.tp, cp + n * t.cp, ep + n * t.ep, host + n * t.host
+    comm: dict[str, Num] = {"tp": tp, "cp": cp, "ep": ep, "host": host}
+    return at_once(ChunkTimes, F=F, B=B, W=W, Rc=Rc, comm=comm, fwd=fwd, bwd=bwd, recompute=rec,
+                   model_flops=held.model_flops, hardware_flops=held.hardware_flops, elements=held.elements,
+                   static=held.static, states=held.states, layers=held.layers, params=held.params, grads=held.grads)
+
+
+class ChunkPasses(NamedTuple):
+    """A chunk's passes on one device — ``ChunkTimes``' F, B, W, Rc (exposed TP / CP / EP comm folded in) and
+    compute alone — all that an S-only schedule's step formula reads of its chunks (``steptime.stage_seconds``)."""
+
+    F: Num
+    B: Num
+    W: Num
+    Rc: Num
+    fwd: Num
+    bwd: Num
+    recompute: Num
+
+
+def chunk_passes(ctx: TimeContext, held: Holdings) -> ChunkPasses:
+    """Σ n·t over a chunk's rows of each pass, in row order from 0.0, timing the rows not yet timed on the
+    context's device."""
+    F = B = W = Rc = fwd = bwd = rec = 0.0
     cache = ctx.row_cache
     for n, key, row in held.rows:
         got = cache.get(key)
@@ -75,11 +103,7 @@ def chunk_times(ctx: TimeContext, form: StageForm, j: int, shared: dict | None =
         t = got[2]  # the row's RowSums
         F, B, W, Rc = F + n * t.F, B + n * t.B, W + n * t.W, Rc + n * t.Rc
         fwd, bwd, rec = fwd + n * t.fwd, bwd + n * t.bwd, rec + n * t.recompute
-        tp, cp, ep, host = tp + n * t.tp, cp + n * t.cp, ep + n * t.ep, host + n * t.host
-    comm: dict[str, Num] = {"tp": tp, "cp": cp, "ep": ep, "host": host}
-    return at_once(ChunkTimes, F=F, B=B, W=W, Rc=Rc, comm=comm, fwd=fwd, bwd=bwd, recompute=rec,
-                   model_flops=held.model_flops, hardware_flops=held.hardware_flops, elements=held.elements,
-                   static=held.static, states=held.states, layers=held.layers, params=held.params, grads=held.grads)
+    return ChunkPasses(F, B, W, Rc, fwd, bwd, rec)
 
 
 def chunk_holdings(ctx: TimeContext, form: StageForm, j: int, shared: dict) -> Holdings:
@@ -134,4 +158,5 @@ def row_holdings(ctx: TimeContext, row: Row, key: tuple) -> tuple[Num, Num, tupl
             st.optimizer_states, st.parameters, st.gradients)
 
 
-__all__ = ["CHUNK_HOLDINGS", "NOT_LAYERS", "ChunkTimes", "Holdings", "chunk_holdings", "chunk_times", "row_holdings"]
+__all__ = ["CHUNK_HOLDINGS", "NOT_LAYERS", "ChunkPasses", "ChunkTimes", "Holdings", "chunk_holdings", "chunk_passes",
+           "chunk_times", "row_holdings"]

@@ -9,7 +9,7 @@ recomputed ops. Every function takes Python numbers or numpy arrays for the degr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import params as P
@@ -17,6 +17,7 @@ from .activations import option_switches
 from .arr import Num
 from .kinds import attended_keys, extra_core_flops, has_mixer
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, Item
+from .records import at_once
 from .resolve import Dims, Flags
 
 if TYPE_CHECKING:
@@ -103,6 +104,13 @@ class RowFlops:
 
 
 ZERO = RowFlops()
+
+
+def flops_with(out: RowFlops, **changes: Num) -> RowFlops:
+    """``replace(out, **changes)`` with the instance dict set at once (``records.at_once``: ``replace`` reads every
+    field and runs the frozen dataclass's ``__init__``; every new plan's rows make these). ``flops_with(ZERO, …)``:
+    ``RowFlops(…)``."""
+    return at_once(RowFlops, **{**out.__dict__, **changes})
 
 
 @dataclass(frozen=True)
@@ -235,9 +243,9 @@ def selective_flops(c: FlopContext, kind: str, option: str) -> Num:
 def _assemble(fwd_mm: Num, fwd_core: Num, c: FlopContext, frozen: bool, rc: Num, backward: bool = True,
               rc_attn: Num = 0.0) -> RowFlops:
     if not backward:
-        return RowFlops(fwd_mm=fwd_mm, fwd_attn=fwd_core, rc_attn=rc_attn)
-    return RowFlops(fwd_mm=fwd_mm, fwd_attn=fwd_core, bwd_mm=fwd_mm, bwd_attn=c.bwd_attn * fwd_core,
-                    wgrad_mm=0.0 if frozen else fwd_mm, rc=rc, rc_attn=rc_attn)
+        return flops_with(ZERO, fwd_mm=fwd_mm, fwd_attn=fwd_core, rc_attn=rc_attn)
+    return flops_with(ZERO, fwd_mm=fwd_mm, fwd_attn=fwd_core, bwd_mm=fwd_mm, bwd_attn=c.bwd_attn * fwd_core,
+                      wgrad_mm=0.0 if frozen else fwd_mm, rc=rc, rc_attn=rc_attn)
 
 
 def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tuple | None = None) -> RowFlops:
@@ -279,7 +287,7 @@ def row_flops(c: FlopContext, item: Item, frozen: bool = False, vision_dims: tup
         out = _repeated_head(out, c, 2 if frozen else 3)
     if not c.flags.feat.fp8_on:
         return out
-    return replace(out, fwd_fp8=eight, bwd_fp8=eight, wgrad_fp8=0.0 if frozen else eight, rc_fp8=rc8)
+    return flops_with(out, fwd_fp8=eight, bwd_fp8=eight, wgrad_fp8=0.0 if frozen else eight, rc_fp8=rc8)
 
 
 def moe_zero_level(feat: Features, item: Item) -> str:
@@ -345,7 +353,7 @@ def _repeated_head(out: RowFlops, c: FlopContext, passes: int) -> RowFlops:
     if c.t_head is None:
         return out
     extra = head_flops(c.T, c.dims.h, c.v_pad, c.t_head) - head_flops(c.T, c.dims.h, c.v_pad, c.t)
-    return replace(out, duplicate=passes * extra)
+    return flops_with(out, duplicate=passes * extra)
 
 
 def fp8_flops(c: FlopContext, kind: str) -> Num:
@@ -386,5 +394,5 @@ def _vision_flops(c: FlopContext, kind: str, frozen: bool, vision_dims: tuple | 
 
 
 __all__ = ["FlopContext", "RowFlops", "attention_backward_factor", "attention_core_flops", "causal_factor",
-           "expert_flops", "fp8_flops", "head_flops", "linear_attention_flops", "lora_flops", "matmul_flops",
-           "row_flops", "selective_flops"]
+           "expert_flops", "flops_with", "fp8_flops", "head_flops", "linear_attention_flops", "lora_flops",
+           "matmul_flops", "row_flops", "selective_flops"]

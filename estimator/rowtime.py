@@ -8,7 +8,7 @@ Overlap and efficiency knobs are editable data: read from ``RunOptions`` when it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import comm as C
@@ -22,6 +22,7 @@ from .flops import (
     RowFlops,
     attention_backward_factor,
     causal_factor,
+    flops_with,
     moe_zero_memory_on,
     part_wgrad_flops,
     row_flops,
@@ -87,6 +88,23 @@ def knobs(r: Resolved) -> Knobs:
         pp_scatter_gather=bool(_option(r, "pp_scatter_gather")))
 
 
+_KNOBS: dict = {}  # per run options (by the object, held in the entry) and what else ``knobs`` reads: the knobs
+
+
+def kept_knobs(r: Resolved) -> Knobs:
+    """``knobs(r)``, kept per what it reads (the run options — by the object: a frozen record, which every edit
+    of a plan session keeps —, the framework's o_tp, the schedule, the module defaults ``KNOBS``): every new
+    plan's time context asks."""
+    options = r.options
+    key = (id(options), r.fw.o_tp, r.flags.schedule, *KNOBS.values())
+    got = _KNOBS.get(key)
+    if got is None or got[0] is not options:
+        if len(_KNOBS) >= 64:
+            _KNOBS.clear()
+        got = _KNOBS[key] = (options, knobs(r))
+    return got[1]  # type: ignore[no-any-return]
+
+
 # ------------------------------------------------------------------------------------------ context
 _DEVICES: dict = {}  # per device record (``stage.device_entry``): its dense peak per width, links per group and degrees
 
@@ -94,10 +112,11 @@ _DEVICES: dict = {}  # per device record (``stage.device_entry``): its dense pea
 class TimeContext:
     """Everything per plan that the row and stage times share (links, rates, knobs, FLOP context)."""
 
-    def __init__(self, pricer: StagePricer, like: TimeContext | None = None) -> None:
-        """``like``: a context of the same rows on another device (``pricer.r`` differs from its only in the
-        device) — what reads no device is taken from it, the rates and links are made for this one."""
-        r = self.r = pricer.r
+    def __init__(self, pricer: StagePricer, like: TimeContext | None = None, r: Resolved | None = None) -> None:
+        """``like``: a context of the same rows on another device (``r``, or ``pricer.r``, differs from its only
+        in the device) — what reads no device is taken from it, the rates and links are made for this one. The
+        context's device is ``r``'s (default ``pricer.r``'s): what the pricer keeps reads no device."""
+        r = self.r = pricer.r if r is None else r
         self.pricer = pricer
         d, w, f, par = r.dims, r.widths, r.flags, r.par
         if like is not None:
@@ -110,16 +129,17 @@ class TimeContext:
             return
         # FLOPs do not depend on the device: the band's step times (estimate.step_band) reuse the plan's
         self.flops_cache: dict[tuple, tuple] = pricer.book.costs.flops
-        self.k = knobs(r)
+        self.k = kept_knobs(r)
         kappa = causal_factor(r.options.causal_factor, f.causal, f.flash_attention)
         # the critical rank's share of a causal mask when context parallelism splits the sequence without load
         # balancing
         self.attn_imbalance = cp_causal_imbalance(par.cp, kappa, f.causal and not f.feat.cp_load_balance)
         self.vision_dims = self._vision_dims()
-        self.fc = FlopContext(dims=d, flags=f, T=pricer.T, R=pricer.R, s=par.s, t=par.t, etp=par.etp,
-                              v_pad=pricer.vpad, kappa=kappa, bwd_attn=attention_backward_factor(f.flash_attention),
-                              sel=pricer.acts.sel, vision_tokens=self._vision_tokens(), vision_seq=self._vision_seq(),
-                              t_head=pricer.t_h, elements=pricer.acts.elements)
+        self.fc = at_once(  # FlopContext(…), every field given: its instance dict set at once
+            FlopContext, dims=d, flags=f, T=pricer.T, R=pricer.R, s=par.s, t=par.t, etp=par.etp, v_pad=pricer.vpad,
+            kappa=kappa, bwd_attn=attention_backward_factor(f.flash_attention), sel=pricer.acts.sel,
+            vision_tokens=self._vision_tokens(), vision_seq=self._vision_seq(), t_head=pricer.t_h,
+            elements=pricer.acts.elements)
         t, T, bc = par.t, pricer.T, w.c
         self.M_h = bc * d.h * T
         self.M_kv = bc * d.n_kv * (d.dqk + d.dv) * T / t
@@ -187,9 +207,9 @@ class TimeContext:
 
 
 # ------------------------------------------------------------------------------------------ rows
-@dataclass(frozen=True)
-class RowTime:
-    """Compute seconds of one row (F, B, W, Rc) and its exposed comm per kind as (forward, backward, recompute)."""
+class RowTime(NamedTuple):
+    """Compute seconds of one row (F, B, W, Rc) and its exposed comm per kind as (forward, backward, recompute)
+    (a NamedTuple: three devices make one per row of every new plan)."""
 
     F: Num
     B: Num
@@ -205,10 +225,12 @@ def compute_time(flop: Num, rate: Num) -> Num:
 
 
 def mm_time(ctx: TimeContext, flops: Num, fp8: Num) -> Num:
-    """[T-COMP.mm] with FP8: (FLOPs − FP8 FLOPs)/(peak[β_c]·eff) + FP8 FLOPs/(peak[fp8 | mxfp8]·eff)."""
-    if ctx.rate_fp8:
-        return compute_time(flops - fp8, ctx.rate_mm) + compute_time(fp8, ctx.rate_fp8)
-    return compute_time(flops, ctx.rate_mm)
+    """[T-COMP.mm] with FP8: (FLOPs − FP8 FLOPs)/(peak[β_c]·eff) + FP8 FLOPs/(peak[fp8 | mxfp8]·eff) (each
+    ``compute_time``, divided here: a row calls this four times per device)."""
+    fp8_rate = ctx.rate_fp8
+    if fp8_rate:
+        return (flops - fp8) / ctx.rate_mm + fp8 / fp8_rate
+    return flops / ctx.rate_mm
 
 
 def cp_causal_imbalance(cp: Num, kappa: float, unbalanced: bool) -> Num:
@@ -339,7 +361,7 @@ def kept_flops(ctx: TimeContext, row: Row, key: tuple | None = None) -> RowFlops
     elif row.local.partial:
         block = item.block if item.kind == MTP else item.kind
         share = part_wgrad_flops(ctx.fc, block, ctx.r.flags.feat.trainable_parts)
-        flops = replace(flops, wgrad_mm=share, wgrad_fp8=minimum(flops.wgrad_fp8, share))
+        flops = flops_with(flops, wgrad_mm=share, wgrad_fp8=minimum(flops.wgrad_fp8, share))
     ctx.flops_cache[key] = (row.cost, flops)
     return flops
 
@@ -363,7 +385,7 @@ class RowWork(NamedTuple):
     rebuilt: Num | None
     zero_ep: bool           # the backward re-dispatches the tokens (zero-memory MoE)
     offload: Num
-    comm: tuple[tuple[str, tuple], ...]  # ``comm_recipe``
+    comm: tuple[tuple[str, tuple, str], ...]  # ``comm_recipe``
 
 
 def row_work(ctx: TimeContext, row: Row, key: tuple) -> RowWork:
@@ -418,7 +440,7 @@ def _row_time(ctx: TimeContext, row: Row, key: tuple) -> RowTime:
                       erc)
     if w.offload:
         comm["host"] = offload_exposed(ctx, w.offload, F, B + W)
-    return at_once(RowTime, F=F, B=B, W=W, Rc=Rc, comm=comm, flops=flops)
+    return RowTime(F, B, W, Rc, comm, flops)
 
 
 def offload_exposed(ctx: TimeContext, offload: Num, forward: Num, backward: Num) -> tuple[Num, Num, Num]:
@@ -436,19 +458,20 @@ def async_tp_exposed(comm: Num, matmuls: Num, t: Num) -> Num:
     return maximum(0.0, comm - matmuls) + minimum(comm, matmuls) / t
 
 
-def comm_recipe(ctx: TimeContext, row: Row, backward: bool) -> tuple[tuple[str, tuple], ...]:
+def comm_recipe(ctx: TimeContext, row: Row, backward: bool) -> tuple[tuple[str, tuple, str], ...]:
     """What a row's exposed TP / CP / EP comm reads apart from the device: per kind, the key of its (forward,
-    backward, recompute) (``exposed_comm``), which the rows of a plan share on each device."""
+    backward) (``exposed_comm``), which the rows of a plan share on each device, and the share of the forward
+    its recompute runs again ("full", "half": a checkpointed MLP / MoE half of the layer, "none"; ``row_comm``)."""
     r, item = ctx.r, row.item
     kind = item.kind
     if kind in (NOOP, EMBEDDING_COPY, VISION_EXTRAS):
         return ()
     if kind == EMBEDDING:  # a replicated table looks tokens up locally
-        return () if r.flags.vocab_emb_dp else (("tp", ("embedding",)),)
+        return () if r.flags.vocab_emb_dp else (("tp", ("embedding",), "none"),)
     if kind == OUTPUT:
-        return (("tp", ("output",)),)
+        return (("tp", ("output",), "none"),)
     if kind == VISION:
-        return (("tp", ("vision", backward)),)
+        return (("tp", ("vision", backward), "none"),)
     full = item.option == "full"
     block = item.block if kind == MTP else kind
     regathers = 0.0 if ctx.pricer.acts.gathered(item.option) else 2.0
@@ -457,43 +480,42 @@ def comm_recipe(ctx: TimeContext, row: Row, backward: bool) -> tuple[tuple[str, 
     off = option_switches(item.option, ctx.pricer.acts.sel) if item.option in ("selective", "both") else frozenset()
     moe_rc = block.endswith("moe") and "moe" in off
     ffn_rc = moe_rc or ("mlp" in off and not block.endswith("moe"))
-    out: list[tuple[str, tuple]] = [("tp", ("layer", regathers, kind == MTP, "full" if full else "half" if ffn_rc
-                                            else "none"))]
+    out: list[tuple[str, tuple, str]] = [("tp", ("layer", regathers, kind == MTP),
+                                          "full" if full else "half" if ffn_rc else "none")]
     if not block.startswith("lin_"):
-        out.append(("cp", ("cp", full)))
+        out.append(("cp", ("cp",), "full" if full else "none"))
     if block.endswith("moe"):
-        out.append(("ep", ("ep", full or moe_rc)))
+        out.append(("ep", ("ep",), "full" if full or moe_rc else "none"))
     return tuple(out)
 
 
-def exposed_comm(ctx: TimeContext, key: tuple, flops: RowFlops) -> tuple[Num, Num, Num]:
-    """Exposed comm of one kind of a row on the context's device, (forward, backward, recompute), from its
-    ``comm_recipe`` key [docs/model.md#communication-volumes, docs/model.md#stage-time]; ``flops``: the row's
-    (async TP overlaps its matmuls)."""
+def exposed_comm(ctx: TimeContext, key: tuple, flops: RowFlops) -> tuple[Num, Num]:
+    """Exposed comm of one kind of a row on the context's device, (forward, backward), from its ``comm_recipe``
+    key [docs/model.md#communication-volumes, docs/model.md#stage-time]; ``flops``: the row's (async TP overlaps
+    its matmuls). A recompute runs the forward's again (its share: ``row_comm``)."""
     r, k = ctx.r, ctx.k
     par, f = r.par, r.flags
     what = key[0]
     exp_tp = 1 - k.o_tp
     if what == "embedding":
         fwd, bwd = C.tp_embedding(ctx.M_h, ctx.tp, par.sp, positions=r.dims.n_pos > 0)
-        return exp_tp * fwd, exp_tp * bwd, 0.0
+        return exp_tp * fwd, exp_tp * bwd
     if what == "output":
         fwd, bwd = C.tp_head(ctx.M_h, ctx.tp, par.sp)
-        return exp_tp * fwd, exp_tp * bwd, 0.0
+        return exp_tp * fwd, exp_tp * bwd
     if what == "vision":
         vision = r.model.vision
         assert vision is not None
         M_v = r.widths.c * vision.hidden_size * ctx.fc.vision_tokens
         fwd, bwd = C.tp_layer(M_v, ctx.tp, par.sp, 0.0)
-        return exp_tp * fwd, exp_tp * bwd if key[1] else 0.0, 0.0
+        return exp_tp * fwd, exp_tp * bwd if key[1] else 0.0
     if what == "cp":
-        cp_f, cp_b = _cp_exposed(ctx)
-        return cp_f, cp_b, cp_f if key[1] else 0.0
+        return _cp_exposed(ctx)
     if what == "ep":
         ef, eb = C.ep_layer(ctx.M_r, ctx.ep, ctx.etp)
         exp_ep = 1 - k.o_ep
-        return exp_ep * ef, exp_ep * eb, exp_ep * ef if key[1] else 0.0
-    _, regathers, mtp, rc = key  # a layer's TP
+        return exp_ep * ef, exp_ep * eb
+    _, regathers, mtp = key  # a layer's TP
     fwd, bwd = C.tp_layer(ctx.M_h, ctx.tp, par.sp, regathers)
     if mtp:
         hf, hb = C.tp_head(ctx.M_h, ctx.tp, par.sp)
@@ -503,23 +525,26 @@ def exposed_comm(ctx: TimeContext, key: tuple, flops: RowFlops) -> tuple[Num, Nu
         mm_b = mm_time(ctx, flops.bwd_mm + flops.wgrad_mm, flops.bwd_fp8 + flops.wgrad_fp8)
         a_f = where(par.sp, async_tp_exposed(fwd, mm_f, par.t), exp_tp * fwd)
         a_b = where(par.sp, async_tp_exposed(bwd, mm_b, par.t), exp_tp * bwd)
-        return a_f, a_b, a_f if rc == "full" else a_f / 2 if rc == "half" else 0.0
-    return exp_tp * fwd, exp_tp * bwd, exp_tp * fwd if rc == "full" else exp_tp * fwd / 2 if rc == "half" else 0.0
+        return a_f, a_b
+    return exp_tp * fwd, exp_tp * bwd
 
 
-def row_comm(ctx: TimeContext, recipe: tuple[tuple[str, tuple], ...], flops: RowFlops
+def row_comm(ctx: TimeContext, recipe: tuple[tuple[str, tuple, str], ...], flops: RowFlops
              ) -> dict[str, tuple[Num, Num, Num]]:
-    """A row's exposed comm per kind from its ``comm_recipe``: each kind's value made once per context and key
-    (a row's async TP reads its own matmuls: made per row)."""
+    """A row's exposed comm per kind from its ``comm_recipe``, (forward, backward, recompute): each kind's
+    (forward, backward) made once per context and key (a row's async TP reads its own matmuls: made per row) —
+    the rows of a layer kind with and without recompute share it — and the recompute the forward's again, all
+    of it or half (a checkpointed MLP / MoE runs its half of the layer's TP collectives), or none."""
     kept = ctx.comms
     out: dict[str, tuple[Num, Num, Num]] = {}
-    for kind, key in recipe:
+    for kind, key, rc in recipe:
         got = kept.get(key)
         if got is None:
             got = exposed_comm(ctx, key, flops)
             if key[0] != "layer" or not ctx.r.flags.feat.async_tp:
                 kept[key] = got
-        out[kind] = got
+        f = got[0]
+        out[kind] = (f, got[1], f if rc == "full" else f / 2 if rc == "half" else 0.0)
     return out
 
 
@@ -542,5 +567,5 @@ def _cp_exposed(ctx: TimeContext) -> tuple[Num, Num]:
 
 __all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "RowWork", "TimeContext", "async_tp_exposed", "comm_recipe",
            "compute_time", "cp_causal_imbalance", "dequantize_bytes", "exposed_comm", "fp8_cast_bytes", "kept_flops",
-           "knobs", "mm_time", "offload_exposed", "row_comm", "row_key", "row_sums", "row_time", "row_work",
-           "timed_row"]
+           "kept_knobs", "knobs", "mm_time", "offload_exposed", "row_comm", "row_key", "row_sums", "row_time",
+           "row_work", "timed_row"]

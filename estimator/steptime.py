@@ -18,7 +18,7 @@ import numpy as np
 from . import comm as C
 from .arr import Num, is_array, maximum
 from .assembly.form import StageForm, build_form, form_signature, stage_plan
-from .chunktime import ChunkTimes, chunk_times
+from .chunktime import ChunkPasses, ChunkTimes, Holdings, chunk_holdings, chunk_passes, chunk_times
 from .layout import build_layout, layout_inputs, slot_index, slot_position
 from .pipeline import (
     at_largest,
@@ -143,6 +143,7 @@ class StageSums(NamedTuple):
     params: Num
     grads: Num
     elements: list[Num]
+    dp_key: tuple | None  # ``elements_key(elements)``: made once for the plan's device and the band's ends
 
 
 def stage_total(F: Num, B: Num, W: Num, Rc: Num) -> Num:
@@ -151,7 +152,7 @@ def stage_total(F: Num, B: Num, W: Num, Rc: Num) -> Num:
     return F + B + W + Rc
 
 
-def stage_sums(chunks: Sequence[ChunkTimes]) -> StageSums:
+def stage_sums(chunks: Sequence[ChunkTimes | Holdings]) -> StageSums:
     model = hardware = static = states = params = grads = layers = 0.0
     elements: list[Num] = [0.0] * 6
     for c in chunks:
@@ -160,7 +161,13 @@ def stage_sums(chunks: Sequence[ChunkTimes]) -> StageSums:
         params, grads = params + c.params, grads + c.grads
         for i in range(6):
             elements[i] = elements[i] + c.elements[i]
-    return StageSums(model, hardware, static, states, layers, params, grads, elements)
+    return StageSums(model, hardware, static, states, layers, params, grads, elements, elements_key(elements))
+
+
+def elements_key(elements: list[Num]) -> tuple | None:
+    """A stage's DP inputs by value and type (``_dp``'s key); None when one is an array (the search's candidates)."""
+    kinds = tuple(map(type, elements))
+    return None if np.ndarray in kinds else (*elements, kinds)
 
 
 def stage_times(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes], sums: StageSums | None = None
@@ -204,7 +211,7 @@ def _add_stage_terms(ctx: TimeContext, stage: int, cF: list[Num], cB: list[Num],
         cF[j] = cF[j] + n_fwd * send
         cB[j] = cB[j] + n_bwd * send
         pp = pp + (n_fwd + n_bwd) * send
-    dp = _dp(ctx, held.elements)
+    dp = _dp(ctx, held)
     fs_f, fs_b = (1 - k.o_fsdp) * dp.per_mb_fwd, (1 - k.o_fsdp) * dp.per_mb_bwd
     if cF:  # per-micro-batch parameter gathers and reduce-scatters ride with the first chunk's passes
         cF[0] = cF[0] + fs_f
@@ -221,7 +228,7 @@ def _add_stage_terms(ctx: TimeContext, stage: int, cF: list[Num], cB: list[Num],
     return pp, fsdp, host, dp
 
 
-def stage_seconds(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes], held: StageSums
+def stage_seconds(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes | ChunkPasses], held: StageSums
                   ) -> tuple[Num, Num, Num]:
     """What the step formula reads of ``stage_times`` under a schedule that reads only S: the stage's S, its
     exposed per-step DP comm and t_opt, the same values (the band's ends make no stage records)."""
@@ -273,20 +280,20 @@ def _dp_reads(ctx: TimeContext) -> tuple | None:
             kinds)
 
 
-def _dp(ctx: TimeContext, elements: list[Num]) -> C.DPTimes:
-    """[T-COMM.dp] ``_make_dp``, kept per what it reads (``_dp_reads``) and the stage's elements by value and type:
-    a band end's three devices time the same stages again on every estimate whose DP groups and element counts
-    recur (a tp or pp edit and its undo)."""
+def _dp(ctx: TimeContext, held: StageSums) -> C.DPTimes:
+    """[T-COMM.dp] ``_make_dp`` of the stage's elements, kept per what it reads (``_dp_reads``) and the elements by
+    value and type (``StageSums.dp_key``): a band end's three devices time the same stages again on every estimate
+    whose DP groups and element counts recur (a tp or pp edit and its undo)."""
+    elements = held.elements
     table = ctx.dp_kept
     if table is None:
         reads = _dp_reads(ctx)
         if reads is None:
             return _make_dp(ctx, elements)
         table = ctx.dp_kept = C.kept_entry(_DP, reads, dict)
-    kinds = tuple(map(type, elements))
-    if np.ndarray in kinds:
+    key = held.dp_key
+    if key is None:
         return _make_dp(ctx, elements)
-    key = (*elements, kinds)
     got = table.get(key)
     if got is None:
         got = C.kept_entry(table, key, lambda: _make_dp(ctx, elements))
@@ -341,14 +348,15 @@ def _context(pricer: StagePricer, hardware: Hardware) -> TimeContext:
     reads the rows' inputs and the device, never the layout (the chunk holdings it is asked for are kept per
     form in the asking book, ``chunk_times``), so the plans of a recompute edit share it."""
     def make() -> TimeContext:
+        if hardware is not pricer.r.hardware:
+            # a band end: what reads no device is the plan's device's context's, its rows (the costs read no device)
+            # too
+            like = _context(pricer, pricer.r.hardware)
+            return TimeContext(like.pricer, like=like, r=with_device(pricer.r, hardware))
         rows = copy.copy(pricer)  # the rows and their costs, not what this plan derived (its memo, its book's forms)
         rows.memo = {}
         rows.shared = {}
-        if hardware is pricer.r.hardware:
-            return TimeContext(rows)
-        # a band end: what reads no device is the plan's device's context's
-        rows.r = with_device(pricer.r, hardware)
-        return TimeContext(rows, like=_context(pricer, pricer.r.hardware))
+        return TimeContext(rows)
 
     return device_entry(pricer.book.costs.contexts, hardware, make)
 
@@ -451,24 +459,30 @@ def timed_stages(pricer: StagePricer, rows_per_stage: list[list[Row]] | None = N
 
 
 def _per_group(pricer: StagePricer, ctx: TimeContext, groups: StageGroups,
-               timed: Callable[[TimeContext, int, list[ChunkTimes], StageSums], _T]) -> list[_T]:
+               timed: Callable[[TimeContext, int, list, StageSums], _T], passes: bool = False) -> list[_T]:
     """``timed`` (``stage_times``, or ``stage_seconds`` for what an S-only schedule reads) of each group of stages'
-    first stage, from each distinct chunk timed once and the form's kept stage sums."""
-    sums = pricer.shared.setdefault(STAGE_SUMS, {})
-    chunks = [chunk_times(ctx, form, j, pricer.shared) for form, j in groups.chunks]
+    first stage, from each distinct chunk timed once and the form's kept stage sums. ``passes``: the chunks'
+    ``chunk_passes`` (no chunk records: all that ``stage_seconds`` reads), the sums from what they hold."""
+    shared = pricer.shared
+    sums = shared.setdefault(STAGE_SUMS, {})
+    if passes:
+        held: list = [chunk_holdings(ctx, form, j, shared) for form, j in groups.chunks]
+        chunks: list = [chunk_passes(ctx, h) for h in held]
+    else:
+        chunks = held = [chunk_times(ctx, form, j, shared) for form, j in groups.chunks]
     out = []
     for (i, form), of in zip(groups.first, groups.chunk_of, strict=True):
-        parts = [chunks[c] for c in of]
-        out.append(timed(ctx, i, parts, _kept_sums(sums, form, parts)))
+        out.append(timed(ctx, i, [chunks[c] for c in of], _kept_sums(sums, form, held, of)))
     return out
 
 
-def _kept_sums(memo: dict, form: StageForm, chunks: list[ChunkTimes]) -> StageSums:
-    """The ``stage_sums`` of a form's chunks (they read no device: the band's ends take the plan's), kept per
-    form in the asking pricer's memo."""
+def _kept_sums(memo: dict, form: StageForm, chunks: Sequence[ChunkTimes | Holdings], of: Sequence[int]
+               ) -> StageSums:
+    """The ``stage_sums`` of a form's chunks (``chunks[c]`` for c in ``of``; they read no device: the band's ends
+    take the plan's), kept per form in the asking pricer's memo."""
     got = memo.get(id(form))
     if got is None or got[0] is not form:
-        got = memo[id(form)] = (form, stage_sums(chunks))
+        got = memo[id(form)] = (form, stage_sums([chunks[c] for c in of]))
     return got[1]  # type: ignore[no-any-return]
 
 
@@ -496,7 +510,7 @@ def seconds_per_stage(pricer: StagePricer, hardware: Hardware | None = None) -> 
     if got is not None and got[0] is layout:
         return got[1]  # type: ignore[no-any-return]
     groups = _layout_groups(pricer)
-    S, dp, opt = zip(*_per_group(pricer, ctx, groups, stage_seconds), strict=True)
+    S, dp, opt = zip(*_per_group(pricer, ctx, groups, stage_seconds, passes=True), strict=True)
     index = groups.index
     out = ([S[g] for g in index], largest([dp[g] for g in index]), largest([opt[g] for g in index]))
     seen[("seconds", id(layout))] = (layout, out)

@@ -162,3 +162,17 @@ def test_a_workspaces_key_without_the_framework_fails_the_checks(monkeypatch):
 
     monkeypatch.setattr(workspaces, "_reads", without_framework)
     assert _plans_differ(monkeypatch) != []
+
+
+def test_a_dp_key_without_the_elements_values_fails_the_checks(monkeypatch):
+    """The stage's elements enter ``_dp``'s key once per stage form (``StageSums.dp_key``, for the plan's device
+    and the band's ends): a key of their types alone hands one stage's DP times to another."""
+    made = steptime.elements_key
+
+    def types_only(elements):
+        key = made(elements)
+        return None if key is None else key[-1:]
+
+    monkeypatch.setattr(steptime, "elements_key", types_only)
+    assert _plans_differ(monkeypatch) != []
+

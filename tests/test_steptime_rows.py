@@ -1,9 +1,10 @@
 """The step time's row and stage passes against a straightforward recomputation (P-SCALAR-SPEED 'Sixth session —
 step time'): a row's times from its device-free ``RowWork`` and its comm from per-context values by
 ``comm_recipe`` key equal the row's formulas written out in full (below) on the plan's device and the band's
-ends; a chunk's per-kind comm sums equal the fold over each row's kinds; the band ends' ``seconds_per_stage``
-equals what ``timed_stages`` makes on that device. Each equal to the float, on the bundled examples and generated
-plans."""
+ends; a chunk's per-kind comm sums equal the fold over each row's kinds, its passes (``chunk_passes``) its
+times'; the band ends' ``seconds_per_stage`` equals what ``timed_stages`` makes on that device, with the stage
+sums from the chunk records or (seventh session) from what the chunks hold. Each equal to the float, on the
+bundled examples and generated plans."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from estimator import (
 )
 from estimator.activations import option_switches
 from estimator.assembly.form import stage_plan
-from estimator.chunktime import chunk_holdings, chunk_times
+from estimator.chunktime import chunk_holdings, chunk_passes, chunk_times
 from estimator.errors import SappError
 from estimator.flops import EMBEDDING_COPY, VISION_EXTRAS, moe_zero_memory_on
 from estimator.layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION, build_layout, layout_inputs
@@ -173,10 +174,14 @@ def _check(r) -> None:
                     assert (got.F, got.B, got.W, got.Rc, got.comm) == _row(ctx, row), (row.item, hw)
                 c = chunk_times(ctx, form, j, pricer.shared)
                 assert (c.F, c.B, c.W, c.Rc, c.fwd, c.bwd, c.recompute, c.comm) == _chunk(ctx, held), (j, hw)
+                assert tuple(chunk_passes(ctx, held)) == (c.F, c.B, c.W, c.Rc, c.fwd, c.bwd, c.recompute), (j, hw)
         if r.flags.schedule in steptime.S_ONLY:
             timed = steptime.timed_stages(pricer, hardware=hw)
             S, dp, opt = steptime.seconds_per_stage(pricer, hw)
             assert (S, dp, opt) == (timed.S, timed.dp_step, timed.t_opt), hw
+            # a pricer whose stage sums the chunks' holdings make (no chunk records before): the same seconds
+            first = StagePricer(r, build_layout(layout_inputs(r)))
+            assert steptime.seconds_per_stage(first, hw) == (S, dp, opt), hw
 
 
 @pytest.mark.parametrize("name,files,args", BUNDLED, ids=[b[0] for b in BUNDLED])
@@ -215,8 +220,9 @@ def test_rows_chunks_and_band_stages_of_generated_plans_equal_their_formulas(tp,
 
 
 def test_a_recipe_key_names_everything_its_value_reads():
-    """Rows of one plan that differ in what their comm reads get different ``comm_recipe`` keys (a key that
-    dropped the recompute share or the re-gathers would hand one row's comm to another)."""
+    """Rows of one plan that differ in what their comm reads get different ``comm_recipe`` keys and shares (a key
+    that dropped the re-gathers would hand one row's comm to another, a share that dropped the recompute's part
+    one row's recompute comm to another)."""
     strategy = Strategy(seq_length=4096, tp=4, pp=2, cp=2, dp=2, ep=2, micro_batches=8,
                         sharding=ShardingSpec(mode="zero1"),
                         recompute=RecomputePlan(default_mode="selective", full_counts=(1, 1), switches=("mlp", "moe")))
@@ -224,14 +230,18 @@ def test_a_recipe_key_names_everything_its_value_reads():
     _check(r)
     pricer = StagePricer(r, build_layout(layout_inputs(r)))
     ctx = rowtime.TimeContext(pricer)
-    keys = {}
+    keys: dict = {}
+    shares: dict = {}
     for form, _entries in stage_plan(pricer.layout, r.dims.tie):
         for j in range(r.par.vp):
             for _n, _key, row in chunk_holdings(ctx, form, j, pricer.shared).rows:
-                for kind, key in rowtime.row_work(ctx, row, rowtime.row_key(row)).comm:
-                    keys.setdefault(key, set()).add(_comm(ctx, row, True, rowtime.kept_flops(ctx, row))[kind])
+                for kind, key, rc in rowtime.row_work(ctx, row, rowtime.row_key(row)).comm:
+                    value = _comm(ctx, row, True, rowtime.kept_flops(ctx, row))[kind]
+                    keys.setdefault(key, set()).add(value[:2])
+                    shares.setdefault((key, rc), set()).add(value)
     assert all(len(values) == 1 for values in keys.values())
-    assert {key[3] for key in keys if key[0] == "layer"} == {"full", "half"}  # rows of two recompute shares
+    assert all(len(values) == 1 for values in shares.values())
+    assert {rc for key, rc in shares if key[0] == "layer"} == {"full", "half"}  # rows of two recompute shares
 
 
 @fuzz_settings(40)
