@@ -111,7 +111,16 @@ def host_explain(host: HostMemory) -> Quantity:
 def host_memory(r: Resolved, stages: Sequence[StageResult]) -> HostMemory:
     """[H-NODE] the plan's host memory: per device (the largest stage, whose figure the assembler priced:
     ``StageResult.host_bytes``) and per node, against the preset's RAM."""
-    return HostMemory(tuple(map(_host_stage, stages)), r.hardware.devices_per_node, r.hardware.host_ram_per_node)
+    # a stage sharing the previous one's host-bytes dict shares its (frozen) record: a plan's stages priced at once
+    # share a dict per stage form (``assembly.stages``), and the stages of a form are neighbours
+    out = []
+    given: dict | None = None
+    record: HostStage | None = None
+    for stage in stages:
+        if stage.host_bytes is not given:
+            given, record = stage.host_bytes, _host_stage(stage)
+        out.append(record)
+    return HostMemory(tuple(out), r.hardware.devices_per_node, r.hardware.host_ram_per_node)  # type: ignore[arg-type]
 
 
 _KINDS = {f.name: f.default for f in fields(HostStage)}

@@ -37,6 +37,7 @@ from ..messages import Text, english, message_of
 from ..result import StageResult, stage_result
 from ..stage import StagePricer, stage_rows
 from . import memory, stages
+from .chunks import form_sums
 from .form import StageForm, stage_plan
 from .memory import ChunkSums, Point, StageMemory, chunk_sums, points_key, profile_points, stage_memory, terms_token
 from .report import explain_tree, layer_rows, point_label
@@ -54,7 +55,7 @@ def stage_chunks(pricer: StagePricer, form: StageForm) -> list[ChunkSums]:
     key = ("chunk-sums", id(form))
     got = pricer.shared.get(key)
     if got is None or got[0] is not form:
-        got = pricer.shared[key] = (form, [chunk_sums(pricer, form, j) for j in range(form.vp)])
+        got = pricer.shared[key] = (form, form_sums(pricer, form))
     return got[1]  # type: ignore[index]
 
 
@@ -103,18 +104,28 @@ def price_plan_stages(pricer: StagePricer, points: Sequence[list[Point]]) -> tup
         return None
     kept = pricer.shared.setdefault("stages", {})
     token = terms_token()
-    got = [kept.get((i, values[i])) for i in range(p)]  # type: ignore[attr-defined]
-    new = [i for i in range(p) if not _current(got[i], forms[i], token)]
+    if kept:
+        got = [kept.get((i, values[i])) for i in range(p)]  # type: ignore[attr-defined]
+        new = [i for i in range(p) if not _current(got[i], forms[i], token)]
+    else:  # a new row book (a tp, pp or recompute edit): no stage kept yet
+        got, new = [None] * p, list(range(p))
     if new:
-        made = stages.as_arrays(pricer, new, [forms[i] for i in new], [stage_chunks(pricer, forms[i]) for i in new],
-                                [points[i] for i in new])
+        sums: dict[int, list[ChunkSums]] = {}  # per form (held by ``forms``): its stages share its chunk sums
+        chunks = []
+        for i in new:
+            got_sums = sums.get(id(forms[i]))
+            if got_sums is None:
+                got_sums = sums[id(forms[i])] = stage_chunks(pricer, forms[i])
+            chunks.append(got_sums)
+        made = stages.as_arrays(pricer, new, [forms[i] for i in new], chunks, [points[i] for i in new])
         for i, (mem, device) in zip(new, made, strict=True):
             got[i] = _keep_stage(kept, (i, values[i]), (forms[i], mem, device, token))  # type: ignore[arg-type]
     out = []
     for i in range(p):
         form, mem, device, _token = got[i]  # type: ignore[misc]
         pts = points[i]
-        point, text = _peak_point(pts, mem)
+        # one plan's points (``plan_keys``: integer counts), with a peak point (``peak._first_best``)
+        point, text = _kept_label(pts, mem, pts[mem.point]) if mem.point >= 0 else _peak_point(pts, mem)
         out.append(_result(pricer, i, form, mem, partial(_layer_rows, pricer, i, form, mem, pts), point, text, None,
                            device))
     return tuple(out)
@@ -169,6 +180,11 @@ def _peak_point(points: list[Point] | Any, mem: StageMemory) -> tuple[Text, str]
     if pt is None or not _INTS.issuperset(kinds):  # arrays (the search, the balancer): not kept
         label = point_label(points, mem)
         return label, english(label)
+    return _kept_label(points, mem, pt)
+
+
+def _kept_label(points: list[Point], mem: StageMemory, pt: Point) -> tuple[Text, str]:
+    """``_peak_point`` of a peak point ``pt`` of one plan (its counts integers: ``points_key`` said so)."""
     key = (pt.counts, pt.backward_chunk, type(pt.backward_chunk))
     got = _LABELS.get(key)
     if got is None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add, mul
 
 import numpy as np
 
@@ -39,7 +41,8 @@ class ChunkSums:
 def _row_values(pricer: StagePricer, form: StageForm) -> list[tuple[Num, ...]]:
     """Per key (kept with the rows): first the numbers ``chunk_sums`` adds up column by column (``_linear``: the
     ROW_TERMS values, what they hold at the optimizer step, the HOST_TERMS values, A1 and the offloaded
-    activations), then upstream's buffer sum, the for-loop optimizer's largest tensor and the RowCost."""
+    activations), then upstream's buffer sum, the for-loop optimizer's largest tensor, whether every number
+    ``chunk_sums`` reads of the key is a Python number (``_scalar_sums``) and the RowCost."""
     f = pricer.r.flags
     divisor = pricer.r.par.os if f.sharding_mode not in ("none",) else 1
     out = []
@@ -52,12 +55,17 @@ def _row_values(pricer: StagePricer, form: StageForm) -> list[tuple[Num, ...]]:
             _st, local = cost.static, cost.local
             upstream = max_all([cost.parts[0], cost.parts[1], cost.parts[3]]) + cost.parts[2]
             largest = None if local.frozen else forloop_temporaries(local.largest, divisor)
-            got = kept[key] = tuple([*[t.value(cost, pricer) for t in terms.ROW_TERMS],
-                                     *[(t.at_optimizer_step or t.value)(cost, pricer) for t in terms.ROW_TERMS],
-                                     *[t.value(cost, pricer) for t in terms.HOST_TERMS], cost.act, cost.offload,
-                                     upstream, largest, cost])
+            numbers = [*[t.value(cost, pricer) for t in terms.ROW_TERMS],
+                       *[(t.at_optimizer_step or t.value)(cost, pricer) for t in terms.ROW_TERMS],
+                       *[t.value(cost, pricer) for t in terms.HOST_TERMS], cost.act, cost.offload, upstream, largest]
+            scalar = _NUMBERS.issuperset(map(type, (*numbers, cost.rc, cost.act_none, cost.gw, cost.gf,
+                                                    cost.transient, _st.opt_temporaries)))
+            got = kept[key] = tuple([*numbers, scalar, cost])
         out.append(got)  # type: ignore[arg-type]
     return out
+
+
+_NUMBERS = frozenset({float, int, type(None)})  # Python numbers (None: a frozen row's for-loop largest tensor)
 
 
 def _linear(pairs: Coefs, values: Sequence[tuple[Num, ...]], n: int) -> list[Num]:
@@ -65,7 +73,8 @@ def _linear(pairs: Coefs, values: Sequence[tuple[Num, ...]], n: int) -> list[Num
     the pairs in order, from 0.0): every column in one pass over the pairs."""
     out: list[Num] = [0.0] * n
     for k, c in pairs:
-        out = [o + c * x for o, x in zip(out, values[k], strict=False)]  # to out's n
+        # o + c·x for each of out's n columns (map stops with out), the loop in C: ~20 % less than a comprehension
+        out = list(map(add, out, map(mul, repeat(c), values[k])))
     return out
 
 
@@ -82,8 +91,27 @@ def _present(count: Num, value: Num) -> Num:
 
 
 def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
-    f = pricer.r.flags
+    """Chunk ``j`` of ``form``: one plan's numbers through ``_scalar_sums``, arrays (a search's candidates, stacked
+    forms) through ``_array_sums`` — the same sums in the same order."""
+    return form_sums(pricer, form, (j,))[0]
+
+
+def form_sums(pricer: StagePricer, form: StageForm, chunks: Sequence[int] | None = None) -> list[ChunkSums]:
+    """The chunk sums of ``chunks`` of ``form`` (default: all), its keys' values read once."""
     values = _row_values(pricer, form)
+    js = range(form.vp) if chunks is None else chunks
+    scalar = type(form.vision) is bool  # a form of one layout (stacked forms' counts are arrays)
+    if scalar:
+        for v in values:
+            if not v[-2]:
+                scalar = False
+                break
+    make = _scalar_sums if scalar else _array_sums
+    return [make(pricer, form, j, values) for j in js]
+
+
+def _array_sums(pricer: StagePricer, form: StageForm, j: int, values: Sequence[tuple[Num, ...]]) -> ChunkSums:
+    f = pricer.r.flags
     costs = [v[-1] for v in values]
     pairs = form.counts[j]
     width = len(terms.ROW_TERMS)
@@ -145,6 +173,69 @@ def chunk_sums(pricer: StagePricer, form: StageForm, j: int) -> ChunkSums:
                      offload=offload, host=host)
 
 
+def _scalar_sums(pricer: StagePricer, form: StageForm, j: int, values: Sequence[tuple[Num, ...]]) -> ChunkSums:
+    """``_array_sums`` of one plan's numbers (counts, coefficients and values Python numbers): the same operations
+    in the same order — each sum Σ c·x over the pairs from 0.0, the first strict maximum — without the tests for
+    arrays, the helpers' calls and the per-key lists they read (tests/test_scalar_sums.py compares the two)."""
+    f = pricer.r.flags
+    pairs = form.counts[j]
+    width = len(terms.ROW_TERMS)
+    hosts = len(terms.HOST_TERMS)
+    sums = _linear(pairs, values, 2 * width + hosts + 2)
+    by_term = {t.id: sums[i] for i, t in enumerate(terms.ROW_TERMS)}
+    at_step = {t.id: sums[width + i] for i, t in enumerate(terms.ROW_TERMS)}
+    host = {t.id: sums[2 * width + i] for i, t in enumerate(terms.HOST_TERMS)}
+    act, offload = sums[2 * width + hosts], sums[2 * width + hosts + 1]
+    upstream = 2 * width + hosts + 2
+    # [W-BWD] need(ℓ) = (Rc or the group's A(·, none)) + Gw − Σ A1 walked, as _lin sums each part
+    work: Num = 0.0
+    work_at = -1
+    for t, term in enumerate(form.walks[j]):
+        part: Num = 0.0
+        if term.rc:
+            for k, c in term.rc:
+                part = part + c * values[k][-1].rc
+        else:
+            for k, c in term.group_none:
+                part = part + c * values[k][-1].act_none
+        gw: Num = 0.0
+        for k, c in term.gw:
+            gw = gw + c * values[k][-1].gw
+        walked: Num = 0.0
+        for k, c in term.after:
+            walked = walked + c * values[k][-1].act
+        need = part + gw - walked
+        if need > work:
+            work, work_at = need, t
+    forward: Num = 0.0
+    for k, _n in pairs:
+        gf = values[k][-1].gf
+        forward = forward if forward >= gf else gf
+    if f.dataloader_mask:
+        work, work_at = _with_mask(pricer, form, pairs, act, forward, work, work_at)
+    transient: Num = 0.0
+    transient_at = -1
+    if f.comm_buffer_mode == "upstream_sum":
+        for k, c in pairs:
+            transient = transient + c * values[k][upstream]
+    else:
+        for k, _n in pairs:
+            value = values[k][-1].transient
+            if transient_at < 0 or value > transient:
+                transient, transient_at = value, k
+    temps: Num = 0.0
+    if f.optimizer_impl == "foreach":
+        for k, c in pairs:
+            temps = temps + c * values[k][-1].static.opt_temporaries
+    elif f.optimizer_impl == "forloop":
+        for k, _n in pairs:
+            largest = values[k][upstream + 1]
+            if largest is not None:
+                temps = temps if temps >= largest else largest
+    # positional, in field order: the frozen dataclass's __init__ takes ~1 µs longer by keyword
+    return ChunkSums(by_term, at_step, act, work, forward, transient, temps, work_at, transient_at, offload, host)
+
+
 MASK_AT = -2  # ChunkSums.work_at: the dataloader's mask [W-MASK] sets the chunk's working overhead
 
 
@@ -167,4 +258,4 @@ def _with_mask(pricer: StagePricer, form: StageForm, pairs: Coefs, act: Num, for
     return (during, MASK_AT) if during > work else (work, work_at)
 
 
-__all__ = ["MASK_AT", "ChunkSums", "chunk_sums"]
+__all__ = ["MASK_AT", "ChunkSums", "chunk_sums", "form_sums"]

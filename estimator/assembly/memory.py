@@ -26,7 +26,7 @@ from ..result import CATEGORIES
 from ..schedules import V_SCHEDULES, StageProfile
 from ..stage import Row, StagePricer, kept_with, stage_rows
 from . import terms
-from .chunks import ChunkSums, chunk_sums
+from .chunks import ChunkSums, chunk_sums, form_sums
 from .form import StageForm
 from .peak import peak_point
 from .terms import StageView, process_groups
@@ -149,8 +149,10 @@ def _chunks_part(pricer: StagePricer, chunks: Sequence[ChunkSums], vision: Num) 
     for term in terms.ROW_TERMS:
         name = term.category
         cat[name] = cat[name] + rows[term.id]
-    return _ChunksPart(work, working_from, transient, transient_from, cat, held, tuple(cat.values()),
-                       tuple(c.act for c in chunks), tuple(c.offload for c in chunks), held_at_step(held))
+    # _ChunksPart(...) less its Python __new__ (a fresh row book makes one per stage form)
+    return tuple.__new__(_ChunksPart, (work, working_from, transient, transient_from, cat, held, tuple(cat.values()),
+                                       tuple([c.act for c in chunks]), tuple([c.offload for c in chunks]),
+                                       held_at_step(held)))
 
 
 def chunks_part(pricer: StagePricer, chunks: Sequence[ChunkSums], vision: Num) -> _ChunksPart:
@@ -244,7 +246,7 @@ def chunk_totals(pricer: StagePricer, chunks: Sequence[ChunkSums]) -> ChunkTotal
         for c in chunks:
             one = one + (c.host or {})[term.id]
         host[term.id] = one
-    totals = ChunkTotals(rows=rows, step=step, temps=temps, host=host)
+    totals = tuple.__new__(ChunkTotals, (rows, step, temps, host))  # ChunkTotals(...) less its Python __new__
     pricer.memo[key] = (chunks, totals)
     return totals
 
@@ -327,7 +329,7 @@ def stage_memory(pricer: StagePricer, stage: int, form: StageForm, points: Seque
     (``stage_chunks``: then ``rows`` are the stage's own, if given) the part before the stage terms is kept per
     stage and reused when the stage is priced again at the same points (the slack replay's second pass)."""
     if chunks is None or explain:
-        chunks = [chunk_sums(pricer, form, j) for j in range(form.vp)] if chunks is None else chunks
+        chunks = form_sums(pricer, form) if chunks is None else chunks
         return _finish(pricer, stage, _tensors(pricer, stage, form, points, chunks, explain, rows))
     return _kept_finish(pricer, stage, *stage_tensors(pricer, stage, form, points, chunks, rows))
 

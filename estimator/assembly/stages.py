@@ -50,7 +50,14 @@ def as_arrays(pricer: StagePricer, stages: Sequence[int], forms: Sequence[StageF
     stage, computed over an array of the stages."""
     r = pricer.r
     n = len(stages)
-    parts = [chunks_part(pricer, c, form.vision) for c, form in zip(chunks, forms, strict=True)]
+    # what the chunks decide, once per list of chunk sums (a form's, ``stage_chunks``: its stages share it)
+    by_chunks: dict[int, Any] = {}
+    parts = []
+    for c, form in zip(chunks, forms, strict=True):
+        part = by_chunks.get(id(c))  # the lists are held by ``chunks``: their ids stay theirs during the call
+        if part is None:
+            part = by_chunks[id(c)] = chunks_part(pricer, c, form.vision)
+        parts.append(part)
     peaks = []  # per stage: (in-flight counts, working set, point index)
     for pts, part in zip(points, parts, strict=True):
         if len(pts) == 1:  # _first_best of one point: that point
@@ -80,17 +87,20 @@ def as_arrays(pricer: StagePricer, stages: Sequence[int], forms: Sequence[StageF
     out = []
     memo = pricer.memo
     new = tuple.__new__  # StageMemory(...) less its Python __new__: one per stage
-    hosts: dict[tuple, dict] = {}  # host_of per chunks' part and offloaded bytes (stages sharing both)
-    for k, (stage, total_k, pts, part, peak) in enumerate(zip(stages, total.tolist(), points, parts, peaks,
-                                                             strict=True)):
-        point = peak[2]
-        key = (id(part), offloaded[k])
+    # host_of per chunks' part and offloaded bytes: the stages sharing both share one dict (nothing changes a
+    # stage's host bytes; a kept stage's are shared by the estimates that find it), and ``host.host_memory``
+    # makes one record of it
+    hosts: dict[tuple, dict] = {}
+    for stage, row, total_k, opt_k, off_k, groups_k, pts, part, peak in zip(
+            stages, columns, total.tolist(), opt, offloaded, groups_at, points, parts, peaks, strict=True):
+        key = (id(part), off_k)
         host = hosts.get(key)
         if host is None:
-            host = hosts[key] = host_of(offloaded[k], part.held)
-        mem = new(StageMemory, (dict(zip(CATEGORIES, columns[k], strict=True)), total_k, opt[k], tuple(peak[0]),
-                                peak[1], part.transient, groups_at[k], None, point,
-                                part.working_from[pts[point].backward_chunk], part.transient_from, None, dict(host)))
+            host = hosts[key] = host_of(off_k, part.held)
+        point = peak[2]
+        mem = new(StageMemory, (dict(zip(CATEGORIES, row, strict=True)), total_k, opt_k, tuple(peak[0]), peak[1],
+                                part.transient, groups_k, None, point, part.working_from[pts[point].backward_chunk],
+                                part.transient_from, None, host))
         out.append((mem, dict(memo.get(("device", stage), ()))))
     return out
 
