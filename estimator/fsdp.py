@@ -10,15 +10,16 @@ sum of gradients + activations + communication buffers + working overhead wins.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import reduce
-from operator import add, attrgetter, mul
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .arr import Num, argmax_first, gt, index_size, is_array, mask_index, maximum, minimum, pick, valid_shapes, where
+from .arr import Num, argmax_first, gt, is_array, maximum, minimum, pick, where
+from .fsdp_points import kept_sums, one_sum, points_plan
+from .fsdp_points import other_activations as _other_activations
 from .layout import EMBEDDING, MTP, NOOP, OUTPUT, VISION
-from .masked_points import MaskedPoints, stacked_rows
+from .masked_points import MaskedPoints
 from .messages import Message, Text, msg
 from .records import at_once
 from .stage import Row, StagePricer
@@ -55,8 +56,12 @@ class Instant:
         stages, and the chunks of a stage, holding the same rows: ``_walk``)."""
         if self.focus < 0 or not isinstance(self.name, Message):
             return self.name
-        index = rows[self.focus].item.index
-        return Message(self.name.key, tuple((k, index if k == "block" else v) for k, v in self.name.params))
+        return _block_named(self.name, rows[self.focus].item.index)
+
+
+def _block_named(name: Message, index: int) -> Message:
+    """``name`` with its ``block`` parameter set to ``index`` (a Message made at once: one per stage an estimate)."""
+    return at_once(Message, key=name.key, params=tuple([(k, index if k == "block" else v) for k, v in name.params]))
 
 
 def _instant(name: Text, gradients: Num, activations: Num, comm: Num, working: Num, focus: int = -1) -> Instant:
@@ -164,18 +169,19 @@ def _one_peak(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], points
     same order — Σ_i n_i·A_chunk(i) per point, A_h = its largest minus A_chunk(j) per backward chunk j (ties to
     the earliest point), the chunk with the largest A_h + dynamic (ties to the earliest chunk) — without the
     general path's per-chunk lists. None where a walk holds arrays (the general path then decides)."""
-    top, by_chunk, width = _points_plan(points)
+    top, by_chunk, width = points_plan(points)
     if not by_chunk or width != len(act_chunk):  # no point, or counts of another length: the general path says so
         return None
     signature = _signature(rows)
     store, acc = _walk_store(pricer)
+    sums = kept_sums(pricer.memo, points, act_chunk)  # every point's Σ_i n_i·A_chunk(i), made at once (one_sum's)
     won_total: Num = None
     for j, members in by_chunk:
         a_j = act_chunk[j]
         a_h: Num = -np.inf  # A_h: the first largest Σ_i n_i·A_chunk(i) − A_chunk(j) of the points (-1: none above −∞)
         point = -1
         for k, counts in members:
-            value = reduce(add, map(mul, counts, act_chunk), 0) - a_j  # 0 + n_0·a_0 + n_1·a_1 + …, in order
+            value = (one_sum(counts, act_chunk) if sums is None else sums[k]) - a_j
             if value > a_h:
                 a_h, point = value, k
         fields_j, dynamic_j, k_j, walk = _walk(pricer, rows, j, signature, store, acc)
@@ -191,41 +197,22 @@ def _one_peak(pricer: StagePricer, rows: list[Row], act_chunk: list[Num], points
     named = inst.named(_chunk_rows(rows, won_j))
     several = len(points) > 1
     name = msg("explain.instant-after", name=named, where=_where(points, at)) if several else named
-    return Peak(Instant(name, *won), tuple(points[top].counts), (), several)
-
-
-KEPT_PLANS = 256
-_PLANS: dict[int, tuple[list, tuple]] = {}  # id of a points list → (the list, its plan): one plan's lists are kept
-# per in-flight profile (``estimate._points``) and never changed, and every stage and estimate of a profile reads one
-
-
-def _points_plan(points: list) -> tuple[int, tuple[tuple[int, tuple[tuple[int, tuple], ...]], ...], int]:
-    """What ``_one_peak`` reads of the points alone, kept per list: the first point with the most micro-batches in
-    flight (its counts are the stage's), per backward chunk in ascending order its points (index, counts) in
-    order, and the counts' length (-1 where they differ)."""
-    got = _PLANS.get(id(points))
-    if got is not None and got[0] is points:
-        return got[1]  # type: ignore[return-value]
-    top, top_sum = -1, 0
-    grouped: dict[int, list] = {}
-    for k, pt in enumerate(points):
-        grouped.setdefault(pt.backward_chunk, []).append((k, pt.counts))
-        total = sum(pt.counts)
-        if top < 0 or total > top_sum:
-            top, top_sum = k, total
-    widths = {len(pt.counts) for pt in points}
-    plan = (top, tuple((j, tuple(grouped[j])) for j in sorted(grouped)), widths.pop() if len(widths) == 1 else -1)
-    if len(_PLANS) >= KEPT_PLANS:
-        _PLANS.clear()  # one dict operation each, so threads sharing it see a whole entry or none
-    _PLANS[id(points)] = (points, plan)
-    return plan
+    # Peak(Instant(name, *won), …) with their dicts set at once: one each per stage of an estimate
+    return at_once(Peak, best=_instant(name, *won), counts=tuple(points[top].counts), walks=(), several=several)
 
 
 def accumulates(pricer: StagePricer) -> int | None:
     """The key part of ``Par.accumulates`` (whether a step accumulates gradients, the value ``_stage`` reads): all a
     walk reads of the micro-batch count and the accumulation steps; None over arrays of candidates (not kept)."""
-    acc = pricer.r.par.accumulates
-    return None if isinstance(acc, np.ndarray) else acc  # type: ignore[return-value]
+    memo = pricer.memo  # kept per pricer (its plan is fixed): a stage's walks and tensors ask three times
+    got = memo.get(_ACCUMULATES, memo)
+    if got is memo:
+        acc = pricer.r.par.accumulates
+        got = memo[_ACCUMULATES] = None if isinstance(acc, np.ndarray) else acc  # type: ignore[index]
+    return got  # type: ignore[return-value]
+
+
+_ACCUMULATES = "fsdp-accumulates"  # the pricer's memo key of ``accumulates``
 
 
 def _walk_store(pricer: StagePricer) -> tuple[dict, int | None]:
@@ -305,84 +292,6 @@ def _best_instant(walk: list[Instant]) -> tuple[tuple[Num, ...], Num, Num]:
     k = argmax_first(dynamic)
     fields_ = _gather(k, [(inst.gradients, inst.activations, inst.comm, inst.working) for inst in walk])
     return fields_, pick(k, dynamic), k
-
-
-def _other_activations(points: list, act_chunk: list[Num], chunks: list[int],
-                       memo: dict | None = None) -> dict[int, tuple[Num, int]]:
-    """Per backward chunk j: A_h = max over the points followed by j's backward of Σ_i n_i·A_chunk(i) −
-    A_chunk(j) (−∞ for elements with no such point), and the winning point (one element). Points of one
-    micro-batch count share a validity mask (the masks split the candidates): each mask's points are evaluated
-    on its candidates only; ``memo`` (the pricer's) keeps each mask's candidate indices across stages."""
-    if isinstance(points, MaskedPoints):
-        return _masked_other_activations(points, act_chunk, chunks, {} if memo is None else memo)
-    groups: dict[int, list[tuple[int, Any]]] = {}
-    for k, pt in enumerate(points):
-        groups.setdefault(id(pt.valid), []).append((k, pt))
-    if not is_array(*act_chunk, *(pt.valid for pt in points)):
-        held = [_held(pt, act_chunk) for pt in points]
-        return {j: _largest(points, held, act_chunk, j) for j in chunks}
-    size = np.broadcast_shapes(*[np.shape(a) for a in act_chunk], *valid_shapes(points))
-    acts = np.stack([np.broadcast_to(np.asarray(a, dtype=np.float64), size) for a in act_chunk]).reshape(
-        len(act_chunk), -1)
-    n = acts.shape[1]
-    out = {j: np.full(n, -np.inf) for j in chunks}
-    memo = {} if memo is None else memo
-    for pts in groups.values():
-        idx = mask_index(pts[0][1].valid, size, memo)
-        if not index_size(idx):
-            continue
-        sub = acts[:, idx]
-        values = np.array([pt.counts for _, pt in pts], dtype=np.float64) @ sub  # [P_mask, C_mask]: one product
-        by_chunk: dict[int, list[int]] = {}
-        for k, (_, pt) in enumerate(pts):
-            by_chunk.setdefault(pt.backward_chunk, []).append(k)
-        for j, ks in by_chunk.items():
-            best = (values[ks[0]] if len(ks) == 1 else values[ks].max(axis=0)) - sub[j]
-            out[j][idx] = np.maximum(out[j][idx], best)
-    return {j: (v.reshape(size), -1) for j, v in out.items()}
-
-
-def _masked_other_activations(points: MaskedPoints, act_chunk: list[Num], chunks: list[int],
-                               memo: dict) -> dict[int, tuple[Num, int]]:
-    """``_other_activations`` over a search group's points: the same product per mask, then the largest value
-    of each backward chunk's points in one ``maximum.reduceat`` over the points ordered by chunk (the masks'
-    arrays are built once per schedule profile). The masks are disjoint, so each candidate's A_h is written
-    once."""
-    size = points.size
-    acts = stacked_rows(act_chunk, size, memo)
-    out = np.full(acts.shape, -np.inf)
-    for block in points.blocks:
-        idx, arrays = block.index, block.arrays
-        sub = acts[:, idx]
-        values = arrays.counts @ sub  # [P_mask, C_mask]: one product
-        best = np.maximum.reduceat(values[arrays.by_chunk], arrays.starts, axis=0) - sub[arrays.present]
-        if isinstance(idx, slice):
-            out[arrays.present, idx] = best
-        else:
-            out[np.ix_(arrays.present, idx)] = best
-    return {j: (out[j].reshape(size), -1) for j in chunks}
-
-
-def _held(point: Any, act_chunk: list[Num]) -> Num:
-    """One element: Σ_i n_i·A_chunk(i) at a replay point."""
-    value: Num = 0
-    for n, a in zip(point.counts, act_chunk, strict=True):
-        value = value + n * a
-    return value
-
-
-def _largest(points: list, held: list[Num], act_chunk: list[Num], chunk: int) -> tuple[Num, int]:
-    """One element: max over the points followed by ``chunk``'s backward of Σ_i n_i·A_chunk(i) − A_chunk(chunk)
-    (``held``: the sums per point), ties to the earliest, and that point's index."""
-    best: Num = -np.inf
-    at = -1
-    for k, pt in enumerate(points):
-        if pt.backward_chunk != chunk:
-            continue
-        value = held[k] - act_chunk[chunk]
-        if value > best:
-            best, at = value, k
-    return best, at
 
 
 class _Stage(NamedTuple):

@@ -207,7 +207,18 @@ def test_a_repeat_and_an_m_edit_back_finish_no_stage_again(plan, monkeypatch):
     def refused(*_args, **_kwargs):
         raise AssertionError("priced again")
 
+    finish, again = assembly_memory._finish, assembly_memory.terms_again
+
+    def layer_rows_again(*args, **kwargs):
+        """A stage finished at once (``memory.finish_stages``) holds no stage-term views: its per-layer rows,
+        asked for by ``_text``, finish it alone again, on demand — not a stage priced again."""
+        with monkeypatch.context() as m:
+            m.setattr(assembly_memory, "_finish", finish)
+            return again(*args, **kwargs)
+
     monkeypatch.setattr(assembly_memory, "_finish", refused)
+    monkeypatch.setattr(assembly_memory, "_at_once", refused)
+    monkeypatch.setattr(assembly_memory, "terms_again", layer_rows_again)
     monkeypatch.setattr(stages, "_unslacked", refused)
     monkeypatch.setattr(stages, "_first_pass", refused)
     assert _text(estimate(plan.model, st, plan.hardware, plan.options)) == first

@@ -131,6 +131,31 @@ def price_plan_stages(pricer: StagePricer, points: Sequence[list[Point]]) -> tup
     return tuple(out)
 
 
+def price_finished_stages(pricer: StagePricer, stages: Sequence[int],
+                          points: Sequence[list[Point]]) -> list[StageResult] | None:
+    """``price_stage`` (no Explain) of one replaying plan's stages ``stages``, none of them replayed (``device.stages``:
+    the replayed stages' ratio prices their slack), their stage terms added at once over the array of their stage
+    indices (``memory.finish_stages``); None where a stage's tensors are not one plan's numbers (then one by one)."""
+    plan = stage_plan(pricer.layout, pricer.r.dims.tie)
+    forms, made = [], []
+    for i in stages:
+        form = plan[i][0]
+        tensors, keep = memory.stage_tensors(pricer, i, form, points[i], stage_chunks(pricer, form))
+        if not keep:
+            return None
+        forms.append(form)
+        made.append(tensors)
+    out = []
+    memo = pricer.memo
+    for i, form, mem in zip(stages, forms, memory.finish_stages(pricer, stages, made), strict=True):
+        pts = points[i]
+        point, text = (mem.instant.best.name, english(mem.instant.best.name)) if mem.instant is not None else \
+            _peak_point(pts, mem)
+        out.append(_result(pricer, i, form, mem, partial(_layer_rows, pricer, i, form, mem, pts), point, text, None,
+                           memo.get(("device", i), {})))
+    return out
+
+
 KEPT_STAGES = 1024  # stages kept per row book: each micro-batch count that moves a stage's points adds one
 
 
@@ -197,11 +222,11 @@ def _kept_label(points: list[Point], mem: StageMemory, pt: Point) -> tuple[Text,
 
 
 def _layer_rows(pricer: StagePricer, stage: int, form: StageForm, mem: StageMemory, points: list[Point]) -> tuple:
-    if mem.stage_terms is None:  # priced as an array element (``stages``): its stage terms' views one by one
-        mem = memory.unkept_stage(pricer, stage, form, points, stage_chunks(pricer, form))
+    if mem.stage_terms is None:  # priced as an array element: its stage terms' views one by one
+        mem = memory.terms_again(pricer, stage, form, points, stage_chunks(pricer, form))
     return layer_rows(pricer, form, stage_rows(pricer, stage), mem)
 
 
 __all__ = ["ROW_TERMS", "STAGE_TERMS", "ChunkSums", "Point", "RowTerm", "StageForm", "StageMemory", "StageTerm",
-           "StageView", "chunk_sums", "price_plan_stages", "price_stage", "process_groups", "profile_points",
-           "stage_chunks", "stage_form", "stage_memory"]
+           "StageView", "chunk_sums", "price_finished_stages", "price_plan_stages", "price_stage", "process_groups",
+           "profile_points", "stage_chunks", "stage_form", "stage_memory"]

@@ -18,6 +18,7 @@ from ..hardware import runtime_of
 from ..messages import Message, joined, msg
 from ..result import TENSOR_CATEGORIES
 from ..units import fmt_bytes
+from .allocator import AllocatorConfig
 from .communicators import (
     Group,
     LibraryRule,
@@ -68,6 +69,9 @@ class _Rules:
     library: LibraryRule
     comm_factor: float
     nvls: NvlsRule | None
+    allocator: tuple[str, AllocatorConfig, Message]  # allocator_kind
+    replays: bool                 # replays_allocator
+    vector: bool                  # the plan's d, t, cp, b or m an array (the search's candidates): no notes
 
 
 _RULES = "device-rules"  # the pricer's memo key of its _Rules
@@ -86,7 +90,8 @@ def _plan_rules(r: Resolved, pricer: StagePricer | None) -> _Rules:
                      library_rule(r.hardware.comm_library, runtime, opts.hccl_buffsize, opts.p2p_hccl_buffsize,
                                   opts.nccl_buffsize),
                      1.0 if opts.comm_library_factor is None else opts.comm_library_factor,  # 0 is a stated value
-                     nvls_rule(r))
+                     nvls_rule(r), allocator_kind(r), replays_allocator(r),
+                     is_array(r.par.d, r.par.t, r.par.cp, r.par.b, r.par.m))
         if pricer is not None:
             pricer.memo[_RULES] = got
     return got  # type: ignore[return-value]
@@ -215,15 +220,17 @@ def slack(view: StageView) -> Num:
     """[D-SLACK] the caching allocator's slack: replayed for the stages of one plan that can decide its peak, their
     slack per dynamic byte for its other stages, the current plan's ratio in the search and the balancer."""
     r = view.r
-    opts = _rules(view).options
-    kind, config, source = allocator_kind(r)
-    ratio = r.options.allocator_slack_ratio
     pricer = view.pricer
+    rules = _plan_rules(r, pricer)  # what it reads of the plan alone, kept per pricer: every stage asks, twice
+    opts = rules.options
+    kind, config, source = rules.allocator
+    ratio = r.options.allocator_slack_ratio
     # one plan's stages as array elements (``assembly.stages``, a plan without replay): a note per stage
     stages = isinstance(view.stage, np.ndarray)
-    vector = is_array(r.par.d, r.par.t, r.par.cp, r.par.b, r.par.m) or (not stages and is_array(view.dynamic))
+    dynamic = view.dynamic
+    vector = rules.vector or (not stages and is_array(dynamic))
     replayed = pricer.memo.get(REPLAYED) if pricer is not None and not vector else None
-    exact = replays_allocator(r) and pricer is not None and not vector and \
+    exact = rules.replays and pricer is not None and not vector and \
         (replayed is None or (not replayed.isdisjoint(view.stage.tolist()) if stages else view.stage in replayed))
     band: tuple[float, float, float] | None = None
     entry: tuple | None = None  # the replayed stages' ratio this stage takes
@@ -236,7 +243,7 @@ def slack(view: StageView) -> Num:
         from ..stage import stage_rows
 
         band = allocator_slack(pricer, view.stage, stage_rows(pricer, view.stage), config,  # type: ignore[arg-type]
-                               _rules(view).workspaces)
+                               rules.workspaces)
         value = band[0]
     else:
         low_rel = high_rel = 1.0
@@ -246,7 +253,7 @@ def slack(view: StageView) -> Num:
                 ratio, said = 0.0, False
             else:
                 ratio, low_rel, high_rel, _note = entry
-        value = (ratio or 0.0) * _dynamic(view)
+        value = (ratio or 0.0) * (dynamic + view.categories["communication_buffers"])  # _dynamic(view)
         if stages:
             band = (value, value * low_rel, value * high_rel)
         elif not vector:
@@ -261,7 +268,7 @@ def slack(view: StageView) -> Num:
             low, high = low + extra, high + extra
         else:  # no band of its own (a static pool: only a calibrated fraction): its ends are the value itself
             low = high = value
-        said_source = _allocator_said(source, kind == "static" or exact, entry, ratio)
+        said_source = _said(pricer, source, kind == "static" or exact, entry, ratio)  # type: ignore[arg-type]
         if not stages:
             pricer.memo[("device", view.stage)] = _slack_note(r, kind, low, high, said_source, exact)  # type: ignore
         else:
@@ -297,16 +304,39 @@ def terms_key(pricer: StagePricer, stage: int) -> tuple | None:
     r = pricer.r
     if is_array(r.par.m, r.par.d, r.par.t, r.par.p):
         return None
-    if not replays_allocator(r):
+    rules = _plan_rules(r, pricer)
+    if not rules.replays:
         return ()
-    config = allocator_kind(r)[1]
     replayed = pricer.memo.get(REPLAYED)
     if replayed is None or stage in replayed:
         from ..stage import stage_rows
 
-        return "replayed", allocator_slack(pricer, stage, stage_rows(pricer, stage), config,
-                                           _plan_rules(r, pricer).workspaces)
+        return "replayed", allocator_slack(pricer, stage, stage_rows(pricer, stage), rules.allocator[1],
+                                           rules.workspaces)
     return "ratio", pricer.memo[STAGE_RATIO]
+
+
+def terms_keys(pricer: StagePricer, stages: list[int]) -> list[tuple | None]:
+    """``terms_key`` of each of one plan's stages ``stages``, the replayed stages' ratio read once for those not
+    replayed."""
+    r = pricer.r
+    replayed = pricer.memo.get(REPLAYED)
+    if replayed is None or not _plan_rules(r, pricer).replays or is_array(r.par.m, r.par.d, r.par.t, r.par.p):
+        return [terms_key(pricer, i) for i in stages]
+    ratio = ("ratio", pricer.memo[STAGE_RATIO])
+    return [terms_key(pricer, i) if i in replayed else ratio for i in stages]
+
+
+def _said(pricer: StagePricer, source: Message, plain: bool, entry: tuple | None, ratio: float | None) -> str:
+    """``_allocator_said``, kept in the pricer's memo where it reads the plan (``source``: its allocator) and the
+    replayed stages' ratio (``entry``, by identity) alone: every stage priced by that ratio says the same."""
+    if not plain and entry is None:  # the current plan's ratio (the options'): as said
+        return _allocator_said(source, plain, entry, ratio)
+    key = ("allocator-said", plain)
+    got = pricer.memo.get(key)
+    if got is None or got[0] is not entry or got[1] is not source:  # type: ignore[index]
+        got = pricer.memo[key] = (entry, source, _allocator_said(source, plain, entry, ratio))
+    return got[2]  # type: ignore[index]
 
 
 def _allocator_said(source: Message, plain: bool, entry: tuple | None, ratio: float | None) -> str:
@@ -403,4 +433,4 @@ def note_slack(view: StageView) -> Message:
     return allocator_kind(view.r)[2]
 
 
-__all__ = ["comm_library", "context", "slack", "terms_key", "workspaces"]
+__all__ = ["comm_library", "context", "slack", "terms_key", "terms_keys", "workspaces"]

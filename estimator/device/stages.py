@@ -47,13 +47,17 @@ def _first_pass(pricer: StagePricer, points: Sequence[Any]) -> list[tuple[float,
     from ..assembly import stage_chunks, stage_form
     from ..assembly.memory import add_stage_terms, held_at_step, stage_tensors
     from ..assembly.terms import process_groups
+    from ..fsdp_points import point_sums
     from ..result import CATEGORIES
 
     p = len(points)
+    forms = [stage_form(pricer, i) for i in range(p)]
+    chunks = [stage_chunks(pricer, form) for form in forms]
+    if pricer.r.flags.fsdp2:  # every replay point's Σ_i n_i·A_chunk(i) at once, for each stage's largest instant
+        point_sums(pricer.memo, points, [[c.act for c in one] for one in chunks])
     made = []
     for i in range(p):
-        form = stage_form(pricer, i)
-        tensors, keep = stage_tensors(pricer, i, form, points[i], stage_chunks(pricer, form))
+        tensors, keep = stage_tensors(pricer, i, forms[i], points[i], chunks[i])
         if not keep:  # arrays or masked points: one by one
             return [_what_pass_1_reads(_unslacked(pricer, k, points[k])) for k in range(p)]
         made.append(tensors)
@@ -102,7 +106,7 @@ def _chosen(pricer: StagePricer, points: Sequence[Any]) -> list[int]:
 
 
 def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> tuple[StageResult, ...]:
-    from ..assembly import price_plan_stages, price_stage
+    from ..assembly import price_finished_stages, price_plan_stages, price_stage
 
     p = len(points)
     r = pricer.r
@@ -128,9 +132,10 @@ def price_stages(pricer: StagePricer, points: Sequence[Any], explain: bool) -> t
     pricer.memo[STAGE_RATIO] = (slack / dynamic if dynamic > 0 else 0.0, low / slack if slack > 0 else 1.0,
                                 high / slack if slack > 0 else 1.0,
                                 msg("device.allocator-ratio-replayed", names=names))
-    for i in range(p):
-        if i not in out:
-            out[i] = price_stage(pricer, i, points[i], explain)
+    rest = [i for i in range(p) if i not in out]
+    made = price_finished_stages(pricer, rest, points) if not explain and len(rest) > 1 else None
+    for k, i in enumerate(rest):
+        out[i] = price_stage(pricer, i, points[i], explain) if made is None else made[k]
     return tuple(out[i] for i in range(p))
 
 
