@@ -99,6 +99,12 @@ micro-batch edit 0.121–0.126 and 0.173–0.179 — goal met; the edit mix's tp
 1.064–1.139 and 1.399–1.585, recompute 0.855–0.954 and 1.444–1.481 (801803e 1.239–1.357 and 1.681–1.700,
 1.135–1.277 and 1.662–1.737, 0.995–1.097 and 1.801–1.811) — goal missed 4–8×; cold first estimate Llama-3-70B
 44.3–45.8 (801803e 43.7–44.6), DeepSeek-V3 11.2–11.3 (10.7–11.4) — met.
+At the seventh session's close (2026-12-02, main 8f675f4 alternating with 0e4a722, load 0.5–1.0, six or seven
+runs each, the best two, min CPU ms; P-SCALAR-SPEED "At the seventh session's close"): repeat 0.106–0.108
+(DeepSeek-V3) and 0.162 (Llama-3-70B), micro-batch edit 0.104–0.107 and 0.162–0.163 — goal met; the edit mix's tp
+1.037–1.065 and 1.291–1.314, pp 0.976–0.990 and 1.322–1.345, recompute 0.786–0.789 and 1.203–1.268 (0e4a722
+1.166–1.231 and 1.485–1.620, 1.126–1.143 and 1.475–1.658, 0.879–0.891 and 1.484–1.575) — goal missed 4–7×; cold
+first estimate Llama-3-70B 45.6–48.2 (0e4a722 46.3–47.0), DeepSeek-V3 10.7–11.6 (11.9–12.1) — at the goal's edge.
 """
 
 from __future__ import annotations
