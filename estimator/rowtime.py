@@ -219,14 +219,9 @@ class RowTime(NamedTuple):
     flops: RowFlops
 
 
-def compute_time(flop: Num, rate: Num) -> Num:
-    """[T-COMP.mm] t_mm = FLOPs/(peak_flops[β_c]·eff_matmul)."""
-    return flop / rate
-
-
 def mm_time(ctx: TimeContext, flops: Num, fp8: Num) -> Num:
-    """[T-COMP.mm] with FP8: (FLOPs − FP8 FLOPs)/(peak[β_c]·eff) + FP8 FLOPs/(peak[fp8 | mxfp8]·eff) (each
-    ``compute_time``, divided here: a row calls this four times per device)."""
+    """[T-COMP.mm] t_mm = FLOPs/(peak_flops[β_c]·eff_matmul); with FP8: (FLOPs − FP8 FLOPs)/(peak[β_c]·eff) +
+    FP8 FLOPs/(peak[fp8 | mxfp8]·eff) (``ctx.rate_mm``, ``ctx.rate_fp8``: peak·eff of the context's device)."""
     fp8_rate = ctx.rate_fp8
     if fp8_rate:
         return (flops - fp8) / ctx.rate_mm + fp8 / fp8_rate
@@ -566,6 +561,6 @@ def _cp_exposed(ctx: TimeContext) -> tuple[Num, Num]:
 
 
 __all__ = ["COMM_KINDS", "KNOBS", "Knobs", "RowTime", "RowWork", "TimeContext", "async_tp_exposed", "comm_recipe",
-           "compute_time", "cp_causal_imbalance", "dequantize_bytes", "exposed_comm", "fp8_cast_bytes", "kept_flops",
+           "cp_causal_imbalance", "dequantize_bytes", "exposed_comm", "fp8_cast_bytes", "kept_flops",
            "kept_knobs", "knobs", "mm_time", "offload_exposed", "row_comm", "row_key", "row_sums", "row_time",
            "row_work", "timed_row"]

@@ -40,7 +40,6 @@ from .rowtime import (
     KNOBS,
     Knobs,
     TimeContext,
-    compute_time,
     knobs,
     row_time,
 )
@@ -579,6 +578,6 @@ def estimate_step_time(model: ModelSpec, strategy: Strategy, hardware: Hardware,
 
 
 __all__ = ["COMM_KINDS", "KNOBS", "PARTS", "ChunkTimes", "Knobs", "StageTimes", "StepTime", "chunk_times",
-           "compute_time", "estimate_step_time", "knobs", "pipe_1f1b", "pipe_dualpipev",
+           "estimate_step_time", "knobs", "pipe_1f1b", "pipe_dualpipev",
            "pipe_gpipe", "pipe_interleaved", "pipe_looped_bfs", "pipe_seq1f1b", "pipe_zbv", "pipeline_time",
            "pp_sends", "row_time", "stage_times", "step_seconds", "step_time", "timed_stages"]

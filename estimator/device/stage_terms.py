@@ -253,7 +253,7 @@ def slack(view: StageView) -> Num:
                 ratio, said = 0.0, False
             else:
                 ratio, low_rel, high_rel, _note = entry
-        value = (ratio or 0.0) * (dynamic + view.categories["communication_buffers"])  # _dynamic(view)
+        value = (ratio or 0.0) * _dynamic(view)
         if stages:
             band = (value, value * low_rel, value * high_rel)
         elif not vector:
