@@ -172,7 +172,7 @@ class TimeContext:
         self.tp, self.ring, self.uly, self.ep, self.etp, self.pp, self.dp_domain, self.dp_shard, self.dp_replicas, \
             self.edp_shard, self.edp_replicas, self.edp_domain = C.plan_links(
                 kept, hw, t, cp, u, par.ep, par.etp, par.p, par.d, D, stride, par.os, par.os_e, par.edp)
-        self.dp_kept: dict | None = None  # steptime._dp's table of this context's DP times (made on first use)
+        self.dp_kept: dict | None = None  # dptime.stage_dp's table of this context's DP times (made on first use)
         self.comms: dict = {}  # the rows' exposed comm on this device per ``comm_recipe`` key (``row_comm``)
         # one exposed pipeline hand-over (every stage's sends, ``steptime.stage_times``)
         self.pp_send = (1 - self.k.o_pp) * C.pp_boundary(self.M_p, self.pp)

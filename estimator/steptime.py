@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 import numpy as np
 
 from . import comm as C
-from .arr import Num, is_array, maximum
+from .arr import Num, is_array
 from .assembly.form import StageForm, build_form, form_signature, stage_plan
 from .chunktime import ChunkPasses, ChunkTimes, Holdings, chunk_holdings, chunk_passes, chunk_times
+from .dptime import exposed_dp, optimizer_time, stage_dp
 from .layout import build_layout, layout_inputs, slot_index, slot_position
 from .pipeline import (
     at_largest,
@@ -164,7 +165,8 @@ def stage_sums(chunks: Sequence[ChunkTimes | Holdings]) -> StageSums:
 
 
 def elements_key(elements: list[Num]) -> tuple | None:
-    """A stage's DP inputs by value and type (``_dp``'s key); None when one is an array (the search's candidates)."""
+    """A stage's DP inputs by value and type (``dptime.stage_dp``'s key); None when one is an array (the search's
+    candidates)."""
     kinds = tuple(map(type, elements))
     return None if np.ndarray in kinds else (*elements, kinds)
 
@@ -210,7 +212,7 @@ def _add_stage_terms(ctx: TimeContext, stage: int, cF: list[Num], cB: list[Num],
         cF[j] = cF[j] + n_fwd * send
         cB[j] = cB[j] + n_bwd * send
         pp = pp + (n_fwd + n_bwd) * send
-    dp = _dp(ctx, held)
+    dp = stage_dp(ctx, held.elements, held.dp_key)
     fs_f, fs_b = (1 - k.o_fsdp) * dp.per_mb_fwd, (1 - k.o_fsdp) * dp.per_mb_bwd
     if cF:  # per-micro-batch parameter gathers and reduce-scatters ride with the first chunk's passes
         cF[0] = cF[0] + fs_f
@@ -240,96 +242,6 @@ def stage_seconds(ctx: TimeContext, stage: int, chunks: Sequence[ChunkTimes | Ch
     S = stage_total(sum(cF), sum(cB), sum([c.W for c in chunks]), sum([c.Rc for c in chunks]))
     return (S, exposed_dp(ctx, dp, {"fwd": fwd, "bwd": bwd, "recompute": rec}, held.layers),
             optimizer_time(ctx, held.static, held.states))
-
-
-def exposed_dp(ctx: TimeContext, dp: C.DPTimes, compute: dict[str, Num], layers: Num) -> Num:
-    """[T-COMM.dp_overlap] The per-step DP collectives left exposed. With ``overlap_grad_reduce`` the gradient
-    reduction runs bucket by bucket under the last micro-batch's backward: max(t_rs − Bk, t_rs/L) exposed, the
-    last bucket (about one layer's gradients, L the stage's layers) always; without it, all of t_rs. Likewise
-    ``overlap_param_gather`` hides the parameter all-gather under the next step's first forward: max(t_ag − F,
-    t_ag/L). A plan that states neither keeps the knob (docs/model.md#knobs): (1 − o_dp)·(t_rs + t_ag)."""
-    feat = ctx.r.flags.feat
-    if feat.overlap_grad_reduce is None and feat.overlap_param_gather is None:
-        return (1 - ctx.k.o_dp) * dp.per_step
-    n = maximum(1, layers)
-    slices = ctx.r.par.n_s  # compute is per micro-batch (per slice for sliced schedules)
-    backward = (compute["bwd"] + compute["recompute"]) * slices
-    forward = compute["fwd"] * slices
-    reduce, gather = dp.reduce, dp.gather
-    out_r = maximum(reduce - backward, reduce / n) if feat.overlap_grad_reduce else reduce
-    out_g = maximum(gather - forward, gather / n) if feat.overlap_param_gather else gather
-    return out_r + out_g
-
-
-_DP: dict = {}  # per ``_dp_reads`` of a context (its DP links and what selects the collectives): its kept DP times
-
-
-def _dp_reads(ctx: TimeContext) -> tuple | None:
-    """What ``_make_dp`` reads of a context apart from the stage's elements, by value and type: the collectives'
-    selection (sharding mode and its flags, MoE, the gradient width) and the six DP links (a link is its size,
-    bandwidth and latency: the device enters through them only). None with arrays (the search's candidates)."""
-    r = ctx.r
-    f = r.flags
-    g = r.widths.g
-    links = (*ctx.dp_shard, *ctx.dp_replicas, *ctx.dp_domain, *ctx.edp_shard, *ctx.edp_replicas, *ctx.edp_domain)
-    kinds = tuple(map(type, links))
-    if np.ndarray in kinds or type(g) is np.ndarray:
-        return None
-    return (f.sharding_mode, f.reshard_after_forward, f.fsdp_sync, f.keep_gathered, r.dims.moe, g, type(g), links,
-            kinds)
-
-
-def _dp(ctx: TimeContext, held: StageSums) -> C.DPTimes:
-    """[T-COMM.dp] ``_make_dp`` of the stage's elements, kept per what it reads (``_dp_reads``) and the elements by
-    value and type (``StageSums.dp_key``): a band end's three devices time the same stages again on every estimate
-    whose DP groups and element counts recur (a tp or pp edit and its undo)."""
-    elements = held.elements
-    table = ctx.dp_kept
-    if table is None:
-        reads = _dp_reads(ctx)
-        if reads is None:
-            return _make_dp(ctx, elements)
-        table = ctx.dp_kept = C.kept_entry(_DP, reads, dict)
-    key = held.dp_key
-    if key is None:
-        return _make_dp(ctx, elements)
-    got = table.get(key)
-    if got is None:
-        got = C.kept_entry(table, key, lambda: _make_dp(ctx, elements))
-    return got  # type: ignore[no-any-return]
-
-
-def _make_dp(ctx: TimeContext, elements: list[Num]) -> C.DPTimes:
-    """[T-COMM.dp] dense part on D and expert part on D_e from the stage's local elements."""
-    r = ctx.r
-    w, f = r.widths, r.flags
-    trainable_d, trainable_e, gathered_d, gathered_e, params_d, params_e = elements
-    mode = f.sharding_mode
-    reshard = True if mode == "zero3" else f.reshard_after_forward
-    sync = True if mode == "zero3" else f.fsdp_sync
-    dense = C.dp_times(mode, w.g * trainable_d, params_d, gathered_d, ctx.dp_shard, ctx.dp_replicas,
-                       keep_gathered=f.keep_gathered, reshard=reshard, sync_every_mb=sync,
-                       reduce_domain=ctx.dp_domain)
-    if not r.dims.moe:  # no expert parameters: no expert-data-parallel collectives at all
-        return dense
-    expert = C.dp_times(mode, w.g * trainable_e, params_e, gathered_e, ctx.edp_shard, ctx.edp_replicas,
-                        keep_gathered=f.keep_gathered, reshard=reshard, sync_every_mb=sync,
-                        reduce_domain=ctx.edp_domain)
-    return dense + expert
-
-
-def optimizer_time(ctx: TimeContext, static: Num, states: Num) -> Num:
-    """[T-OPT] t_opt = 2·(parameter + gradient + optimizer bytes of the stage)/(hbm_Bps·eff_hbm), + the states over
-    the host link with ``swap_optimizer``. [T-OPT.offload] A step on the host (``offload_optimizer``,
-    ``offload_params``) moves the gradients to the host and the parameters back over the host link instead, its
-    CPU compute not priced (W-UNMODELLED)."""
-    feat = ctx.r.flags.feat
-    if feat.offload_optimizer or feat.offload_params:
-        return (static - states) / ctx.r.hardware.host_link_bandwidth
-    out = 2 * static / ctx.rate_hbm
-    if ctx.r.flags.swap_optimizer:
-        out = out + states / ctx.r.hardware.host_link_bandwidth
-    return out
 
 
 # ------------------------------------------------------------------------------------------ step (docs/model.md#step)

@@ -1,5 +1,5 @@
 """Kept across estimates per what they read, by value and type: the step time's DP collectives
-(``steptime._dp``: ``_dp_reads`` and the stage's elements), a plan's links (``comm.plan_links``, per device by the
+(``dptime.stage_dp``: ``dp_reads`` and the stage's elements), a plan's links (``comm.plan_links``, per device by the
 degrees they are made of), a rank's communicators (``communicators.rank_groups``) and its library workspaces
 (``workspaces.library_workspaces``). Every estimate of an edit sequence, and of plans that differ in one field the
 keys read, equals one made with nothing kept; a key missing what it reads fails these checks (the seeded faults
@@ -22,6 +22,7 @@ from estimator import (
     ShardingSpec,
     Strategy,
     comm,
+    dptime,
     estimate,
     find_preset,
     rowtime,
@@ -53,7 +54,7 @@ def _nothing_kept_around(nothing_kept, monkeypatch):
 
 
 def _no_kept_terms(patch: pytest.MonkeyPatch) -> None:
-    patch.setattr(steptime, "_DP", {})
+    patch.setattr(dptime, "_DP", {})
     patch.setattr(rowtime, "_DEVICES", {})
     patch.setattr(communicators, "_GROUPS", {})
     patch.setattr(workspaces, "_KEPT", {})
@@ -65,7 +66,7 @@ def _cold(patch: pytest.MonkeyPatch, make: Callable[[], object]) -> str:
         _nothing_kept(empty)
         _no_kept_terms(empty)
         # and none kept within the estimate either: each made by its own function
-        empty.setattr(steptime, "_dp_reads", lambda ctx: None)
+        empty.setattr(dptime, "dp_reads", lambda ctx: None)
         empty.setattr(comm, "plan_links", comm._plan_links)
         empty.setattr(communicators, "_groups_reads", lambda r, stage: None)
         empty.setattr(workspaces, "_reads", lambda r: None)
@@ -104,28 +105,28 @@ def test_an_edit_sequence_equals_estimates_with_no_dp_times_or_links_kept(path, 
 def test_plans_one_field_apart_equal_estimates_with_no_dp_times_or_links_kept(monkeypatch):
     assert _plans_differ(monkeypatch) == []
     # kept, per what each reads
-    assert len(steptime._DP) > 1 and len(communicators._GROUPS) > 1 and len(workspaces._KEPT) > 1
+    assert len(dptime._DP) > 1 and len(communicators._GROUPS) > 1 and len(workspaces._KEPT) > 1
 
 
 def test_a_dp_key_without_the_links_fails_the_checks(monkeypatch):
-    made = steptime._dp_reads
+    made = dptime.dp_reads
 
     def without_links(ctx):
         reads = made(ctx)
         return None if reads is None else reads[:7]
 
-    monkeypatch.setattr(steptime, "_dp_reads", without_links)
+    monkeypatch.setattr(dptime, "dp_reads", without_links)
     assert _plans_differ(monkeypatch) != []
 
 
 def test_a_dp_key_without_the_sharding_mode_fails_the_checks(monkeypatch):
-    made = steptime._dp_reads
+    made = dptime.dp_reads
 
     def without_mode(ctx):
         reads = made(ctx)
         return None if reads is None else reads[1:]
 
-    monkeypatch.setattr(steptime, "_dp_reads", without_mode)
+    monkeypatch.setattr(dptime, "dp_reads", without_mode)
     assert _plans_differ(monkeypatch) != []
 
 
