@@ -67,15 +67,19 @@ def _reference(pricer: StagePricer, form, j: int) -> dict:
     }
 
 
-def _same(got, want) -> None:
+def _same(got, want, nan_equal: bool = False) -> None:
+    """``got`` is ``want``: the same keys in the same order, the same types, equal values (NaN equal to NaN only
+    with ``nan_equal``)."""
     if isinstance(want, dict):
         assert list(got) == list(want)
         for key in want:
-            _same(got[key], want[key])
+            _same(got[key], want[key], nan_equal)
         return
     assert type(got) is type(want)
     if isinstance(want, np.ndarray):
         assert got.dtype == want.dtype and np.array_equal(got, want)
+    elif nan_equal:
+        assert got == want or (got != got and want != want)
     else:
         assert got == want
 

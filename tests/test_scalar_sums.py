@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_chunk_sums import _same as chunk_sums_same
 
 from estimator import ModelSpec, RecomputePlan, RunOptions, ShardingSpec, Strategy, estimate, find_preset
 from estimator.assembly.chunks import _array_sums, _row_values, _scalar_sums, form_sums
@@ -67,16 +68,7 @@ PRICERS = _pricers()
 
 
 def _same(got, want) -> None:
-    if isinstance(want, dict):
-        assert list(got) == list(want)
-        for key in want:
-            _same(got[key], want[key])
-        return
-    assert type(got) is type(want)
-    if isinstance(want, np.ndarray):
-        assert got.dtype == want.dtype and np.array_equal(got, want)
-    else:
-        assert got == want or (got != got and want != want)
+    chunk_sums_same(got, want, nan_equal=True)
 
 
 FIELDS = ("rows", "step", "act", "work", "forward", "transient", "temps", "work_at", "transient_at", "offload", "host")

@@ -114,14 +114,7 @@ def _array_sums(pricer: StagePricer, form: StageForm, j: int, values: Sequence[t
     f = pricer.r.flags
     costs = [v[-1] for v in values]
     pairs = form.counts[j]
-    width = len(terms.ROW_TERMS)
-    hosts = len(terms.HOST_TERMS)
-    sums = _linear(pairs, values, 2 * width + hosts + 2)
-    by_term = {t.id: sums[i] for i, t in enumerate(terms.ROW_TERMS)}
-    at_step = {t.id: sums[width + i] for i, t in enumerate(terms.ROW_TERMS)}
-    host = {t.id: sums[2 * width + i] for i, t in enumerate(terms.HOST_TERMS)}
-    act, offload = sums[2 * width + hosts], sums[2 * width + hosts + 1]
-    upstream = 2 * width + hosts + 2  # the index of upstream's buffer sum; the for-loop's largest tensor next
+    by_term, at_step, host, act, offload, upstream = _column_sums(pairs, values)
     # [W-BWD] the walk's positions, last row first; the first strict maximum names the position
     work: Num = 0.0
     work_at = -1
@@ -173,20 +166,27 @@ def _array_sums(pricer: StagePricer, form: StageForm, j: int, values: Sequence[t
                      offload=offload, host=host)
 
 
+def _column_sums(pairs: Coefs, values: Sequence[tuple[Num, ...]]) -> tuple[dict, dict, dict, Num, Num, int]:
+    """A chunk's linear sums (``_linear``) of its keys' values, named: per row term its value and its part at the
+    optimizer step, per host term its value, the activations A_chunk and the offloaded bytes; then the index in a
+    key's values of upstream's buffer sum (the for-loop optimizer's largest tensor next). The terms are read at
+    each call: an extension adds its own (``assembly.terms``)."""
+    width = len(terms.ROW_TERMS)
+    upstream = 2 * width + len(terms.HOST_TERMS) + 2
+    sums = _linear(pairs, values, upstream)
+    by_term = {t.id: sums[i] for i, t in enumerate(terms.ROW_TERMS)}
+    at_step = {t.id: sums[width + i] for i, t in enumerate(terms.ROW_TERMS)}
+    host = {t.id: sums[2 * width + i] for i, t in enumerate(terms.HOST_TERMS)}
+    return by_term, at_step, host, sums[upstream - 2], sums[upstream - 1], upstream
+
+
 def _scalar_sums(pricer: StagePricer, form: StageForm, j: int, values: Sequence[tuple[Num, ...]]) -> ChunkSums:
     """``_array_sums`` of one plan's numbers (counts, coefficients and values Python numbers): the same operations
     in the same order — each sum Σ c·x over the pairs from 0.0, the first strict maximum — without the tests for
     arrays, the helpers' calls and the per-key lists they read (tests/test_scalar_sums.py compares the two)."""
     f = pricer.r.flags
     pairs = form.counts[j]
-    width = len(terms.ROW_TERMS)
-    hosts = len(terms.HOST_TERMS)
-    sums = _linear(pairs, values, 2 * width + hosts + 2)
-    by_term = {t.id: sums[i] for i, t in enumerate(terms.ROW_TERMS)}
-    at_step = {t.id: sums[width + i] for i, t in enumerate(terms.ROW_TERMS)}
-    host = {t.id: sums[2 * width + i] for i, t in enumerate(terms.HOST_TERMS)}
-    act, offload = sums[2 * width + hosts], sums[2 * width + hosts + 1]
-    upstream = 2 * width + hosts + 2
+    by_term, at_step, host, act, offload, upstream = _column_sums(pairs, values)
     # [W-BWD] need(ℓ) = (Rc or the group's A(·, none)) + Gw − Σ A1 walked, as _lin sums each part
     work: Num = 0.0
     work_at = -1
